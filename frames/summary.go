@@ -1,0 +1,176 @@
+package frames
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Summary is the decoded description of one captured frame, as
+// `inaemu decode --json` prints it (one object per line). Pointer fields are
+// null when the header is absent.
+type Summary struct {
+	Index      int          `json:"index"`
+	RoCE       bool         `json:"roce"`
+	Version    *string      `json:"version"`
+	Transport  string       `json:"transport"`
+	IP         *int         `json:"ip"`
+	Src        string       `json:"src,omitempty"`
+	Dst        string       `json:"dst,omitempty"`
+	VLAN       *uint16      `json:"vlan"`
+	Opcode     *uint8       `json:"opcode"`
+	OpcodeName *string      `json:"opcode_name"`
+	DQPN       *uint32      `json:"dqpn"`
+	PSN        *uint32      `json:"psn"`
+	AckReq     *bool        `json:"ackreq"`
+	SE         *bool        `json:"se"`
+	FECN       *bool        `json:"fecn"`
+	BECN       *bool        `json:"becn"`
+	PKey       *uint16      `json:"pkey"`
+	PadCnt     *int         `json:"padcnt"`
+	RETH       *RETHSummary `json:"reth"`
+	AETH       *AETHSummary `json:"aeth"`
+	Imm        *uint32      `json:"imm"`
+	IETH       *uint32      `json:"ieth"`
+	INA        *INASummary  `json:"ina"`
+	PayloadLen *int         `json:"payload_len"`
+	ICRC       *string      `json:"icrc"`
+	ICRCOK     *bool        `json:"icrc_ok"`
+	FrameLen   int          `json:"frame_len"`
+	Error      string       `json:"error,omitempty"`
+}
+
+type RETHSummary struct {
+	VA   uint64 `json:"va"`
+	RKey uint32 `json:"rkey"`
+	DLen uint32 `json:"dlen"`
+}
+
+type AETHSummary struct {
+	Syndrome uint8  `json:"syndrome"`
+	MSN      uint32 `json:"msn"`
+	Kind     string `json:"kind"`
+}
+
+type INASummary struct {
+	Tag    uint32 `json:"tag"`
+	Ring   uint8  `json:"ring"`
+	Msg    uint8  `json:"msg"`
+	MsgLen uint8  `json:"msglen"`
+	Rank   uint8  `json:"rank"`
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Describe decodes frame into a Summary. A frame that is not RoCE, or whose
+// RoCE headers are malformed, gets RoCE=false (with Error set when the frame
+// looked like RoCE but was broken); bad ICRCs are data, not errors.
+func Describe(index int, frame []byte) Summary {
+	s := Summary{Index: index, FrameLen: len(frame), Transport: NotRoCE.String()}
+	var v View
+	if err := v.Parse(frame); err != nil {
+		var pe ParseError
+		if errors.As(err, &pe) && pe != ErrNotRoCE {
+			s.Error = pe.Error()
+		}
+		return s
+	}
+	t := v.Transport()
+	bth := v.BTH()
+	s.RoCE = true
+	s.Version = ptr(t.Version())
+	s.Transport = t.String()
+	if ipv := v.IPVersion(); ipv != 0 {
+		s.IP = ptr(ipv)
+	}
+	s.Src, s.Dst = v.SrcAddr().String(), v.DstAddr().String()
+	if v.VLANs() > 0 {
+		s.VLAN = ptr(v.VLANID())
+	}
+	op := bth.Opcode()
+	s.Opcode = ptr(uint8(op))
+	s.OpcodeName = ptr(op.String())
+	s.DQPN = ptr(bth.DestQP())
+	s.PSN = ptr(bth.PSN())
+	s.AckReq = ptr(bth.AckReq())
+	s.SE = ptr(bth.SE())
+	s.FECN = ptr(bth.FECN())
+	s.BECN = ptr(bth.BECN())
+	s.PKey = ptr(bth.PKey())
+	s.PadCnt = ptr(bth.PadCnt())
+	if r := v.RETH(); r != nil {
+		s.RETH = &RETHSummary{VA: r.VA(), RKey: r.RKey(), DLen: r.DMALen()}
+	}
+	if a := v.AETH(); a != nil {
+		s.AETH = &AETHSummary{Syndrome: uint8(a.Syndrome()), MSN: a.MSN(), Kind: a.Syndrome().String()}
+	}
+	if imm, ok := v.Imm(); ok {
+		s.Imm = ptr(imm)
+	}
+	if k, ok := v.IETH(); ok {
+		s.IETH = ptr(k)
+	}
+	if h := v.INA(); h != nil {
+		s.INA = &INASummary{Tag: h.Tag(), Ring: h.RingID(), Msg: h.MsgID(), MsgLen: h.MsgLen(), Rank: h.Rank()}
+	}
+	s.PayloadLen = ptr(len(v.Payload()))
+	s.ICRC = ptr(hex.EncodeToString(v.ICRCBytes()))
+	s.ICRCOK = ptr(v.ICRCOK())
+	return s
+}
+
+// Line is the one-line human form of a Summary, e.g.
+//
+//	3 v2-ipv4 10.0.0.1 > 10.0.0.2 RC_RDMA_WRITE_FIRST qp=0x000011 psn=5 A reth(va=0x1000 rkey=0x2a len=4096) len=1024 icrc=8eaf9f6c ok
+func (s *Summary) Line() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d ", s.Index)
+	if !s.RoCE {
+		b.WriteString("not-roce")
+		fmt.Fprintf(&b, " len=%d", s.FrameLen)
+		if s.Error != "" {
+			fmt.Fprintf(&b, " malformed: %s", s.Error)
+		}
+		return b.String()
+	}
+	fmt.Fprintf(&b, "%s %s > %s", s.Transport, s.Src, s.Dst)
+	if s.VLAN != nil {
+		fmt.Fprintf(&b, " vlan=%d", *s.VLAN)
+	}
+	fmt.Fprintf(&b, " %s qp=0x%06x psn=%d", *s.OpcodeName, *s.DQPN, *s.PSN)
+	if *s.AckReq {
+		b.WriteString(" A")
+	}
+	if *s.SE {
+		b.WriteString(" SE")
+	}
+	if *s.FECN {
+		b.WriteString(" FECN")
+	}
+	if *s.BECN {
+		b.WriteString(" BECN")
+	}
+	if s.RETH != nil {
+		fmt.Fprintf(&b, " reth(va=0x%x rkey=0x%x len=%d)", s.RETH.VA, s.RETH.RKey, s.RETH.DLen)
+	}
+	if s.AETH != nil {
+		fmt.Fprintf(&b, " aeth(%s 0x%02x msn=%d)", s.AETH.Kind, s.AETH.Syndrome, s.AETH.MSN)
+	}
+	if s.Imm != nil {
+		fmt.Fprintf(&b, " imm=0x%08x", *s.Imm)
+	}
+	if s.IETH != nil {
+		fmt.Fprintf(&b, " ieth=0x%08x", *s.IETH)
+	}
+	if s.INA != nil {
+		fmt.Fprintf(&b, " ina(ring=%d msg=%d msglen=%d rank=%d)", s.INA.Ring, s.INA.Msg, s.INA.MsgLen, s.INA.Rank)
+	}
+	fmt.Fprintf(&b, " len=%d pad=%d icrc=%s", *s.PayloadLen, *s.PadCnt, *s.ICRC)
+	if *s.ICRCOK {
+		b.WriteString(" ok")
+	} else {
+		b.WriteString(" BAD")
+	}
+	return b.String()
+}

@@ -1,0 +1,146 @@
+// Package pcapio reads classic pcap and pcapng captures of Ethernet frames
+// through one interface, telling the two apart by their magic number, and
+// turns every way a file can be broken into an error that names the frame.
+package pcapio
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
+)
+
+// Record is one captured frame.
+type Record struct {
+	Data     []byte
+	Info     gopacket.CaptureInfo
+	Comments []string // pcapng packet comments (fault annotations)
+}
+
+// Reader yields the records of a capture.
+type Reader struct {
+	name  string
+	f     *os.File
+	pcap  *pcapgo.Reader
+	ng    *pcapgo.NgReader
+	index int
+}
+
+const (
+	magicPcapUs     = 0xA1B2C3D4
+	magicPcapNs     = 0xA1B23C4D
+	magicPcapng     = 0x0A0D0D0A
+	magicPcapUsSwap = 0xD4C3B2A1
+	magicPcapNsSwap = 0x4D3CB2A1
+)
+
+// Open opens a pcap or pcapng file of Ethernet frames.
+func Open(path string) (*Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := newReader(path, f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r.f = f
+	return r, nil
+}
+
+// NewReader reads a capture from r; name is used in error messages.
+func NewReader(name string, r io.Reader) (*Reader, error) { return newReader(name, r) }
+
+func newReader(name string, in io.Reader) (*Reader, error) {
+	br := bufio.NewReaderSize(in, 1<<16)
+	head, err := br.Peek(4)
+	if err != nil {
+		return nil, fmt.Errorf("%s: too short to be a capture (%d bytes)", name, len(head))
+	}
+	r := &Reader{name: name}
+	var lt layers.LinkType
+	switch binary.BigEndian.Uint32(head) {
+	case magicPcapng:
+		r.ng, err = pcapgo.NewNgReader(br, pcapgo.NgReaderOptions{})
+		if err == nil {
+			lt = r.ng.LinkType()
+		}
+	case magicPcapUs, magicPcapNs, magicPcapUsSwap, magicPcapNsSwap:
+		r.pcap, err = pcapgo.NewReader(br)
+		if err == nil {
+			lt = r.pcap.LinkType()
+		}
+	default:
+		return nil, fmt.Errorf("%s: not a pcap or pcapng file (magic %x)", name, head)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: bad capture header: %v", name, err)
+	}
+	if lt != layers.LinkTypeEthernet {
+		return nil, fmt.Errorf("%s: link type %d (%s), want Ethernet (1)", name, lt, lt)
+	}
+	return r, nil
+}
+
+// Next returns the next record, io.EOF at a clean end of file, or an error
+// naming the frame at which the file is truncated or corrupt.
+func (r *Reader) Next() (Record, error) {
+	var rec Record
+	var err error
+	if r.ng != nil {
+		var opts pcapgo.NgPacketOptions
+		rec.Data, rec.Info, opts, err = r.ng.ReadPacketDataWithOptions()
+		rec.Comments = opts.Comments
+	} else {
+		rec.Data, rec.Info, err = r.pcap.ReadPacketData()
+	}
+	if err == io.EOF {
+		return rec, io.EOF
+	}
+	if err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return rec, fmt.Errorf("%s: truncated inside frame %d", r.name, r.index)
+		}
+		return rec, fmt.Errorf("%s: frame %d: %v", r.name, r.index, err)
+	}
+	if rec.Info.CaptureLength != len(rec.Data) {
+		return rec, fmt.Errorf("%s: frame %d: record length %d does not match %d data bytes", r.name, r.index, rec.Info.CaptureLength, len(rec.Data))
+	}
+	r.index++
+	return rec, nil
+}
+
+// Close closes the underlying file, if Open opened one.
+func (r *Reader) Close() error {
+	if r.f != nil {
+		return r.f.Close()
+	}
+	return nil
+}
+
+// ReadAll reads every record of the file at path.
+func ReadAll(path string) ([]Record, error) {
+	r, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var out []Record
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, rec)
+	}
+}
