@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/inaemu/inaemu/internal/testvec"
+)
+
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var o, e bytes.Buffer
+	code = run(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+// decodedLine is the subset of `inaemu decode --json` the issue fixes.
+type decodedLine struct {
+	Index      int     `json:"index"`
+	RoCE       bool    `json:"roce"`
+	Version    *string `json:"version"`
+	IP         *int    `json:"ip"`
+	Opcode     *int    `json:"opcode"`
+	OpcodeName *string `json:"opcode_name"`
+	DQPN       *uint32 `json:"dqpn"`
+	PSN        *uint32 `json:"psn"`
+	AckReq     *bool   `json:"ackreq"`
+	PadCnt     *int    `json:"padcnt"`
+	RETH       *struct {
+		VA   uint64 `json:"va"`
+		RKey uint32 `json:"rkey"`
+		DLen uint32 `json:"dlen"`
+	} `json:"reth"`
+	AETH *struct {
+		Syndrome uint8  `json:"syndrome"`
+		MSN      uint32 `json:"msn"`
+	} `json:"aeth"`
+	Imm        *uint32         `json:"imm"`
+	INA        json.RawMessage `json:"ina"`
+	PayloadLen *int            `json:"payload_len"`
+	ICRC       *string         `json:"icrc"`
+	ICRCOK     *bool           `json:"icrc_ok"`
+}
+
+// TestDecodeJSONVectors runs `inaemu decode --json` on every shared vector
+// capture and compares each line with the manifest.
+func TestDecodeJSONVectors(t *testing.T) {
+	vecs, err := testvec.Load()
+	require.NoError(t, err)
+	byFile := map[string][]testvec.Frame{}
+	for _, f := range vecs {
+		byFile[f.File] = append(byFile[f.File], f)
+	}
+	checked := 0
+	for file, want := range byFile {
+		code, out, errOut := runCLI("decode", filepath.Join(testvec.Dir(), file), "--json")
+		require.Equal(t, 0, code, errOut)
+		var got []decodedLine
+		sc := bufio.NewScanner(strings.NewReader(out))
+		for sc.Scan() {
+			var d decodedLine
+			require.NoError(t, json.Unmarshal(sc.Bytes(), &d), sc.Text())
+			got = append(got, d)
+		}
+		require.Len(t, got, len(want), file)
+		for _, w := range want {
+			d := got[w.FrameIndex]
+			name := fmt.Sprintf("%s#%d", file, w.FrameIndex)
+			assert.Equal(t, w.FrameIndex, d.Index, name)
+			assert.True(t, d.RoCE, name)
+			wantVer, wantIP := "v2", 4
+			switch w.Transport {
+			case "v1":
+				wantVer = "v1"
+				assert.Nil(t, d.IP, name)
+			case "v2-ipv6":
+				wantIP = 6
+			}
+			assert.Equal(t, wantVer, *d.Version, name)
+			if w.Transport != "v1" {
+				assert.Equal(t, wantIP, *d.IP, name)
+			}
+			assert.Equal(t, int(w.BTH.Opcode), *d.Opcode, name)
+			assert.Equal(t, w.BTH.Name, *d.OpcodeName, name)
+			assert.Equal(t, w.BTH.DestQP, *d.DQPN, name)
+			assert.Equal(t, w.BTH.PSN, *d.PSN, name)
+			assert.Equal(t, w.BTH.AckReq == 1, *d.AckReq, name)
+			assert.Equal(t, w.BTH.PadCount, *d.PadCnt, name)
+			if w.RETH == nil {
+				assert.Nil(t, d.RETH, name)
+			} else if assert.NotNil(t, d.RETH, name) {
+				assert.Equal(t, w.RETH.VA, d.RETH.VA, name)
+				assert.Equal(t, w.RETH.RKey, d.RETH.RKey, name)
+				assert.Equal(t, w.RETH.DMALen, d.RETH.DLen, name)
+			}
+			if w.AETH == nil {
+				assert.Nil(t, d.AETH, name)
+			} else if assert.NotNil(t, d.AETH, name) {
+				assert.Equal(t, w.AETH.Syndrome, d.AETH.Syndrome, name)
+				assert.Equal(t, w.AETH.MSN, d.AETH.MSN, name)
+			}
+			assert.Equal(t, w.ImmDt, d.Imm, name)
+			assert.Equal(t, "null", string(d.INA), name)
+			assert.Equal(t, w.PayloadLen, *d.PayloadLen, name)
+			assert.Equal(t, w.ICRCWire, *d.ICRC, name)
+			assert.Equal(t, w.ICRCValid, *d.ICRCOK, name)
+			checked++
+		}
+	}
+	assert.Equal(t, 70, checked)
+}
+
+func TestDecodeErrors(t *testing.T) {
+	dir := t.TempDir()
+	good, err := os.ReadFile(filepath.Join(testvec.Dir(), "rc_opcodes_v2_ipv4.pcap"))
+	require.NoError(t, err)
+	trunc := filepath.Join(dir, "trunc.pcap")
+	require.NoError(t, os.WriteFile(trunc, good[:500], 0o644))
+	junk := filepath.Join(dir, "junk.pcap")
+	require.NoError(t, os.WriteFile(junk, []byte("this is not a capture at all"), 0o644))
+	empty := filepath.Join(dir, "empty.pcap")
+	require.NoError(t, os.WriteFile(empty, nil, 0o644))
+
+	for _, c := range []struct {
+		name    string
+		args    []string
+		code    int
+		stderr  string
+		stdoutN int // lines expected on stdout
+	}{
+		{"no file", []string{"decode"}, 2, "need exactly one capture file", 0},
+		{"two files", []string{"decode", trunc, junk}, 2, "need exactly one capture file", 0},
+		{"bad flag", []string{"decode", "--bogus", trunc}, 2, "flag provided but not defined", 0},
+		{"missing", []string{"decode", filepath.Join(dir, "nope.pcap")}, 2, "no such file", 0},
+		{"junk", []string{"decode", junk}, 2, "not a pcap or pcapng file", 0},
+		{"empty", []string{"decode", empty}, 2, "too short to be a capture", 0},
+		{"truncated", []string{"decode", "--json", trunc}, 2, "truncated inside frame 2", 2},
+		{"unknown command", []string{"decodez"}, 2, "unknown command", 0},
+		{"help", []string{"decode", "--help"}, 0, "", -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := runCLI(c.args...)
+			assert.Equal(t, c.code, code)
+			assert.Contains(t, errOut, c.stderr)
+			if c.code != 0 {
+				assert.Equal(t, 1, strings.Count(errOut, "\n"), "one-line reason:\n%s", errOut)
+			}
+			if c.stdoutN >= 0 {
+				assert.Equal(t, c.stdoutN, strings.Count(out, "\n"), out)
+			} else {
+				assert.Contains(t, out, "Usage: inaemu decode")
+			}
+		})
+	}
+}

@@ -1,0 +1,60 @@
+// Command inaemu is the CLI of the in-network-aggregation RoCE emulator.
+// It is thin: each subcommand parses flags, calls a package, and formats the
+// result. Exit codes: 0 success, 1 a check failed, 2 usage error or
+// unreadable input.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+type command struct {
+	name    string
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) int
+}
+
+func commands() []command {
+	return []command{
+		{"decode", "print every frame of a pcap/pcapng capture, one line (or JSON object) each", runDecode},
+	}
+}
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "inaemu - emulator and test harness for in-network aggregation over RoCE")
+	fmt.Fprintln(w, "\nUsage: inaemu COMMAND [flags] [args]")
+	fmt.Fprintln(w, "\nCommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'inaemu COMMAND --help' for a command's flags.")
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage(stdout)
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "inaemu: unknown command %q (see 'inaemu --help')\n", args[0])
+	return exitUsage
+}
