@@ -1,0 +1,236 @@
+// Package roce is a software RoCE Reliable-Connection transport: queue
+// pairs with a requester (segmentation, PSNs, AckReq policy, go-back-N,
+// retransmit timer, retry exhaustion), a responder (expected PSN, one NAK
+// per gap, duplicate re-ACK, rkey and bounds checks) and a completer, after
+// Linux rxe as ../shared/ROCE.md §3-5 describes it (and the IB spec where
+// that file says rxe departs from it).
+//
+// A QP does no I/O: it is handed received frames (Receive) and asked for
+// frames to send (NextFrame), and every timer runs on an injected Clock. It
+// is not safe for concurrent use; one event loop drives it.
+package roce
+
+import (
+	"fmt"
+	"time"
+)
+
+// State is the QP state (IB verbs names).
+type State uint8
+
+const (
+	StateReset State = iota
+	StateInit
+	StateRTR
+	StateRTS
+	StateError
+)
+
+func (s State) String() string {
+	return [...]string{"RESET", "INIT", "RTR", "RTS", "ERROR"}[s]
+}
+
+// Status is a work completion status, named like ibv_wc_status.
+type Status uint8
+
+const (
+	StatusSuccess Status = iota
+	StatusRetryExcErr
+	StatusRNRRetryExcErr
+	StatusRemAccessErr
+	StatusRemInvReqErr
+	StatusRemOpErr
+	StatusWRFlushErr
+	StatusLocLenErr
+	StatusLocProtErr
+)
+
+func (s Status) String() string {
+	return [...]string{"SUCCESS", "RETRY_EXC_ERR", "RNR_RETRY_EXC_ERR", "REM_ACCESS_ERR",
+		"REM_INV_REQ_ERR", "REM_OP_ERR", "WR_FLUSH_ERR", "LOC_LEN_ERR", "LOC_PROT_ERR"}[s]
+}
+
+// Opcode of a work request.
+type WROpcode uint8
+
+const (
+	WRWrite WROpcode = iota
+	WRWriteImm
+	WRSend
+	WRSendImm
+)
+
+func (o WROpcode) String() string {
+	return [...]string{"RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "SEND", "SEND_WITH_IMM"}[o]
+}
+
+// SendWR is a send work request. Local is read when its packets are built
+// (and again on retransmission): it must not change until the WR completes.
+type SendWR struct {
+	ID       uint64
+	Opcode   WROpcode
+	Local    []byte
+	RemoteVA uint64
+	RKey     uint32
+	Imm      uint32
+	// Signaled asks for a completion on success; errors always complete.
+	Signaled bool
+}
+
+// RecvWR is a receive work request: a buffer for one incoming SEND or the
+// immediate data of a WRITE WITH IMMEDIATE.
+type RecvWR struct {
+	ID  uint64
+	Buf []byte
+}
+
+// Completion is a work completion.
+type Completion struct {
+	WRID   uint64
+	Status Status
+	Opcode WROpcode // for receive completions: WRSend, WRSendImm or WRWriteImm
+	Recv   bool
+	Len    int // bytes received (receive completions)
+	Imm    uint32
+	HasImm bool
+	QPN    uint32
+}
+
+func (c Completion) String() string {
+	dir := "send"
+	if c.Recv {
+		dir = "recv"
+	}
+	return fmt.Sprintf("qp=%d %s wr=%d %s %s len=%d", c.QPN, dir, c.WRID, c.Opcode, c.Status, c.Len)
+}
+
+// CQ is a completion queue.
+type CQ struct {
+	entries []Completion
+}
+
+// NewCQ makes a completion queue with room for n entries before it grows.
+func NewCQ(n int) *CQ { return &CQ{entries: make([]Completion, 0, n)} }
+
+func (q *CQ) push(c Completion) { q.entries = append(q.entries, c) }
+
+// Poll removes and returns up to len(out) completions, oldest first.
+func (q *CQ) Poll(out []Completion) int {
+	n := copy(out, q.entries)
+	rest := copy(q.entries, q.entries[n:])
+	q.entries = q.entries[:rest]
+	return n
+}
+
+// Len is the number of completions waiting.
+func (q *CQ) Len() int { return len(q.entries) }
+
+// Access flags of a memory region.
+type Access uint8
+
+const (
+	AccessLocalWrite Access = 1 << iota
+	AccessRemoteWrite
+	AccessRemoteRead
+	AccessRemoteAtomic
+)
+
+// MR is a registered memory region: Buf is the memory at address Addr.
+type MR struct {
+	Addr   uint64
+	Buf    []byte
+	RKey   uint32
+	Access Access
+}
+
+// PD is a protection domain: the memory regions a responder may target.
+type PD struct {
+	mrs map[uint32]*MR
+}
+
+func NewPD() *PD { return &PD{mrs: map[uint32]*MR{}} }
+
+// Register adds mr; its RKey must be unique in the domain.
+func (pd *PD) Register(mr *MR) error {
+	if _, dup := pd.mrs[mr.RKey]; dup {
+		return fmt.Errorf("roce: rkey %#x already registered", mr.RKey)
+	}
+	pd.mrs[mr.RKey] = mr
+	return nil
+}
+
+// Deregister removes the region with rkey.
+func (pd *PD) Deregister(rkey uint32) { delete(pd.mrs, rkey) }
+
+// lookup returns the region for [va, va+n) with access acc, or nil.
+func (pd *PD) lookup(rkey uint32, va uint64, n uint64, acc Access) *MR {
+	mr := pd.mrs[rkey]
+	if mr == nil || mr.Access&acc != acc {
+		return nil
+	}
+	end := mr.Addr + uint64(len(mr.Buf))
+	if va < mr.Addr || va+n < va || va+n > end {
+		return nil
+	}
+	return mr
+}
+
+// Counters are per-QP counters named like the Linux rxe / mlx5 ones, so a
+// capture can be cross-checked against them (ROCE.md §6).
+type Counters struct {
+	SentPkts            uint64 // every frame sent
+	RcvdPkts            uint64 // every frame received and accepted
+	RetransmittedPkts   uint64 // request packets sent again (go-back-N or timeout)
+	PacketSeqErr        uint64 // NAK PSN-sequence-error received (requester)
+	LocalAckTimeoutErr  uint64 // retransmit timer expiries that retried
+	RNRNakRetryErr      uint64 // RNR NAKs received
+	OutOfSequence       uint64 // NAK PSN-sequence-error sent (responder)
+	OutOfSeqDropped     uint64 // out-of-order requests silently dropped after the NAK
+	DuplicateRequest    uint64 // duplicate requests re-ACKed
+	RxICRCErrors        uint64 // frames dropped for a bad ICRC (never NAKed)
+	RxDropped           uint64 // frames dropped for addressing, P_Key or state
+	SendRNRErr          uint64 // RNR NAKs sent (no receive WQE)
+	RemoteErrors        uint64 // NAK 0x61-0x63 sent
+	RetryExceededErr    uint64 // RETRY_EXC_ERR completions
+	RNRRetryExceededErr uint64 // RNR_RETRY_EXC_ERR completions
+}
+
+// Config is what a QP is connected with (ibv_modify_qp to RTR and RTS).
+type Config struct {
+	// MTU is the path MTU: 256, 512, 1024, 2048 or 4096.
+	MTU int
+	// SQPSN is the first PSN this QP sends; RQPSN the first it expects.
+	SQPSN, RQPSN uint32
+	// Timeout is the local ACK timeout exponent: 4.096 µs × 2^Timeout;
+	// 0 disables the retransmit timer.
+	Timeout uint8
+	// RetryCnt (0-7) is how many times a request is retried after a
+	// timeout or NAK before RETRY_EXC_ERR. 7 means seven retries.
+	RetryCnt uint8
+	// RNRRetry (0-7) is how many RNR NAKs are retried; 7 means forever.
+	RNRRetry uint8
+	// MinRNRTimer is the 5-bit RNR timer code this QP sends in RNR NAKs.
+	MinRNRTimer uint8
+	// MaxUnacked bounds PSNs in flight (rxe: 128). 0 means 128.
+	MaxUnacked int
+	// MaxSendWR and MaxRecvWR bound the queues. 0 means 1024.
+	MaxSendWR, MaxRecvWR int
+}
+
+// AckTimeout is the retransmit timer period for the Timeout exponent.
+func AckTimeout(exp uint8) time.Duration { return time.Duration(4096) << exp }
+
+// rnrTimes maps the RNR timer code to its delay (ROCE.md §4).
+var rnrTimes = [32]time.Duration{
+	655360 * time.Microsecond, 10 * time.Microsecond, 20 * time.Microsecond, 30 * time.Microsecond,
+	40 * time.Microsecond, 60 * time.Microsecond, 80 * time.Microsecond, 120 * time.Microsecond,
+	160 * time.Microsecond, 240 * time.Microsecond, 320 * time.Microsecond, 480 * time.Microsecond,
+	640 * time.Microsecond, 960 * time.Microsecond, 1280 * time.Microsecond, 1920 * time.Microsecond,
+	2560 * time.Microsecond, 3840 * time.Microsecond, 5120 * time.Microsecond, 7680 * time.Microsecond,
+	10240 * time.Microsecond, 15360 * time.Microsecond, 20480 * time.Microsecond, 30720 * time.Microsecond,
+	40960 * time.Microsecond, 61440 * time.Microsecond, 81920 * time.Microsecond, 122880 * time.Microsecond,
+	163840 * time.Microsecond, 245760 * time.Microsecond, 327680 * time.Microsecond, 491520 * time.Microsecond,
+}
+
+// RNRDelay is the delay an RNR NAK with timer code c asks for.
+func RNRDelay(c uint8) time.Duration { return rnrTimes[c&31] }
