@@ -38,6 +38,7 @@ type wireEvent struct {
 	op      wire.Opcode
 	psn     uint32
 	syn     wire.Syndrome // for ACKs
+	bad     bool          // delivered with a bad ICRC
 }
 
 type host struct {
@@ -50,16 +51,18 @@ type host struct {
 }
 
 type harness struct {
-	t      testing.TB
-	clock  *vclock.Clock
-	hosts  [2]*host
-	rate   float64 // bits per ns
-	delay  time.Duration
-	fault  func(e *wireEvent) verdict
-	log    []wireEvent
-	held   [2][]byte
-	txBuf  []byte
-	record bool
+	t     testing.TB
+	clock *vclock.Clock
+	hosts [2]*host
+	rate  float64 // bits per ns
+	delay time.Duration
+	fault func(e *wireEvent) verdict
+	log   []wireEvent
+	held  [2][]byte
+	// delivered lists frames as they reached the other host, in order.
+	delivered []wireEvent
+	txBuf     []byte
+	record    bool
 }
 
 var (
@@ -160,6 +163,13 @@ func (h *harness) deliverAt(d time.Duration, dir int, frame []byte) {
 		var v frames.View
 		if err := v.Parse(frame); err != nil {
 			h.t.Fatalf("harness delivered an unparseable frame: %v", err)
+		}
+		if h.record {
+			e := wireEvent{at: h.clock.Now(), dir: dir, op: v.Opcode(), psn: v.PSN(), bad: !v.ICRCOK()}
+			if a := v.AETH(); a != nil {
+				e.syn = a.Syndrome()
+			}
+			h.delivered = append(h.delivered, e)
 		}
 		h.hosts[1-dir].qp.Receive(&v)
 	})
