@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
@@ -144,3 +145,47 @@ func ReadAll(path string) ([]Record, error) {
 		out = append(out, rec)
 	}
 }
+
+// Writer writes a pcapng capture with one interface per named port and
+// packet comments (fault annotations). Timestamps are virtual nanoseconds
+// from the Unix epoch, so a capture of the same run is the same bytes.
+type Writer struct {
+	w     *pcapgo.NgWriter
+	names map[string]int
+}
+
+// NewWriter starts a pcapng capture on out with the given interfaces, in
+// order (interface i is names[i]).
+func NewWriter(out io.Writer, names ...string) (*Writer, error) {
+	if len(names) == 0 {
+		return nil, errors.New("pcapio: a capture needs at least one interface")
+	}
+	opts := pcapgo.NgWriterOptions{SectionInfo: pcapgo.NgSectionInfo{Application: "inaemu"}}
+	first := pcapgo.NgInterface{Name: names[0], LinkType: layers.LinkTypeEthernet, SnapLength: 0, TimestampResolution: 9}
+	ng, err := pcapgo.NewNgWriterInterface(out, first, opts)
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{w: ng, names: map[string]int{names[0]: 0}}
+	for _, n := range names[1:] {
+		id, err := ng.AddInterface(pcapgo.NgInterface{Name: n, LinkType: layers.LinkTypeEthernet, TimestampResolution: 9})
+		if err != nil {
+			return nil, err
+		}
+		w.names[n] = id
+	}
+	return w, nil
+}
+
+// Write adds one frame seen on interface iface at virtual time ns.
+func (w *Writer) Write(iface string, ns int64, frame []byte, comments ...string) error {
+	id, ok := w.names[iface]
+	if !ok {
+		return fmt.Errorf("pcapio: unknown interface %q", iface)
+	}
+	ci := gopacket.CaptureInfo{Timestamp: time.Unix(0, ns).UTC(), CaptureLength: len(frame), Length: len(frame), InterfaceIndex: id}
+	return w.w.WritePacketWithOptions(ci, frame, pcapgo.NgPacketOptions{Comments: comments})
+}
+
+// Flush writes buffered data.
+func (w *Writer) Flush() error { return w.w.Flush() }
