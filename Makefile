@@ -29,7 +29,7 @@ vet:
 
 # Benchmarks with their raw limits measured in the same run (ratio columns).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./frames/
+	$(GO) test -run '^$$' -bench . -benchmem ./frames/ ./roce/
 
 # Run each fuzz target for FUZZTIME.
 fuzz:

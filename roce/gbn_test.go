@@ -1,12 +1,14 @@
 package roce_test
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
 	"github.com/inaemu/inaemu/roce"
 )
@@ -421,4 +423,49 @@ func TestWriteImmAndSendTogether(t *testing.T) {
 	sc := poll(h.hosts[0].cq)
 	require.Len(t, sc, 2, "the unsignaled SEND completes silently")
 	assert.Equal(t, []uint64{10, 12}, []uint64{sc[0].WRID, sc[1].WRID})
+}
+
+// TestTransports: the same lossy transfer over RoCEv2/IPv6 and RoCEv1
+// (GIDs in the GRH).
+func TestTransports(t *testing.T) {
+	for _, c := range []struct {
+		tr   frames.Transport
+		a, b string
+	}{{frames.V2IPv6, "fd00::a", "fd00::b"}, {frames.V1, "fe80::a", "fe80::b"}} {
+		t.Run(c.tr.String(), func(t *testing.T) {
+			h := newHarnessOn(t, c.tr, netip.MustParseAddr(c.a), netip.MustParseAddr(c.b), defaultCfg(), defaultCfg(), 1<<16)
+			done := false
+			h.fault = func(e *wireEvent) verdict {
+				if e.dir == 0 && e.psn == 102 && !done {
+					done = true
+					return drop
+				}
+				return pass
+			}
+			data := pattern(5*256+3, 21)
+			postWrite(t, h, 1, data, 0)
+			h.run(time.Second)
+			assert.Equal(t, data, h.hosts[1].mem[:len(data)])
+			assert.Equal(t, []uint32{102}, psns(h.frames(1, isNAK)))
+			var v frames.View
+			require.NoError(t, v.Parse(h.log[0].frame))
+			assert.Equal(t, c.tr, v.Transport())
+			assert.Equal(t, c.a, v.SrcAddr().String())
+		})
+	}
+}
+
+// TestWallClock: the wall clock runs callbacks under its mutex.
+func TestWallClock(t *testing.T) {
+	w := roce.NewWallClock()
+	done := make(chan time.Duration, 1)
+	w.AfterFunc(0, func() { done <- w.Now() })
+	select {
+	case d := <-done:
+		assert.GreaterOrEqual(t, d, time.Duration(0))
+	case <-time.After(10 * time.Second):
+		t.Fatal("wall-clock callback never ran")
+	}
+	tm := w.AfterFunc(time.Hour, func() { t.Error("stopped timer fired") })
+	assert.True(t, tm.Stop())
 }

@@ -85,10 +85,16 @@ func defaultCfg() roce.Config {
 // newHarness connects A and B with cfgA/cfgB (cfgB's RQPSN must equal
 // cfgA's SQPSN and vice versa) over a 100 Gb/s link with 1 µs delay.
 func newHarness(t testing.TB, cfgA, cfgB roce.Config, memSize int) *harness {
+	return newHarnessOn(t, frames.V2IPv4, ipA, ipB, cfgA, cfgB, memSize)
+}
+
+// newHarnessOn is newHarness over a given transport and addresses (IP
+// addresses, or GIDs for RoCEv1).
+func newHarnessOn(t testing.TB, tr frames.Transport, addrA, addrB netip.Addr, cfgA, cfgB roce.Config, memSize int) *harness {
 	h := &harness{t: t, clock: vclock.New(), rate: 100, delay: time.Microsecond, txBuf: make([]byte, 4096+256), record: true}
 	paths := [2]frames.Path{
-		{Transport: frames.V2IPv4, SrcMAC: macA, DstMAC: macB, SrcIP: ipA, DstIP: ipB, DestQP: qpnB},
-		{Transport: frames.V2IPv4, SrcMAC: macB, DstMAC: macA, SrcIP: ipB, DstIP: ipA, DestQP: qpnA},
+		{Transport: tr, SrcMAC: macA, DstMAC: macB, SrcIP: addrA, DstIP: addrB, DestQP: qpnB},
+		{Transport: tr, SrcMAC: macB, DstMAC: macA, SrcIP: addrB, DstIP: addrA, DestQP: qpnA},
 	}
 	cfgs := [2]roce.Config{cfgA, cfgB}
 	for i, qpn := range []uint32{qpnA, qpnB} {
