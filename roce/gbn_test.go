@@ -431,8 +431,8 @@ func TestTransports(t *testing.T) {
 	for _, c := range []struct {
 		tr   frames.Transport
 		a, b string
-	}{{frames.V2IPv6, "fd00::a", "fd00::b"}, {frames.V1, "fe80::a", "fe80::b"}} {
-		t.Run(c.tr.String(), func(t *testing.T) {
+	}{{frames.V2IPv6, "fd00::a", "fd00::b"}, {frames.V1, "fe80::a", "fe80::b"}, {frames.V1, "10.0.0.1", "10.0.0.2"}} {
+		t.Run(c.tr.String()+"/"+c.a, func(t *testing.T) {
 			h := newHarnessOn(t, c.tr, netip.MustParseAddr(c.a), netip.MustParseAddr(c.b), defaultCfg(), defaultCfg(), 1<<16)
 			done := false
 			h.fault = func(e *wireEvent) verdict {
@@ -450,7 +450,7 @@ func TestTransports(t *testing.T) {
 			var v frames.View
 			require.NoError(t, v.Parse(h.log[0].frame))
 			assert.Equal(t, c.tr, v.Transport())
-			assert.Equal(t, c.a, v.SrcAddr().String())
+			assert.Equal(t, c.a, v.SrcAddr().Unmap().String())
 		})
 	}
 }

@@ -198,8 +198,9 @@ func (q *QP) Receive(v *frames.View) {
 		return
 	}
 	bth := v.BTH()
-	if bth.TVer() != 0 || !pkeyMatch(bth.PKey(), q.bld) || v.SrcAddr() != q.path.DstIP.Unmap() && v.SrcAddr() != q.path.DstIP ||
-		v.DstAddr() != q.path.SrcIP.Unmap() && v.DstAddr() != q.path.SrcIP || v.Transport() != q.path.Transport {
+	// RoCEv1 GIDs built from IPv4 addresses are IPv4-mapped: compare unmapped.
+	if bth.TVer() != 0 || !pkeyMatch(bth.PKey(), q.bld) || v.Transport() != q.path.Transport ||
+		v.SrcAddr().Unmap() != q.path.DstIP.Unmap() || v.DstAddr().Unmap() != q.path.SrcIP.Unmap() {
 		q.Counters.RxDropped++
 		return
 	}
