@@ -244,6 +244,13 @@ func (q *QP) PostSend(wr SendWR) error {
 	if len(wr.Local) > 1<<31 {
 		return fmt.Errorf("roce: message of %d bytes exceeds 2^31", len(wr.Local))
 	}
+	// PSNs are given at post time; keep every queued PSN within half the
+	// 24-bit space of the oldest unacknowledged one so comparisons stay
+	// unambiguous (rxe keeps far fewer in flight).
+	n := max(1, (len(wr.Local)+q.cfg.MTU-1)/q.cfg.MTU)
+	if int(wire.PSNDiff(q.req.nextPSN, q.req.compPSN))+n >= 1<<23 {
+		return fmt.Errorf("roce: send queue would span more than 2^23 PSNs; wait for completions")
+	}
 	q.req.post(q.cfg.MTU, wr)
 	q.kick()
 	return nil

@@ -188,12 +188,15 @@ func (r *requester) failHead(q *QP, st Status) {
 }
 
 // ackUpTo completes every WQE whose last PSN is before psn and makes psn
-// the oldest unacknowledged PSN. It reports whether comp.psn advanced.
-func (r *requester) ackUpTo(q *QP, psn uint32) bool {
+// the oldest unacknowledged PSN. It reports whether comp.psn advanced and
+// how many WQEs completed.
+func (r *requester) ackUpTo(q *QP, psn uint32) (bool, int) {
 	if wire.PSNDiff(psn, r.compPSN) <= 0 {
-		return false
+		return false, 0
 	}
+	done := 0
 	for r.sq.len() > 0 && wire.PSNDiff(r.sq.at(0).lastPSN, psn) < 0 {
+		done++
 		w := r.sq.pop()
 		r.idx--
 		if w.wr.Signaled {
@@ -207,7 +210,16 @@ func (r *requester) ackUpTo(q *QP, psn uint32) bool {
 	if wire.PSNDiff(r.psn, psn) < 0 { // acknowledged beyond a rewind point
 		r.rewind()
 	}
-	return true
+	return true, done
+}
+
+// nakAck applies the implicit acknowledgement a NAK carries: everything
+// before its PSN. A NAK that completes a WQE is progress, as in rxe's
+// check_psn: the retry budgets reset and a new NAK-driven retry may start.
+func (r *requester) nakAck(q *QP, psn uint32) {
+	if _, done := r.ackUpTo(q, psn); done > 0 {
+		r.progress(q)
+	}
 }
 
 // onResponse is the completer: ACKs, NAKs and RNR NAKs (rxe_comp.c).
@@ -227,7 +239,7 @@ func (r *requester) onResponse(q *QP, v *frames.View) {
 	switch {
 	case syn.IsACK():
 		// ACK n acknowledges n and everything before it.
-		if r.ackUpTo(q, wire.PSNAdd(psn, 1)) {
+		if advanced, _ := r.ackUpTo(q, wire.PSNAdd(psn, 1)); advanced {
 			r.progress(q)
 		}
 	case syn == wire.SyndromeNAKPSNSeqErr:
@@ -235,7 +247,7 @@ func (r *requester) onResponse(q *QP, v *frames.View) {
 		if wire.PSNDiff(psn, r.compPSN) < 0 {
 			return // stale: names a PSN already acknowledged
 		}
-		r.ackUpTo(q, psn)
+		r.nakAck(q, psn)
 		if r.started {
 			return // one NAK-driven retry at a time; a timeout starts the next
 		}
@@ -247,7 +259,7 @@ func (r *requester) onResponse(q *QP, v *frames.View) {
 		if wire.PSNDiff(psn, r.compPSN) < 0 {
 			return
 		}
-		r.ackUpTo(q, psn)
+		r.nakAck(q, psn)
 		if r.rnrLeft == 0 {
 			q.Counters.RNRRetryExceededErr++
 			r.failHead(q, StatusRNRRetryExcErr)
@@ -272,7 +284,7 @@ func (r *requester) onResponse(q *QP, v *frames.View) {
 		if wire.PSNDiff(psn, r.compPSN) < 0 {
 			return
 		}
-		r.ackUpTo(q, psn)
+		r.nakAck(q, psn)
 		st := StatusRemOpErr
 		switch syn {
 		case wire.SyndromeNAKInvalidReq:

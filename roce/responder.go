@@ -34,8 +34,12 @@ type responder struct {
 }
 
 func (s *responder) init(cfg Config) {
+	rq := s.rq // receives may be posted from INIT on: keep them
 	*s = responder{mtu: cfg.MTU, epsn: cfg.RQPSN, rnrCode: cfg.MinRNRTimer,
 		rq: newRing[RecvWR](cfg.MaxRecvWR), acks: newRing[ackDesc](64)}
+	for rq.len() > 0 {
+		s.rq.push(rq.pop())
+	}
 }
 
 func (s *responder) queue(syn wire.Syndrome, psn uint32) {
