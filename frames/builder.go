@@ -205,8 +205,16 @@ func (b *Builder) Path() Path { return b.path }
 // HeaderLen is the number of bytes before the BTH.
 func (b *Builder) HeaderLen() int { return b.tlen }
 
-// FrameLen is the length of the frame Build writes for pkt.
-func (b *Builder) FrameLen(pkt *Packet) int {
+// MinFrameLen is the Ethernet minimum without FCS: shorter frames are
+// padded with zeros after the ICRC, as a NIC pads them on the wire.
+const MinFrameLen = 60
+
+// FrameLen is the length of the frame Build writes for pkt, Ethernet
+// padding included.
+func (b *Builder) FrameLen(pkt *Packet) int { return max(b.packetLen(pkt), MinFrameLen) }
+
+// packetLen is the length up to the end of the ICRC.
+func (b *Builder) packetLen(pkt *Packet) int {
 	n := b.payloadLen(pkt)
 	return b.tlen + wire.BTHLen + pkt.Opcode.Ext().Len() + n + wire.PadCount(n) + wire.ICRCLen
 }
@@ -228,10 +236,12 @@ func (b *Builder) Build(buf []byte, pkt *Packet) (int, error) {
 	if pkt.PSN > wire.PSNMask {
 		return 0, fmt.Errorf("frames: PSN %#x wider than 24 bits", pkt.PSN)
 	}
-	n := b.FrameLen(pkt)
-	if len(buf) < n {
+	n := b.packetLen(pkt)
+	total := max(n, MinFrameLen)
+	if len(buf) < total {
 		return 0, ErrBufferTooSmall
 	}
+	clear(buf[n:total]) // Ethernet padding of a runt; not part of the datagram
 	f := buf[:n]
 	copy(f, b.tmpl[:b.tlen])
 	payLen := b.payloadLen(pkt)
@@ -281,7 +291,7 @@ func (b *Builder) Build(buf []byte, pkt *Packet) (int, error) {
 	v := View{frame: f, transport: b.path.Transport, l3: b.l3, udp: b.udp, bth: b.bth,
 		ext: ext, known: true, payload: b.bth + wire.BTHLen + ext.Len(), payLen: payLen, pad: pad, icrc: n - wire.ICRCLen}
 	v.SetICRC()
-	return n, nil
+	return total, nil
 }
 
 func writeExt(d []byte, h wire.Ext, p *Packet) int {

@@ -76,3 +76,29 @@ func TestBuilderDerivedExamples(t *testing.T) {
 		assert.True(t, v.ICRCOK())
 	}
 }
+
+// TestBuilderPadsRunts: an empty SEND over untagged IPv4 is 58 bytes; the
+// builder pads it to the 60-byte Ethernet minimum as a NIC would, outside
+// the IP datagram, so lengths and the ICRC are unchanged.
+func TestBuilderPadsRunts(t *testing.T) {
+	b, err := frames.NewBuilder(frames.Path{Transport: frames.V2IPv4, SrcMAC: macA, DstMAC: macB,
+		SrcIP: netip.MustParseAddr("10.0.0.1"), DstIP: netip.MustParseAddr("10.0.0.2"), DestQP: 3})
+	require.NoError(t, err)
+	buf := make([]byte, 128)
+	for i := range buf {
+		buf[i] = 0xEE
+	}
+	pkt := &frames.Packet{Opcode: wire.SendOnly, PSN: 1}
+	n, err := b.Build(buf, pkt)
+	require.NoError(t, err)
+	assert.Equal(t, 60, n)
+	assert.Equal(t, 60, b.FrameLen(pkt))
+	assert.Equal(t, []byte{0, 0}, buf[58:60])
+	assert.Equal(t, []byte{0x00, 44}, buf[16:18], "IPv4 total length excludes the padding")
+	var v frames.View
+	require.NoError(t, v.Parse(buf[:n]))
+	assert.Equal(t, 2, v.TrailerLen())
+	assert.True(t, v.ICRCOK())
+	_, err = b.Build(buf[:59], pkt)
+	assert.ErrorIs(t, err, frames.ErrBufferTooSmall)
+}
