@@ -1,0 +1,45 @@
+package vclock
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestOrderAndTime(t *testing.T) {
+	c := New()
+	var got []string
+	at := func(name string) func() { return func() { got = append(got, name+"@"+c.Now().String()) } }
+	c.AfterFunc(2*time.Microsecond, at("b"))
+	c.AfterFunc(time.Microsecond, at("a"))
+	c.AfterFunc(2*time.Microsecond, at("c")) // same instant as b: scheduled later, fires later
+	stopped := c.AfterFunc(time.Microsecond, at("never"))
+	assert.True(t, stopped.Stop())
+	assert.False(t, stopped.Stop())
+	moved := c.AfterFunc(time.Microsecond, at("moved"))
+	assert.True(t, moved.Reset(5*time.Microsecond))
+	assert.Equal(t, 3, c.Run(2*time.Microsecond))
+	assert.Equal(t, []string{"a@1µs", "b@2µs", "c@2µs"}, got)
+	assert.Equal(t, 1, c.Advance(10*time.Microsecond))
+	assert.Equal(t, []string{"a@1µs", "b@2µs", "c@2µs", "moved@5µs"}, got)
+	assert.Equal(t, 12*time.Microsecond, c.Now())
+	assert.False(t, c.Step())
+	assert.Zero(t, c.Pending())
+}
+
+func TestCallbackSchedulesMore(t *testing.T) {
+	c := New()
+	n := 0
+	var tick func()
+	tick = func() {
+		n++
+		if n < 5 {
+			c.AfterFunc(time.Nanosecond, tick)
+		}
+	}
+	c.AfterFunc(0, tick)
+	c.Run(time.Second)
+	assert.Equal(t, 5, n)
+	assert.Equal(t, 4*time.Nanosecond, c.Now())
+}
