@@ -43,14 +43,7 @@ func writeCapture(t *testing.T, h *harness) []byte {
 // gbnScenario: a 12-packet WRITE at MTU 256 whose PSN 104 is lost once.
 func gbnScenario(t *testing.T) *harness {
 	h := newHarness(t, defaultCfg(), defaultCfg(), 1<<16)
-	dropped := false
-	h.fault = func(e *wireEvent) verdict {
-		if e.dir == 0 && e.psn == 104 && !dropped {
-			dropped = true
-			return drop
-		}
-		return pass
-	}
+	h.fault = once(0, 104, drop)
 	postWrite(t, h, 1, pattern(12*256, 3), 0)
 	h.run(time.Second)
 	return h

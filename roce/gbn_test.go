@@ -93,14 +93,7 @@ func TestAckReqEvery66th(t *testing.T) {
 func TestGoBackNDropMidMessage(t *testing.T) {
 	h := newHarness(t, defaultCfg(), defaultCfg(), 1<<16)
 	const lost = 104
-	dropped := false
-	h.fault = func(e *wireEvent) verdict {
-		if e.dir == 0 && e.psn == lost && !dropped {
-			dropped = true
-			return drop
-		}
-		return pass
-	}
+	h.fault = once(0, lost, drop)
 	data := pattern(12*256, 3)
 	postWrite(t, h, 1, data, 0)
 	h.run(time.Second)
@@ -208,14 +201,7 @@ func TestDuplicateNeverExecutedTwice(t *testing.T) {
 // NAKed; the next packet reveals the gap and the NAK repairs it.
 func TestCorruptSilentlyDropped(t *testing.T) {
 	h := newHarness(t, defaultCfg(), defaultCfg(), 1<<16)
-	done := false
-	h.fault = func(e *wireEvent) verdict {
-		if e.dir == 0 && e.psn == 101 && !done {
-			done = true
-			return corrupt
-		}
-		return pass
-	}
+	h.fault = once(0, 101, corrupt)
 	data := pattern(4*256, 7)
 	postWrite(t, h, 1, data, 0)
 	h.run(time.Second)
@@ -342,14 +328,7 @@ func TestPSNWrap(t *testing.T) {
 	cfg := defaultCfg()
 	cfg.SQPSN, cfg.RQPSN = 0xFFFFFD, 0xFFFFFD
 	h := newHarness(t, cfg, cfg, 1<<16)
-	done := false
-	h.fault = func(e *wireEvent) verdict {
-		if e.dir == 0 && e.psn == 0 && !done {
-			done = true
-			return drop
-		}
-		return pass
-	}
+	h.fault = once(0, 0, drop)
 	data := pattern(8*256, 11)
 	postWrite(t, h, 1, data, 0)
 	h.run(time.Second)
@@ -367,14 +346,7 @@ func TestPSNWrap(t *testing.T) {
 // retrying from 102 and ignores it; data ends exact.
 func TestReorder(t *testing.T) {
 	h := newHarness(t, defaultCfg(), defaultCfg(), 1<<16)
-	done := false
-	h.fault = func(e *wireEvent) verdict {
-		if e.dir == 0 && e.psn == 102 && !done {
-			done = true
-			return hold
-		}
-		return pass
-	}
+	h.fault = once(0, 102, hold)
 	data := pattern(6*256, 12)
 	postWrite(t, h, 1, data, 0)
 	h.run(time.Second)
@@ -434,14 +406,7 @@ func TestTransports(t *testing.T) {
 	}{{frames.V2IPv6, "fd00::a", "fd00::b"}, {frames.V1, "fe80::a", "fe80::b"}, {frames.V1, "10.0.0.1", "10.0.0.2"}} {
 		t.Run(c.tr.String()+"/"+c.a, func(t *testing.T) {
 			h := newHarnessOn(t, c.tr, netip.MustParseAddr(c.a), netip.MustParseAddr(c.b), defaultCfg(), defaultCfg(), 1<<16)
-			done := false
-			h.fault = func(e *wireEvent) verdict {
-				if e.dir == 0 && e.psn == 102 && !done {
-					done = true
-					return drop
-				}
-				return pass
-			}
+			h.fault = once(0, 102, drop)
 			data := pattern(5*256+3, 21)
 			postWrite(t, h, 1, data, 0)
 			h.run(time.Second)

@@ -198,6 +198,18 @@ func (h *harness) frames(dir int, keep func(e wireEvent) bool) []wireEvent {
 	return out
 }
 
+// once applies v to the first frame of direction dir carrying psn.
+func once(dir int, psn uint32, v verdict) func(e *wireEvent) verdict {
+	done := false
+	return func(e *wireEvent) verdict {
+		if e.dir == dir && e.psn == psn && !done {
+			done = true
+			return v
+		}
+		return pass
+	}
+}
+
 func isData(e wireEvent) bool { return !e.op.IsAck() }
 func isAck(e wireEvent) bool  { return e.op == wire.Acknowledge && e.syn.IsACK() }
 func isNAK(e wireEvent) bool  { return e.op == wire.Acknowledge && e.syn == wire.SyndromeNAKPSNSeqErr }

@@ -3,7 +3,6 @@ package roce
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
@@ -276,6 +275,3 @@ func (q *QP) Outstanding() int { return q.req.sq.len() }
 func (q *QP) SendPSN() uint32     { return q.req.psn }
 func (q *QP) CompPSN() uint32     { return q.req.compPSN }
 func (q *QP) ExpectedPSN() uint32 { return q.resp.epsn }
-
-// now is a helper for tests and logs.
-func (q *QP) now() time.Duration { return q.clock.Now() }

@@ -35,9 +35,3 @@ func (r *ring[T]) pop() T {
 	r.n--
 	return x
 }
-
-func (r *ring[T]) clear() {
-	for r.n > 0 {
-		r.pop()
-	}
-}
