@@ -202,6 +202,9 @@ func NewBuilder(p Path) (*Builder, error) {
 // Path returns the path the builder was made for.
 func (b *Builder) Path() Path { return b.path }
 
+// PKey is the P_Key the builder writes (the path's, or 0xFFFF by default).
+func (b *Builder) PKey() uint16 { return b.pkey }
+
 // HeaderLen is the number of bytes before the BTH.
 func (b *Builder) HeaderLen() int { return b.tlen }
 

@@ -375,7 +375,6 @@ func extDecoder(h wire.Ext) gopacket.Decoder {
 	})
 }
 
-func prepend(buf gopacket.SerializeBuffer, n int) ([]byte, error) { return buf.PrependBytes(n) }
 
 // RETH is the RDMA Extended Transport Header (WRITE FIRST/ONLY, READ REQUEST).
 type RETH struct {
@@ -397,7 +396,7 @@ func (r *RETH) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
 	return nil
 }
 func (r *RETH) SerializeTo(buf gopacket.SerializeBuffer, _ gopacket.SerializeOptions) error {
-	d, err := prepend(buf, wire.RETHLen)
+	d, err := buf.PrependBytes(wire.RETHLen)
 	if err == nil {
 		h := wire.RETH(d)
 		h.SetVA(r.VA)
@@ -426,7 +425,7 @@ func (a *AETH) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
 	return nil
 }
 func (a *AETH) SerializeTo(buf gopacket.SerializeBuffer, _ gopacket.SerializeOptions) error {
-	d, err := prepend(buf, wire.AETHLen)
+	d, err := buf.PrependBytes(wire.AETHLen)
 	if err == nil {
 		h := wire.AETH(d)
 		h.SetSyndrome(a.Syndrome)
@@ -452,7 +451,7 @@ func (m *ImmDt) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
 	return nil
 }
 func (m *ImmDt) SerializeTo(buf gopacket.SerializeBuffer, _ gopacket.SerializeOptions) error {
-	d, err := prepend(buf, wire.ImmDtLen)
+	d, err := buf.PrependBytes(wire.ImmDtLen)
 	if err == nil {
 		binary.BigEndian.PutUint32(d, m.Imm)
 	}
@@ -476,7 +475,7 @@ func (x *IETH) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
 	return nil
 }
 func (x *IETH) SerializeTo(buf gopacket.SerializeBuffer, _ gopacket.SerializeOptions) error {
-	d, err := prepend(buf, wire.IETHLen)
+	d, err := buf.PrependBytes(wire.IETHLen)
 	if err == nil {
 		binary.BigEndian.PutUint32(d, x.RKey)
 	}
@@ -502,7 +501,7 @@ func (x *DETH) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
 	return nil
 }
 func (x *DETH) SerializeTo(buf gopacket.SerializeBuffer, _ gopacket.SerializeOptions) error {
-	d, err := prepend(buf, wire.DETHLen)
+	d, err := buf.PrependBytes(wire.DETHLen)
 	if err == nil {
 		h := wire.DETH(d)
 		h.SetQKey(x.QKey)
@@ -532,7 +531,7 @@ func (x *AtomicETH) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) err
 	return nil
 }
 func (x *AtomicETH) SerializeTo(buf gopacket.SerializeBuffer, _ gopacket.SerializeOptions) error {
-	d, err := prepend(buf, wire.AtomicETHLen)
+	d, err := buf.PrependBytes(wire.AtomicETHLen)
 	if err == nil {
 		h := wire.AtomicETH(d)
 		h.SetVA(x.VA)
@@ -560,7 +559,7 @@ func (x *AtomicAckETH) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) 
 	return nil
 }
 func (x *AtomicAckETH) SerializeTo(buf gopacket.SerializeBuffer, _ gopacket.SerializeOptions) error {
-	d, err := prepend(buf, wire.AtomicAckETHLen)
+	d, err := buf.PrependBytes(wire.AtomicAckETHLen)
 	if err == nil {
 		binary.BigEndian.PutUint64(d, x.OrigData)
 	}
@@ -584,7 +583,7 @@ func (x *FETH) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
 	return nil
 }
 func (x *FETH) SerializeTo(buf gopacket.SerializeBuffer, _ gopacket.SerializeOptions) error {
-	d, err := prepend(buf, wire.FETHLen)
+	d, err := buf.PrependBytes(wire.FETHLen)
 	if err == nil {
 		binary.BigEndian.PutUint32(d, x.Raw)
 	}
@@ -612,7 +611,7 @@ func (c *CNP) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
 	return nil
 }
 func (c *CNP) SerializeTo(buf gopacket.SerializeBuffer, _ gopacket.SerializeOptions) error {
-	d, err := prepend(buf, wire.CNPLen)
+	d, err := buf.PrependBytes(wire.CNPLen)
 	if err == nil {
 		copy(d, c.Reserved[:])
 	}
@@ -653,7 +652,7 @@ func (x *INA) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
 	return nil
 }
 func (x *INA) SerializeTo(buf gopacket.SerializeBuffer, _ gopacket.SerializeOptions) error {
-	d, err := prepend(buf, wire.INALen)
+	d, err := buf.PrependBytes(wire.INALen)
 	if err == nil {
 		h := wire.INA(d)
 		h.SetTag(x.Tag)

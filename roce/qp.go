@@ -198,7 +198,7 @@ func (q *QP) Receive(v *frames.View) {
 	}
 	bth := v.BTH()
 	// RoCEv1 GIDs built from IPv4 addresses are IPv4-mapped: compare unmapped.
-	if bth.TVer() != 0 || !pkeyMatch(bth.PKey(), q.bld) || v.Transport() != q.path.Transport ||
+	if bth.TVer() != 0 || !pkeyMatch(bth.PKey(), q.bld.PKey()) || v.Transport() != q.path.Transport ||
 		v.SrcAddr().Unmap() != q.path.DstIP.Unmap() || v.DstAddr().Unmap() != q.path.SrcIP.Unmap() {
 		q.Counters.RxDropped++
 		return
@@ -224,11 +224,7 @@ func (q *QP) Receive(v *frames.View) {
 }
 
 // pkeyMatch: equal low 15 bits and at least one full member (bit 15).
-func pkeyMatch(k uint16, b *frames.Builder) bool {
-	own := b.Path().PKey
-	if own == 0 {
-		own = 0xFFFF
-	}
+func pkeyMatch(k, own uint16) bool {
 	return k&0x7FFF == own&0x7FFF && (k|own)&0x8000 != 0
 }
 
@@ -246,7 +242,7 @@ func (q *QP) PostSend(wr SendWR) error {
 	// PSNs are given at post time; keep every queued PSN within half the
 	// 24-bit space of the oldest unacknowledged one so comparisons stay
 	// unambiguous (rxe keeps far fewer in flight).
-	n := max(1, (len(wr.Local)+q.cfg.MTU-1)/q.cfg.MTU)
+	n := packets(len(wr.Local), q.cfg.MTU)
 	if int(wire.PSNDiff(q.req.nextPSN, q.req.compPSN))+n >= 1<<23 {
 		return fmt.Errorf("roce: send queue would span more than 2^23 PSNs; wait for completions")
 	}

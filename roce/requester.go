@@ -45,11 +45,12 @@ func (r *requester) init(cfg Config) {
 		retryCnt: cfg.RetryCnt, rnrRetry: cfg.RNRRetry, timeout: cfg.Timeout, window: cfg.MaxUnacked}
 }
 
+// packets is how many packets a message of n bytes takes; a zero-length
+// message is one ONLY packet.
+func packets(n, mtu int) int { return max(1, (n+mtu-1)/mtu) }
+
 func (r *requester) post(mtu int, wr SendWR) {
-	n := (len(wr.Local) + mtu - 1) / mtu
-	if n == 0 {
-		n = 1 // a zero-length message is one ONLY packet
-	}
+	n := packets(len(wr.Local), mtu)
 	r.sq.push(swqe{wr: wr, firstPSN: r.nextPSN, lastPSN: wire.PSNAdd(r.nextPSN, n-1), npkts: n})
 	r.nextPSN = wire.PSNAdd(r.nextPSN, n)
 }
