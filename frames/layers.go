@@ -375,7 +375,6 @@ func extDecoder(h wire.Ext) gopacket.Decoder {
 	})
 }
 
-
 // RETH is the RDMA Extended Transport Header (WRITE FIRST/ONLY, READ REQUEST).
 type RETH struct {
 	extBase
