@@ -66,6 +66,9 @@ type Stage struct {
 	Port  int
 	Dir   Dir
 	Stats Stats
+	// OnDrop, if set, sees every frame the stage drops (for capture
+	// annotations), with the event responsible for a deterministic drop.
+	OnDrop func(frame []byte, note Note, ev *Event)
 
 	netem    Netem
 	events   []eventState
@@ -185,11 +188,17 @@ func (s *Stage) Process(frame []byte, emit Emit) {
 	}
 	if note&NoteDrop != 0 {
 		s.Stats.Dropped++
+		if s.OnDrop != nil {
+			s.OnDrop(frame, note, fired)
+		}
 		s.release(emit)
 		return
 	}
 	if s.lose() {
 		s.Stats.Lost++
+		if s.OnDrop != nil {
+			s.OnDrop(frame, note|NoteLoss, nil)
+		}
 		s.release(emit)
 		return
 	}

@@ -45,6 +45,10 @@ func (q *QP) QPN() uint32 { return q.qpn }
 // State is the current state.
 func (q *QP) State() State { return q.state }
 
+// SendCQ and RecvCQ are the QP's completion queues.
+func (q *QP) SendCQ() *CQ { return q.sendCQ }
+func (q *QP) RecvCQ() *CQ { return q.recvCQ }
+
 // Path is the addressing the QP sends with (valid from RTR).
 func (q *QP) Path() frames.Path { return q.path }
 

@@ -107,12 +107,21 @@ func (c Completion) String() string {
 // CQ is a completion queue.
 type CQ struct {
 	entries []Completion
+	// Notify, if set, is called after a completion is queued (like a
+	// completion channel event). It runs inside the QP's processing, so it
+	// must not call back into the QP: schedule a poll instead.
+	Notify func()
 }
 
 // NewCQ makes a completion queue with room for n entries before it grows.
 func NewCQ(n int) *CQ { return &CQ{entries: make([]Completion, 0, n)} }
 
-func (q *CQ) push(c Completion) { q.entries = append(q.entries, c) }
+func (q *CQ) push(c Completion) {
+	q.entries = append(q.entries, c)
+	if q.Notify != nil {
+		q.Notify()
+	}
+}
 
 // Poll removes and returns up to len(out) completions, oldest first.
 func (q *CQ) Poll(out []Completion) int {

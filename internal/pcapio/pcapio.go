@@ -187,5 +187,21 @@ func (w *Writer) Write(iface string, ns int64, frame []byte, comments ...string)
 	return w.w.WritePacketWithOptions(ci, frame, pcapgo.NgPacketOptions{Comments: comments})
 }
 
+// Interface is the index of the named interface, for WriteIndex.
+func (w *Writer) Interface(name string) (int, bool) {
+	id, ok := w.names[name]
+	return id, ok
+}
+
+// WriteIndex adds one frame seen on interface id (from Interface or the
+// order given to NewWriter) at virtual time ns.
+func (w *Writer) WriteIndex(id int, ns int64, frame []byte, comments ...string) error {
+	if id < 0 || id >= len(w.names) {
+		return fmt.Errorf("pcapio: no interface %d", id)
+	}
+	ci := gopacket.CaptureInfo{Timestamp: time.Unix(0, ns).UTC(), CaptureLength: len(frame), Length: len(frame), InterfaceIndex: id}
+	return w.w.WritePacketWithOptions(ci, frame, pcapgo.NgPacketOptions{Comments: comments})
+}
+
 // Flush writes buffered data.
 func (w *Writer) Flush() error { return w.w.Flush() }

@@ -1,0 +1,165 @@
+package emu
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/inaemu/inaemu/emu/netreduce"
+	"github.com/inaemu/inaemu/emu/tensor"
+	"github.com/inaemu/inaemu/frames/wire"
+	"github.com/inaemu/inaemu/roce"
+)
+
+// netReduceJob is NetReduce's allreduce (ASPLOS '23 §3.1-3.2): every
+// worker chunks its tensor into messages of MsgLen packets, puts the INA
+// header in front of each, and RDMA-WRITEs (with immediate: the message
+// index) message k into its successor's result buffer at the same offset.
+// The switch replaces each packet's gradient with the sum of all ranks',
+// so what arrives is the result. A message-level sliding window of N keeps
+// at most N messages unfinished: receiving result k from the predecessor
+// lets the worker send message k+N.
+type netReduceJob struct {
+	r      *runner
+	msgs   int   // M messages per worker
+	stride int   // MsgLen × MTU: a message slot in the buffers
+	chunk  int   // tensor bytes per full message (stride - INA header)
+	send   [][]byte // per rank: INA header + tensor chunk, per message slot
+	recv   [][]byte // per rank: the result buffer (its MR)
+	next   []int    // per rank: next message to post
+}
+
+const recvBaseVA = 0x7f00_0000_0000
+
+func newNetReduceJob(r *runner) (*netReduceJob, error) {
+	cfg := r.cfg
+	j := &netReduceJob{r: r, stride: cfg.MsgLen * cfg.MTU}
+	j.chunk = j.stride - wire.INALen
+	j.msgs = int((cfg.TensorBytes + int64(j.chunk) - 1) / int64(j.chunk))
+	if err := r.fab.Switch.AddRing(netreduce.RingConfig{ID: 0, Workers: cfg.Workers, Window: cfg.Window,
+		MsgLen: cfg.MsgLen, MTU: cfg.MTU, DType: cfg.DType, Release: cfg.Release}); err != nil {
+		return nil, err
+	}
+	size := j.msgs * j.stride
+	tens := make([]byte, cfg.TensorBytes)
+	for _, w := range r.workers {
+		tensor.Fill(cfg.DType, cfg.Pattern, tens, w.rank, cfg.Seed)
+		buf := make([]byte, size)
+		for k := 0; k < j.msgs; k++ {
+			data := j.slot(buf, k)[wire.INALen:]
+			copy(data, tens[k*j.chunk:])
+			h := wire.INA(buf[k*j.stride:])
+			h.SetTag(wire.INATag)
+			h.SetRingID(0)
+			h.SetMsgID(uint8(k))
+			h.SetMsgLen(uint8((len(data) + wire.INALen + cfg.MTU - 1) / cfg.MTU))
+			h.SetRank(uint8(w.rank))
+		}
+		j.send = append(j.send, buf)
+		res := make([]byte, size)
+		j.recv = append(j.recv, res)
+		w.recvMR = &roce.MR{Addr: recvBaseVA, Buf: res, RKey: 0x1000 + uint32(w.rank), Access: roce.AccessLocalWrite | roce.AccessRemoteWrite}
+		if err := w.h.PD.Register(w.recvMR); err != nil {
+			return nil, err
+		}
+		w.sendWant, w.recvWant = j.msgs, j.msgs
+	}
+	j.next = make([]int, cfg.Workers)
+	return j, nil
+}
+
+// slot is message k of a buffer: header plus data, as long as it is.
+func (j *netReduceJob) slot(buf []byte, k int) []byte {
+	n := j.stride
+	if k == j.msgs-1 {
+		n = int(j.r.cfg.TensorBytes-int64(k)*int64(j.chunk)) + wire.INALen
+	}
+	return buf[k*j.stride : k*j.stride+n]
+}
+
+func (j *netReduceJob) start() error {
+	for _, w := range j.r.workers {
+		for k := 0; k < j.msgs; k++ {
+			if err := w.rq.PostRecv(roce.RecvWR{ID: uint64(k)}); err != nil {
+				return err
+			}
+		}
+		for k := 0; k < j.r.cfg.Window && k < j.msgs; k++ {
+			if err := j.post(w); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (j *netReduceJob) post(w *worker) error {
+	k := j.next[w.rank]
+	succ := j.r.workers[(w.rank+1)%len(j.r.workers)]
+	j.next[w.rank]++
+	return w.sq.PostSend(roce.SendWR{ID: uint64(k), Opcode: roce.WRWriteImm, Local: j.slot(j.send[w.rank], k),
+		RemoteVA: recvBaseVA + uint64(k*j.stride), RKey: succ.recvMR.RKey, Imm: uint32(k), Signaled: true})
+}
+
+func (j *netReduceJob) onCompletion(w *worker) {
+	j.r.drain(w, func(c roce.Completion) {
+		if !c.Recv {
+			w.sendDone++
+			return
+		}
+		if !c.HasImm || int(c.Imm) != w.recvDone {
+			j.r.err = &JobError{fmt.Sprintf("rank %d: result message %d arrived when %d was due", w.rank, c.Imm, w.recvDone)}
+			return
+		}
+		w.recvDone++
+		if w.recvDone == w.recvWant {
+			w.doneAt = j.r.fab.Clock.Now()
+		}
+		if j.next[w.rank] < j.msgs { // the window slides
+			if err := j.post(w); err != nil {
+				j.r.err = &JobError{fmt.Sprintf("rank %d: post message %d: %v", w.rank, j.next[w.rank], err)}
+			}
+		}
+	})
+}
+
+// check compares every worker's result buffer with the rank-order sum of
+// all ranks' tensors, message by message, and each result's INA header
+// with the predecessor's (the connection the result came in on).
+func (j *netReduceJob) check() *Mismatch {
+	d := j.r.cfg.DType
+	n := len(j.r.workers)
+	var ref []byte
+	for k := 0; k < j.msgs; k++ {
+		ref = append(ref[:0], j.slot(j.send[0], k)[wire.INALen:]...)
+		for rank := 1; rank < n; rank++ {
+			tensor.Add(d, ref, j.slot(j.send[rank], k)[wire.INALen:])
+		}
+		for rank := 0; rank < n; rank++ {
+			got := j.slot(j.recv[rank], k)
+			pred := j.slot(j.send[(rank+n-1)%n], k)
+			if !bytes.Equal(got[:wire.INALen], pred[:wire.INALen]) {
+				return &Mismatch{Rank: rank, Element: int64(k*j.chunk) / int64(d.Size()),
+					Got: fmt.Sprintf("INA header % x", got[:wire.INALen]), Want: fmt.Sprintf("INA header % x", pred[:wire.INALen])}
+			}
+			if m := firstDiff(d, rank, int64(k*j.chunk), got[wire.INALen:], ref); m != nil {
+				return m
+			}
+		}
+	}
+	return nil
+}
+
+// firstDiff reports the first element where got differs from want; base is
+// got's byte offset in the tensor.
+func firstDiff(d tensor.DType, rank int, base int64, got, want []byte) *Mismatch {
+	if bytes.Equal(got, want) {
+		return nil
+	}
+	sz := d.Size()
+	for i := 0; i+sz <= len(want); i += sz {
+		if !bytes.Equal(got[i:i+sz], want[i:i+sz]) {
+			return &Mismatch{Rank: rank, Element: (base + int64(i)) / int64(sz), Got: tensor.Value(d, got, i/sz), Want: tensor.Value(d, want, i/sz)}
+		}
+	}
+	return &Mismatch{Rank: rank, Element: base / int64(sz), Got: fmt.Sprintf("%d bytes", len(got)), Want: fmt.Sprintf("%d bytes", len(want))}
+}

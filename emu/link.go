@@ -1,0 +1,277 @@
+package emu
+
+import (
+	"time"
+
+	"github.com/inaemu/inaemu/faults"
+	"github.com/inaemu/inaemu/roce"
+)
+
+// Ethernet overhead a frame costs on the wire beyond the bytes a capture
+// shows: 7 B preamble + 1 B start delimiter, 4 B FCS, 12 B inter-frame gap.
+const WireOverhead = 24
+
+// maxFrame bounds every frame the fabric carries (MTU 4096 plus headers).
+const maxFrame = 4096 + 256
+
+// holdIdle is how long a link direction must stay idle before the frames
+// its fault stage holds back (hold=K, reorder) are released anyway: a
+// sender waiting for the held frame's ACK would otherwise never send the K
+// frames that release it.
+const holdIdle = 20 * time.Microsecond
+
+// LinkStats count one link direction.
+type LinkStats struct {
+	Frames     uint64 `json:"frames"`      // frames serialized
+	Bytes      uint64 `json:"bytes"`       // their bytes (without preamble, FCS, gap)
+	Delivered  uint64 `json:"delivered"`   // frames handed to the receiver
+	QueueDrops uint64 `json:"queue_drops"` // tail drops of a full egress queue
+	MaxQueue   int    `json:"max_queue"`   // deepest the egress queue got (frames)
+}
+
+// txSource is a transmitter that is asked for its next frame when the line
+// is free (a NIC): it writes the frame into buf and returns its length, or 0.
+type txSource interface {
+	nextFrame(buf []byte) int
+}
+
+type queued struct {
+	buf   []byte
+	ready time.Duration
+}
+
+type flight struct {
+	buf    []byte
+	arrive time.Duration
+	note   faults.Note
+	ev     *faults.Event
+}
+
+// linkDir is one direction of a full-duplex link: a transmitter that
+// serializes frames at the link rate (from a pull source or a bounded
+// egress queue), the direction's fault stage, the propagation delay, and
+// the receiver at the far end. Everything runs on the fabric's clock.
+type linkDir struct {
+	fab    *Fabric
+	name   string // capture interface name, e.g. "port3-in"
+	port   int
+	dir    faults.Dir
+	bytePs int64 // picoseconds per byte at the link rate
+	prop   time.Duration
+	stage  *faults.Stage
+	capID  int
+	recv   func(frame []byte)
+	src    txSource
+	qLimit int
+
+	Stats LinkStats
+
+	q        []queued
+	inflight []flight
+	head     int // first live entry of inflight
+	pool     [][]byte
+
+	busy        bool
+	txBuf       []byte
+	txLen       int
+	freePs      int64 // when the line is free, in picoseconds
+	wakePending bool
+	wakeAt      time.Duration
+
+	txTimer, rxTimer, flushTimer roce.Timer
+	emitFn                       faults.Emit
+}
+
+func newLinkDir(f *Fabric, name string, port int, dir faults.Dir, rateBps float64, prop time.Duration, qLimit int) *linkDir {
+	d := &linkDir{fab: f, name: name, port: port, dir: dir, prop: prop, qLimit: qLimit, capID: -1,
+		bytePs: int64(8e12/rateBps + 0.5), txBuf: make([]byte, maxFrame)}
+	d.txTimer = f.Clock.AfterFunc(0, d.onTx)
+	d.txTimer.Stop()
+	d.rxTimer = f.Clock.AfterFunc(0, d.onArrive)
+	d.rxTimer.Stop()
+	d.flushTimer = f.Clock.AfterFunc(0, d.onIdleFlush)
+	d.flushTimer.Stop()
+	d.emitFn = d.launch
+	return d
+}
+
+func (d *linkDir) setStage(s *faults.Stage) {
+	if s == nil || !s.Active() {
+		return
+	}
+	d.stage = s
+	s.OnDrop = d.dropped
+}
+
+// WireTime is how long a frame of n bytes occupies the line.
+func (d *linkDir) wireTime(n int) int64 { return int64(n+WireOverhead) * d.bytePs }
+
+func (d *linkDir) getBuf() []byte {
+	if k := len(d.pool); k > 0 {
+		b := d.pool[k-1]
+		d.pool = d.pool[:k-1]
+		return b
+	}
+	return make([]byte, maxFrame)
+}
+
+func (d *linkDir) putBuf(b []byte) { d.pool = append(d.pool, b[:cap(b)]) }
+
+// kick tells a pull-source direction that its source has a frame. It never
+// calls the source at once (the source may be in the middle of an update).
+func (d *linkDir) kick() { d.wake(d.fab.Clock.Now()) }
+
+// push queues a copy of frame for transmission no earlier than ready (the
+// switch's processing latency); a full queue drops it at the tail.
+func (d *linkDir) push(frame []byte, ready time.Duration) bool {
+	if len(d.q) >= d.qLimit {
+		d.Stats.QueueDrops++
+		return false
+	}
+	b := d.getBuf()[:len(frame)]
+	copy(b, frame)
+	i := len(d.q)
+	d.q = append(d.q, queued{})
+	for i > 0 && d.q[i-1].ready > ready { // keep ready order; stable for equal times
+		d.q[i] = d.q[i-1]
+		i--
+	}
+	d.q[i] = queued{buf: b, ready: ready}
+	d.Stats.MaxQueue = max(d.Stats.MaxQueue, len(d.q))
+	d.wake(d.q[0].ready)
+	return true
+}
+
+func (d *linkDir) wake(at time.Duration) {
+	if d.busy || (d.wakePending && d.wakeAt <= at) {
+		return
+	}
+	now := d.fab.Clock.Now()
+	d.wakePending, d.wakeAt = true, max(at, now)
+	d.txTimer.Reset(d.wakeAt - now)
+}
+
+func (d *linkDir) onTx() {
+	if d.busy {
+		d.busy = false
+		d.finish()
+	} else {
+		d.wakePending = false
+	}
+	d.start()
+}
+
+// start serializes the next frame, if there is one and the line is free.
+func (d *linkDir) start() {
+	if d.busy {
+		return
+	}
+	now := d.fab.Clock.Now()
+	n := 0
+	if len(d.q) > 0 {
+		if d.q[0].ready > now {
+			d.wake(d.q[0].ready)
+			return
+		}
+		b := d.q[0].buf
+		n = copy(d.txBuf, b)
+		d.putBuf(b)
+		copy(d.q, d.q[1:])
+		d.q[len(d.q)-1] = queued{}
+		d.q = d.q[:len(d.q)-1]
+	} else if d.src != nil {
+		n = d.src.nextFrame(d.txBuf)
+	}
+	if n == 0 {
+		if d.stage != nil && d.stage.Pending() > 0 {
+			d.flushTimer.Reset(holdIdle)
+		}
+		return
+	}
+	d.flushTimer.Stop()
+	nowPs := int64(now) * 1000
+	startPs := max(nowPs, d.freePs)
+	if nowPs-d.freePs < 1000 {
+		// Back to back: the line freed less than a nanosecond ago (timers
+		// tick in ns); start exactly then so rounding never accumulates.
+		startPs = d.freePs
+	}
+	d.freePs = startPs + d.wireTime(n)
+	d.busy, d.txLen = true, n
+	d.txTimer.Reset(time.Duration((d.freePs+999)/1000) - now)
+}
+
+// finish: the last bit is on the wire; the fault stage decides what
+// reaches the far end.
+func (d *linkDir) finish() {
+	frame := d.txBuf[:d.txLen]
+	d.Stats.Frames++
+	d.Stats.Bytes += uint64(d.txLen)
+	if d.stage != nil {
+		d.stage.Process(frame, d.emitFn)
+	} else {
+		d.launch(frame, 0, 0, nil)
+	}
+}
+
+// launch puts a copy of frame in flight towards the receiver.
+func (d *linkDir) launch(frame []byte, delay time.Duration, note faults.Note, ev *faults.Event) {
+	b := d.getBuf()[:len(frame)]
+	copy(b, frame)
+	at := d.fab.Clock.Now() + d.prop + delay
+	if d.head > 0 && d.head == len(d.inflight) {
+		d.inflight, d.head = d.inflight[:0], 0
+	}
+	i := len(d.inflight)
+	d.inflight = append(d.inflight, flight{})
+	for i > d.head && d.inflight[i-1].arrive > at {
+		d.inflight[i] = d.inflight[i-1]
+		i--
+	}
+	d.inflight[i] = flight{buf: b, arrive: at, note: note, ev: ev}
+	if i == d.head {
+		d.rxTimer.Reset(at - d.fab.Clock.Now())
+	}
+}
+
+// onArrive delivers every frame due now, in order.
+func (d *linkDir) onArrive() {
+	now := d.fab.Clock.Now()
+	for d.head < len(d.inflight) && d.inflight[d.head].arrive <= now {
+		f := d.inflight[d.head]
+		d.inflight[d.head] = flight{}
+		d.head++
+		if d.fab.capture != nil {
+			d.fab.capture.record(d, now, f.buf, f.note, f.ev, false)
+		}
+		d.Stats.Delivered++
+		d.recv(f.buf)
+		d.putBuf(f.buf)
+	}
+	if d.head < len(d.inflight) {
+		d.rxTimer.Reset(d.inflight[d.head].arrive - now)
+	}
+	if d.head > 64 && d.head*2 > len(d.inflight) {
+		n := copy(d.inflight, d.inflight[d.head:])
+		clear(d.inflight[n:])
+		d.inflight, d.head = d.inflight[:n], 0
+	}
+}
+
+// dropped records a frame the fault stage dropped (capture only).
+func (d *linkDir) dropped(frame []byte, note faults.Note, ev *faults.Event) {
+	if d.fab.capture != nil {
+		d.fab.capture.record(d, d.fab.Clock.Now(), frame, note, ev, true)
+	}
+}
+
+func (d *linkDir) onIdleFlush() {
+	if !d.busy && d.stage != nil {
+		d.stage.Flush(d.emitFn)
+	}
+}
+
+// busyOrPending reports whether the direction still has work.
+func (d *linkDir) active() bool {
+	return d.busy || len(d.q) > 0 || d.head < len(d.inflight) || (d.stage != nil && d.stage.Pending() > 0)
+}

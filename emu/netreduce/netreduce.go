@@ -1,0 +1,424 @@
+// Package netreduce is the NetReduce aggregation accelerator (ASPLOS '23
+// §3; the AllReduce-Switch of TCSI '21 is its pipelined hardware): the
+// connection lookup table (CLT), an aggregator array of 2N messages per
+// ring, per-rank payload slots with a bitmap, the sum formed in rank
+// order, result packets rebuilt per connection with a fresh ICRC, and the
+// result re-sent when a gradient packet arrives for a completed
+// aggregator.
+//
+// It sees frames, not ports: the switch hands it every RoCE frame and
+// routes what it emits by destination MAC, like any other frame.
+//
+// Points the papers leave open, settled here:
+//   - Ingress ICRCs are verified before a frame touches the CLT or an
+//     aggregator. The accelerator recomputes the ICRC of what it sends, so
+//     aggregating a corrupted frame would launder the corruption.
+//   - The CLT only moves forward: a first packet whose MsgID is not newer
+//     than the entry's (a duplicate or a go-back-N retransmission) is
+//     aggregated but leaves the entry alone. MsgIDs are 8 bits on the wire
+//     and are extended to a running count, so 2N need not divide 256.
+//   - A packet past the current message (PSN - PSN0 >= MsgLen) belongs to
+//     a message whose first packet was lost: it is dropped (the paper's
+//     rule) until the sender retransmits from that first packet.
+//   - A packet before PSN0 is a retransmission of an earlier message;
+//     every message but the last has exactly MsgLen packets, so its
+//     message and offset follow from the PSN distance.
+//   - Release (which message may reuse an aggregator) is selectable; see
+//     Release.
+package netreduce
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/inaemu/inaemu/emu/tensor"
+	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/frames/wire"
+)
+
+// Release is the rule that frees an aggregator for a later message.
+type Release uint8
+
+const (
+	// Safe frees message m's aggregators once every rank has sent a first
+	// packet of message m+N. A worker sends m+N only after its window
+	// slid past m, that is after it received the whole result of m, so at
+	// that point every connection's receiver holds m and nothing can need
+	// m's result again. Aggregators know which message they hold; a frame
+	// of a released message is a duplicate its receiver already has (its
+	// PSN is behind the receiver's expected PSN), so it is forwarded
+	// unchanged for the receiver to re-ACK and discard.
+	Safe Release = iota
+	// Paper is the rule as NetReduce §3.1 states it: a packet of MsgID
+	// frees the aggregator (MsgID+N) % 2N at the same offset, and
+	// aggregators are addressed by index alone.
+	Paper
+)
+
+func (r Release) String() string { return [...]string{"safe", "paper"}[r&1] }
+
+// ParseRelease reads safe or paper.
+func ParseRelease(s string) (Release, error) {
+	switch s {
+	case "safe":
+		return Safe, nil
+	case "paper":
+		return Paper, nil
+	}
+	return 0, fmt.Errorf("release rule %q: want safe or paper", s)
+}
+
+// Limits of a ring.
+const (
+	MaxWorkers = 64  // ranks per ring (one bitmap word)
+	MaxWindow  = 32  // keeps 8-bit MsgIDs unambiguous: in flight spans < 2N+N
+	MaxMsgLen  = 255 // the INA header's MsgLen is 8 bits
+	// SlotFrameLen bounds a stored frame: MTU plus Ethernet, two VLAN
+	// tags, IPv6/GRH, UDP, BTH, RETH, ImmDt, pad and ICRC.
+	slotOverhead = 160
+)
+
+// RingConfig describes one ring's aggregator array.
+type RingConfig struct {
+	ID      uint8
+	Workers int // H
+	Window  int // N messages in flight per worker
+	MsgLen  int // packets per message
+	MTU     int // payload bytes of a full packet
+	DType   tensor.DType
+	Release Release
+}
+
+// Kind says why a frame was emitted.
+type Kind uint8
+
+const (
+	KindResult Kind = iota // an aggregator completed: one result per connection
+	KindResend             // a gradient packet met a completed aggregator
+)
+
+// Emit receives a frame the accelerator sends; it is valid only during the
+// call.
+type Emit func(frame []byte, kind Kind)
+
+// Verdict is what became of a frame handed to Process.
+type Verdict uint8
+
+const (
+	NotINA     Verdict = iota // not aggregation traffic: forward it as a switch would
+	Aggregated                // stored in an aggregator (results emitted if it completed)
+	Resent                    // its connection's result was emitted again
+	Stale                     // a released message's duplicate: forward it unchanged
+	Dropped                   // dropped; Stats says why
+)
+
+func (v Verdict) String() string {
+	return [...]string{"not-ina", "aggregated", "resent", "stale", "dropped"}[v]
+}
+
+// Stats count the accelerator's work.
+type Stats struct {
+	Packets        uint64 `json:"packets"`         // aggregation packets accepted (ICRC good, addressed)
+	Aggregations   uint64 `json:"aggregations"`    // aggregators completed
+	ResultPackets  uint64 `json:"result_packets"`  // results emitted on completion
+	ResultResends  uint64 `json:"result_resends"`  // results emitted again
+	CLTMisses      uint64 `json:"clt_misses"`      // non-first WRITE packets of no known connection (forwarded)
+	CLTUpdates     uint64 `json:"clt_updates"`     // first packets that moved a CLT entry forward
+	StaleFirsts    uint64 `json:"stale_firsts"`    // first packets that did not (duplicates, retransmissions)
+	ICRCDrops      uint64 `json:"icrc_drops"`      // aggregation packets with a bad ICRC
+	FirstLostDrops uint64 `json:"first_lost_drops"` // packets of a message whose first packet was not seen
+	StaleForwards  uint64 `json:"stale_forwards"`  // duplicates of released messages, forwarded
+	WindowDrops    uint64 `json:"window_drops"`    // packets for an aggregator still held by an unreleased message
+	BadDrops       uint64 `json:"bad_drops"`       // bad INA header, ring, rank, opcode or length
+}
+
+type connKey struct {
+	src, dst netip.Addr
+	qp       uint32
+}
+
+// conn is a CLT entry.
+type conn struct {
+	ring   *ring
+	rank   int
+	msg    int64 // current message (extended MsgID); -1 before the first
+	psn0   uint32
+	msgLen int // packets of the current message
+}
+
+type agg struct {
+	msg     int64 // Safe: the message held, -1 none
+	bitmap  uint64
+	done    bool
+	dataLen int
+	sum     []byte
+	frames  [][]byte // per rank: the stored frame (len = frame length)
+	dataOff []int    // per rank: where the summed data starts in it
+}
+
+type ring struct {
+	cfg      RingConfig
+	aggs     []agg
+	full     uint64
+	rankConn []*conn
+	rankMsg  []int64
+	released int64 // Safe: messages below this are released
+}
+
+// Accelerator is the aggregation engine of one switch. Not safe for
+// concurrent use.
+type Accelerator struct {
+	Stats   Stats
+	rings   [256]*ring
+	clt     map[connKey]*conn
+	scratch []byte
+	view    frames.View
+}
+
+// New returns an accelerator with no rings.
+func New() *Accelerator {
+	return &Accelerator{clt: map[connKey]*conn{}}
+}
+
+// AddRing allocates the aggregator array of a ring (the job's setup).
+func (a *Accelerator) AddRing(cfg RingConfig) error {
+	switch {
+	case a.rings[cfg.ID] != nil:
+		return fmt.Errorf("netreduce: ring %d already exists", cfg.ID)
+	case cfg.Workers < 2 || cfg.Workers > MaxWorkers:
+		return fmt.Errorf("netreduce: %d workers: want 2..%d", cfg.Workers, MaxWorkers)
+	case cfg.Window < 1 || cfg.Window > MaxWindow:
+		return fmt.Errorf("netreduce: window %d: want 1..%d", cfg.Window, MaxWindow)
+	case cfg.MsgLen < 1 || cfg.MsgLen > MaxMsgLen:
+		return fmt.Errorf("netreduce: msg-len %d packets: want 1..%d", cfg.MsgLen, MaxMsgLen)
+	case cfg.MTU < 256 || cfg.MTU > 4096:
+		return fmt.Errorf("netreduce: MTU %d: want 256..4096", cfg.MTU)
+	case cfg.DType > tensor.F16:
+		return fmt.Errorf("netreduce: unknown dtype %d", cfg.DType)
+	}
+	r := &ring{cfg: cfg, full: 1<<cfg.Workers - 1, rankConn: make([]*conn, cfg.Workers), rankMsg: make([]int64, cfg.Workers)}
+	if cfg.Workers == 64 {
+		r.full = ^uint64(0)
+	}
+	for i := range r.rankMsg {
+		r.rankMsg[i] = -1
+	}
+	n := 2 * cfg.Window * cfg.MsgLen
+	slotLen := cfg.MTU + slotOverhead
+	// One slab: untouched pages cost nothing until an aggregator is used.
+	slab := make([]byte, n*(cfg.Workers*slotLen+cfg.MTU))
+	frameSlices := make([][]byte, n*cfg.Workers)
+	offs := make([]int, n*cfg.Workers)
+	r.aggs = make([]agg, n)
+	for i := range r.aggs {
+		g := &r.aggs[i]
+		g.msg = -1
+		g.sum, slab = slab[:cfg.MTU:cfg.MTU], slab[cfg.MTU:]
+		g.frames, frameSlices = frameSlices[:cfg.Workers:cfg.Workers], frameSlices[cfg.Workers:]
+		g.dataOff, offs = offs[:cfg.Workers:cfg.Workers], offs[cfg.Workers:]
+		for k := range g.frames {
+			g.frames[k], slab = slab[:0:slotLen], slab[slotLen:]
+		}
+	}
+	if len(a.scratch) < slotLen {
+		a.scratch = make([]byte, slotLen)
+	}
+	a.rings[cfg.ID] = r
+	return nil
+}
+
+// Released is the number of leading messages of ring id whose aggregators
+// are free again (Safe rule); -1 if there is no such ring.
+func (a *Accelerator) Released(id uint8) int64 {
+	if r := a.rings[id]; r != nil {
+		return max(r.released, 0)
+	}
+	return -1
+}
+
+func isFirstOp(op wire.Opcode) bool {
+	return op == wire.WriteFirst || op == wire.WriteOnly || op == wire.WriteOnlyWithImm
+}
+
+func isLaterOp(op wire.Opcode) bool {
+	return op == wire.WriteMiddle || op == wire.WriteLast || op == wire.WriteLastWithImm
+}
+
+// Process handles one frame the switch received, parsed into v (which
+// Process may re-use). Emitted frames go to emit before Process returns.
+func (a *Accelerator) Process(v *frames.View, emit Emit) Verdict {
+	op := v.Opcode()
+	first, later := isFirstOp(op), isLaterOp(op)
+	if !first && !later {
+		return NotINA
+	}
+	pay := v.Payload()
+	key := connKey{v.SrcAddr(), v.DstAddr(), v.DestQP()}
+	psn := v.PSN()
+	var (
+		c   *conn
+		m   int64
+		off int
+	)
+	if first && wire.IsINA(pay) {
+		if !v.ICRCOK() {
+			a.Stats.ICRCDrops++
+			return Dropped
+		}
+		h := wire.INA(pay)
+		r := a.rings[h.RingID()]
+		rank := int(h.Rank())
+		if r == nil || rank >= r.cfg.Workers || h.MsgLen() == 0 || int(h.MsgLen()) > r.cfg.MsgLen {
+			a.Stats.BadDrops++
+			return Dropped
+		}
+		c = a.clt[key]
+		if c == nil {
+			if r.rankConn[rank] != nil { // a second connection claiming the rank
+				a.Stats.BadDrops++
+				return Dropped
+			}
+			c = &conn{ring: r, rank: rank, msg: -1}
+			a.clt[key] = c
+			r.rankConn[rank] = c
+		} else if c.ring != r || c.rank != rank {
+			a.Stats.BadDrops++
+			return Dropped
+		}
+		if c.msg < 0 {
+			m = int64(h.MsgID())
+		} else {
+			m = c.msg + int64(int8(h.MsgID()-uint8(c.msg)))
+		}
+		if m > c.msg {
+			c.msg, c.psn0, c.msgLen = m, psn, int(h.MsgLen())
+			r.advance(rank, m)
+			a.Stats.CLTUpdates++
+		} else {
+			a.Stats.StaleFirsts++
+		}
+		if m < 0 {
+			a.Stats.BadDrops++
+			return Dropped
+		}
+	} else {
+		c = a.clt[key]
+		if c == nil {
+			a.Stats.CLTMisses++
+			return NotINA
+		}
+		if first { // an INA connection's message must start with the header
+			a.Stats.BadDrops++
+			return Dropped
+		}
+		if !v.ICRCOK() {
+			a.Stats.ICRCDrops++
+			return Dropped
+		}
+		d := int(wire.PSNDiff(psn, c.psn0))
+		L := c.ring.cfg.MsgLen
+		switch {
+		case d >= c.msgLen:
+			a.Stats.FirstLostDrops++
+			return Dropped
+		case d >= 0:
+			m, off = c.msg, d
+		default: // an earlier message, retransmitted
+			back := (-d + L - 1) / L
+			m, off = c.msg-int64(back), d+back*L
+		}
+		if off == 0 || m < 0 { // message boundaries do not match MsgLen
+			a.Stats.BadDrops++
+			return Dropped
+		}
+	}
+	r := c.ring
+	data := pay
+	if off == 0 {
+		data = pay[wire.INALen:]
+	}
+	if len(pay) > r.cfg.MTU || len(data)%r.cfg.DType.Size() != 0 || len(v.Frame()) > r.cfg.MTU+slotOverhead {
+		a.Stats.BadDrops++
+		return Dropped
+	}
+	w := int64(r.cfg.Window)
+	g := &r.aggs[int(m%(2*w))*r.cfg.MsgLen+off]
+	if r.cfg.Release == Paper {
+		// The paper's rule: this packet frees the aggregator one window ahead.
+		f := &r.aggs[int((m+w)%(2*w))*r.cfg.MsgLen+off]
+		f.bitmap, f.done = 0, false
+	} else if g.msg != m {
+		if m < r.released || g.msg > m {
+			a.Stats.StaleForwards++
+			return Stale
+		}
+		if g.msg >= 0 && g.msg >= r.released {
+			a.Stats.WindowDrops++
+			return Dropped
+		}
+		g.msg, g.bitmap, g.done = m, 0, false
+	}
+	a.Stats.Packets++
+	if g.done {
+		if len(data) != g.dataLen {
+			a.Stats.BadDrops++
+			return Dropped
+		}
+		out := a.scratch[:len(v.Frame())]
+		copy(out, v.Frame())
+		copy(out[v.PayloadOffset()+len(pay)-len(data):], g.sum[:g.dataLen])
+		a.fixICRC(out)
+		a.Stats.ResultResends++
+		emit(out, KindResend)
+		return Resent
+	}
+	if g.bitmap != 0 && len(data) != g.dataLen {
+		a.Stats.BadDrops++ // ranks disagree on the packet's length
+		return Dropped
+	}
+	rank := c.rank
+	fr := v.Frame()
+	g.frames[rank] = append(g.frames[rank][:0], fr...)
+	g.dataOff[rank] = v.PayloadOffset() + len(pay) - len(data)
+	g.dataLen = len(data)
+	g.bitmap |= 1 << rank
+	if g.bitmap != r.full {
+		return Aggregated
+	}
+	// Complete: the sum in rank order, then one result per connection.
+	sum := g.sum[:g.dataLen]
+	copy(sum, g.frames[0][g.dataOff[0]:])
+	for k := 1; k < r.cfg.Workers; k++ {
+		tensor.Add(r.cfg.DType, sum, g.frames[k][g.dataOff[k]:g.dataOff[k]+g.dataLen])
+	}
+	g.done = true
+	a.Stats.Aggregations++
+	for k := 0; k < r.cfg.Workers; k++ {
+		f := g.frames[k]
+		copy(f[g.dataOff[k]:], sum)
+		a.fixICRC(f)
+		a.Stats.ResultPackets++
+		emit(f, KindResult)
+	}
+	return Aggregated
+}
+
+// fixICRC recomputes the ICRC of a frame the accelerator rebuilt.
+func (a *Accelerator) fixICRC(f []byte) {
+	if a.view.Parse(f) == nil {
+		a.view.SetICRC()
+	}
+}
+
+// advance records that rank's connection reached message m and recomputes
+// the Safe release point: every message below min(rankMsg) - N + 1.
+func (r *ring) advance(rank int, m int64) {
+	r.rankMsg[rank] = m
+	low := r.rankMsg[0]
+	for _, x := range r.rankMsg[1:] {
+		low = min(low, x)
+	}
+	if low >= 0 {
+		r.released = max(r.released, low-int64(r.cfg.Window)+1)
+	}
+}

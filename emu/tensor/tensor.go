@@ -1,0 +1,233 @@
+// Package tensor holds the element types the aggregating switch adds and
+// the workers' test tensors: float32 (IEEE binary32), int32 (two's
+// complement fixed point, wrapping) and float16 (IEEE binary16).
+//
+// Elements travel little-endian, the order of host memory: an RDMA WRITE
+// copies memory verbatim, so the switch reads gradients as the GPU/CPU
+// stored them.
+package tensor
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// DType is an element type.
+type DType uint8
+
+const (
+	F32 DType = iota
+	I32
+	F16
+)
+
+var dtypeNames = [...]string{"f32", "i32", "f16"}
+
+func (d DType) String() string {
+	if int(d) < len(dtypeNames) {
+		return dtypeNames[d]
+	}
+	return fmt.Sprintf("dtype(%d)", d)
+}
+
+// ParseDType reads f32, i32 or f16.
+func ParseDType(s string) (DType, error) {
+	for i, n := range dtypeNames {
+		if s == n {
+			return DType(i), nil
+		}
+	}
+	return 0, fmt.Errorf("dtype %q: want f32, i32 or f16", s)
+}
+
+// Size is the element size in bytes.
+func (d DType) Size() int {
+	if d == F16 {
+		return 2
+	}
+	return 4
+}
+
+// Float reports whether the type is a floating-point one (the switch's
+// floating-point adder is slower than its fixed-point one).
+func (d DType) Float() bool { return d != I32 }
+
+// Add sets dst = dst + src element by element in d's arithmetic. Both
+// must have the same length, a multiple of d.Size(). Every addition is one
+// correctly rounded operation of the type, so a sum formed in a fixed
+// order is reproducible bit for bit. For float16 the sum is computed in
+// float32 and rounded to float16; float32 carries more than twice
+// float16's precision plus two bits, so this double rounding is exact.
+func Add(d DType, dst, src []byte) {
+	n := min(len(dst), len(src))
+	switch d {
+	case F32:
+		dst, src = dst[:n&^3], src[:n&^3]
+		for i := 0; i+4 <= len(dst); i += 4 {
+			a := math.Float32frombits(binary.LittleEndian.Uint32(dst[i:]))
+			b := math.Float32frombits(binary.LittleEndian.Uint32(src[i:]))
+			binary.LittleEndian.PutUint32(dst[i:], math.Float32bits(a+b))
+		}
+	case I32:
+		dst, src = dst[:n&^3], src[:n&^3]
+		for i := 0; i+4 <= len(dst); i += 4 {
+			binary.LittleEndian.PutUint32(dst[i:], binary.LittleEndian.Uint32(dst[i:])+binary.LittleEndian.Uint32(src[i:]))
+		}
+	case F16:
+		dst, src = dst[:n&^1], src[:n&^1]
+		for i := 0; i+2 <= len(dst); i += 2 {
+			a := F16ToF32(binary.LittleEndian.Uint16(dst[i:]))
+			b := F16ToF32(binary.LittleEndian.Uint16(src[i:]))
+			binary.LittleEndian.PutUint16(dst[i:], F32ToF16(a+b))
+		}
+	}
+}
+
+// F16ToF32 widens a binary16 value (exactly).
+func F16ToF32(h uint16) float32 {
+	sign := uint32(h&0x8000) << 16
+	exp := uint32(h>>10) & 0x1f
+	mant := uint32(h & 0x3ff)
+	switch exp {
+	case 0x1f: // inf, NaN
+		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
+	case 0: // zero, subnormal: mant × 2^-24
+		f := float32(mant) * (1.0 / (1 << 24))
+		if sign != 0 {
+			f = -f
+		}
+		return f
+	}
+	return math.Float32frombits(sign | (exp+112)<<23 | mant<<13)
+}
+
+// F32ToF16 rounds a binary32 value to binary16, to nearest, ties to even;
+// overflow gives infinity, NaN stays NaN (quiet).
+func F32ToF16(f float32) uint16 {
+	b := math.Float32bits(f)
+	sign := uint16(b>>16) & 0x8000
+	exp := int(b>>23) & 0xff
+	mant := b & 0x7fffff
+	if exp == 0xff {
+		if mant != 0 {
+			return sign | 0x7e00
+		}
+		return sign | 0x7c00
+	}
+	e := exp - 127 + 15
+	if e >= 0x1f {
+		return sign | 0x7c00
+	}
+	if e <= 0 { // a binary16 subnormal (or zero)
+		if e < -10 {
+			return sign // below half the smallest subnormal
+		}
+		m := mant | 0x800000
+		shift := uint(14 - e)
+		r := m >> shift
+		rem := m & (1<<shift - 1)
+		half := uint32(1) << (shift - 1)
+		if rem > half || (rem == half && r&1 == 1) {
+			r++ // may carry into the smallest normal: still the right encoding
+		}
+		return sign | uint16(r)
+	}
+	r := uint32(e)<<10 | mant>>13
+	rem := mant & 0x1fff
+	if rem > 0x1000 || (rem == 0x1000 && r&1 == 1) {
+		r++ // may carry into infinity: the right answer for overflow
+	}
+	return sign | uint16(r)
+}
+
+// Pattern is how a worker's tensor is filled.
+type Pattern uint8
+
+const (
+	Random Pattern = iota // pseudo-random from the run seed and rank
+	Zeros
+	Ones
+	Ramp // element i is i mod 256, plus the rank
+)
+
+var patternNames = [...]string{"random", "zeros", "ones", "ramp"}
+
+func (p Pattern) String() string {
+	if int(p) < len(patternNames) {
+		return patternNames[p]
+	}
+	return fmt.Sprintf("pattern(%d)", p)
+}
+
+// ParsePattern reads random, zeros, ones or ramp.
+func ParsePattern(s string) (Pattern, error) {
+	for i, n := range patternNames {
+		if s == n {
+			return Pattern(i), nil
+		}
+	}
+	return 0, fmt.Errorf("tensor pattern %q: want random, zeros, ones or ramp", s)
+}
+
+// Fill writes rank's tensor into buf (len a multiple of d.Size()). Random
+// values are uniform in [-1, 1) for the float types and in [-2^20, 2^20)
+// for int32 (so eight ranks never wrap), drawn from a generator seeded by
+// seed and rank.
+func Fill(d DType, p Pattern, buf []byte, rank int, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 0x7E45_0000+uint64(rank)))
+	sz := d.Size()
+	for i := 0; i+sz <= len(buf); i += sz {
+		var v float64
+		var iv int32
+		switch p {
+		case Random:
+			v = rng.Float64()*2 - 1
+			iv = int32(rng.IntN(1<<21)) - 1<<20
+		case Ones:
+			v, iv = 1, 1
+		case Ramp:
+			iv = int32(i/sz%256 + rank)
+			v = float64(iv)
+		}
+		switch d {
+		case F32:
+			binary.LittleEndian.PutUint32(buf[i:], math.Float32bits(float32(v)))
+		case I32:
+			binary.LittleEndian.PutUint32(buf[i:], uint32(iv))
+		case F16:
+			binary.LittleEndian.PutUint16(buf[i:], F32ToF16(float32(v)))
+		}
+	}
+}
+
+// Sum returns the element-wise sum of the inputs folded in the order
+// given: ((in[0] + in[1]) + in[2]) + ... — the reference a network result
+// is compared with bit for bit.
+func Sum(d DType, in ...[]byte) []byte {
+	if len(in) == 0 {
+		return nil
+	}
+	out := append([]byte(nil), in[0]...)
+	for _, b := range in[1:] {
+		Add(d, out, b)
+	}
+	return out
+}
+
+// Value formats element i of buf for messages.
+func Value(d DType, buf []byte, i int) string {
+	off := i * d.Size()
+	if off+d.Size() > len(buf) {
+		return "?"
+	}
+	switch d {
+	case F32:
+		return fmt.Sprint(math.Float32frombits(binary.LittleEndian.Uint32(buf[off:])))
+	case I32:
+		return fmt.Sprint(int32(binary.LittleEndian.Uint32(buf[off:])))
+	default:
+		return fmt.Sprint(F16ToF32(binary.LittleEndian.Uint16(buf[off:])))
+	}
+}
