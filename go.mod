@@ -6,10 +6,10 @@ require (
 	github.com/gopacket/gopacket v1.7.7
 	github.com/leanovate/gopter v0.2.11
 	github.com/stretchr/testify v1.12.1
+	go.yaml.in/yaml/v3 v3.0.5
 )
 
 require (
-	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/net v0.55.0 // indirect
 	golang.org/x/sys v0.45.0 // indirect
 )

@@ -15,8 +15,8 @@ import (
 // the frames as the receiver got them (corrupted ones included), in the
 // order they arrived. Whatever a fault stage did is a packet comment
 // starting "inaemu:"; frames a fault dropped are written too, at the time
-// they were dropped, with a comment ending "(not delivered)", so Wireshark
-// shows the whole story.
+// they would have arrived, with a comment ending "(not delivered)", so
+// Wireshark shows the whole story.
 type capture struct {
 	w   *pcapio.Writer
 	err error

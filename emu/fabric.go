@@ -49,7 +49,9 @@ type Fabric struct {
 // HostMAC, HostIP and HostGID are host r's addresses: a locally
 // administered MAC, 10.0.0.r+1 or fd00::r+1, and for RoCEv1 the link-local
 // GID the MAC gives (EUI-64), as rxe derives it.
-func HostMAC(r int) net.HardwareAddr { return net.HardwareAddr{0x02, 0x1A, 0xE0, 0, byte(r >> 8), byte(r + 1)} }
+func HostMAC(r int) net.HardwareAddr {
+	return net.HardwareAddr{0x02, 0x1A, 0xE0, 0, byte(r >> 8), byte(r + 1)}
+}
 
 func hostAddr(t frames.Transport, r int) netip.Addr {
 	switch t {

@@ -20,9 +20,9 @@ import (
 // lets the worker send message k+N.
 type netReduceJob struct {
 	r      *runner
-	msgs   int   // M messages per worker
-	stride int   // MsgLen × MTU: a message slot in the buffers
-	chunk  int   // tensor bytes per full message (stride - INA header)
+	msgs   int      // M messages per worker
+	stride int      // MsgLen × MTU: a message slot in the buffers
+	chunk  int      // tensor bytes per full message (stride - INA header)
 	send   [][]byte // per rank: INA header + tensor chunk, per message slot
 	recv   [][]byte // per rank: the result buffer (its MR)
 	next   []int    // per rank: next message to post

@@ -45,6 +45,7 @@ type flight struct {
 	arrive time.Duration
 	note   faults.Note
 	ev     *faults.Event
+	ghost  bool // dropped by the fault stage: captured at arrival time, not delivered
 }
 
 // linkDir is one direction of a full-duplex link: a transmitter that
@@ -216,6 +217,10 @@ func (d *linkDir) finish() {
 
 // launch puts a copy of frame in flight towards the receiver.
 func (d *linkDir) launch(frame []byte, delay time.Duration, note faults.Note, ev *faults.Event) {
+	d.fly(frame, delay, note, ev, false)
+}
+
+func (d *linkDir) fly(frame []byte, delay time.Duration, note faults.Note, ev *faults.Event, ghost bool) {
 	b := d.getBuf()[:len(frame)]
 	copy(b, frame)
 	at := d.fab.Clock.Now() + d.prop + delay
@@ -228,7 +233,7 @@ func (d *linkDir) launch(frame []byte, delay time.Duration, note faults.Note, ev
 		d.inflight[i] = d.inflight[i-1]
 		i--
 	}
-	d.inflight[i] = flight{buf: b, arrive: at, note: note, ev: ev}
+	d.inflight[i] = flight{buf: b, arrive: at, note: note, ev: ev, ghost: ghost}
 	if i == d.head {
 		d.rxTimer.Reset(at - d.fab.Clock.Now())
 	}
@@ -242,10 +247,12 @@ func (d *linkDir) onArrive() {
 		d.inflight[d.head] = flight{}
 		d.head++
 		if d.fab.capture != nil {
-			d.fab.capture.record(d, now, f.buf, f.note, f.ev, false)
+			d.fab.capture.record(d, now, f.buf, f.note, f.ev, f.ghost)
 		}
-		d.Stats.Delivered++
-		d.recv(f.buf)
+		if !f.ghost {
+			d.Stats.Delivered++
+			d.recv(f.buf)
+		}
 		d.putBuf(f.buf)
 	}
 	if d.head < len(d.inflight) {
@@ -258,10 +265,11 @@ func (d *linkDir) onArrive() {
 	}
 }
 
-// dropped records a frame the fault stage dropped (capture only).
+// dropped sends the ghost of a frame the fault stage dropped down the
+// wire, so the capture shows it where the receiver would have seen it.
 func (d *linkDir) dropped(frame []byte, note faults.Note, ev *faults.Event) {
 	if d.fab.capture != nil {
-		d.fab.capture.record(d, d.fab.Clock.Now(), frame, note, ev, true)
+		d.fly(frame, 0, note, ev, true)
 	}
 }
 
@@ -271,7 +279,7 @@ func (d *linkDir) onIdleFlush() {
 	}
 }
 
-// busyOrPending reports whether the direction still has work.
+// active reports whether the direction still has work.
 func (d *linkDir) active() bool {
 	return d.busy || len(d.q) > 0 || d.head < len(d.inflight) || (d.stage != nil && d.stage.Pending() > 0)
 }

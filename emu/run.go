@@ -120,10 +120,12 @@ type Result struct {
 	Mismatch        *Mismatch     `json:"mismatch,omitempty"`
 	Error           string        `json:"error,omitempty"`
 	Events          int           `json:"events"`
+	WallNS          int64         `json:"wall_ns"`
 	Wall            time.Duration `json:"-"`
 }
 
-func (c *Config) validate() error {
+// Validate reports a configuration Run would reject, as a *ConfigError.
+func (c *Config) Validate() error {
 	bad := func(f string, a ...any) error { return &ConfigError{fmt.Errorf(f, a...)} }
 	switch {
 	case c.Workers < 2 || c.Workers > netreduce.MaxWorkers:
@@ -195,7 +197,7 @@ const (
 // A *ConfigError means the configuration is unusable; a *JobError that the
 // job failed in the network (the Result then says what happened so far).
 func Run(cfg Config) (*Result, error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.MaxVirtual == 0 {
@@ -233,6 +235,7 @@ func Run(cfg Config) (*Result, error) {
 	}
 	res := r.loop()
 	res.Wall = time.Since(wallStart)
+	res.WallNS = int64(res.Wall)
 	if cerr := fab.CloseCapture(); cerr != nil && r.err == nil {
 		r.err = fmt.Errorf("capture: %w", cerr)
 	}

@@ -44,7 +44,14 @@ type Emit func(frame []byte, delay time.Duration, note Note, ev *Event)
 
 // Stats count a stage's work.
 type Stats struct {
-	Frames, Lost, Dropped, Duplicated, Corrupted, Delayed, Reordered, Held uint64
+	Frames     uint64 `json:"frames"`
+	Lost       uint64 `json:"lost"`    // netem loss
+	Dropped    uint64 `json:"dropped"` // deterministic drop events
+	Duplicated uint64 `json:"duplicated"`
+	Corrupted  uint64 `json:"corrupted"`
+	Delayed    uint64 `json:"delayed"`
+	Reordered  uint64 `json:"reordered"`
+	Held       uint64 `json:"held"`
 }
 
 type eventState struct {

@@ -1,7 +1,8 @@
 // Command inaemu is the CLI of the in-network-aggregation RoCE emulator.
 // It is thin: each subcommand parses flags, calls a package, and formats the
-// result. Exit codes: 0 success, 1 a check failed, 2 usage error or
-// unreadable input.
+// result. Exit codes: 0 success, 1 a check failed (a result differs), 2
+// usage error or unreadable input, 3 the emulated job failed (transport
+// error).
 package main
 
 import (
@@ -24,6 +25,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"run", "emulate an allreduce (NetReduce or Ring) through the aggregating switch, with faults", runRun},
 		{"decode", "print every frame of a pcap/pcapng capture, one line (or JSON object) each", runDecode},
 	}
 }

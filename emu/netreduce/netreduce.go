@@ -118,18 +118,18 @@ func (v Verdict) String() string {
 
 // Stats count the accelerator's work.
 type Stats struct {
-	Packets        uint64 `json:"packets"`         // aggregation packets accepted (ICRC good, addressed)
-	Aggregations   uint64 `json:"aggregations"`    // aggregators completed
-	ResultPackets  uint64 `json:"result_packets"`  // results emitted on completion
-	ResultResends  uint64 `json:"result_resends"`  // results emitted again
-	CLTMisses      uint64 `json:"clt_misses"`      // non-first WRITE packets of no known connection (forwarded)
-	CLTUpdates     uint64 `json:"clt_updates"`     // first packets that moved a CLT entry forward
-	StaleFirsts    uint64 `json:"stale_firsts"`    // first packets that did not (duplicates, retransmissions)
-	ICRCDrops      uint64 `json:"icrc_drops"`      // aggregation packets with a bad ICRC
+	Packets        uint64 `json:"packets"`          // aggregation packets accepted (ICRC good, addressed)
+	Aggregations   uint64 `json:"aggregations"`     // aggregators completed
+	ResultPackets  uint64 `json:"result_packets"`   // results emitted on completion
+	ResultResends  uint64 `json:"result_resends"`   // results emitted again
+	CLTMisses      uint64 `json:"clt_misses"`       // non-first WRITE packets of no known connection (forwarded)
+	CLTUpdates     uint64 `json:"clt_updates"`      // first packets that moved a CLT entry forward
+	StaleFirsts    uint64 `json:"stale_firsts"`     // first packets that did not (duplicates, retransmissions)
+	ICRCDrops      uint64 `json:"icrc_drops"`       // aggregation packets with a bad ICRC
 	FirstLostDrops uint64 `json:"first_lost_drops"` // packets of a message whose first packet was not seen
-	StaleForwards  uint64 `json:"stale_forwards"`  // duplicates of released messages, forwarded
-	WindowDrops    uint64 `json:"window_drops"`    // packets for an aggregator still held by an unreleased message
-	BadDrops       uint64 `json:"bad_drops"`       // bad INA header, ring, rank, opcode or length
+	StaleForwards  uint64 `json:"stale_forwards"`   // duplicates of released messages, forwarded
+	WindowDrops    uint64 `json:"window_drops"`     // packets for an aggregator still held by an unreleased message
+	BadDrops       uint64 `json:"bad_drops"`        // bad INA header, ring, rank, opcode or length
 }
 
 type connKey struct {

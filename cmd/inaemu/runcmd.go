@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bufio"
+	crand "crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/inaemu/inaemu/emu"
+)
+
+// exitJobFailed: the job failed with a transport error (retries exhausted...).
+const exitJobFailed = 3
+
+type faultList []string
+
+func (f *faultList) String() string     { return strings.Join(*f, "; ") }
+func (f *faultList) Set(s string) error { *f = append(*f, s); return nil }
+
+func runRun(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("run", "[flags]", stdout, stderr)
+	def := emu.DefaultConfig()
+	var sc emu.Scenario
+	fs.IntVar(&sc.Workers, "workers", def.Workers, "number of workers H (2..64)")
+	fs.StringVar(&sc.Mode, "mode", def.Mode.String(), "allreduce algorithm: netreduce (through the aggregating switch) or ring (Ring-AllReduce; the switch only forwards)")
+	fs.IntVar(&sc.Window, "window", def.Window, "NetReduce window N: messages in flight per worker (1..32)")
+	fs.IntVar(&sc.MsgLen, "msg-len", def.MsgLen, "packets per message (1..255)")
+	fs.IntVar(&sc.MTU, "mtu", def.MTU, "path MTU: 256, 512, 1024, 2048 or 4096")
+	fs.StringVar(&sc.Tensor, "tensor", emu.FormatSize(def.TensorBytes), "tensor size per worker, e.g. 4MiB, 64MiB")
+	fs.StringVar(&sc.DType, "dtype", def.DType.String(), "element type: f32, i32 (fixed point, wrapping) or f16")
+	fs.StringVar(&sc.Pattern, "pattern", "random", "tensor contents: random (from the seed), zeros, ones or ramp")
+	fs.StringVar(&sc.Transport, "transport", def.Transport.String(), "encapsulation: v2-ipv4, v2-ipv6 or v1")
+	fs.StringVar(&sc.Link, "link", emu.FormatRate(def.Link.Rate), "link rate, e.g. 10G, 25G, 100G")
+	fs.StringVar(&sc.Latency, "latency", def.Link.Latency.String(), "one-way propagation delay of each link")
+	fs.IntVar(&sc.Queue, "queue", 1000, "switch egress queue per port, frames")
+	seed := fs.Uint64("seed", 0, "seed of every random choice (default: a fresh one, printed)")
+	fs.StringVar(&sc.Release, "release", "safe", "aggregator release rule: safe, or paper (NetReduce §3.1 as written)")
+	timeout := fs.Int("timeout", int(def.Timeout), "QP local ACK timeout exponent: 4.096us × 2^N")
+	retry := fs.Int("retry-cnt", int(def.RetryCnt), "QP retry count (0..7; 7 means seven retries)")
+	fs.StringVar(&sc.MaxTime, "max-time", "60s", "give up after this much virtual time")
+	fs.StringVar(&sc.Netem, "netem", "", "netem options for every link direction, e.g. 'loss gemodel 1% 10% delay 5us 1us'")
+	fs.StringVar(&sc.Loss, "loss", "", "netem loss on every link, both directions: P, or 'gemodel p r [1-h [1-k]]'")
+	fs.StringVar(&sc.Reorder, "reorder", "", "netem reorder on every link: 'P [gap N]'")
+	fs.StringVar(&sc.Duplicate, "duplicate", "", "netem duplicate probability on every link")
+	fs.StringVar(&sc.Corrupt, "corrupt", "", "netem corrupt probability on every link (one random bit)")
+	var flts faultList
+	fs.Var(&flts, "fault", "deterministic fault 'ACTION key=value ...' (repeatable); ACTION drop|dup|corrupt|delay=D|hold=K; keys port=R dir=in|out class=data|ack|nak|any qp=N psn=P nth=K every=K prob=P")
+	pcap := fs.String("pcap", "", "write a pcapng capture: one interface per switch port and direction, faults as comments")
+	scenario := fs.String("scenario", "", "read settings and faults from a YAML file (flags given too override it)")
+	asJSON := fs.Bool("json", false, "print one JSON object (exact, mode, workers, bytes, virtual_ns, algbw_gbps, busbw_gbps, frames_sent, retransmissions, naks, timeouts, icrc_drops, fault_drops, switch{...}, seed, ...)")
+	pos, err := fs.parse(args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) != 0 {
+		fs.usageError("unexpected argument %q", pos[0])
+		return exitUsage
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	cfg := def
+	if *scenario != "" {
+		file, err := emu.LoadScenario(*scenario)
+		if err != nil {
+			fs.usageError("scenario: %v", err)
+			return exitUsage
+		}
+		if err := file.Apply(&cfg); err != nil {
+			fs.usageError("scenario %s: %v", *scenario, err)
+			return exitUsage
+		}
+		if file.Seed != nil && !set["seed"] {
+			*seed, set["seed"] = *file.Seed, true
+		}
+	}
+	// Flags given on the command line (and, without a scenario, the
+	// defaults) override.
+	over := emu.Scenario{Faults: flts}
+	pick := func(name string, apply func()) {
+		if set[name] || *scenario == "" {
+			apply()
+		}
+	}
+	pick("workers", func() { over.Workers = sc.Workers })
+	pick("mode", func() { over.Mode = sc.Mode })
+	pick("window", func() { over.Window = sc.Window })
+	pick("msg-len", func() { over.MsgLen = sc.MsgLen })
+	pick("mtu", func() { over.MTU = sc.MTU })
+	pick("tensor", func() { over.Tensor = sc.Tensor })
+	pick("dtype", func() { over.DType = sc.DType })
+	pick("pattern", func() { over.Pattern = sc.Pattern })
+	pick("transport", func() { over.Transport = sc.Transport })
+	pick("link", func() { over.Link = sc.Link })
+	pick("latency", func() { over.Latency = sc.Latency })
+	pick("queue", func() { over.Queue = sc.Queue })
+	pick("release", func() { over.Release = sc.Release })
+	pick("max-time", func() { over.MaxTime = sc.MaxTime })
+	pick("timeout", func() { over.Timeout = timeout })
+	pick("retry-cnt", func() { over.RetryCnt = retry })
+	for _, n := range []string{"netem", "loss", "reorder", "duplicate", "corrupt"} {
+		if set[n] {
+			over.Netem, over.Loss, over.Reorder, over.Duplicate, over.Corrupt = sc.Netem, sc.Loss, sc.Reorder, sc.Duplicate, sc.Corrupt
+			break
+		}
+	}
+	if err := over.Apply(&cfg); err != nil {
+		fs.usageError("%v", err)
+		return exitUsage
+	}
+	if set["seed"] {
+		cfg.Seed = *seed
+	} else {
+		var b [8]byte
+		_, _ = crand.Read(b[:])
+		cfg.Seed = binary.LittleEndian.Uint64(b[:]) >> 16 // short enough to type
+	}
+
+	if err := cfg.Validate(); err != nil {
+		fs.usageError("%v", err)
+		return exitUsage
+	}
+	var capFile *os.File
+	var capBuf *bufio.Writer
+	if *pcap != "" {
+		capFile, err = os.Create(*pcap)
+		if err != nil {
+			fmt.Fprintf(stderr, "inaemu run: %v\n", err)
+			return exitUsage
+		}
+		capBuf = bufio.NewWriterSize(capFile, 1<<20)
+		cfg.Capture = capBuf
+	}
+	if !*asJSON {
+		fmt.Fprintf(stdout, "inaemu run: %s allreduce, %d workers × %s %s, %s links, %v latency, seed %d\n",
+			cfg.Mode, cfg.Workers, emu.FormatSize(cfg.TensorBytes), cfg.DType, emu.FormatRate(cfg.Link.Rate), cfg.Link.Latency, cfg.Seed)
+	}
+	res, runErr := emu.Run(cfg)
+	if capFile != nil {
+		if err := capBuf.Flush(); err == nil {
+			err = capFile.Close()
+		}
+		if err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	var cerr *emu.ConfigError
+	if errors.As(runErr, &cerr) {
+		fs.usageError("%v", cerr)
+		return exitUsage
+	}
+	if res == nil {
+		fmt.Fprintf(stderr, "inaemu run: %v\n", runErr)
+		return exitJobFailed
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		if err := enc.Encode(res); err != nil {
+			fmt.Fprintf(stderr, "inaemu run: %v\n", err)
+			return exitFail
+		}
+	} else {
+		printSummary(stdout, res, *pcap, runErr)
+	}
+	switch {
+	case runErr != nil:
+		fmt.Fprintf(stderr, "inaemu run: job failed: %v (replay: --seed %d)\n", runErr, res.Seed)
+		return exitJobFailed
+	case !res.Exact:
+		fmt.Fprintf(stderr, "inaemu run: RESULT DIFFERS: rank %d element %d is %s, want %s (seed %d)\n",
+			res.Mismatch.Rank, res.Mismatch.Element, res.Mismatch.Got, res.Mismatch.Want, res.Seed)
+		return exitFail
+	}
+	return exitOK
+}
+
+func printSummary(w io.Writer, r *emu.Result, pcap string, runErr error) {
+	switch {
+	case runErr != nil:
+		fmt.Fprintf(w, "  result    FAILED: %v\n", runErr)
+	case r.Exact:
+		fmt.Fprintf(w, "  result    EXACT: all %d workers hold the bit-exact sum\n", r.Workers)
+	default:
+		fmt.Fprintf(w, "  result    WRONG: rank %d element %d is %s, want %s\n", r.Mismatch.Rank, r.Mismatch.Element, r.Mismatch.Got, r.Mismatch.Want)
+	}
+	if runErr == nil {
+		fmt.Fprintf(w, "  time      %v virtual (algbw %.2f Gb/s, busbw %.2f Gb/s), %v wall\n",
+			time.Duration(r.VirtualNS), r.AlgBWGbps, r.BusBWGbps, r.Wall.Round(time.Millisecond))
+	}
+	fmt.Fprintf(w, "  frames    %d sent, %d retransmitted, %d NAKs, %d timeouts, %d ICRC drops\n",
+		r.FramesSent, r.Retransmissions, r.NAKs, r.Timeouts, r.ICRCDrops)
+	f := r.Faults
+	fmt.Fprintf(w, "  faults    %d lost, %d dropped by events, %d duplicated, %d corrupted, %d delayed, %d reordered, %d held; %d queue drops\n",
+		f.Lost, f.Dropped, f.Duplicated, f.Corrupted, f.Delayed, f.Reordered, f.Held, r.QueueDrops)
+	if r.Mode == "netreduce" {
+		s := r.Switch
+		fmt.Fprintf(w, "  switch    %d aggregations, %d result re-sends, %d CLT misses, %d first-lost drops, %d stale forwards (release %s)\n",
+			s.Aggregations, s.ResultResends, s.CLTMisses, s.FirstLostDrops, s.StaleForwards, r.Release)
+	}
+	if pcap != "" {
+		fmt.Fprintf(w, "  capture   %s (one interface per switch port and direction; open it in Wireshark)\n", pcap)
+	}
+	fmt.Fprintf(w, "  seed      %d\n", r.Seed)
+}
