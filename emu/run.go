@@ -204,6 +204,35 @@ func Run(cfg Config) (*Result, error) {
 		cfg.MaxVirtual = time.Minute
 	}
 	wallStart := time.Now()
+	r, err := newRunner(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.job.start(); err != nil {
+		return nil, &ConfigError{err}
+	}
+	res := r.loop()
+	res.Wall = time.Since(wallStart)
+	res.WallNS = int64(res.Wall)
+	if cerr := r.fab.CloseCapture(); cerr != nil && r.err == nil {
+		r.err = fmt.Errorf("capture: %w", cerr)
+	}
+	if r.err != nil {
+		res.Error = r.err.Error()
+		var je *JobError
+		if !errors.As(r.err, &je) {
+			return res, &JobError{r.err.Error()}
+		}
+		return res, r.err
+	}
+	res.Mismatch = r.job.check()
+	res.Exact = res.Mismatch == nil
+	return res, nil
+}
+
+// newRunner builds the fabric, the workers' QPs and buffers, the job and
+// the connections; the job is ready to start.
+func newRunner(cfg Config) (*runner, error) {
 	fab, err := NewFabric(FabricConfig{Hosts: cfg.Workers, Transport: cfg.Transport, Link: cfg.Link, Timing: cfg.Timing,
 		Netem: cfg.Netem, Events: cfg.Events, Seed: cfg.Seed, Capture: cfg.Capture})
 	if err != nil {
@@ -230,26 +259,7 @@ func Run(cfg Config) (*Result, error) {
 		w.h.OnCompletion = func() { r.poll(w) }
 		w.h.SendControl(w.h.GratuitousARP())
 	}
-	if err := r.job.start(); err != nil {
-		return nil, &ConfigError{err}
-	}
-	res := r.loop()
-	res.Wall = time.Since(wallStart)
-	res.WallNS = int64(res.Wall)
-	if cerr := fab.CloseCapture(); cerr != nil && r.err == nil {
-		r.err = fmt.Errorf("capture: %w", cerr)
-	}
-	if r.err != nil {
-		res.Error = r.err.Error()
-		var je *JobError
-		if !errors.As(r.err, &je) {
-			return res, &JobError{r.err.Error()}
-		}
-		return res, r.err
-	}
-	res.Mismatch = r.job.check()
-	res.Exact = res.Mismatch == nil
-	return res, nil
+	return r, nil
 }
 
 // connect makes the ring of RC connections (the job has set up its

@@ -183,8 +183,11 @@ func Fill(d DType, p Pattern, buf []byte, rank int, seed uint64) {
 		var iv int32
 		switch p {
 		case Random:
-			v = rng.Float64()*2 - 1
-			iv = int32(rng.IntN(1<<21)) - 1<<20
+			// One draw per element: 24 bits give a float exactly
+			// representable in float32, 21 bits the int32 range.
+			u := rng.Uint64()
+			v = float64(int64(u>>40)-1<<23) / (1 << 23)
+			iv = int32(u>>43) - 1<<20
 		case Ones:
 			v, iv = 1, 1
 		case Ramp:

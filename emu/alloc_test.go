@@ -1,0 +1,37 @@
+package emu
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// startJob sets a job up and starts it.
+func startJob(t testing.TB, cfg Config) *runner {
+	t.Helper()
+	r, err := newRunner(cfg)
+	require.NoError(t, err)
+	require.NoError(t, r.job.start())
+	return r
+}
+
+// The event loop (links, switch, accelerator, NICs, QPs, job) allocates
+// nothing per frame once it is warm.
+func TestEventLoopAllocatesNothing(t *testing.T) {
+	for _, mode := range []Mode{NetReduce, Ring} {
+		cfg := DefaultConfig()
+		cfg.Mode, cfg.TensorBytes = mode, 4<<20
+		r := startJob(t, cfg)
+		for i := 0; i < 20000; i++ {
+			require.True(t, r.fab.Clock.Step())
+		}
+		allocs := testing.AllocsPerRun(5, func() {
+			for i := 0; i < 2000; i++ {
+				r.fab.Clock.Step()
+			}
+		})
+		require.NoError(t, r.err)
+		t.Logf("%v: %.1f allocations per 2000 events", mode, allocs)
+		require.Zero(t, allocs, "%v: the warm event loop allocated", mode)
+	}
+}
