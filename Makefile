@@ -11,12 +11,12 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/inaemu
 
-# The main job. Until the emulator lands (issue 4) this decodes the bundled
-# RoCE captures: RoCEv2/IPv4 of every RC opcode family, then RoCEv2/IPv6 and
-# RoCEv1 frames.
+# The main job: an 8-worker NetReduce allreduce through the aggregating
+# switch under light random faults, checked bit for bit, captured for
+# Wireshark (wireshark bin/demo.pcapng).
+DEMO_PCAP ?= bin/demo.pcapng
 demo: build
-	$(BIN) decode testdata/vectors/rc_opcodes_v2_ipv4.pcap
-	$(BIN) decode testdata/vectors/sample_v2_ipv6_and_v1.pcap
+	$(BIN) run --workers 8 --tensor 1MiB --loss 0.02% --duplicate 0.05% --corrupt 0.02% --seed 42 --pcap $(DEMO_PCAP)
 
 # Every test: unit, test vectors, properties, fuzz seed corpora, CLI, and the
 # tshark/scapy interop tests (which skip with a loud reason outside CI when
@@ -29,7 +29,7 @@ vet:
 
 # Benchmarks with their raw limits measured in the same run (ratio columns).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./frames/ ./roce/
+	$(GO) test -run '^$$' -bench . -benchmem ./frames/ ./roce/ ./emu/...
 
 # Run each fuzz target for FUZZTIME.
 fuzz:

@@ -8,7 +8,6 @@ package frames_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -31,60 +30,24 @@ import (
 
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
+	"github.com/inaemu/inaemu/internal/testtool"
 )
 
-// toolHints says how to install each external tool the interop tests use.
-var toolHints = map[string]string{
-	"tshark": "apt-get install tshark",
-	"scapy":  "apt-get install python3-scapy (used through /usr/bin/python3)",
-}
-
-// needTool skips the test when an external tool is missing, except under CI
-// (CI set in the environment), where a missing tool is a failure: the CI
-// image must install it.
 func needTool(t *testing.T, name string, check func() bool) {
 	t.Helper()
-	if check() {
-		return
-	}
-	hint := toolHints[name]
-	if os.Getenv("CI") != "" {
-		t.Fatalf("FAIL interop: %s not installed and CI is set; the CI image must install it (%s)", name, hint)
-	}
-	t.Skipf("SKIP interop: %s not installed (%s)", name, hint)
+	testtool.Need(t, name, check)
 }
 
-// runTool runs an external command with a generous deadline (no sleeping)
-// and returns its stdout, its stderr and its error.
 func runTool(t *testing.T, name string, args ...string) (string, string, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	return out.String(), errb.String(), err
+	return testtool.Run(t, name, args...)
 }
 
-func haveTshark() bool {
-	if _, err := exec.LookPath("tshark"); err != nil {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	return exec.CommandContext(ctx, "tshark", "--version").Run() == nil
-}
-
-// systemPython is Debian's python3, which has python3-scapy; the python3
-// first on PATH may be a pyenv without it.
-const systemPython = "/usr/bin/python3"
-
-func haveScapy() bool {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	return exec.CommandContext(ctx, systemPython, "-c", "import scapy.contrib.roce").Run() == nil
-}
+var (
+	haveTshark   = testtool.HaveTshark
+	haveScapy    = testtool.HaveScapy
+	systemPython = testtool.SystemPython
+)
 
 // Header sizes and the headers each RC opcode carries, written out here from
 // ROCE.md §1 (not taken from frames/wire) so the frame length is checked too.

@@ -1,0 +1,67 @@
+// Package testtool runs the external tools interop tests compare against
+// (tshark, scapy). A missing tool skips the test with a loud one-line
+// reason, except under CI (CI set in the environment), where it fails: the
+// CI image must install it.
+package testtool
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// Hints says how to install each tool.
+var Hints = map[string]string{
+	"tshark": "apt-get install tshark",
+	"scapy":  "apt-get install python3-scapy (used through /usr/bin/python3)",
+}
+
+// SystemPython is Debian's python3, which has python3-scapy; the python3
+// first on PATH may be a pyenv without it.
+const SystemPython = "/usr/bin/python3"
+
+// Need skips (or, under CI, fails) the test when check reports the tool
+// missing.
+func Need(t testing.TB, name string, check func() bool) {
+	t.Helper()
+	if check() {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("FAIL interop: %s not installed and CI is set; the CI image must install it (%s)", name, Hints[name])
+	}
+	t.Skipf("SKIP interop: %s not installed (%s)", name, Hints[name])
+}
+
+// Run runs a command with a generous deadline (no sleeping) and returns its
+// stdout, its stderr and its error.
+func Run(t testing.TB, name string, args ...string) (string, string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+// HaveTshark reports whether tshark runs.
+func HaveTshark() bool {
+	if _, err := exec.LookPath("tshark"); err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return exec.CommandContext(ctx, "tshark", "--version").Run() == nil
+}
+
+// HaveScapy reports whether the system python has scapy's RoCE support.
+func HaveScapy() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return exec.CommandContext(ctx, SystemPython, "-c", "import scapy.contrib.roce").Run() == nil
+}
