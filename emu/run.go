@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -144,8 +145,10 @@ func (c *Config) Validate() error {
 		return bad("--tensor %d bytes: at most 4GiB per worker", c.TensorBytes)
 	case c.Mode == Ring && c.TensorBytes/int64(c.DType.Size()) < int64(c.Workers):
 		return bad("--tensor: ring mode needs at least one element per worker")
-	case c.Link.Rate <= 0:
-		return bad("--link: rate must be positive")
+	case !(c.Link.Rate > 0) || math.IsInf(c.Link.Rate, 0):
+		return bad("--link: rate must be a positive number of bits per second")
+	case c.Link.Queue < 0:
+		return bad("--queue %d: want a positive number of frames (0: the default, 1000)", c.Link.Queue)
 	case c.Link.Latency < 0:
 		return bad("--latency: must not be negative")
 	case c.Timeout > 31 || c.RetryCnt > 7:

@@ -3,6 +3,7 @@ package emu
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"strconv"
@@ -17,8 +18,8 @@ import (
 )
 
 // Scenario is a job written down: the settings `inaemu run` takes as flags,
-// with the same names and value syntax, and its faults. Empty fields keep
-// their defaults. A scenario file is YAML:
+// with the same names and value syntax, and its faults. Fields left out
+// (nil or "") keep their defaults. A scenario file is YAML:
 //
 //	workers: 8
 //	mode: netreduce
@@ -30,18 +31,18 @@ import (
 //	faults:
 //	  - drop port=0 dir=out class=data nth=1
 type Scenario struct {
-	Workers   int      `yaml:"workers,omitempty"`
+	Workers   *int     `yaml:"workers,omitempty"`
 	Mode      string   `yaml:"mode,omitempty"`
-	Window    int      `yaml:"window,omitempty"`
-	MsgLen    int      `yaml:"msg_len,omitempty"`
-	MTU       int      `yaml:"mtu,omitempty"`
+	Window    *int     `yaml:"window,omitempty"`
+	MsgLen    *int     `yaml:"msg_len,omitempty"`
+	MTU       *int     `yaml:"mtu,omitempty"`
 	Tensor    string   `yaml:"tensor,omitempty"`
 	DType     string   `yaml:"dtype,omitempty"`
 	Pattern   string   `yaml:"pattern,omitempty"`
 	Transport string   `yaml:"transport,omitempty"`
 	Link      string   `yaml:"link,omitempty"`
 	Latency   string   `yaml:"latency,omitempty"`
-	Queue     int      `yaml:"queue,omitempty"`
+	Queue     *int     `yaml:"queue,omitempty"`
 	Seed      *uint64  `yaml:"seed,omitempty"`
 	Release   string   `yaml:"release,omitempty"`
 	Timeout   *int     `yaml:"timeout,omitempty"`
@@ -64,7 +65,7 @@ func LoadScenario(path string) (*Scenario, error) {
 	var s Scenario
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
-	if err := dec.Decode(&s); err != nil {
+	if err := dec.Decode(&s); err != nil && err != io.EOF { // an empty file changes nothing
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	return &s, nil
@@ -85,20 +86,13 @@ func (s *Scenario) Apply(cfg *Config) error {
 			}
 		}
 	}
-	if s.Workers != 0 {
-		cfg.Workers = s.Workers
-	}
-	if s.Window != 0 {
-		cfg.Window = s.Window
-	}
-	if s.MsgLen != 0 {
-		cfg.MsgLen = s.MsgLen
-	}
-	if s.MTU != 0 {
-		cfg.MTU = s.MTU
-	}
-	if s.Queue != 0 {
-		cfg.Link.Queue = s.Queue
+	for _, f := range []struct {
+		v   *int
+		dst *int
+	}{{s.Workers, &cfg.Workers}, {s.Window, &cfg.Window}, {s.MsgLen, &cfg.MsgLen}, {s.MTU, &cfg.MTU}, {s.Queue, &cfg.Link.Queue}} {
+		if f.v != nil {
+			*f.dst = *f.v
+		}
 	}
 	if s.Seed != nil {
 		cfg.Seed = *s.Seed
@@ -189,15 +183,19 @@ func ParseTransport(s string) (frames.Transport, error) {
 	return 0, fmt.Errorf("transport %q: want v2-ipv4, v2-ipv6 or v1", s)
 }
 
-// ParseRate reads a link rate in bits per second as tc writes it: "10G",
-// "25Gbit", "100gbps", "400M", a bare number of bit/s.
+// ParseRate reads a link rate in bits per second the way tc does: "10G"
+// or "10Gbit" (bits), "400M", "1000k", a bare number of bit/s; tc's
+// "bps" suffixes are bytes per second ("1gbps" = 8 Gbit/s).
 func ParseRate(s string) (float64, error) {
 	t := strings.ToLower(strings.TrimSpace(s))
-	for _, suf := range []string{"bit/s", "bps", "bit", "b"} {
-		if strings.HasSuffix(t, suf) && len(t) > len(suf) {
-			t = strings.TrimSuffix(t, suf)
-			break
-		}
+	unit := 1.0
+	switch {
+	case strings.HasSuffix(t, "bit/s"):
+		t = strings.TrimSuffix(t, "bit/s")
+	case strings.HasSuffix(t, "bit"):
+		t = strings.TrimSuffix(t, "bit")
+	case strings.HasSuffix(t, "bps"):
+		t, unit = strings.TrimSuffix(t, "bps"), 8
 	}
 	mult := 1.0
 	if n := len(t); n > 0 {
@@ -213,10 +211,11 @@ func ParseRate(s string) (float64, error) {
 		}
 	}
 	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v <= 0 || math.IsInf(v, 0) || v*mult < 1e6 || v*mult > 1e13 {
-		return 0, fmt.Errorf("rate %q: want e.g. 10G, 25G, 100G (1 Mbit/s to 10 Tbit/s)", s)
+	r := v * mult * unit
+	if err != nil || math.IsNaN(r) || r < 1e6 || r > 1e13 {
+		return 0, fmt.Errorf("rate %q: want e.g. 10G, 25Gbit, 100G (1 Mbit/s to 10 Tbit/s)", s)
 	}
-	return v * mult, nil
+	return r, nil
 }
 
 // ParseSize reads a byte count: "64MiB", "4MB", "512KiB", "1GiB", "4096".

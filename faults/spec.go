@@ -19,7 +19,7 @@ import (
 // ParsePercent reads a netem percentage ("0.5%", "0.5") as a probability.
 func ParsePercent(s string) (float64, error) {
 	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
-	if err != nil || v < 0 || v > 100 || s == "" || s == "%" {
+	if err != nil || !(v >= 0 && v <= 100) || s == "" || s == "%" {
 		return 0, fmt.Errorf("%q is not a percentage from 0 to 100", s)
 	}
 	return v / 100, nil

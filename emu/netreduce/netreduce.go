@@ -304,7 +304,9 @@ func (a *Accelerator) Process(v *frames.View, emit Emit) Verdict {
 	} else {
 		c = a.clt[key]
 		if c == nil {
-			a.Stats.CLTMisses++
+			if later { // a FIRST/ONLY without the header is an ordinary WRITE
+				a.Stats.CLTMisses++
+			}
 			return NotINA
 		}
 		if first { // an INA connection's message must start with the header

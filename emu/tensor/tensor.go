@@ -184,9 +184,13 @@ func Fill(d DType, p Pattern, buf []byte, rank int, seed uint64) {
 		switch p {
 		case Random:
 			// One draw per element: 24 bits give a float exactly
-			// representable in float32, 21 bits the int32 range.
+			// representable in float32 (11 bits in float16, so
+			// rounding never reaches 1), 21 bits the int32 range.
 			u := rng.Uint64()
 			v = float64(int64(u>>40)-1<<23) / (1 << 23)
+			if d == F16 {
+				v = float64(int64(u>>53)-1<<10) / (1 << 10)
+			}
 			iv = int32(u>>43) - 1<<20
 		case Ones:
 			v, iv = 1, 1
