@@ -1,0 +1,147 @@
+package netreduce_test
+
+import (
+	"hash/crc32"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/inaemu/inaemu/emu/netreduce"
+	"github.com/inaemu/inaemu/emu/tensor"
+	"github.com/inaemu/inaemu/frames"
+)
+
+// benchStream is a lock-step stream of 8 workers sending 256 messages of 4
+// packets with 1 KiB payloads: for each message, each offset, each rank.
+// Aggregators (2N = 8 messages per offset) are released and reused 31
+// times over under the Safe rule.
+func benchStream(tb testing.TB) (cfg netreduce.RingConfig, stream [][]byte, bytes int) {
+	cfg = netreduce.RingConfig{ID: 0, Workers: 8, Window: 4, MsgLen: 4, MTU: 1024, DType: tensor.F32}
+	c := newCluster(tb, cfg)
+	const msgs = 256
+	for m := 0; m < msgs; m++ {
+		for off := 0; off < cfg.MsgLen; off++ {
+			for r := 0; r < cfg.Workers; r++ {
+				f := c.frame(r, m, off)
+				stream = append(stream, f)
+				bytes += len(f)
+			}
+		}
+	}
+	return cfg, stream, bytes
+}
+
+// BenchmarkAggregate8x1KiB measures the accelerator's ingress throughput
+// (frames parsed and processed, results built and their ICRCs computed)
+// beside the machine's raw limits on the same frames in the same run:
+// hash/crc32 and memory copy. aggregate/x_crc32 is aggregation throughput
+// over crc32 throughput, both timed within the aggregate sub-benchmark.
+func BenchmarkAggregate8x1KiB(b *testing.B) {
+	cfg, stream, total := benchStream(b)
+	perFrame := int64(total / len(stream))
+
+	// crcRate times crc32.ChecksumIEEE over the stream (bytes per second):
+	// one untimed warm-up pass, then whole passes for at least 20 ms.
+	crcRate := func() float64 {
+		var sink uint32
+		for _, f := range stream {
+			sink += crc32.ChecksumIEEE(f)
+		}
+		n := 0
+		start := time.Now()
+		for n == 0 || time.Since(start) < 20*time.Millisecond {
+			for _, f := range stream {
+				sink += crc32.ChecksumIEEE(f)
+			}
+			n += total
+		}
+		d := time.Since(start)
+		if sink == 1 {
+			b.Log(sink)
+		}
+		return float64(n) / d.Seconds()
+	}
+
+	b.Run("aggregate", func(b *testing.B) {
+		crc := crcRate()
+		var acc *netreduce.Accelerator
+		var v frames.View
+		emits := 0
+		emit := func([]byte, netreduce.Kind) { emits++ }
+		i := 0
+		// restart gives a fresh accelerator and feeds it the stream's first
+		// round (CLT entries are created there), outside the timer.
+		restart := func() {
+			acc = netreduce.New()
+			require.NoError(b, acc.AddRing(cfg))
+			for i = 0; i < cfg.Workers; i++ {
+				_ = v.Parse(stream[i])
+				acc.Process(&v, emit)
+			}
+		}
+		restart()
+		var processed int64
+		b.SetBytes(perFrame)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for n := 0; n < b.N; n++ {
+			if i == len(stream) {
+				b.StopTimer()
+				restart()
+				b.StartTimer()
+			}
+			f := stream[i]
+			i++
+			if v.Parse(f) != nil {
+				b.Fatal("parse")
+			}
+			if acc.Process(&v, emit) != netreduce.Aggregated {
+				b.Fatalf("frame %d not aggregated: %+v", i-1, acc.Stats)
+			}
+			processed += int64(len(f))
+		}
+		el := b.Elapsed()
+		b.StopTimer()
+		if el > 0 {
+			rate := float64(processed) / el.Seconds()
+			b.ReportMetric(rate*8/1e9, "Gb/s")
+			b.ReportMetric(rate/crc, "x_crc32")
+		}
+		b.ReportMetric(crc*8/1e9, "crc32_Gb/s")
+	})
+
+	b.Run("crc32", func(b *testing.B) {
+		var sink uint32
+		var processed int64
+		b.SetBytes(perFrame)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for n := 0; n < b.N; n++ {
+			f := stream[n%len(stream)]
+			sink += crc32.ChecksumIEEE(f)
+			processed += int64(len(f))
+		}
+		if el := b.Elapsed(); el > 0 {
+			b.ReportMetric(float64(processed)*8/el.Seconds()/1e9, "Gb/s")
+		}
+		if sink == 1 {
+			b.Log(sink)
+		}
+	})
+
+	b.Run("copy", func(b *testing.B) {
+		dst := make([]byte, 2048)
+		var processed int64
+		b.SetBytes(perFrame)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for n := 0; n < b.N; n++ {
+			f := stream[n%len(stream)]
+			processed += int64(copy(dst, f))
+		}
+		if el := b.Elapsed(); el > 0 {
+			b.ReportMetric(float64(processed)*8/el.Seconds()/1e9, "Gb/s")
+		}
+	})
+}
