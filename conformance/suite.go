@@ -1,0 +1,107 @@
+package conformance
+
+import (
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/leanovate/gopter"
+
+	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/emu/netreduce"
+)
+
+// SuiteOptions say how hard and where a property suite runs.
+type SuiteOptions struct {
+	Count   int               // generated cases per property
+	Seed    uint64            // the suite's seed: case i's inputs come from (Seed, i)
+	Release netreduce.Release // the release rule the aggregation suite runs against
+	OutDir  string            // where counterexamples are written ("" = nowhere)
+	// Progress, if set, is told after every case.
+	Progress func(property string, done, total int)
+}
+
+// PropertyResult is one property's verdict.
+type PropertyResult struct {
+	Name   string `json:"name"`
+	Passed bool   `json:"passed"`
+	Cases  int    `json:"cases"`
+	// Counterexample is the scenario file of the shrunk failing case
+	// (a pcapng of it sits beside it), or nil.
+	Counterexample *string `json:"counterexample"`
+	Failure        string  `json:"failure,omitempty"`
+	Replay         string  `json:"replay,omitempty"`
+	// Notes say what else the suite saw, e.g. how many cases ended in an
+	// allowed transport failure.
+	Notes []string      `json:"notes,omitempty"`
+	Wall  time.Duration `json:"wall_ns"`
+}
+
+// Suites are the property suites by name, in the order `all` runs them.
+var Suites = []struct {
+	Name string
+	Run  func(SuiteOptions) []PropertyResult
+}{
+	{"aggregation", AggregationSuite},
+	{"icrc", ICRCSuite},
+}
+
+// caseSeed derives case i's seed from the suite seed.
+func caseSeed(seed uint64, name string, i int) uint64 {
+	x := seed ^ uint64(i)*0x9E3779B97F4A7C15
+	for _, c := range name {
+		x = (x ^ uint64(c)) * 0x100000001B3
+	}
+	x = (x ^ x>>30) * 0xBF58476D1CE4E5B9
+	x = (x ^ x>>27) * 0x94D049BB133111EB
+	return (x ^ x>>31) >> 16 // short enough to type in a replay command
+}
+
+// genParams are gopter generator parameters drawing from seed.
+func genParams(seed uint64) *gopter.GenParameters {
+	p := gopter.DefaultGenParameters()
+	p.Rng = rand.New(gopter.NewLockedSource(int64(seed)))
+	return p
+}
+
+// sample draws one value from g with seed.
+func sample(g gopter.Gen, seed uint64) any {
+	r := g(genParams(seed))
+	v, ok := r.Retrieve()
+	if !ok {
+		panic(fmt.Sprintf("conformance: generator gave no value for seed %d", seed))
+	}
+	return v
+}
+
+// writeCounterexample saves a failing scenario as DIR/NAME.yaml, reruns it
+// with a capture into DIR/NAME.pcapng, and returns the scenario's path.
+func writeCounterexample(dir, name string, sc *emu.Scenario) (string, error) {
+	if dir == "" {
+		return "", nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	b, err := sc.Marshal()
+	if err != nil {
+		return "", err
+	}
+	yml := filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(yml, b, 0o644); err != nil {
+		return "", err
+	}
+	cfg := emu.DefaultConfig()
+	if err := sc.Apply(&cfg); err != nil {
+		return yml, err
+	}
+	f, err := os.Create(filepath.Join(dir, name+".pcapng"))
+	if err != nil {
+		return yml, err
+	}
+	cfg.Capture = f
+	_, _ = emu.Run(cfg) // the run is expected to misbehave; the capture is what matters
+	return yml, f.Close()
+}

@@ -1,0 +1,87 @@
+package conformance
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/emu/netreduce"
+)
+
+// The suites at a bounded count, as `make test` runs them; the
+// full-strength run is `inaemu conformance --count 10000`.
+const testCount = 60
+
+func TestAggregationSuiteSafeHolds(t *testing.T) {
+	rs := AggregationSuite(SuiteOptions{Count: testCount, Seed: 1, Release: netreduce.Safe, OutDir: t.TempDir()})
+	require.Len(t, rs, 1)
+	require.True(t, rs[0].Passed, "%s\nreplay: %s", rs[0].Failure, rs[0].Replay)
+	require.Equal(t, testCount, rs[0].Cases)
+	require.Nil(t, rs[0].Counterexample)
+}
+
+func TestICRCSuiteHolds(t *testing.T) {
+	for _, r := range ICRCSuite(SuiteOptions{Count: testCount, Seed: 2, OutDir: t.TempDir()}) {
+		require.True(t, r.Passed, "%s: %s", r.Name, r.Failure)
+		require.Equal(t, testCount, r.Cases, r.Name)
+	}
+}
+
+// The paper's release rule frees aggregators that messages still in
+// flight are using; the suite finds a bounded fault schedule that stalls
+// the job, shrinks it and writes a counterexample that replays.
+func TestAggregationSuitePaperCounterexample(t *testing.T) {
+	dir := t.TempDir()
+	rs := AggregationSuite(SuiteOptions{Count: 200, Seed: 1, Release: netreduce.Paper, OutDir: dir})
+	r := rs[0]
+	require.False(t, r.Passed, "expected the paper rule to fail within 200 cases (seed 1)")
+	require.NotNil(t, r.Counterexample)
+	require.Contains(t, r.Failure, "bounded fault schedule exhausted the transport")
+	require.True(t, strings.HasPrefix(r.Replay, "inaemu run --scenario "), r.Replay)
+	_, err := os.Stat(strings.TrimSuffix(*r.Counterexample, ".yaml") + ".pcapng")
+	require.NoError(t, err, "the counterexample's capture")
+	// The scenario replays the failure, and shrinking left a small case.
+	sc, err := emu.LoadScenario(*r.Counterexample)
+	require.NoError(t, err)
+	require.LessOrEqual(t, len(sc.Faults), 2)
+	require.Equal(t, "paper", sc.Release)
+	cfg := emu.DefaultConfig()
+	require.NoError(t, sc.Apply(&cfg))
+	_, err = emu.Run(cfg)
+	var je *emu.JobError
+	require.ErrorAs(t, err, &je)
+	// Under the safe rule the same scenario finishes exact.
+	cfg.Release = netreduce.Safe
+	res, err := emu.Run(cfg)
+	require.NoError(t, err)
+	require.True(t, res.Exact)
+	require.Equal(t, filepath.Dir(*r.Counterexample), dir)
+}
+
+func TestMaskedBitRegions(t *testing.T) {
+	// The regions are written from ROCE.md §2; check them against frames
+	// of every transport: a flip of every unmasked covered bit breaks the
+	// ICRC, a flip of every masked bit does not.
+	pool := sampleFrames(3)
+	require.NotEmpty(t, pool)
+	seen := map[int]bool{}
+	step := max(1, len(pool)/300)
+	for i := 0; i < len(pool); i += step {
+		f := pool[i]
+		l3, end, _, _ := icrcLayout(f)
+		seen[int(f[12])<<8|int(f[13])] = true
+		for at := l3; at < end-4; at += 7 {
+			for b := 0; b < 8; b++ {
+				g := append([]byte(nil), f...)
+				g[at] ^= 1 << b
+				ok, err := verify(g) // an error (e.g. a broken IP length) is a detection too
+				require.Equal(t, maskedBit(f, at, b), ok && err == nil, "byte %d bit %d of % x", at, b, f[:min(len(f), 80)])
+			}
+		}
+	}
+	require.Len(t, seen, 3, "IPv4, IPv6 and RoCEv1 frames")
+}
