@@ -45,6 +45,7 @@ var Suites = []struct {
 	Run  func(SuiteOptions) []PropertyResult
 }{
 	{"aggregation", AggregationSuite},
+	{"gbn", GBNSuite},
 	{"icrc", ICRCSuite},
 }
 
@@ -105,3 +106,12 @@ func writeCounterexample(dir, name string, sc *emu.Scenario) (string, error) {
 	_, _ = emu.Run(cfg) // the run is expected to misbehave; the capture is what matters
 	return yml, f.Close()
 }
+
+func writeFiles(dir, path string, b []byte) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+func createCapture(path string) (*os.File, error) { return os.Create(path) }

@@ -5,11 +5,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/netreduce"
+	"github.com/inaemu/inaemu/frames/wire"
 )
 
 // The suites at a bounded count, as `make test` runs them; the
@@ -84,4 +86,39 @@ func TestMaskedBitRegions(t *testing.T) {
 		}
 	}
 	require.Len(t, seen, 3, "IPv4, IPv6 and RoCEv1 frames")
+}
+
+func TestGBNSuiteHolds(t *testing.T) {
+	rs := GBNSuite(SuiteOptions{Count: 150, Seed: 3, OutDir: t.TempDir()})
+	require.True(t, rs[0].Passed, "%s\nreplay: %s", rs[0].Failure, rs[0].Replay)
+	require.Equal(t, 150, rs[0].Cases)
+}
+
+// The trace rules catch a responder that NAKs the wrong PSN, a second NAK
+// for one gap, an ACK going backwards and a requester that does not go
+// back to the NAK'd PSN (hand-made traces).
+func TestCheckGBNCatches(t *testing.T) {
+	us := func(n int) time.Duration { return time.Duration(n) * time.Microsecond }
+	send := func(at, side int, psn uint32) traceEvent {
+		return traceEvent{at: us(at), side: side, sent: true, data: side == 0, psn: psn}
+	}
+	recv := func(at, side int, psn uint32) traceEvent {
+		return traceEvent{at: us(at), side: side, data: side == 1, psn: psn}
+	}
+	nak := func(e traceEvent) traceEvent { e.syn = wire.SyndromeNAKPSNSeqErr; return e }
+	ack := func(e traceEvent) traceEvent { e.syn = wire.SyndromeACK; return e }
+	good := []traceEvent{send(1, 0, 10), send(2, 0, 11), send(3, 0, 12), recv(4, 1, 10), recv(6, 1, 12),
+		nak(send(7, 1, 11)), nak(recv(9, 0, 11)), send(10, 0, 11), send(11, 0, 12), recv(12, 1, 11), recv(13, 1, 12), ack(send(14, 1, 12))}
+	require.Empty(t, checkGBN(good, 10))
+	for name, tr := range map[string][]traceEvent{
+		"nak-psn": {send(1, 0, 10), send(2, 0, 11), recv(4, 1, 11), nak(send(5, 1, 11))},
+		"extra-nak": {send(1, 0, 10), send(2, 0, 11), send(3, 0, 12), recv(4, 1, 11), nak(send(5, 1, 10)), recv(6, 1, 12),
+			nak(send(7, 1, 10))},
+		"ack-regress": {send(1, 0, 10), send(2, 0, 11), recv(3, 1, 10), recv(4, 1, 11), ack(send(5, 1, 11)), ack(send(6, 1, 10))},
+		"psn-order":   {send(1, 0, 10), send(2, 0, 11), send(3, 0, 12), nak(recv(9, 0, 11)), send(10, 0, 10)},
+		"ack-ahead":   {send(1, 0, 10), send(2, 0, 11), recv(3, 1, 11), ack(send(4, 1, 11))},
+	} {
+		got := checkGBN(tr, 10)
+		require.True(t, strings.HasPrefix(got, name+":"), "%s: got %q", name, got)
+	}
 }

@@ -33,6 +33,11 @@ type FabricConfig struct {
 	Seed   uint64
 	// Capture, if set, receives a pcapng capture of every link direction.
 	Capture io.Writer
+	// OnSend, if set, sees every frame as its last bit leaves a
+	// transmitter, before the direction's fault stage (a sender-side tap;
+	// the capture shows what receivers got). frame is valid only during
+	// the call.
+	OnSend func(port int, dir faults.Dir, at time.Duration, frame []byte)
 }
 
 // Fabric is the emulated network: hosts, their links and the switch, on
@@ -44,6 +49,7 @@ type Fabric struct {
 	dirs    []*linkDir // port0-in, port0-out, port1-in, ...
 	stages  []*faults.Stage
 	capture *capture
+	onSend  func(port int, dir faults.Dir, at time.Duration, frame []byte)
 }
 
 // HostMAC, HostIP and HostGID are host r's addresses: a locally
@@ -84,7 +90,7 @@ func NewFabric(cfg FabricConfig) (*Fabric, error) {
 	if cfg.Timing == (SwitchTiming{}) {
 		cfg.Timing = DefaultTiming
 	}
-	f := &Fabric{Clock: vclock.New()}
+	f := &Fabric{Clock: vclock.New(), onSend: cfg.OnSend}
 	f.Switch = newSwitch(f, cfg.Timing)
 	for r := 0; r < cfg.Hosts; r++ {
 		in := newLinkDir(f, fmt.Sprintf("port%d-in", r), r, faults.DirIn, cfg.Link.Rate, cfg.Link.Latency, cfg.Link.Queue)

@@ -208,6 +208,9 @@ func (d *linkDir) finish() {
 	frame := d.txBuf[:d.txLen]
 	d.Stats.Frames++
 	d.Stats.Bytes += uint64(d.txLen)
+	if d.fab.onSend != nil {
+		d.fab.onSend(d.port, d.dir, d.fab.Clock.Now(), frame)
+	}
 	if d.stage != nil {
 		d.stage.Process(frame, d.emitFn)
 	} else {
