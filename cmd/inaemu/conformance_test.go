@@ -1,0 +1,72 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestConformanceCLI(t *testing.T) {
+	code, out, errOut := runCLI("conformance", "--help")
+	require.Equal(t, 0, code, errOut)
+	for _, f := range []string{"--suite", "--count", "--seed", "--release", "--out", "--json"} {
+		assert.Contains(t, out, f)
+	}
+	for _, args := range [][]string{{"--suite", "nope"}, {"--count", "0"}, {"--release", "both"}, {"extra"}} {
+		code, out, errOut := runCLI(append([]string{"conformance"}, args...)...)
+		assert.Equal(t, 2, code, "%v", args)
+		assert.Empty(t, out, "%v", args)
+		assert.Equal(t, 1, strings.Count(errOut, "\n"), "%v: %q", args, errOut)
+	}
+
+	dir := t.TempDir()
+	code, out, errOut = runCLI("conformance", "--count", "15", "--seed", "4", "--out", dir, "--json")
+	require.Equal(t, 0, code, "%s\n%s", out, errOut)
+	var doc struct {
+		Seed       uint64 `json:"seed"`
+		Properties []struct {
+			Name           string  `json:"name"`
+			Passed         bool    `json:"passed"`
+			Cases          int     `json:"cases"`
+			Counterexample *string `json:"counterexample"`
+		} `json:"properties"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
+	require.Equal(t, uint64(4), doc.Seed)
+	names := []string{}
+	for _, p := range doc.Properties {
+		names = append(names, p.Name)
+		assert.True(t, p.Passed, p.Name)
+		assert.Equal(t, 15, p.Cases, p.Name)
+		assert.Nil(t, p.Counterexample, p.Name)
+	}
+	assert.Equal(t, []string{"aggregation/release=safe", "gbn", "icrc/emitted-frames-verify", "icrc/bit-flips-detected",
+		"icrc/masked-fields-keep-icrc", "icrc/no-aggregate-from-corruption"}, names)
+	assert.Contains(t, string(must(json.Marshal(json.RawMessage(out)))), `"counterexample":null`)
+
+	// The paper rule fails; the report names the counterexample, which exists.
+	code, out, _ = runCLI("conformance", "--suite", "aggregation", "--release", "paper", "--count", "200", "--seed", "1", "--out", dir)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "FAILS")
+	require.Contains(t, out, "counterexample: "+filepath.Join(dir, "aggregation-paper-"))
+	require.Contains(t, out, "replay: inaemu run --scenario ")
+	files, _ := filepath.Glob(filepath.Join(dir, "aggregation-paper-*"))
+	require.Len(t, files, 2, "a scenario and its capture")
+	for _, f := range files {
+		st, err := os.Stat(f)
+		require.NoError(t, err)
+		require.Greater(t, st.Size(), int64(0))
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
