@@ -428,3 +428,25 @@ func TestRunConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// Found by the aggregation suite (seed 2026, case 530): rank 2's first
+// packet is held back on its way into the switch, so its second packet
+// arrives first; and the frame after that is held on the way to rank 0.
+// Had the switch forwarded the early packet as ordinary traffic (a CLT
+// miss), the held raw gradient would reach rank 0 just when it expected
+// that PSN and be written as the result. The switch knows the ring's
+// connections from the job's setup, so it drops the packet instead.
+func TestEarlyPacketOfUnseenMessageNeverPoisons(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Workers, cfg.Window, cfg.MsgLen, cfg.MTU, cfg.TensorBytes, cfg.Seed = 3, 2, 3, 256, 1944, 177027123831567
+	for _, s := range []string{"hold=7 port=0 dir=out class=any nth=3", "hold=4 port=2 dir=in class=any nth=2"} {
+		ev, err := faults.Parse(s)
+		require.NoError(t, err)
+		cfg.Events = append(cfg.Events, ev)
+	}
+	res, err := Run(cfg)
+	require.NoError(t, err)
+	require.True(t, res.Exact, "%+v", res.Mismatch)
+	require.Greater(t, res.Switch.FirstLostDrops, uint64(0), "the early packet must be dropped")
+	require.Zero(t, res.Switch.CLTMisses, "ring connections are never CLT misses")
+}

@@ -35,8 +35,16 @@ func newNetReduceJob(r *runner) (*netReduceJob, error) {
 	j := &netReduceJob{r: r, stride: cfg.MsgLen * cfg.MTU}
 	j.chunk = j.stride - wire.INALen
 	j.msgs = int((cfg.TensorBytes + int64(j.chunk) - 1) / int64(j.chunk))
+	// The switch learns the ring's connections when the job connects
+	// (NetReduce's initialization), so a packet that overtakes its
+	// message's first packet is never mistaken for ordinary traffic.
+	var conns []netreduce.Conn
+	for _, w := range r.workers {
+		succ := r.workers[(w.rank+1)%len(r.workers)]
+		conns = append(conns, netreduce.Conn{Src: w.h.IP, Dst: succ.h.IP, DestQP: recvQPN, Rank: w.rank})
+	}
 	if err := r.fab.Switch.AddRing(netreduce.RingConfig{ID: 0, Workers: cfg.Workers, Window: cfg.Window,
-		MsgLen: cfg.MsgLen, MTU: cfg.MTU, DType: cfg.DType, Release: cfg.Release}); err != nil {
+		MsgLen: cfg.MsgLen, MTU: cfg.MTU, DType: cfg.DType, Release: cfg.Release, Conns: conns}); err != nil {
 		return nil, err
 	}
 	size := j.msgs * j.stride

@@ -78,6 +78,15 @@ const (
 	slotOverhead = 160
 )
 
+// Conn names one ring connection for the CLT: the sender's and receiver's
+// addresses (IP, or GID for RoCEv1) and the receiver's QPN, and the
+// sender's rank.
+type Conn struct {
+	Src, Dst netip.Addr
+	DestQP   uint32
+	Rank     int
+}
+
 // RingConfig describes one ring's aggregator array.
 type RingConfig struct {
 	ID      uint8
@@ -87,6 +96,15 @@ type RingConfig struct {
 	MTU     int // payload bytes of a full packet
 	DType   tensor.DType
 	Release Release
+	// Conns, if given, are the ring's connections, entered in the CLT at
+	// setup (the control plane knows them when the job connects). A
+	// packet of such a connection that arrives before any first packet of
+	// it was seen is then dropped like any packet whose first packet was
+	// lost. Without them the CLT learns connections from first packets
+	// only, and a non-first packet of a connection it has not learned yet
+	// must be forwarded as ordinary traffic: raw gradient bytes a
+	// reordering link can still deliver in sequence to the receiver.
+	Conns []Conn
 }
 
 // Kind says why a frame was emitted.
@@ -220,6 +238,20 @@ func (a *Accelerator) AddRing(cfg RingConfig) error {
 			g.frames[k], slab = slab[:0:slotLen], slab[slotLen:]
 		}
 	}
+	seenRank, seenKey := map[int]bool{}, map[connKey]bool{}
+	for _, c := range cfg.Conns {
+		k := connKey{c.Src.Unmap(), c.Dst.Unmap(), c.DestQP & wire.PSNMask}
+		bad := c.Rank < 0 || c.Rank >= cfg.Workers || seenRank[c.Rank] || seenKey[k] || a.clt[k] != nil
+		seenRank[c.Rank], seenKey[k] = true, true
+		if bad {
+			return fmt.Errorf("netreduce: ring %d connection %v→%v QP %#x rank %d: bad rank or already known", cfg.ID, c.Src, c.Dst, c.DestQP, c.Rank)
+		}
+	}
+	for _, c := range cfg.Conns {
+		e := &conn{ring: r, rank: c.Rank, msg: -1}
+		a.clt[connKey{c.Src.Unmap(), c.Dst.Unmap(), c.DestQP & wire.PSNMask}] = e
+		r.rankConn[c.Rank] = e
+	}
 	if len(a.scratch) < slotLen {
 		a.scratch = make([]byte, slotLen)
 	}
@@ -253,7 +285,7 @@ func (a *Accelerator) Process(v *frames.View, emit Emit) Verdict {
 		return NotINA
 	}
 	pay := v.Payload()
-	key := connKey{v.SrcAddr(), v.DstAddr(), v.DestQP()}
+	key := connKey{v.SrcAddr().Unmap(), v.DstAddr().Unmap(), v.DestQP()}
 	psn := v.PSN()
 	var (
 		c   *conn
@@ -309,17 +341,20 @@ func (a *Accelerator) Process(v *frames.View, emit Emit) Verdict {
 			}
 			return NotINA
 		}
-		if first { // an INA connection's message must start with the header
-			a.Stats.BadDrops++
+		if !v.ICRCOK() { // first: a corrupted header is corruption, not a protocol error
+			a.Stats.ICRCDrops++
 			return Dropped
 		}
-		if !v.ICRCOK() {
-			a.Stats.ICRCDrops++
+		if first { // an INA connection's message must start with the header
+			a.Stats.BadDrops++
 			return Dropped
 		}
 		d := int(wire.PSNDiff(psn, c.psn0))
 		L := c.ring.cfg.MsgLen
 		switch {
+		case c.msg < 0: // a known connection whose first packet has not come yet
+			a.Stats.FirstLostDrops++
+			return Dropped
 		case d >= c.msgLen:
 			a.Stats.FirstLostDrops++
 			return Dropped
