@@ -1,0 +1,80 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/inaemu/inaemu/conformance"
+	"github.com/inaemu/inaemu/emu/tensor"
+)
+
+// pairFlags collects repeated --pair values.
+type pairFlags []conformance.QPPair
+
+func (p *pairFlags) String() string {
+	s := make([]string, len(*p))
+	for i, x := range *p {
+		s[i] = x.String()
+	}
+	return strings.Join(s, " ")
+}
+
+func (p *pairFlags) Set(v string) error {
+	x, err := conformance.ParseQPPair(v)
+	if err != nil {
+		return err
+	}
+	*p = append(*p, x)
+	return nil
+}
+
+func runCheck(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("check", "FILE [--json] [--pair SRC,DST,REQQPN=RESPQPN]... [--dtype f32|i32|f16] [--downstream] [--in-flight D]", stdout, stderr)
+	asJSON := fs.Bool("json", false, "print one JSON object (conforms, frames, roce_frames, bad_icrc, malformed, ghosts, vantage_points, connections, agg_checked, agg_unchecked, agg_forwarded, retransmission_latency, nak_generation_latency, nak_response_latency, streams, violations[{rule,frame,qp,psn,detail}])")
+	var pairs pairFlags
+	fs.Var(&pairs, "pair", "pair a request stream with its response stream (`SRC,DST,REQQPN=RESPQPN`): requests SRC→DST with destination QPN REQQPN are answered by ACKs DST→SRC with destination QPN RESPQPN, e.g. 10.0.0.1,10.0.0.2,0x12=0x11 (repeatable; overrides automatic pairing)")
+	dtype := fs.String("dtype", "f32", "element `TYPE` of NetReduce payloads for the agg-sum rule: f32, i32 or f16")
+	downstream := fs.Bool("downstream", false, "single-interface captures may be downstream of loss (taken at a receiver or mid-path): do not apply the sender rule psn-order there")
+	inFlight := fs.Duration("in-flight", conformance.DefaultInFlight, "how long frames may be on the way between the capture point and a requester, both ways: psn-order lets a requester act on responses captured within this window before its packet as if they had not reached it yet")
+	pos, err := fs.parse(args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) != 1 {
+		fs.usageError("need exactly one capture file, got %d arguments", len(pos))
+		return exitUsage
+	}
+	dt, err := tensor.ParseDType(*dtype)
+	if err != nil {
+		fs.usageError("--dtype: %v", err)
+		return exitUsage
+	}
+	if *inFlight < 0 {
+		fs.usageError("--in-flight %v: want a duration of 0 or more", *inFlight)
+		return exitUsage
+	}
+	w := *inFlight
+	if w == 0 {
+		w = -1 // CheckOptions: 0 is the default, negative is no window
+	}
+	rep, err := conformance.CheckFile(pos[0], conformance.CheckOptions{Pairs: pairs, DType: dt, Downstream: *downstream, InFlight: w})
+	if err != nil {
+		fmt.Fprintf(stderr, "inaemu check: %v\n", err)
+		return exitUsage
+	}
+	if *asJSON {
+		if err := json.NewEncoder(stdout).Encode(rep); err != nil {
+			fmt.Fprintf(stderr, "inaemu check: %v\n", err)
+			return exitUsage
+		}
+	} else if err := rep.WriteText(stdout); err != nil {
+		fmt.Fprintf(stderr, "inaemu check: %v\n", err)
+		return exitUsage
+	}
+	if !rep.Conforms {
+		return exitFail
+	}
+	return exitOK
+}

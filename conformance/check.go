@@ -1,0 +1,538 @@
+package conformance
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gopacket/gopacket/pcapgo"
+
+	"github.com/inaemu/inaemu/emu/tensor"
+	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/frames/wire"
+	"github.com/inaemu/inaemu/internal/pcapio"
+)
+
+// The capture checker behind `inaemu check`.
+//
+// Check reads a capture taken anywhere (a capture may miss frames lost
+// before it) and reports every violation it can prove:
+//
+//   - icrc: a RoCE frame whose ICRC is wrong.
+//   - psn-order: a requester sent a data packet that is neither the next
+//     PSN, nor a retransmission starting at a pending NAK's PSN, nor (with
+//     no NAK pending) a timeout retransmission from an unacknowledged PSN.
+//   - nak-psn: a NAK-sequence-error that does not carry the first missing
+//     PSN, as far as the capture proves it.
+//   - extra-nak: a second NAK for a gap not yet repaired.
+//   - ack-regress: an ACK behind an earlier ACK of the same connection.
+//   - agg-sum: a NetReduce result that is not the rank-order sum of the
+//     contributions seen at the switch.
+//
+// Vantage points, connections, pairing, where each rule is applied and why
+// it is sound there are described on Check.
+
+// Rule names carried by violations.
+const (
+	RuleICRC       = "icrc"
+	RulePSNOrder   = "psn-order"
+	RuleNAKPSN     = "nak-psn"
+	RuleExtraNAK   = "extra-nak"
+	RuleACKRegress = "ack-regress"
+	RuleAggSum     = "agg-sum"
+)
+
+// GhostMarker is the text in a frame's first packet comment that marks a
+// frame a fault dropped before the capture point (inaemu writes such
+// frames where they would have arrived).
+const GhostMarker = "(not delivered)"
+
+// CheckOptions tune Check.
+type CheckOptions struct {
+	// Interfaces are the pcapng interface names by interface index (nil
+	// for classic pcap: the whole file is one vantage point). CheckFile
+	// fills them in.
+	Interfaces []string
+	// Pairs name the response stream of a request stream explicitly
+	// (--pair); they override automatic pairing.
+	Pairs []QPPair
+	// DType is the element type of NetReduce payloads (default F32).
+	DType tensor.DType
+	// Downstream says that single-interface vantage points may be
+	// downstream of loss (a capture at a receiver or mid-path): the
+	// sender rule psn-order is then not applied there.
+	Downstream bool
+	// InFlight bounds how long a frame may be on the way between a vantage
+	// point and the requester, both ways together (0: DefaultInFlight;
+	// negative: no window, capture order is taken as the requester's).
+	// psn-order lets a requester act on the responses seen within this
+	// window before its packet as if they had not reached it yet.
+	InFlight time.Duration
+}
+
+// DefaultInFlight is the default CheckOptions.InFlight: many link delays
+// of a data centre, far below any retransmit timeout in use.
+const DefaultInFlight = 50 * time.Microsecond
+
+// QPPair says that requests from Src to Dst carrying destination QPN
+// ReqQP are answered by ACKs from Dst to Src carrying destination QPN
+// RespQP.
+type QPPair struct {
+	Src, Dst      netip.Addr
+	ReqQP, RespQP uint32
+}
+
+func (p QPPair) String() string {
+	return fmt.Sprintf("%s,%s,%#x=%#x", p.Src, p.Dst, p.ReqQP, p.RespQP)
+}
+
+// ParseQPPair reads SRC,DST,REQQPN=RESPQPN, e.g. 10.0.0.1,10.0.0.2,0x12=0x11.
+// QPNs may be decimal or 0x-prefixed hex.
+func ParseQPPair(s string) (QPPair, error) {
+	var p QPPair
+	parts := strings.Split(s, ",")
+	if len(parts) != 3 {
+		return p, fmt.Errorf("pair %q: want SRC,DST,REQQPN=RESPQPN (e.g. 10.0.0.1,10.0.0.2,0x12=0x11)", s)
+	}
+	var err error
+	if p.Src, err = netip.ParseAddr(strings.TrimSpace(parts[0])); err != nil {
+		return p, fmt.Errorf("pair %q: source %q is not an IP address or GID", s, parts[0])
+	}
+	if p.Dst, err = netip.ParseAddr(strings.TrimSpace(parts[1])); err != nil {
+		return p, fmt.Errorf("pair %q: destination %q is not an IP address or GID", s, parts[1])
+	}
+	p.Src, p.Dst = p.Src.Unmap(), p.Dst.Unmap()
+	req, resp, ok := strings.Cut(parts[2], "=")
+	if !ok {
+		return p, fmt.Errorf("pair %q: want REQQPN=RESPQPN after the addresses", s)
+	}
+	qpn := func(x string) (uint32, error) {
+		n, err := strconv.ParseUint(strings.TrimSpace(x), 0, 32)
+		if err != nil || n > wire.PSNMask {
+			return 0, fmt.Errorf("pair %q: QPN %q is not a 24-bit number", s, x)
+		}
+		return uint32(n), nil
+	}
+	if p.ReqQP, err = qpn(req); err != nil {
+		return p, err
+	}
+	if p.RespQP, err = qpn(resp); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+// Violation is one broken rule. Frame is the 0-based index of the frame
+// in the capture (as `inaemu decode` numbers them); QP and PSN are that
+// frame's destination QPN and PSN.
+type Violation struct {
+	Rule   string `json:"rule"`
+	Frame  int    `json:"frame"`
+	QP     uint32 `json:"qp"`
+	PSN    uint32 `json:"psn"`
+	Detail string `json:"detail"`
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("%s frame %d qp %#06x psn %d: %s", v.Rule, v.Frame, v.QP, v.PSN, v.Detail)
+}
+
+// LatencySummary summarises latency samples in nanoseconds. The median is
+// the ⌈n/2⌉-th smallest sample.
+type LatencySummary struct {
+	Count    int   `json:"count"`
+	MinNS    int64 `json:"min_ns"`
+	MedianNS int64 `json:"median_ns"`
+	MaxNS    int64 `json:"max_ns"`
+}
+
+func summarize(s []int64) LatencySummary {
+	if len(s) == 0 {
+		return LatencySummary{}
+	}
+	c := append([]int64(nil), s...)
+	sort.Slice(c, func(i, j int) bool { return c[i] < c[j] })
+	return LatencySummary{Count: len(c), MinNS: c[0], MedianNS: c[(len(c)-1)/2], MaxNS: c[len(c)-1]}
+}
+
+// StreamReport describes one RC connection as one vantage point saw it.
+// Src and Dst are the requester and the responder; QP is the destination
+// QPN of the requests (null when only responses were seen), RespQP that
+// of the ACKs (null when the request stream is unpaired).
+type StreamReport struct {
+	Vantage         string         `json:"vantage"`
+	Src             string         `json:"src"`
+	Dst             string         `json:"dst"`
+	QP              *uint32        `json:"qp"`
+	RespQP          *uint32        `json:"resp_qp"`
+	Position        string         `json:"position"`
+	DataPackets     int            `json:"data_packets"`
+	Retransmissions int            `json:"retransmissions"`
+	ACKs            int            `json:"acks"`
+	NAKs            int            `json:"naks"`
+	RetransLatency  LatencySummary `json:"retransmission_latency"`
+	NAKGenLatency   LatencySummary `json:"nak_generation_latency"`
+	NAKRespLatency  LatencySummary `json:"nak_response_latency"`
+}
+
+// Report is what Check found; it marshals to what `inaemu check --json`
+// prints.
+type Report struct {
+	File           string         `json:"file,omitempty"`
+	Conforms       bool           `json:"conforms"`
+	Frames         int            `json:"frames"`
+	RoCEFrames     int            `json:"roce_frames"`
+	BadICRC        int            `json:"bad_icrc"`
+	Malformed      int            `json:"malformed"`
+	Ghosts         int            `json:"ghosts"`
+	VantagePoints  []string       `json:"vantage_points"`
+	Connections    int            `json:"connections"`
+	AggChecked     int            `json:"agg_checked"`
+	AggUnchecked   int            `json:"agg_unchecked"`
+	AggForwarded   int            `json:"agg_forwarded"`
+	RetransLatency LatencySummary `json:"retransmission_latency"`
+	NAKGenLatency  LatencySummary `json:"nak_generation_latency"`
+	NAKRespLatency LatencySummary `json:"nak_response_latency"`
+	Streams        []StreamReport `json:"streams"`
+	Violations     []Violation    `json:"violations"`
+}
+
+// RuleCounts is the number of violations per rule.
+func (r *Report) RuleCounts() map[string]int {
+	m := map[string]int{}
+	for _, v := range r.Violations {
+		m[v.Rule]++
+	}
+	return m
+}
+
+// CheckFile reads a pcap or pcapng file and checks it. The error is about
+// the file (unreadable, truncated, not a capture); violations are in the
+// report. When opt.Interfaces is nil the pcapng interface names are read
+// from the file.
+func CheckFile(path string, opt CheckOptions) (*Report, error) {
+	recs, err := pcapio.ReadAll(path)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Interfaces == nil {
+		if opt.Interfaces, err = InterfaceNames(path); err != nil {
+			return nil, err
+		}
+	}
+	r := Check(recs, opt)
+	r.File = path
+	return r, nil
+}
+
+// InterfaceNames returns the pcapng interface names of a capture by
+// interface index (nil for a classic pcap file).
+func InterfaceNames(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) < 4 || binary.BigEndian.Uint32(b) != 0x0A0D0D0A {
+		return nil, nil
+	}
+	ng, err := pcapgo.NewNgReader(bytes.NewReader(b), pcapgo.NgReaderOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("%s: bad capture header: %v", path, err)
+	}
+	for {
+		if _, _, err := ng.ReadPacketData(); err != nil {
+			if !errors.Is(err, io.EOF) {
+				return nil, fmt.Errorf("%s: %v", path, err)
+			}
+			break
+		}
+	}
+	names := make([]string, ng.NInterfaces())
+	for i := range names {
+		ifc, err := ng.Interface(i)
+		if err == nil {
+			names[i] = ifc.Name
+		}
+	}
+	return names, nil
+}
+
+// frame classes
+const (
+	fcOther      uint8 = iota // not RoCE: ARP, LLDP, TCP
+	fcUnreadable              // not RoCE, but maybe a RoCE frame with a flipped bit
+	fcMalformed               // looked like RoCE, broken
+	fcRequest                 // RC request (SEND, WRITE, READ request, atomics)
+	fcAck                     // RC Acknowledge (ACK, NAK, RNR NAK)
+	fcRoCE                    // any other RoCE frame
+)
+
+// otherTraffic: a frame that is plainly not RoCE (ARP, LLDP, TCP). Any
+// other frame that does not parse as RoCE may be a RoCE frame whose
+// EtherType, IP protocol or UDP port a bit error changed.
+func otherTraffic(b []byte) bool {
+	if len(b) < 14 {
+		return false
+	}
+	off := 12
+	et := binary.BigEndian.Uint16(b[off:])
+	for (et == frames.EtherTypeDot1Q || et == frames.EtherTypeQinQ) && len(b) >= off+6 {
+		off += 4
+		et = binary.BigEndian.Uint16(b[off:])
+	}
+	l3 := b[off+2:]
+	switch et {
+	case 0x0806, 0x88CC: // ARP, LLDP
+		return true
+	case frames.EtherTypeIPv4:
+		return len(l3) >= 20 && l3[0]>>4 == 4 && l3[9] == 6
+	case frames.EtherTypeIPv6:
+		return len(l3) >= 40 && l3[0]>>4 == 6 && l3[6] == 6
+	}
+	return false
+}
+
+type checkFrame struct {
+	idx   int
+	ts    int64
+	iface int
+	ghost bool
+	// notForHost: on X-out, unicast to another MAC than host X's; its NIC
+	// drops it (a switch floods a frame whose destination MAC a bit error
+	// changed).
+	notForHost bool
+	class      uint8
+	icrcOK     bool
+	op         wire.Opcode
+	psn        uint32
+	qp         uint32
+	syn        wire.Syndrome
+	src        netip.Addr
+	dst        netip.Addr
+}
+
+type checkStreamKey struct {
+	src, dst netip.Addr
+	qp       uint32
+}
+
+func isRequestOp(op wire.Opcode) bool {
+	if op.Class() != wire.ClassRC || !op.Known() {
+		return false
+	}
+	switch {
+	case op.IsSend(), op.IsWrite():
+		return true
+	}
+	switch op {
+	case wire.ReadRequest, wire.CompareSwap, wire.FetchAdd, wire.Flush, wire.AtomicWrite:
+		return true
+	}
+	return false
+}
+
+// Check checks a capture's records.
+//
+// Vantage points. A pcapng interface is one vantage point, except that two
+// interfaces named X-in and X-out (inaemu's portR-in, host R → switch, and
+// portR-out, switch → host R) are merged into one vantage point X, the
+// link of host R, so that a requester's data and the ACKs it receives are
+// seen together. A classic pcap file is one vantage point. Every rule is
+// evaluated per vantage point, frames in capture order; a merged vantage
+// point interleaves its two interfaces by timestamp (ties in capture
+// order), each interface keeping its own capture order.
+//
+// Ghosts. A frame whose first comment contains "(not delivered)" is a
+// frame a fault dropped before the capture point. Ghosts are counted in
+// frames and ghosts and are excluded from every rule: they are never
+// reported, never count as received by anyone, never repair a gap, never
+// contribute to or count as a NetReduce result. The one use made of them
+// is what they are evidence of: at a vantage point that watches the
+// sender (see positions), a ghost data packet is a packet the sender
+// transmitted, so psn-order does not mistake the hole it leaves for a
+// skipped PSN, and latencies measure from it.
+//
+// Connections. A request stream is (source address, destination address,
+// destination QPN) of RC request frames (SEND, WRITE, READ request,
+// atomics); a response stream is the RC Acknowledge frames (ACK, NAK, RNR
+// NAK) going the other way, keyed the same way. At each vantage point a
+// request stream S→D is paired with the response stream D→S when it is
+// the only request stream S→D and that is the only response stream D→S
+// there (streams named by a --pair are left out of that count);
+// otherwise it is unpaired unless a QPPair names its response stream.
+// The connection count pairs the same way over the whole capture: every
+// request stream counts once, with its response stream, and a response
+// stream nobody pairs with counts on its own.
+//
+// Positions. Per vantage point a stream is watched from the sender's link
+// (the request stream's data are on an X-in interface), from the
+// receiver's link (data on X-out; a stream is judged on the side most of
+// its frames are on, since a switch that floods a frame with a corrupted
+// destination MAC echoes it onto the other side), or from a tap (a single-interface
+// vantage point or a pcap file, assumed to see every packet the sender
+// transmits, like a mirror port next to the sender; with
+// CheckOptions.Downstream a tap may be downstream of loss and is
+// "downstream"). psn-order, which judges the sender, is applied at the
+// sender's link and at taps only: downstream of a loss a skipped PSN and a
+// lost one look the same, and NetReduce results leave the switch in
+// completion order, not the sender's order. An unreadable frame on the
+// interface (a bad ICRC, a malformed RoCE frame, or a frame that is neither
+// RoCE nor plainly other traffic such as ARP, LLDP or TCP: a bit error in
+// the EtherType, IP protocol or UDP port makes one) may have been any
+// frame: when k unreadable frames were seen there since the stream's
+// previous data packet, a packet is accepted if one of the k PSNs before
+// it would have been (they may have been its predecessors). A data packet that
+// repeats the PSN of the stream's previous data packet is taken as a
+// network duplicate. The network is assumed to keep each stream in order:
+// a frame reordered before a sender-side vantage point reads as a
+// psn-order violation, a response reordered before any vantage point as
+// ack-regress or nak-psn.
+//
+// psn-order (paired stream). Responses come from the paired response
+// stream at this vantage point (an ACK for q acknowledges q, a NAK for e
+// acknowledges e-1). A data packet is accepted when it is the next PSN;
+// the PSN of one of the stream's recent NAKs or RNR NAKs (a NAK
+// retransmission); the oldest unacknowledged PSN under an acknowledgement
+// state that was current at some time within the in-flight window
+// (CheckOptions.InFlight) before the packet, or the stream's first PSN
+// before any acknowledgement (a timeout retransmission, or a requester
+// resuming after what an ACK acknowledged); or, going back with no NAK
+// pending, a PSN above what was acknowledged an in-flight window before
+// it (a timeout retransmission from an unacknowledged PSN). A NAK is
+// pending until its PSN is sent or acknowledged. The window exists because
+// the packet may have left the requester before the responses captured
+// just before it reached the requester. Unpaired: any PSN up to the
+// highest sent plus one. READ requests consume PSNs the capture cannot
+// count: psn-order and the upper bound of nak-psn stop for a stream once
+// it carries one.
+//
+// nak-psn. A NAK-sequence-error carries the responder's expected PSN, the
+// first PSN it is missing. The responder only receives what passed the
+// vantage point (the vantage point is on the path), so the good-ICRC,
+// delivered data packets seen here bound that PSN from above: at the
+// receiver's link (and a tap declared downstream) the responder gets them
+// in this order, and replaying a go-back-N responder over them gives the
+// bound; elsewhere it may get them in another order (a NetReduce switch
+// emits results as its aggregators complete), and the bound is the first
+// PSN, from the first one seen, that never passed here. ACKs and NAKs
+// raise the bound. A NAK beyond the bound asks for a PSN after one the
+// responder cannot have received. A NAK at or before the highest PSN
+// already acknowledged (by an ACK, or by an earlier NAK within bounds)
+// asks for a PSN the responder had received. A NAK below the bound is
+// accepted: the PSN may have been lost after the vantage point. This is
+// sound at the sender's link, at the receiver's link and at any tap.
+//
+// extra-nak. A second NAK with the PSN of the previous NAK, when no
+// delivered good-ICRC data packet with that PSN passed this vantage point
+// after the previous NAK: the responder cannot have seen the gap
+// repaired, and it sends one NAK per gap. Sound on any vantage point on
+// the path (a network that duplicates NAKs is reported).
+//
+// ack-regress. An ACK whose PSN is behind the highest ACK PSN of the same
+// response stream at this vantage point (24-bit PSN arithmetic).
+// Re-ACKs with the same PSN are fine. Applies to unpaired response
+// streams too.
+//
+// agg-sum. Frames on X-in interfaces are what reaches the switch, on
+// X-out what leaves it. A WRITE FIRST/ONLY on X-in whose payload starts
+// with the INA header registers its connection (ring, rank, message id
+// extended past 8 bits, first PSN, packets); later WRITE packets of the
+// connection are placed at (message, PSN - first PSN) of the message
+// their PSN falls in. A WRITE on X-out with the key (source, destination,
+// QPN) and PSN of a known connection is a result: its data (after the
+// 8-byte INA header at offset 0) must equal the sum, in rank order, of the
+// latest contribution of every rank 0..H-1 of the ring (H = highest rank
+// seen + 1) for that (message, offset). Results whose contributions were
+// not all seen are counted as agg_unchecked; a result that equals its own
+// rank's contribution after that aggregator's sum was already verified is
+// a released message's late duplicate forwarded unchanged (agg_forwarded).
+// Bad-ICRC frames and ghosts are neither contributions nor results.
+//
+// Latencies, per stream and over all streams: retransmission latency (the
+// first transmission of a PSN to its first retransmission; at the
+// sender's link and taps, ghosts included), NAK generation latency (the
+// first out-of-sequence data packet that revealed a gap to the NAK for
+// it; at the receiver's link and taps), NAK response latency (a NAK to the
+// first data packet carrying its PSN; at the sender's link and taps).
+func Check(recs []pcapio.Record, opt CheckOptions) *Report {
+	rep := &Report{Frames: len(recs), Violations: []Violation{}, Streams: []StreamReport{}, VantagePoints: []string{}}
+	fs := make([]checkFrame, len(recs))
+	var v frames.View
+	for i := range recs {
+		r := &recs[i]
+		f := &fs[i]
+		f.idx, f.ts, f.iface = i, r.Info.Timestamp.UnixNano(), r.Info.InterfaceIndex
+		f.ghost = len(r.Comments) > 0 && strings.Contains(r.Comments[0], GhostMarker)
+		if f.ghost {
+			rep.Ghosts++
+		}
+		if err := v.Parse(r.Data); err != nil {
+			var pe frames.ParseError
+			if errors.As(err, &pe) && pe != frames.ErrNotRoCE {
+				f.class = fcMalformed
+				if !f.ghost {
+					rep.Malformed++
+				}
+			} else if !otherTraffic(r.Data) {
+				f.class = fcUnreadable
+			}
+			continue
+		}
+		f.op, f.psn, f.qp = v.Opcode(), v.PSN(), v.DestQP()
+		f.src, f.dst = v.SrcAddr().Unmap(), v.DstAddr().Unmap()
+		f.icrcOK = v.ICRCOK()
+		switch {
+		case isRequestOp(f.op):
+			f.class = fcRequest
+		case f.op == wire.Acknowledge && v.AETH() != nil:
+			f.class = fcAck
+			f.syn = v.AETH().Syndrome()
+		default:
+			f.class = fcRoCE
+		}
+		if f.ghost {
+			continue
+		}
+		rep.RoCEFrames++
+		if !f.icrcOK {
+			rep.BadICRC++
+			rep.Violations = append(rep.Violations, Violation{Rule: RuleICRC, Frame: i, QP: f.qp, PSN: f.psn,
+				Detail: fmt.Sprintf("bad ICRC: wire %08x, computed %08x", v.WireICRC(), v.ICRC())})
+		}
+	}
+
+	c := newChecker(opt, fs, rep)
+	c.buildVantages(func(i int) (dst, src [6]byte, ok bool) {
+		d := recs[i].Data
+		if len(d) < 12 {
+			return dst, src, false
+		}
+		return [6]byte(d[0:6]), [6]byte(d[6:12]), true
+	})
+	c.discover()
+	c.pairAll()
+	for _, vp := range c.vantages {
+		c.runVantage(vp)
+	}
+	c.countConnections()
+	checkAggregation(recs, fs, c.ifaceNames, opt.DType, rep)
+	c.finish()
+
+	sort.SliceStable(rep.Violations, func(i, j int) bool {
+		a, b := rep.Violations[i], rep.Violations[j]
+		if a.Frame != b.Frame {
+			return a.Frame < b.Frame
+		}
+		return a.Rule < b.Rule
+	})
+	rep.Conforms = len(rep.Violations) == 0
+	return rep
+}

@@ -1,0 +1,194 @@
+package conformance
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/inaemu/inaemu/emu/tensor"
+	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/frames/wire"
+	"github.com/inaemu/inaemu/internal/pcapio"
+)
+
+// The agg-sum rule: NetReduce results leaving the switch (X-out) against
+// the contributions that reached it (X-in). See Check.
+
+type aggMsg struct {
+	id   int64 // MsgID extended past 8 bits
+	psn0 uint32
+	n    int // packets (the header's MsgLen)
+}
+
+type aggConn struct {
+	ring, rank uint8
+	cur        int64
+	msgs       []aggMsg
+}
+
+type aggKey struct {
+	ring uint8
+	msg  int64
+	off  int
+}
+
+// maxAggSearch bounds how many recent messages a PSN is looked up in.
+const maxAggSearch = 1024
+
+func (c *aggConn) find(psn uint32) (aggMsg, int, bool) {
+	for i, n := len(c.msgs)-1, 0; i >= 0 && n < maxAggSearch; i, n = i-1, n+1 {
+		m := c.msgs[i]
+		if d := int(wire.PSNDiff(psn, m.psn0)); d >= 0 && d < m.n {
+			return m, d, true
+		}
+	}
+	return aggMsg{}, 0, false
+}
+
+func isWriteData(op wire.Opcode) bool {
+	switch op {
+	case wire.WriteFirst, wire.WriteMiddle, wire.WriteLast, wire.WriteLastWithImm, wire.WriteOnly, wire.WriteOnlyWithImm:
+		return true
+	}
+	return false
+}
+
+func checkAggregation(recs []pcapio.Record, fs []checkFrame, names []string, dt tensor.DType, rep *Report) {
+	side := make([]uint8, len(names))
+	any := false
+	for i, n := range names {
+		switch {
+		case strings.HasSuffix(n, "-in"):
+			side[i], any = sideIn, true
+		case strings.HasSuffix(n, "-out"):
+			side[i] = sideOut
+		}
+	}
+	if !any {
+		return
+	}
+	usable := func(f *checkFrame) bool {
+		return f.class == fcRequest && f.icrcOK && !f.ghost && isWriteData(f.op) && f.iface < len(side) && side[f.iface] != sideTap
+	}
+	var v frames.View
+	// Ring sizes: the highest rank seen on a ring's INA headers, plus one.
+	ringH := map[uint8]int{}
+	for i := range fs {
+		f := &fs[i]
+		if !usable(f) || side[f.iface] != sideIn || v.Parse(recs[i].Data) != nil {
+			continue
+		}
+		if h := v.INA(); h != nil {
+			ringH[h.RingID()] = max(ringH[h.RingID()], int(h.Rank())+1)
+		}
+	}
+	if len(ringH) == 0 {
+		return
+	}
+	conns := map[checkStreamKey]*aggConn{}
+	contrib := map[aggKey][][]byte{}
+	verified := map[aggKey]bool{}
+	for i := range fs {
+		f := &fs[i]
+		if !usable(f) || v.Parse(recs[i].Data) != nil {
+			continue
+		}
+		k := f.key()
+		conn := conns[k]
+		pay := v.Payload()
+		if side[f.iface] == sideIn {
+			var m aggMsg
+			var off int
+			if h := v.INA(); h != nil {
+				if conn == nil {
+					conn = &aggConn{ring: h.RingID(), rank: h.Rank(), cur: int64(h.MsgID())}
+					conns[k] = conn
+				} else if conn.ring != h.RingID() || conn.rank != h.Rank() {
+					continue // the switch refuses a connection changing ring or rank
+				}
+				id := conn.cur + int64(int8(h.MsgID()-uint8(conn.cur)))
+				conn.cur = max(conn.cur, id)
+				found := false
+				for j := len(conn.msgs) - 1; j >= 0 && j >= len(conn.msgs)-maxAggSearch; j-- {
+					if conn.msgs[j].id == id {
+						m, found = conn.msgs[j], true
+						break
+					}
+				}
+				if !found {
+					m = aggMsg{id: id, psn0: f.psn, n: max(int(h.MsgLen()), 1)}
+					conn.msgs = append(conn.msgs, m)
+				}
+				if m.psn0 != f.psn {
+					continue
+				}
+				pay = pay[wire.INALen:]
+			} else {
+				if conn == nil || f.op.IsFirst() {
+					continue
+				}
+				var ok bool
+				if m, off, ok = conn.find(f.psn); !ok || off == 0 {
+					continue
+				}
+			}
+			ak := aggKey{conn.ring, m.id, off}
+			cs := contrib[ak]
+			for len(cs) <= int(conn.rank) {
+				cs = append(cs, nil)
+			}
+			cs[conn.rank] = pay
+			contrib[ak] = cs
+			continue
+		}
+		// A frame leaving the switch: a result if its connection is known.
+		if conn == nil {
+			continue
+		}
+		m, off, ok := conn.find(f.psn)
+		if !ok {
+			rep.AggUnchecked++
+			continue
+		}
+		if off == 0 {
+			if !wire.IsINA(pay) {
+				rep.AggUnchecked++
+				continue
+			}
+			pay = pay[wire.INALen:]
+		}
+		ak := aggKey{conn.ring, m.id, off}
+		cs := contrib[ak]
+		H := ringH[conn.ring]
+		complete := len(cs) >= H
+		for r := 0; complete && r < H; r++ {
+			complete = cs[r] != nil && len(cs[r]) == len(cs[0])
+		}
+		if !complete || len(cs[0])%dt.Size() != 0 {
+			rep.AggUnchecked++
+			continue
+		}
+		sum := append([]byte(nil), cs[0]...)
+		for r := 1; r < H; r++ {
+			tensor.Add(dt, sum, cs[r])
+		}
+		switch {
+		case bytes.Equal(sum, pay):
+			rep.AggChecked++
+			verified[ak] = true
+		case verified[ak] && int(conn.rank) < len(cs) && bytes.Equal(pay, cs[conn.rank]):
+			rep.AggForwarded++
+		case len(pay) != len(sum):
+			rep.Violations = append(rep.Violations, Violation{Rule: RuleAggSum, Frame: f.idx, QP: f.qp, PSN: f.psn,
+				Detail: fmt.Sprintf("result carries %d data bytes, the %d contributions of ring %d message %d packet %d carry %d", len(pay), H, conn.ring, m.id, off, len(sum))})
+		default:
+			el := 0
+			for el*dt.Size() < len(sum) && bytes.Equal(sum[el*dt.Size():(el+1)*dt.Size()], pay[el*dt.Size():(el+1)*dt.Size()]) {
+				el++
+			}
+			rep.Violations = append(rep.Violations, Violation{Rule: RuleAggSum, Frame: f.idx, QP: f.qp, PSN: f.psn,
+				Detail: fmt.Sprintf("result is not the rank-order %s sum of the %d contributions (ring %d, message %d, packet %d): element %d is %s, want %s",
+					dt, H, conn.ring, m.id, off, el, tensor.Value(dt, pay, el), tensor.Value(dt, sum, el))})
+		}
+	}
+}

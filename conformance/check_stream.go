@@ -1,0 +1,848 @@
+package conformance
+
+import (
+	"fmt"
+	"math"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"github.com/inaemu/inaemu/frames/wire"
+)
+
+// Interface sides of a merged vantage point.
+const (
+	sideTap uint8 = iota // a single-interface vantage point
+	sideIn               // X-in: host X → switch
+	sideOut              // X-out: switch → host X
+)
+
+// checkPosition is where a vantage point watches a connection from.
+type checkPosition uint8
+
+const (
+	posTap        checkPosition = iota // sees all the sender transmits
+	posSender                          // the sender's link
+	posReceiver                        // the receiver's link
+	posDownstream                      // a tap that may be downstream of loss
+)
+
+func (p checkPosition) String() string {
+	return [...]string{"tap", "sender", "receiver", "downstream"}[p]
+}
+
+// judgesSender: psn-order and the sender-side latencies apply.
+func (p checkPosition) judgesSender() bool { return p == posTap || p == posSender }
+
+// seesGaps: NAK generation latency applies.
+func (p checkPosition) seesGaps() bool { return p != posSender }
+
+type checker struct {
+	opt        CheckOptions
+	fs         []checkFrame
+	rep        *Report
+	ifaceNames []string
+	ifaceVP    []*checkVantage
+	ifaceSide  []uint8
+	vantages   []*checkVantage
+	retrans    []int64
+	nakGen     []int64
+	nakResp    []int64
+	inFlight   int64 // ns
+}
+
+type checkVantage struct {
+	name    string
+	frames  []int
+	reqs    map[checkStreamKey]*checkReq
+	resps   map[checkStreamKey]*checkResp
+	unknown map[int]int // per interface: unreadable frames so far
+}
+
+func newChecker(opt CheckOptions, fs []checkFrame, rep *Report) *checker {
+	n := len(opt.Interfaces)
+	for i := range fs {
+		n = max(n, fs[i].iface+1)
+	}
+	names := make([]string, n)
+	for i := range names {
+		if i < len(opt.Interfaces) && opt.Interfaces[i] != "" {
+			names[i] = opt.Interfaces[i]
+		} else {
+			names[i] = fmt.Sprintf("if%d", i)
+		}
+	}
+	w := opt.InFlight
+	if w == 0 {
+		w = DefaultInFlight
+	}
+	return &checker{opt: opt, fs: fs, rep: rep, ifaceNames: names, inFlight: int64(max(w, 0))}
+}
+
+// buildVantages maps interfaces to vantage points, merging X-in and X-out.
+func (c *checker) buildVantages(recsMAC func(i int) (dst, src [6]byte, ok bool)) {
+	n := len(c.ifaceNames)
+	c.ifaceVP = make([]*checkVantage, n)
+	c.ifaceSide = make([]uint8, n)
+	byName := map[string]int{}
+	for i, name := range c.ifaceNames {
+		if _, dup := byName[name]; !dup {
+			byName[name] = i
+		}
+	}
+	used := make([]bool, n)
+	for i := range c.fs {
+		used[c.fs[i].iface] = true
+	}
+	vpByName := map[string]*checkVantage{}
+	get := func(name string) *checkVantage {
+		vp := vpByName[name]
+		if vp == nil {
+			vp = &checkVantage{name: name, reqs: map[checkStreamKey]*checkReq{}, resps: map[checkStreamKey]*checkResp{}, unknown: map[int]int{}}
+			vpByName[name] = vp
+			c.vantages = append(c.vantages, vp)
+		}
+		return vp
+	}
+	for i, name := range c.ifaceNames {
+		if !used[i] {
+			continue
+		}
+		vpName, side := name, sideTap
+		if base, ok := strings.CutSuffix(name, "-in"); ok && base != "" {
+			if j, ok := byName[base+"-out"]; ok && j != i {
+				vpName, side = base, sideIn
+			}
+		} else if base, ok := strings.CutSuffix(name, "-out"); ok && base != "" {
+			if j, ok := byName[base+"-in"]; ok && j != i {
+				vpName, side = base, sideOut
+			}
+		}
+		c.ifaceVP[i] = get(vpName)
+		c.ifaceSide[i] = side
+	}
+	c.markNotForHost(recsMAC)
+	// Each interface in capture order; a merged vantage point interleaves
+	// its two interfaces by timestamp (ties: capture order).
+	perIface := make([][]int, n)
+	for i := range c.fs {
+		perIface[c.fs[i].iface] = append(perIface[c.fs[i].iface], i)
+	}
+	for _, vp := range c.vantages {
+		var qs [][]int
+		for i, q := range perIface {
+			if c.ifaceVP[i] == vp && len(q) > 0 {
+				qs = append(qs, q)
+			}
+		}
+		for {
+			best := -1
+			for k, q := range qs {
+				if len(q) == 0 {
+					continue
+				}
+				if best < 0 {
+					best = k
+					continue
+				}
+				a, b := &c.fs[q[0]], &c.fs[qs[best][0]]
+				if a.ts < b.ts || (a.ts == b.ts && a.idx < b.idx) {
+					best = k
+				}
+			}
+			if best < 0 {
+				break
+			}
+			vp.frames = append(vp.frames, qs[best][0])
+			qs[best] = qs[best][1:]
+		}
+		c.rep.VantagePoints = append(c.rep.VantagePoints, vp.name)
+	}
+}
+
+// markNotForHost learns host X's MAC address (the most common unicast
+// source on X-in) and marks the frames on X-out sent to another unicast
+// address: host X's NIC drops them, so they reach neither its requester
+// nor its responder.
+func (c *checker) markNotForHost(macs func(i int) (dst, src [6]byte, ok bool)) {
+	count := map[*checkVantage]map[[6]byte]int{}
+	for i := range c.fs {
+		f := &c.fs[i]
+		if c.ifaceSide[f.iface] != sideIn {
+			continue
+		}
+		if _, src, ok := macs(i); ok && src[0]&1 == 0 {
+			vp := c.ifaceVP[f.iface]
+			if count[vp] == nil {
+				count[vp] = map[[6]byte]int{}
+			}
+			count[vp][src]++
+		}
+	}
+	host := map[*checkVantage][6]byte{}
+	for vp, m := range count {
+		best, n := [6]byte{}, 0
+		for mac, k := range m {
+			if k > n || (k == n && string(mac[:]) < string(best[:])) {
+				best, n = mac, k
+			}
+		}
+		host[vp] = best
+	}
+	for i := range c.fs {
+		f := &c.fs[i]
+		if c.ifaceSide[f.iface] != sideOut {
+			continue
+		}
+		mac, ok := host[c.ifaceVP[f.iface]]
+		if dst, _, ok2 := macs(i); ok && ok2 && dst[0]&1 == 0 && dst != mac {
+			f.notForHost = true
+		}
+	}
+}
+
+func (f *checkFrame) key() checkStreamKey { return checkStreamKey{f.src, f.dst, f.qp} }
+
+// discover finds every stream at every vantage point and its position.
+func (c *checker) discover() {
+	for i := range c.fs {
+		f := &c.fs[i]
+		if !f.icrcOK || f.notForHost || (f.class != fcRequest && f.class != fcAck) {
+			continue
+		}
+		vp := c.ifaceVP[f.iface]
+		side := c.ifaceSide[f.iface]
+		if f.class == fcRequest {
+			s := vp.reqs[f.key()]
+			if s == nil {
+				s = newCheckReq(c, vp, f.key())
+				vp.reqs[f.key()] = s
+			}
+			s.sides[side]++
+		} else {
+			r := vp.resps[f.key()]
+			if r == nil {
+				r = &checkResp{c: c, vp: vp, key: f.key()}
+				vp.resps[f.key()] = r
+			}
+			r.sides[side]++
+		}
+	}
+	for _, vp := range c.vantages {
+		for _, s := range vp.reqs {
+			s.side, s.pos = c.position(s.sides, false)
+		}
+		for _, r := range vp.resps {
+			r.side, r.pos = c.position(r.sides, true)
+		}
+	}
+}
+
+// position picks the side of a merged vantage point a stream is watched
+// on, the one most of its frames are on: a frame can show up on the other
+// side too when the switch floods it (a corrupted destination MAC), and
+// that copy is not the stream's traffic on this link.
+func (c *checker) position(sides [3]int, responses bool) (uint8, checkPosition) {
+	if sides[sideIn] == 0 && sides[sideOut] == 0 {
+		if c.opt.Downstream {
+			return sideTap, posDownstream
+		}
+		return sideTap, posTap
+	}
+	side := sideIn
+	if sides[sideOut] > sides[sideIn] {
+		side = sideOut
+	}
+	// Requests on X-in leave host X: it is their sender. Responses on X-out
+	// reach host X: it is their requester.
+	if (side == sideIn) != responses {
+		return side, posSender
+	}
+	return side, posReceiver
+}
+
+// pairing works on key sets so that the vantage points and the connection
+// count use the same rule.
+func pairKeys(reqs, resps []checkStreamKey, pairs []QPPair) map[checkStreamKey]checkStreamKey {
+	out := map[checkStreamKey]checkStreamKey{}
+	isReq := map[checkStreamKey]bool{}
+	for _, k := range reqs {
+		isReq[k] = true
+	}
+	claimedResp := map[checkStreamKey]bool{}
+	claimedReq := map[checkStreamKey]bool{}
+	for _, p := range pairs {
+		rk := checkStreamKey{p.Src, p.Dst, p.ReqQP}
+		sk := checkStreamKey{p.Dst, p.Src, p.RespQP}
+		claimedReq[rk], claimedResp[sk] = true, true
+		if isReq[rk] {
+			out[rk] = sk
+		}
+	}
+	type dir struct{ a, b netip.Addr }
+	nReq := map[dir]int{}
+	for _, k := range reqs {
+		if !claimedReq[k] {
+			nReq[dir{k.src, k.dst}]++
+		}
+	}
+	respBy := map[dir][]checkStreamKey{}
+	for _, k := range resps {
+		if !claimedResp[k] {
+			respBy[dir{k.dst, k.src}] = append(respBy[dir{k.dst, k.src}], k)
+		}
+	}
+	for _, k := range reqs {
+		d := dir{k.src, k.dst}
+		if claimedReq[k] || nReq[d] != 1 || len(respBy[d]) != 1 {
+			continue
+		}
+		out[k] = respBy[d][0]
+	}
+	return out
+}
+
+func (c *checker) pairAll() {
+	for _, vp := range c.vantages {
+		var reqs, resps []checkStreamKey
+		for k := range vp.reqs {
+			reqs = append(reqs, k)
+		}
+		for k := range vp.resps {
+			resps = append(resps, k)
+		}
+		for rk, sk := range pairKeys(reqs, resps, c.opt.Pairs) {
+			r := vp.resps[sk]
+			if r == nil { // named by --pair, no response seen here
+				r = &checkResp{c: c, vp: vp, key: sk, pos: vp.reqs[rk].pos}
+				vp.resps[sk] = r
+			}
+			s := vp.reqs[rk]
+			s.resp, r.req = r, s
+		}
+	}
+}
+
+func (c *checker) countConnections() {
+	reqSet, respSet := map[checkStreamKey]bool{}, map[checkStreamKey]bool{}
+	for _, vp := range c.vantages {
+		for k := range vp.reqs {
+			reqSet[k] = true
+		}
+		for k, r := range vp.resps {
+			if r.acks+r.naks+r.others > 0 {
+				respSet[k] = true
+			}
+		}
+	}
+	var reqs, resps []checkStreamKey
+	for k := range reqSet {
+		reqs = append(reqs, k)
+	}
+	for k := range respSet {
+		resps = append(resps, k)
+	}
+	paired := map[checkStreamKey]bool{}
+	for _, sk := range pairKeys(reqs, resps, c.opt.Pairs) {
+		paired[sk] = true
+	}
+	n := len(reqs)
+	for _, k := range resps {
+		if !paired[k] {
+			n++
+		}
+	}
+	c.rep.Connections = n
+}
+
+func (c *checker) violation(rule string, f *checkFrame, format string, a ...any) {
+	c.rep.Violations = append(c.rep.Violations, Violation{Rule: rule, Frame: f.idx, QP: f.qp, PSN: f.psn, Detail: fmt.Sprintf(format, a...)})
+}
+
+func (c *checker) runVantage(vp *checkVantage) {
+	for _, i := range vp.frames {
+		f := &c.fs[i]
+		switch {
+		case f.class == fcMalformed || f.class == fcUnreadable || (f.class != fcOther && !f.icrcOK):
+			// Unreadable: it may have been any frame (data, ACK, ...).
+			vp.unknown[f.iface]++
+		case f.notForHost:
+		case f.class == fcRequest:
+			if s := vp.reqs[f.key()]; s.side == c.ifaceSide[f.iface] {
+				s.onData(f)
+			}
+		case f.class == fcAck && !f.ghost:
+			if r := vp.resps[f.key()]; r.side == c.ifaceSide[f.iface] {
+				r.onAck(f)
+			}
+		}
+	}
+}
+
+func (c *checker) finish() {
+	for _, vp := range c.vantages {
+		var rows []StreamReport
+		for _, s := range vp.reqs {
+			rows = append(rows, s.report())
+		}
+		for _, r := range vp.resps {
+			if r.req == nil && r.acks+r.naks+r.others > 0 {
+				rows = append(rows, r.report())
+			}
+		}
+		sort.Slice(rows, func(i, j int) bool {
+			a, b := rows[i], rows[j]
+			if a.Src != b.Src {
+				return a.Src < b.Src
+			}
+			if a.Dst != b.Dst {
+				return a.Dst < b.Dst
+			}
+			qa, qb := int64(-1), int64(-1)
+			if a.QP != nil {
+				qa = int64(*a.QP)
+			}
+			if b.QP != nil {
+				qb = int64(*b.QP)
+			}
+			if qa != qb {
+				return qa < qb
+			}
+			ra, rb := int64(-1), int64(-1)
+			if a.RespQP != nil {
+				ra = int64(*a.RespQP)
+			}
+			if b.RespQP != nil {
+				rb = int64(*b.RespQP)
+			}
+			return ra < rb
+		})
+		c.rep.Streams = append(c.rep.Streams, rows...)
+	}
+	c.rep.RetransLatency = summarize(c.retrans)
+	c.rep.NAKGenLatency = summarize(c.nakGen)
+	c.rep.NAKRespLatency = summarize(c.nakResp)
+}
+
+// checkResp is a response stream (ACKs, NAKs, RNR NAKs) at a vantage point.
+type checkResp struct {
+	c     *checker
+	vp    *checkVantage
+	key   checkStreamKey
+	req   *checkReq
+	sides [3]int // frames per interface side
+	side  uint8  // the side its frames are judged on
+	pos   checkPosition
+
+	acks, naks, others int
+	ackSet             bool
+	maxAck             uint32
+	maxAckFrame        int
+}
+
+func (r *checkResp) report() StreamReport {
+	q := r.key.qp
+	return StreamReport{Vantage: r.vp.name, Src: r.key.dst.String(), Dst: r.key.src.String(), RespQP: &q,
+		Position: r.pos.String(), ACKs: r.acks, NAKs: r.naks}
+}
+
+func (r *checkResp) onAck(f *checkFrame) {
+	syn := f.syn
+	switch {
+	case syn.IsACK():
+		r.acks++
+		if r.ackSet && wire.PSNDiff(f.psn, r.maxAck) < 0 {
+			r.c.violation(RuleACKRegress, f, "ACK PSN %d is behind ACK PSN %d of frame %d on the same connection", f.psn, r.maxAck, r.maxAckFrame)
+		} else {
+			r.ackSet, r.maxAck, r.maxAckFrame = true, f.psn, f.idx
+		}
+		if r.req != nil {
+			r.req.onACK(f)
+		}
+	case syn == wire.SyndromeNAKPSNSeqErr:
+		r.naks++
+		if r.req != nil {
+			r.req.onNAK(f)
+		}
+	case syn.IsRNRNAK():
+		r.others++
+		if r.req != nil {
+			r.req.onRNR(f)
+		}
+	default:
+		r.others++
+	}
+}
+
+// checkReq is a request stream at a vantage point: a model of its sender
+// (for psn-order) and of its responder (for nak-psn and extra-nak).
+type checkReq struct {
+	c     *checker
+	vp    *checkVantage
+	key   checkStreamKey
+	resp  *checkResp
+	sides [3]int // frames per interface side
+	side  uint8  // the side its frames are judged on
+	pos   checkPosition
+
+	data, retx int
+	readSeen   bool
+
+	// Sender model: what the requester transmitted (ghosts included).
+	txStarted bool
+	next, hi  uint32
+	first     uint32
+	naks      []checkNAK
+	unkIface  int
+	unkMark   int
+	firstTx   map[uint32]int64
+	retxSeen  map[uint32]bool
+	nakWait   map[uint32]int64
+
+	// What the responses said.
+	ackSet   bool
+	acked    uint32 // highest PSN acknowledged (ACK q: q; NAK e: e-1)
+	ackHist  []checkAck
+	ackFrame int
+
+	// Responder model: an upper bound on its expected PSN.
+	upSet  bool
+	up     uint32
+	seen   map[uint32]bool
+	hasGap bool
+	gapAt  int64
+	gapFor uint32
+
+	nakSet       bool
+	lastNAK      uint32
+	lastNAKFrame int
+	repaired     bool
+
+	retrans, nakGen, nakResp []int64
+}
+
+// checkNAK is a recent NAK. A data packet carrying the PSN of any recent
+// NAK, served or not, is accepted as a NAK retransmission: between the
+// vantage point and the sender frames are in flight both ways, so a packet
+// sent for one NAK may be captured after the next NAK, and a packet sent
+// before a NAK may be captured after it and look like its retransmission.
+type checkNAK struct {
+	psn    uint32
+	frame  int
+	served bool
+}
+
+// maxRecentNAKs is how many recent NAKs a stream remembers.
+const maxRecentNAKs = 32
+
+func newCheckReq(c *checker, vp *checkVantage, k checkStreamKey) *checkReq {
+	return &checkReq{c: c, vp: vp, key: k, unkIface: -1, firstTx: map[uint32]int64{}, retxSeen: map[uint32]bool{}, nakWait: map[uint32]int64{}, seen: map[uint32]bool{}}
+}
+
+func (s *checkReq) report() StreamReport {
+	q := s.key.qp
+	row := StreamReport{Vantage: s.vp.name, Src: s.key.src.String(), Dst: s.key.dst.String(), QP: &q,
+		Position: s.pos.String(), DataPackets: s.data, Retransmissions: s.retx,
+		RetransLatency: summarize(s.retrans), NAKGenLatency: summarize(s.nakGen), NAKRespLatency: summarize(s.nakResp)}
+	if s.resp != nil {
+		rq := s.resp.key.qp
+		row.RespQP = &rq
+		row.ACKs, row.NAKs = s.resp.acks, s.resp.naks
+	}
+	return row
+}
+
+func (s *checkReq) sample(dst *[]int64, all *[]int64, d int64) {
+	*dst = append(*dst, d)
+	*all = append(*all, d)
+}
+
+// onData handles a request frame with a good ICRC (a ghost or not).
+func (s *checkReq) onData(f *checkFrame) {
+	if f.op == wire.ReadRequest {
+		s.readSeen = true
+	}
+	if !f.ghost {
+		s.data++
+	}
+	if s.pos.judgesSender() && !s.readSeen {
+		s.senderStep(f)
+	}
+	if f.ghost {
+		return
+	}
+	// Responder model: an upper bound on its expected PSN.
+	p := f.psn
+	if !s.upSet {
+		s.up, s.upSet = p, true
+	}
+	if s.seqSim() {
+		// It receives what passed here, in this order: replay go-back-N.
+		if p == s.up {
+			s.up = wire.PSNAdd(s.up, 1)
+		}
+	} else {
+		// It may receive them in another order (a NetReduce switch emits
+		// results as aggregators complete): the first PSN never seen.
+		s.seen[p] = true
+		for s.seen[s.up] {
+			s.up = wire.PSNAdd(s.up, 1)
+		}
+	}
+	if s.hasGap && wire.PSNDiff(s.up, s.gapFor) > 0 {
+		s.hasGap = false // repaired
+	}
+	if !s.hasGap && wire.PSNDiff(p, s.up) > 0 {
+		s.hasGap, s.gapAt, s.gapFor = true, f.ts, s.up // this packet reveals a gap
+	}
+	if s.nakSet && p == s.lastNAK {
+		s.repaired = true
+	}
+}
+
+// seqSim: the responder receives exactly what passes this vantage point,
+// in order (the receiver's link, or a tap declared downstream).
+func (s *checkReq) seqSim() bool { return s.pos == posReceiver || s.pos == posDownstream }
+
+// judge says what is wrong with transmitting p next (psn-order), or "".
+func (s *checkReq) judge(p uint32, t int64) string {
+	d := wire.PSNDiff(p, s.next)
+	switch {
+	case d == 0, s.hasNAK(p):
+		// in order, or a NAK retransmission
+	case s.resp == nil:
+		// No responses at this vantage point: any NAK may ask for any PSN
+		// sent so far; only a PSN beyond all of them is wrong.
+		if wire.PSNDiff(p, wire.PSNAdd(s.hi, 1)) > 0 {
+			return skipText(wire.PSNAdd(s.hi, 1), p)
+		}
+	case s.restartPoint(p, t):
+		// the oldest unacknowledged PSN of an acknowledgement state the
+		// sender may have had: a timeout retransmission, or resuming
+		// after what an ACK acknowledged
+	case d > 0:
+		if n, ok := s.blocking(); ok {
+			return fmt.Sprintf("skips ahead to PSN %d while the NAK of frame %d asks for PSN %d", p, n.frame, n.psn)
+		}
+		return skipText(s.next, p)
+	default: // going back, not to a NAK's PSN
+		if n, ok := s.blocking(); ok {
+			return fmt.Sprintf("retransmission starts at PSN %d, but the NAK of frame %d asks for PSN %d", p, n.frame, n.psn)
+		}
+		if a, ok := s.ackedBefore(t - s.c.inFlight); ok && wire.PSNDiff(p, a.psn) <= 0 {
+			return fmt.Sprintf("retransmits PSN %d, already acknowledged up to PSN %d (frame %d)", p, a.psn, a.frame)
+		}
+	}
+	return ""
+}
+
+// blocking returns a NAK the sender must serve before going back
+// elsewhere: within bounds, not yet served and not yet acknowledged.
+func (s *checkReq) blocking() (checkNAK, bool) {
+	for _, n := range s.naks {
+		if !n.served && (!s.ackSet || wire.PSNDiff(n.psn, s.acked) > 0) {
+			return n, true
+		}
+	}
+	return checkNAK{}, false
+}
+
+// rememberNAK records a NAK (or RNR NAK) the sender may act on. Invalid
+// ones (nak-psn) never block: a requester may ignore them.
+func (s *checkReq) rememberNAK(psn uint32, frame int, valid bool) {
+	for i := range s.naks {
+		if s.naks[i].psn == psn {
+			s.naks[i].frame = frame
+			s.naks[i].served = s.naks[i].served && !valid
+			return
+		}
+	}
+	if len(s.naks) == maxRecentNAKs {
+		s.naks = s.naks[1:]
+	}
+	s.naks = append(s.naks, checkNAK{psn: psn, frame: frame, served: !valid})
+}
+
+// serveNAK marks the NAKs for psn served.
+func (s *checkReq) serveNAK(psn uint32) {
+	for i := range s.naks {
+		if s.naks[i].psn == psn {
+			s.naks[i].served = true
+		}
+	}
+}
+
+// hasNAK: psn is the PSN of a recent NAK.
+func (s *checkReq) hasNAK(psn uint32) bool {
+	for _, n := range s.naks {
+		if n.psn == psn {
+			return true
+		}
+	}
+	return false
+}
+
+// senderStep judges one transmission (psn-order) at a vantage point that
+// watches the sender.
+func (s *checkReq) senderStep(f *checkFrame) {
+	p, c, t := f.psn, s.c, f.ts
+	unknown := s.vp.unknown[f.iface]
+	if f.iface == s.unkIface {
+		unknown -= s.unkMark
+	}
+	s.unkIface, s.unkMark = f.iface, s.vp.unknown[f.iface]
+	if s.txStarted && p == wire.PSNAdd(s.next, -1) {
+		return // a network duplicate of the previous packet
+	}
+	if t0, ok := s.firstTx[p]; ok {
+		s.retx++
+		if !s.retxSeen[p] {
+			s.retxSeen[p] = true
+			s.sample(&s.retrans, &c.retrans, t-t0)
+		}
+	} else {
+		s.firstTx[p] = t
+	}
+	// The response to a NAK is a jump to its PSN; the next PSN in line may
+	// have left the sender before the NAK reached it.
+	if tn, ok := s.nakWait[p]; ok && (!s.txStarted || p != s.next) {
+		delete(s.nakWait, p)
+		s.sample(&s.nakResp, &c.nakResp, t-tn)
+	}
+	if !s.txStarted {
+		s.serveNAK(p)
+		s.txStarted, s.next, s.hi, s.first = true, wire.PSNAdd(p, 1), p, p
+		return
+	}
+	bad := s.judge(p, t)
+	// The unreadable frames seen since the previous packet may have been
+	// this stream's packets q..p-1, q an acceptable one.
+	for j := 1; bad != "" && j <= min(unknown, 64); j++ {
+		if s.judge(wire.PSNAdd(p, -j), t) == "" {
+			bad = ""
+		}
+	}
+	s.serveNAK(p)
+	if bad != "" && !f.ghost {
+		c.violation(RulePSNOrder, f, "%s", bad)
+	}
+	s.next = wire.PSNAdd(p, 1)
+	if wire.PSNDiff(p, s.hi) > 0 {
+		s.hi = p
+	}
+}
+
+func skipText(next, p uint32) string {
+	if wire.PSNAdd(next, 1) == p {
+		return fmt.Sprintf("skips PSN %d (expected PSN %d next)", next, next)
+	}
+	return fmt.Sprintf("skips PSNs %d..%d (expected PSN %d next)", next, wire.PSNAdd(p, -1), next)
+}
+
+// checkAck is an acknowledgement state of a stream: everything up to psn
+// acknowledged, from time since (capture time) until time until.
+type checkAck struct {
+	psn          uint32
+	frame        int
+	since, until int64
+}
+
+const maxAckHistory = 32
+
+func (s *checkReq) acknowledge(psn uint32, frame int, t int64) {
+	if s.ackSet && wire.PSNDiff(psn, s.acked) <= 0 {
+		return
+	}
+	s.ackSet, s.acked, s.ackFrame = true, psn, frame
+	if n := len(s.ackHist); n > 0 {
+		s.ackHist[n-1].until = t
+	}
+	if len(s.ackHist) == maxAckHistory {
+		s.ackHist = s.ackHist[1:]
+	}
+	s.ackHist = append(s.ackHist, checkAck{psn: psn, frame: frame, since: t, until: math.MaxInt64})
+}
+
+// restartPoint: p is where a requester restarts (its oldest unacknowledged
+// PSN) under an acknowledgement state it may have had when it sent p: one
+// current at some time within the in-flight window before p was captured
+// (a packet captured now may have left the sender before the latest
+// responses reached it), or the stream's first PSN when nothing was
+// acknowledged then.
+func (s *checkReq) restartPoint(p uint32, t int64) bool {
+	from := t - s.c.inFlight
+	if len(s.ackHist) == 0 || s.ackHist[0].since > from {
+		if p == s.first {
+			return true
+		}
+	}
+	for _, a := range s.ackHist {
+		if a.until > from && wire.PSNAdd(a.psn, 1) == p {
+			return true
+		}
+	}
+	return false
+}
+
+// ackedBefore is the acknowledgement state current at time t.
+func (s *checkReq) ackedBefore(t int64) (checkAck, bool) {
+	for i := len(s.ackHist) - 1; i >= 0; i-- {
+		if s.ackHist[i].since <= t {
+			return s.ackHist[i], true
+		}
+	}
+	return checkAck{}, false
+}
+
+func (s *checkReq) raiseUp(psn uint32) {
+	if !s.upSet || wire.PSNDiff(psn, s.up) > 0 {
+		s.up, s.upSet, s.hasGap = psn, true, false
+		for !s.seqSim() && s.seen[s.up] {
+			s.up = wire.PSNAdd(s.up, 1)
+		}
+	}
+}
+
+func (s *checkReq) onACK(f *checkFrame) {
+	s.acknowledge(f.psn, f.idx, f.ts)
+	s.raiseUp(wire.PSNAdd(f.psn, 1))
+}
+
+func (s *checkReq) onRNR(f *checkFrame) {
+	s.acknowledge(wire.PSNAdd(f.psn, -1), f.idx, f.ts)
+	s.rememberNAK(f.psn, f.idx, true)
+}
+
+func (s *checkReq) onNAK(f *checkFrame) {
+	e, c := f.psn, s.c
+	switch {
+	case s.upSet && !s.readSeen && wire.PSNDiff(e, s.up) > 0:
+		c.violation(RuleNAKPSN, f, "NAK asks for PSN %d, but PSN %d never passed this vantage point in sequence: the responder cannot have received it, so it is the first missing PSN", e, s.up)
+		s.rememberNAK(e, f.idx, false)
+		return
+	case s.ackSet && wire.PSNDiff(e, s.acked) <= 0:
+		c.violation(RuleNAKPSN, f, "NAK asks for PSN %d, but PSN %d was already acknowledged (frame %d)", e, s.acked, s.ackFrame)
+		s.rememberNAK(e, f.idx, false)
+		return
+	}
+	extra := s.nakSet && e == s.lastNAK && !s.repaired
+	if extra {
+		c.violation(RuleExtraNAK, f, "second NAK for PSN %d (first at frame %d) before any packet with PSN %d passed this vantage point", e, s.lastNAKFrame, e)
+	} else {
+		if s.hasGap && s.gapFor == e {
+			if s.pos.seesGaps() {
+				s.sample(&s.nakGen, &c.nakGen, f.ts-s.gapAt)
+			}
+			s.hasGap = false
+		}
+		s.nakSet, s.lastNAK, s.lastNAKFrame, s.repaired = true, e, f.idx, false
+		if s.pos.judgesSender() {
+			if _, ok := s.nakWait[e]; !ok {
+				s.nakWait[e] = f.ts
+			}
+		}
+	}
+	s.acknowledge(wire.PSNAdd(e, -1), f.idx, f.ts)
+	s.raiseUp(e)
+	s.rememberNAK(e, f.idx, true)
+}

@@ -1,0 +1,65 @@
+package conformance
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// WriteText prints the report as `inaemu check` does: one line per
+// violation (`RULE frame N qp 0x.. psn P: detail`), then a summary.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	for _, v := range r.Violations {
+		b.WriteString(v.String())
+		b.WriteByte('\n')
+	}
+	name := r.File
+	if name == "" {
+		name = "capture"
+	}
+	fmt.Fprintf(&b, "%s: %s (%d RoCE, %d malformed, %d not delivered), %s, %s\n", name, plural(r.Frames, "frame"),
+		r.RoCEFrames, r.Malformed, r.Ghosts, plural(len(r.VantagePoints), "vantage point"), plural(r.Connections, "connection"))
+	fmt.Fprintf(&b, "  icrc         %d bad\n", r.BadICRC)
+	if r.AggChecked+r.AggUnchecked+r.AggForwarded > 0 {
+		fmt.Fprintf(&b, "  aggregation  %d results equal the rank-order sum, %d unchecked (contributions not all seen), %d stale duplicates forwarded\n",
+			r.AggChecked, r.AggUnchecked, r.AggForwarded)
+	}
+	lat := func(label string, l LatencySummary) {
+		if l.Count == 0 {
+			fmt.Fprintf(&b, "  %-24s none\n", label)
+			return
+		}
+		fmt.Fprintf(&b, "  %-24s n=%d min %v median %v max %v\n", label, l.Count,
+			time.Duration(l.MinNS), time.Duration(l.MedianNS), time.Duration(l.MaxNS))
+	}
+	lat("retransmission latency", r.RetransLatency)
+	lat("NAK generation latency", r.NAKGenLatency)
+	lat("NAK response latency", r.NAKRespLatency)
+	if r.Conforms {
+		b.WriteString("  result       conforms\n")
+	} else {
+		counts := r.RuleCounts()
+		rules := make([]string, 0, len(counts))
+		for k := range counts {
+			rules = append(rules, k)
+		}
+		sort.Strings(rules)
+		parts := make([]string, len(rules))
+		for i, k := range rules {
+			parts[i] = fmt.Sprintf("%s %d", k, counts[k])
+		}
+		fmt.Fprintf(&b, "  result       %s (%s)\n", plural(len(r.Violations), "violation"), strings.Join(parts, ", "))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
