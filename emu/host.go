@@ -3,7 +3,6 @@ package emu
 import (
 	"net"
 	"net/netip"
-	"time"
 
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/roce"
@@ -40,7 +39,7 @@ type Host struct {
 	rr        int
 	ctrl      [][]byte
 	view      frames.View
-	pollTimer interface{ Reset(time.Duration) bool }
+	pollTimer roce.Timer
 	pollDue   bool
 	mac6      [6]byte
 }

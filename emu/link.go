@@ -281,8 +281,3 @@ func (d *linkDir) onIdleFlush() {
 		d.stage.Flush(d.emitFn)
 	}
 }
-
-// active reports whether the direction still has work.
-func (d *linkDir) active() bool {
-	return d.busy || len(d.q) > 0 || d.head < len(d.inflight) || (d.stage != nil && d.stage.Pending() > 0)
-}
