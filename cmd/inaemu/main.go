@@ -27,6 +27,7 @@ func commands() []command {
 	return []command{
 		{"run", "emulate an allreduce (NetReduce or Ring) through the aggregating switch, with faults", runRun},
 		{"conformance", "run the property suites (aggregation, go-back-N, checksum) with shrunk counterexamples", runConformance},
+		{"replay", "feed a capture through the emulated switch offline and write what it emits", runReplay},
 		{"decode", "print every frame of a pcap/pcapng capture, one line (or JSON object) each", runDecode},
 		{"check", "check a capture: ICRCs, go-back-N on both sides, latencies, NetReduce sums", runCheck},
 	}

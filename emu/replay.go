@@ -1,0 +1,142 @@
+package emu
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/inaemu/inaemu/emu/netreduce"
+	"github.com/inaemu/inaemu/emu/tensor"
+	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/frames/wire"
+	"github.com/inaemu/inaemu/internal/pcapio"
+)
+
+// ReplayOptions configure feeding a capture through the switch offline.
+// Zero ring fields are inferred from the capture's INA headers: Workers
+// from the highest rank, MsgLen from the longest message, MTU from the
+// largest payload; Window defaults to 2.
+type ReplayOptions struct {
+	Workers, Window, MsgLen, MTU int
+	DType                        tensor.DType
+	Release                      netreduce.Release
+	Rate                         float64 // egress link rate (0: 100G)
+	Out                          io.Writer
+}
+
+// ReplayReport says what the switch did with a replayed capture.
+type ReplayReport struct {
+	Frames  int          `json:"frames"`  // frames fed in
+	Ignored int          `json:"ignored"` // frames of *-out interfaces (what a switch sent)
+	Ports   int          `json:"ports"`   // switch ports used
+	Ring    string       `json:"ring"`    // the ring configuration used
+	Emitted uint64       `json:"emitted"` // frames the switch sent (see the output capture)
+	Switch  SwitchReport `json:"switch"`  // its counters
+}
+
+// ReplayThroughSwitch feeds the frames of a capture into an emulated
+// switch at their original relative times and writes everything it sends
+// (results with fresh ICRCs, forwarded frames) to opt.Out as pcapng, on
+// interfaces portR-out. Ingress ports: a frame seen on interface "portR-in"
+// enters port R and frames on "portR-out" (a switch's own output) are
+// skipped; in any other capture each source MAC gets the next port, in
+// order of appearance.
+func ReplayThroughSwitch(recs []pcapio.Record, ifaceNames []string, opt ReplayOptions) (*ReplayReport, error) {
+	rep := &ReplayReport{}
+	type in struct {
+		port int
+		at   time.Duration
+		data []byte
+	}
+	var feed []in
+	macPort := map[[6]byte]int{}
+	ports := 0
+	var t0 time.Time // the earliest timestamp: times are relative to it
+	for i, r := range recs {
+		if i == 0 || r.Info.Timestamp.Before(t0) {
+			t0 = r.Info.Timestamp
+		}
+	}
+	var v frames.View
+	maxRank, maxLen, maxPay := -1, 0, 0
+	for _, r := range recs {
+		if len(r.Data) < 14 {
+			continue
+		}
+		port := -1
+		if idx := r.Info.InterfaceIndex; idx < len(ifaceNames) {
+			name := ifaceNames[idx]
+			var p int
+			if _, err := fmt.Sscanf(name, "port%d-", &p); err == nil && strings.HasSuffix(name, "-out") {
+				rep.Ignored++
+				continue
+			} else if err == nil && strings.HasSuffix(name, "-in") {
+				port = p
+			}
+		}
+		if port < 0 {
+			src := [6]byte(r.Data[6:12])
+			p, ok := macPort[src]
+			if !ok {
+				p = len(macPort)
+				macPort[src] = p
+			}
+			port = p
+		}
+		ports = max(ports, port+1)
+		if v.Parse(r.Data) == nil {
+			maxPay = max(maxPay, len(v.Payload()))
+			if op := v.Opcode(); (op == wire.WriteFirst || op == wire.WriteOnly || op == wire.WriteOnlyWithImm) && wire.IsINA(v.Payload()) {
+				h := v.INA()
+				maxRank, maxLen = max(maxRank, int(h.Rank())), max(maxLen, int(h.MsgLen()))
+			}
+		}
+		feed = append(feed, in{port, r.Info.Timestamp.Sub(t0), r.Data})
+	}
+	if len(feed) == 0 {
+		return nil, fmt.Errorf("replay: no frames to feed the switch")
+	}
+	if opt.Workers == 0 {
+		opt.Workers = max(maxRank+1, 2)
+	}
+	if opt.MsgLen == 0 {
+		opt.MsgLen = max(maxLen, 1)
+	}
+	if opt.Window == 0 {
+		opt.Window = 2
+	}
+	if opt.MTU == 0 {
+		opt.MTU = 256
+		for opt.MTU < maxPay && opt.MTU < 4096 {
+			opt.MTU *= 2
+		}
+	}
+	if opt.Rate == 0 {
+		opt.Rate = 100e9
+	}
+	fab, err := NewFabric(FabricConfig{Hosts: max(ports, 1), Link: LinkConfig{Rate: opt.Rate}, Capture: opt.Out})
+	if err != nil {
+		return nil, err
+	}
+	if maxRank >= 0 {
+		if err := fab.Switch.AddRing(netreduce.RingConfig{ID: 0, Workers: opt.Workers, Window: opt.Window, MsgLen: opt.MsgLen,
+			MTU: opt.MTU, DType: opt.DType, Release: opt.Release}); err != nil {
+			return nil, err
+		}
+		rep.Ring = fmt.Sprintf("workers=%d window=%d msg-len=%d mtu=%d dtype=%s release=%s", opt.Workers, opt.Window, opt.MsgLen, opt.MTU, opt.DType, opt.Release)
+	}
+	for _, f := range feed {
+		f := f
+		fab.Clock.AfterFunc(f.at, func() { fab.Switch.ingress(f.port, f.data) })
+	}
+	for fab.Clock.Step() {
+	}
+	if err := fab.CloseCapture(); err != nil {
+		return nil, err
+	}
+	rep.Frames, rep.Ports = len(feed), ports
+	rep.Switch = SwitchReport{Stats: fab.Switch.Accel.Stats, SwitchStats: fab.Switch.Stats}
+	rep.Emitted = fab.LinkStats().Frames
+	return rep, nil
+}
