@@ -18,7 +18,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"sort"
 	"strconv"
 	"testing"
 
@@ -32,65 +31,17 @@ import (
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
+	"github.com/inaemu/inaemu/internal/f16ref"
 )
 
 const destQP = 0x12
 
 // ---- independent element arithmetic ----
 
-func decode16(h uint16) float64 {
-	neg := h&0x8000 != 0
-	exp, mant := int(h>>10)&0x1f, int(h&0x3ff)
-	var v float64
-	switch {
-	case exp == 0x1f && mant != 0:
-		return math.NaN()
-	case exp == 0x1f:
-		v = math.Inf(1)
-	case exp == 0:
-		v = math.Ldexp(float64(mant), -24)
-	default:
-		v = math.Ldexp(float64(1024+mant), exp-25)
-	}
-	if neg {
-		v = -v
-	}
-	return v
-}
-
-// half16 lists the values of encodings 0..0x7bff, then 65536 standing for
-// overflow (0x7c00, +inf).
-var half16 = func() []float64 {
-	t := make([]float64, 0x7c01)
-	for c := range t[:0x7c00] {
-		t[c] = decode16(uint16(c))
-	}
-	t[0x7c00] = 65536
-	return t
-}()
-
-// round16 rounds x to the nearest binary16, ties to even, by table search.
-func round16(x float64) uint16 {
-	if math.IsNaN(x) {
-		return 0x7e00
-	}
-	var s uint16
-	if math.Signbit(x) {
-		s, x = 0x8000, -x
-	}
-	if x >= 65536 {
-		return s | 0x7c00
-	}
-	i := sort.SearchFloat64s(half16, x)
-	if half16[i] == x {
-		return s | uint16(i)
-	}
-	switch mid := half16[i-1] + half16[i]; {
-	case 2*x < mid, 2*x == mid && (i-1)%2 == 0:
-		return s | uint16(i-1)
-	}
-	return s | uint16(i)
-}
+var (
+	decode16 = f16ref.Decode
+	round16  = f16ref.Round
+)
 
 // refSum folds the inputs in the order given with the type's arithmetic,
 // written independently of package tensor.

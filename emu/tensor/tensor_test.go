@@ -10,85 +10,21 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
-	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/emu/tensor"
+	"github.com/inaemu/inaemu/internal/f16ref"
 )
 
 // ---- independent binary16 reference ----
 
-// refDecode16 is the value of a binary16 encoding, computed from the IEEE
-// 754 definition (not from tensor.F16ToF32).
-func refDecode16(h uint16) float64 {
-	neg := h&0x8000 != 0
-	exp := int(h>>10) & 0x1f
-	mant := int(h & 0x3ff)
-	var v float64
-	switch {
-	case exp == 0x1f && mant != 0:
-		return math.NaN()
-	case exp == 0x1f:
-		v = math.Inf(1)
-	case exp == 0:
-		v = math.Ldexp(float64(mant), -24) // subnormal: mant × 2^-24
-	default:
-		v = math.Ldexp(float64(1024+mant), exp-25) // 1.mant × 2^(exp-15)
-	}
-	if neg {
-		v = -v
-	}
-	return v
-}
-
-// f16Table holds the values of encodings 0x0000..0x7c00 (all finite
-// non-negative values, then +inf). For rounding, 0x7c00 stands for 65536,
-// the next value of an unbounded exponent range: IEEE overflow rounds to
-// infinity exactly when the unbounded rounding would give 65536 or more.
-var f16Table = func() []float64 {
-	t := make([]float64, 0x7c01)
-	for c := range t[:0x7c00] {
-		t[c] = refDecode16(uint16(c))
-	}
-	t[0x7c00] = 65536
-	return t
-}()
-
-// refRound16 rounds a float64 to binary16 by brute force: find the two
-// neighbouring binary16 values and take the nearer, ties to the even
-// encoding. Comparisons are exact: 2x and lo+hi are exact in float64.
-func refRound16(x float64) uint16 {
-	if math.IsNaN(x) {
-		return 0x7e00
-	}
-	var sign uint16
-	if math.Signbit(x) {
-		sign = 0x8000
-		x = -x
-	}
-	if x >= 65536 { // includes +inf
-		return sign | 0x7c00
-	}
-	i := sort.SearchFloat64s(f16Table, x) // first value >= x
-	if f16Table[i] == x {
-		return sign | uint16(i)
-	}
-	lo, hi := i-1, i
-	mid := f16Table[lo] + f16Table[hi]
-	switch {
-	case 2*x < mid:
-		return sign | uint16(lo)
-	case 2*x > mid:
-		return sign | uint16(hi)
-	case lo%2 == 0:
-		return sign | uint16(lo)
-	default:
-		return sign | uint16(hi)
-	}
-}
+var (
+	refDecode16 = f16ref.Decode
+	refRound16  = f16ref.Round
+)
 
 func isNaN16(h uint16) bool { return h&0x7c00 == 0x7c00 && h&0x3ff != 0 }
 
@@ -181,7 +117,7 @@ func TestF32ToF16EdgeCases(t *testing.T) {
 func TestF32ToF16AllNeighbours(t *testing.T) {
 	bad := 0
 	for c := 0; c < 0x7c00 && bad < 10; c++ {
-		lo, hi := f16Table[c], f16Table[c+1]
+		lo, hi := f16ref.Table[c], f16ref.Table[c+1]
 		mid := float32((lo + hi) / 2) // exact: a binary16 midpoint has at most 12 significant bits
 		require.Equal(t, (lo+hi)/2, float64(mid))
 		for _, f := range []float32{float32(lo), mid, math.Nextafter32(mid, 0), math.Nextafter32(mid, float32(math.Inf(1)))} {
@@ -204,7 +140,7 @@ func TestF32ToF16Random(t *testing.T) {
 		case 1: // the binary16 range and a bit around it
 			f = math.Float32frombits(uint32(rng.IntN(2))<<31 | uint32(100+rng.IntN(45))<<23 | rng.Uint32()&0x7fffff)
 		default: // near a binary16 value: low float32 bits random around the rounding point
-			h := f16Table[rng.IntN(0x7c00)]
+			h := f16ref.Table[rng.IntN(0x7c00)]
 			f = math.Float32frombits(math.Float32bits(float32(h)) ^ rng.Uint32()&0x3fff)
 		}
 		if !checkRound(t, f) {
