@@ -1,20 +1,16 @@
 package conformance
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net/netip"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/gopacket/gopacket/pcapgo"
-
+	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
@@ -53,7 +49,7 @@ const (
 // GhostMarker is the text in a frame's first packet comment that marks a
 // frame a fault dropped before the capture point (inaemu writes such
 // frames where they would have arrived).
-const GhostMarker = "(not delivered)"
+const GhostMarker = emu.GhostComment
 
 // CheckOptions tune Check.
 type CheckOptions struct {
@@ -219,50 +215,16 @@ func (r *Report) RuleCounts() map[string]int {
 // report. When opt.Interfaces is nil the pcapng interface names are read
 // from the file.
 func CheckFile(path string, opt CheckOptions) (*Report, error) {
-	recs, err := pcapio.ReadAll(path)
+	recs, names, err := pcapio.ReadAllNamed(path)
 	if err != nil {
 		return nil, err
 	}
 	if opt.Interfaces == nil {
-		if opt.Interfaces, err = InterfaceNames(path); err != nil {
-			return nil, err
-		}
+		opt.Interfaces = names
 	}
 	r := Check(recs, opt)
 	r.File = path
 	return r, nil
-}
-
-// InterfaceNames returns the pcapng interface names of a capture by
-// interface index (nil for a classic pcap file).
-func InterfaceNames(path string) ([]string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if len(b) < 4 || binary.BigEndian.Uint32(b) != 0x0A0D0D0A {
-		return nil, nil
-	}
-	ng, err := pcapgo.NewNgReader(bytes.NewReader(b), pcapgo.NgReaderOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("%s: bad capture header: %v", path, err)
-	}
-	for {
-		if _, _, err := ng.ReadPacketData(); err != nil {
-			if !errors.Is(err, io.EOF) {
-				return nil, fmt.Errorf("%s: %v", path, err)
-			}
-			break
-		}
-	}
-	names := make([]string, ng.NInterfaces())
-	for i := range names {
-		ifc, err := ng.Interface(i)
-		if err == nil {
-			names[i] = ifc.Name
-		}
-	}
-	return names, nil
 }
 
 // frame classes

@@ -350,9 +350,7 @@ var chkFaultEvents = []string{
 // one result's data changed and its ICRC recomputed. It returns the
 // capture and the changed frame's index.
 func chkAggSumCapture(t *testing.T, clean string) ([]byte, int) {
-	recs, err := pcapio.ReadAll(clean)
-	require.NoError(t, err)
-	names, err := conformance.InterfaceNames(clean)
+	recs, names, err := pcapio.ReadAllNamed(clean)
 	require.NoError(t, err)
 	recs = recs[:300]
 	changed := -1

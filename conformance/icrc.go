@@ -55,7 +55,7 @@ func captureOf(sc *emu.Scenario) ([]pcapio.Record, *emu.Result, error) {
 
 func ghostOrFaulted(r pcapio.Record) (ghost, corrupt bool) {
 	for _, c := range r.Comments {
-		ghost = ghost || strings.Contains(c, "(not delivered)")
+		ghost = ghost || strings.Contains(c, emu.GhostComment)
 		corrupt = corrupt || strings.Contains(c, "corrupt")
 	}
 	return

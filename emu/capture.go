@@ -37,14 +37,21 @@ func newCapture(out io.Writer, dirs []*linkDir) (*capture, error) {
 	return &capture{w: w}, nil
 }
 
-// Comment texts are machine-readable: "inaemu: fault=NAMES [spec=SPEC]".
+// Capture comments are machine-readable: FaultCommentPrefix, the names
+// of what was done, the event's spec if one fired, and GhostComment on
+// frames that were not delivered.
+const (
+	FaultCommentPrefix = "inaemu: fault="
+	GhostComment       = "(not delivered)"
+)
+
 func faultComment(note faults.Note, ev *faults.Event, dropped bool) string {
-	s := "inaemu: fault=" + note.String()
+	s := FaultCommentPrefix + note.String()
 	if ev != nil {
 		s += fmt.Sprintf(" spec=%q", ev.Spec)
 	}
 	if dropped {
-		s += " (not delivered)"
+		s += " " + GhostComment
 	}
 	return s
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/inaemu/inaemu/conformance"
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/tensor"
@@ -52,12 +51,11 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		fs.usageError("%v", err)
 		return exitUsage
 	}
-	recs, err := pcapio.ReadAll(pos[0])
+	recs, names, err := pcapio.ReadAllNamed(pos[0]) // pcap files have no interface names
 	if err != nil {
 		fmt.Fprintf(stderr, "inaemu replay: %v\n", err)
 		return exitUsage
 	}
-	names, _ := conformance.InterfaceNames(pos[0]) // pcap files have none
 	f, err := os.Create(*out)
 	if err != nil {
 		fmt.Fprintf(stderr, "inaemu replay: %v\n", err)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/inaemu/inaemu/conformance"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/internal/pcapio"
 )
@@ -16,9 +15,7 @@ import (
 // outFrames are the RoCE frames a capture shows leaving the switch.
 func outFrames(t *testing.T, fn string) []string {
 	t.Helper()
-	recs, err := pcapio.ReadAll(fn)
-	require.NoError(t, err)
-	names, err := conformance.InterfaceNames(fn)
+	recs, names, err := pcapio.ReadAllNamed(fn)
 	require.NoError(t, err)
 	var v frames.View
 	var out []string

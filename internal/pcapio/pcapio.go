@@ -128,22 +128,44 @@ func (r *Reader) Close() error {
 
 // ReadAll reads every record of the file at path.
 func ReadAll(path string) ([]Record, error) {
+	recs, _, err := ReadAllNamed(path)
+	return recs, err
+}
+
+// ReadAllNamed reads every record of the file at path and the names of its
+// pcapng interfaces (nil for a pcap file).
+func ReadAllNamed(path string) ([]Record, []string, error) {
 	r, err := Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer r.Close()
 	var out []Record
 	for {
 		rec, err := r.Next()
 		if err == io.EOF {
-			return out, nil
+			return out, r.Interfaces(), nil
 		}
 		if err != nil {
-			return out, err
+			return out, r.Interfaces(), err
 		}
 		out = append(out, rec)
 	}
+}
+
+// Interfaces are the names of the pcapng interfaces read so far (all of
+// them once Next has returned io.EOF); nil for a pcap file.
+func (r *Reader) Interfaces() []string {
+	if r.ng == nil {
+		return nil
+	}
+	names := make([]string, r.ng.NInterfaces())
+	for i := range names {
+		if ifc, err := r.ng.Interface(i); err == nil {
+			names[i] = ifc.Name
+		}
+	}
+	return names
 }
 
 // Writer writes a pcapng capture with one interface per named port and
