@@ -318,5 +318,3 @@ func noAggregateFromCorruption(o SuiteOptions) PropertyResult {
 	res.Wall = time.Since(start)
 	return res
 }
-
-func verify(f []byte) (bool, error) { return frames.VerifyICRC(f) }

@@ -113,5 +113,3 @@ func writeFiles(dir, path string, b []byte) error {
 	}
 	return os.WriteFile(path, b, 0o644)
 }
-
-func createCapture(path string) (*os.File, error) { return os.Create(path) }

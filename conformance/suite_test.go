@@ -11,6 +11,7 @@ import (
 
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/netreduce"
+	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
 )
 
@@ -80,7 +81,7 @@ func TestMaskedBitRegions(t *testing.T) {
 			for b := 0; b < 8; b++ {
 				g := append([]byte(nil), f...)
 				g[at] ^= 1 << b
-				ok, err := verify(g) // an error (e.g. a broken IP length) is a detection too
+				ok, err := frames.VerifyICRC(g) // an error (e.g. a broken IP length) is a detection too
 				require.Equal(t, maskedBit(f, at, b), ok && err == nil, "byte %d bit %d of % x", at, b, f[:min(len(f), 80)])
 			}
 		}
