@@ -50,6 +50,7 @@ type Fabric struct {
 	stages  []*faults.Stage
 	capture *capture
 	onSend  func(port int, dir faults.Dir, at time.Duration, frame []byte)
+	live    *liveIO // set when hosts and switch run on devices (NewLiveFabric)
 }
 
 // HostMAC, HostIP and HostGID are host r's addresses: a locally
@@ -100,7 +101,8 @@ func NewFabric(cfg FabricConfig) (*Fabric, error) {
 			f.stages = append(f.stages, st)
 			d.setStage(st)
 		}
-		h := newHost(f, r, cfg.Transport, in, out)
+		h := newHost(f, r, cfg.Transport)
+		h.up = in
 		port := r
 		in.recv = func(frame []byte) { f.Switch.ingress(port, frame) }
 		out.recv = h.receive

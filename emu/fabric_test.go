@@ -54,8 +54,8 @@ type arrival struct {
 	n   int
 }
 
-// tap records every frame a direction delivers (then hands it on).
-func tap(f *Fabric, d *linkDir) *[]arrival {
+// recordArrivals records every frame a direction delivers (then hands it on).
+func recordArrivals(f *Fabric, d *linkDir) *[]arrival {
 	var got []arrival
 	orig := d.recv
 	d.recv = func(b []byte) {
@@ -110,8 +110,8 @@ func TestLinkTimingSingleFrame(t *testing.T) {
 		t.Run(fmt.Sprintf("%gG_%dB", tc.rate/1e9, tc.n), func(t *testing.T) {
 			f, err := NewFabric(FabricConfig{Hosts: 2, Link: LinkConfig{Rate: tc.rate, Latency: tc.lat}})
 			require.NoError(t, err)
-			atSwitch := tap(f, dirOf(t, f, "port0-in"))
-			atHost1 := tap(f, dirOf(t, f, "port1-out"))
+			atSwitch := recordArrivals(f, dirOf(t, f, "port0-in"))
+			atHost1 := recordArrivals(f, dirOf(t, f, "port1-out"))
 			f.Hosts[0].SendControl(testFrame(broadcast, f.Hosts[0].MAC, tc.n, 1))
 			runIdle(t, f)
 			require.Len(t, *atSwitch, 1)
@@ -143,8 +143,8 @@ func TestLinkTimingBackToBackNoDrift(t *testing.T) {
 			lat := 700 * time.Nanosecond
 			f, err := NewFabric(FabricConfig{Hosts: 2, Link: LinkConfig{Rate: tc.rate, Latency: lat}})
 			require.NoError(t, err)
-			atSwitch := tap(f, dirOf(t, f, "port0-in"))
-			atHost1 := tap(f, dirOf(t, f, "port1-out"))
+			atSwitch := recordArrivals(f, dirOf(t, f, "port0-in"))
+			atHost1 := recordArrivals(f, dirOf(t, f, "port1-out"))
 			for i := 0; i < frames; i++ {
 				f.Hosts[0].SendControl(testFrame(broadcast, f.Hosts[0].MAC, tc.n, i))
 			}
@@ -185,8 +185,8 @@ func TestSwitchForwardLatency(t *testing.T) {
 		timing.Forward = fwd
 		f, err := NewFabric(FabricConfig{Hosts: 2, Link: LinkConfig{Rate: 10e9, Latency: time.Microsecond}, Timing: timing})
 		require.NoError(t, err)
-		atSwitch := tap(f, dirOf(t, f, "port0-in"))
-		atHost1 := tap(f, dirOf(t, f, "port1-out"))
+		atSwitch := recordArrivals(f, dirOf(t, f, "port0-in"))
+		atHost1 := recordArrivals(f, dirOf(t, f, "port1-out"))
 		f.Hosts[0].SendControl(testFrame(broadcast, f.Hosts[0].MAC, 100, 0)) // 124 B × 0.8 ns = 99.2 ns
 		runIdle(t, f)
 		require.Len(t, *atHost1, 1)
@@ -292,7 +292,7 @@ func TestEgressQueueTailDrop(t *testing.T) {
 	f, err := NewFabric(FabricConfig{Hosts: 2, Link: LinkConfig{Rate: 10e9, Queue: 5}})
 	require.NoError(t, err)
 	out := dirOf(t, f, "port1-out")
-	got := tap(f, out)
+	got := recordArrivals(f, out)
 	for i := 0; i < 8; i++ {
 		ok := out.push(testFrame(broadcast, f.Hosts[0].MAC, 100, i), 0)
 		assert.Equal(t, i < 5, ok, "push %d", i)
@@ -334,9 +334,9 @@ func TestFaultStagePerDirection(t *testing.T) {
 	require.NoError(t, err)
 	f, err := NewFabric(FabricConfig{Hosts: 3, Link: LinkConfig{Rate: 10e9, Latency: time.Microsecond}, Events: []faults.Event{ev}, Seed: 9})
 	require.NoError(t, err)
-	in1 := tap(f, dirOf(t, f, "port1-in"))
-	out1 := tap(f, dirOf(t, f, "port1-out"))
-	out2 := tap(f, dirOf(t, f, "port2-out"))
+	in1 := recordArrivals(f, dirOf(t, f, "port1-in"))
+	out1 := recordArrivals(f, dirOf(t, f, "port1-out"))
+	out2 := recordArrivals(f, dirOf(t, f, "port2-out"))
 	// Host 1 sends first: its frames cross port1-in, which the event must
 	// not touch (nor count towards nth).
 	for i := 0; i < 3; i++ {

@@ -33,8 +33,12 @@ type Host struct {
 	// host's CQs gained completions.
 	OnCompletion func()
 
+	// OnControl, if set, sees every frame that is not RoCE (ARP...).
+	OnControl func(frame []byte)
+
 	fab       *Fabric
-	up, down  *linkDir
+	up        kicker // the NIC's transmit side: a link direction or a device
+	live      bool   // the NIC is a device in this process
 	qps       []*roce.QP
 	rr        int
 	ctrl      [][]byte
@@ -44,8 +48,12 @@ type Host struct {
 	mac6      [6]byte
 }
 
-func newHost(f *Fabric, r int, t frames.Transport, up, down *linkDir) *Host {
-	h := &Host{Rank: r, MAC: HostMAC(r), IP: hostAddr(t, r), Transport: t, PD: roce.NewPD(), fab: f, up: up, down: down}
+// kicker is a transmitter that pulls frames from a txSource when told it
+// has some.
+type kicker interface{ kick() }
+
+func newHost(f *Fabric, r int, t frames.Transport) *Host {
+	h := &Host{Rank: r, MAC: HostMAC(r), IP: hostAddr(t, r), Transport: t, PD: roce.NewPD(), fab: f}
 	copy(h.mac6[:], h.MAC)
 	tm := f.Clock.AfterFunc(0, h.poll)
 	tm.Stop()
@@ -145,6 +153,9 @@ func (h *Host) receive(frame []byte) {
 	if err := h.view.Parse(frame); err != nil {
 		if err == frames.ErrNotRoCE {
 			h.Stats.NotRoCE++
+			if h.OnControl != nil {
+				h.OnControl(frame)
+			}
 		} else {
 			h.Stats.Malformed++
 		}

@@ -35,17 +35,10 @@ func newNetReduceJob(r *runner) (*netReduceJob, error) {
 	j := &netReduceJob{r: r, stride: cfg.MsgLen * cfg.MTU}
 	j.chunk = j.stride - wire.INALen
 	j.msgs = int((cfg.TensorBytes + int64(j.chunk) - 1) / int64(j.chunk))
-	// The switch learns the ring's connections when the job connects
-	// (NetReduce's initialization), so a packet that overtakes its
-	// message's first packet is never mistaken for ordinary traffic.
-	var conns []netreduce.Conn
-	for _, w := range r.workers {
-		succ := r.workers[(w.rank+1)%len(r.workers)]
-		conns = append(conns, netreduce.Conn{Src: w.h.IP, Dst: succ.h.IP, DestQP: recvQPN, Rank: w.rank})
-	}
-	if err := r.fab.Switch.AddRing(netreduce.RingConfig{ID: 0, Workers: cfg.Workers, Window: cfg.Window,
-		MsgLen: cfg.MsgLen, MTU: cfg.MTU, DType: cfg.DType, Release: cfg.Release, Conns: conns}); err != nil {
-		return nil, err
+	if r.fab.Switch != nil {
+		if err := r.fab.Switch.AddRing(NetReduceRing(cfg)); err != nil {
+			return nil, err
+		}
 	}
 	size := j.msgs * j.stride
 	tens := make([]byte, cfg.TensorBytes)
@@ -75,6 +68,22 @@ func newNetReduceJob(r *runner) (*netReduceJob, error) {
 	return j, nil
 }
 
+// NetReduceRing is the switch's ring for a NetReduce job: ring 0 with the
+// job's window, message length, MTU, arithmetic and release rule, and the
+// ring's connections (rank r's send QP to rank r+1's receive QP), which
+// the switch learns when the job connects (NetReduce's initialization), so
+// a packet that overtakes its message's first packet is never mistaken for
+// ordinary traffic.
+func NetReduceRing(cfg Config) netreduce.RingConfig {
+	var conns []netreduce.Conn
+	for r := 0; r < cfg.Workers; r++ {
+		conns = append(conns, netreduce.Conn{Src: hostAddr(cfg.Transport, r), Dst: hostAddr(cfg.Transport, (r+1)%cfg.Workers),
+			DestQP: recvQPN, Rank: r})
+	}
+	return netreduce.RingConfig{ID: 0, Workers: cfg.Workers, Window: cfg.Window, MsgLen: cfg.MsgLen, MTU: cfg.MTU,
+		DType: cfg.DType, Release: cfg.Release, Conns: conns}
+}
+
 // slot is message k of a buffer: header plus data, as long as it is.
 func (j *netReduceJob) slot(buf []byte, k int) []byte {
 	n := j.stride
@@ -85,7 +94,7 @@ func (j *netReduceJob) slot(buf []byte, k int) []byte {
 }
 
 func (j *netReduceJob) start() error {
-	for _, w := range j.r.workers {
+	for _, w := range j.r.local() {
 		for k := 0; k < j.msgs; k++ {
 			if err := w.rq.PostRecv(roce.RecvWR{ID: uint64(k)}); err != nil {
 				return err
@@ -143,6 +152,9 @@ func (j *netReduceJob) check() *Mismatch {
 			tensor.Add(d, ref, j.slot(j.send[rank], k)[wire.INALen:])
 		}
 		for rank := 0; rank < n; rank++ {
+			if !j.r.workers[rank].local {
+				continue
+			}
 			got := j.slot(j.recv[rank], k)
 			pred := j.slot(j.send[(rank+n-1)%n], k)
 			if !bytes.Equal(got[:wire.INALen], pred[:wire.INALen]) {

@@ -92,7 +92,7 @@ func (j *ringJob) msgRange(c, m int) (int, int) {
 }
 
 func (j *ringJob) start() error {
-	for _, w := range j.r.workers {
+	for _, w := range j.r.local() {
 		for s := 0; s < j.steps; s++ {
 			for m := range j.arrived[w.rank][s] {
 				if err := w.rq.PostRecv(roce.RecvWR{ID: uint64(s)<<24 | uint64(m)}); err != nil {
@@ -174,6 +174,9 @@ func (j *ringJob) check() *Mismatch {
 			tensor.Add(d, ref, j.input[(c+i)%j.n][lo:hi])
 		}
 		for r := 0; r < j.n; r++ {
+			if !j.r.workers[r].local {
+				continue
+			}
 			if m := firstDiff(d, r, int64(lo), j.result(r, c), ref); m != nil {
 				return m
 			}

@@ -60,6 +60,11 @@ type Config struct {
 	// MaxVirtual bounds the job's virtual time (0: one minute).
 	MaxVirtual time.Duration
 	Capture    io.Writer
+	// Devices, if set, runs the job on real interfaces (the TAP backend):
+	// wall-clock time, no emulated links, so no faults, capture or link
+	// model; MaxVirtual bounds the wall time. Only the ranks with a device
+	// run (and are checked) here.
+	Devices *Devices
 }
 
 // DefaultConfig is `inaemu run` with no flags.
@@ -153,6 +158,10 @@ func (c *Config) Validate() error {
 		return bad("--latency: must not be negative")
 	case c.Timeout > 31 || c.RetryCnt > 7:
 		return bad("timeout exponent 0..31, retry count 0..7")
+	case c.Devices != nil && (c.Netem != (faults.Netem{}) || len(c.Events) > 0):
+		return bad("faults act on emulated links; the TAP backend has none (run without --backend tap to inject them)")
+	case c.Devices != nil && c.Capture != nil:
+		return bad("--pcap records emulated links; on TAPs capture on the bridges (tshark -i PREFIX-br0 ...)")
 	}
 	return nil
 }
@@ -170,6 +179,7 @@ type job interface {
 // worker is one rank: a QP to its successor and one from its predecessor.
 type worker struct {
 	rank     int
+	local    bool // runs in this process (always, but with Devices)
 	h        *Host
 	sq, rq   *roce.QP
 	recvMR   *roce.MR
@@ -188,6 +198,19 @@ type runner struct {
 	workers []*worker
 	job     job
 	err     error
+	started bool          // the job's first work requests are posted
+	startAt time.Duration // when (live: after the start barrier)
+}
+
+// local lists the workers that run in this process.
+func (r *runner) local() []*worker {
+	var l []*worker
+	for _, w := range r.workers {
+		if w.local {
+			l = append(l, w)
+		}
+	}
+	return l
 }
 
 // QP numbers on every host: rxe hands out 17 first, like a fresh host.
@@ -211,10 +234,16 @@ func Run(cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.job.start(); err != nil {
-		return nil, &ConfigError{err}
+	var res *Result
+	if r.fab.Live() {
+		res = r.serve()
+	} else {
+		if err := r.job.start(); err != nil {
+			return nil, &ConfigError{err}
+		}
+		r.started = true
+		res = r.loop()
 	}
-	res := r.loop()
 	res.Wall = time.Since(wallStart)
 	res.WallNS = int64(res.Wall)
 	if cerr := r.fab.CloseCapture(); cerr != nil && r.err == nil {
@@ -236,14 +265,24 @@ func Run(cfg Config) (*Result, error) {
 // newRunner builds the fabric, the workers' QPs and buffers, the job and
 // the connections; the job is ready to start.
 func newRunner(cfg Config) (*runner, error) {
-	fab, err := NewFabric(FabricConfig{Hosts: cfg.Workers, Transport: cfg.Transport, Link: cfg.Link, Timing: cfg.Timing,
-		Netem: cfg.Netem, Events: cfg.Events, Seed: cfg.Seed, Capture: cfg.Capture})
+	var fab *Fabric
+	var err error
+	if cfg.Devices != nil {
+		fab, err = NewLiveFabric(cfg.Workers, cfg.Transport, cfg.Timing, *cfg.Devices)
+	} else {
+		fab, err = NewFabric(FabricConfig{Hosts: cfg.Workers, Transport: cfg.Transport, Link: cfg.Link, Timing: cfg.Timing,
+			Netem: cfg.Netem, Events: cfg.Events, Seed: cfg.Seed, Capture: cfg.Capture})
+	}
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
 	r := &runner{cfg: cfg, fab: fab}
 	for i, h := range fab.Hosts {
-		r.workers = append(r.workers, &worker{rank: i, h: h, sq: h.NewQP(sendQPN), rq: h.NewQP(recvQPN)})
+		r.workers = append(r.workers, &worker{rank: i, h: h, sq: h.NewQP(sendQPN), rq: h.NewQP(recvQPN), local: !fab.Live() || h.live})
+	}
+	if len(r.local()) == 0 {
+		fab.Close()
+		return nil, &ConfigError{errors.New("no worker has a device: nothing would run here")}
 	}
 	switch cfg.Mode {
 	case NetReduce:
@@ -257,10 +296,12 @@ func newRunner(cfg Config) (*runner, error) {
 	if err := r.connect(); err != nil {
 		return nil, &ConfigError{err}
 	}
-	for _, w := range r.workers {
+	for _, w := range r.local() {
 		w := w
 		w.h.OnCompletion = func() { r.poll(w) }
-		w.h.SendControl(w.h.GratuitousARP())
+		if !fab.Live() {
+			w.h.SendControl(w.h.GratuitousARP())
+		}
 	}
 	return r, nil
 }
@@ -326,7 +367,10 @@ func qpCounters(q *roce.QP) string {
 }
 
 func (r *runner) finished() bool {
-	for _, w := range r.workers {
+	if !r.started {
+		return false
+	}
+	for _, w := range r.local() {
 		if w.recvDone < w.recvWant || w.sendDone < w.sendWant {
 			return false
 		}
@@ -354,7 +398,7 @@ func (r *runner) loop() *Result {
 
 func (r *runner) progress() string {
 	s := ""
-	for _, w := range r.workers {
+	for _, w := range r.local() {
 		s += fmt.Sprintf(" rank %d %d/%d results %d/%d sends;", w.rank, w.recvDone, w.recvWant, w.sendDone, w.sendWant)
 	}
 	return s
@@ -379,13 +423,18 @@ func (r *runner) result(events int) *Result {
 			res.ICRCDrops += k.RxICRCErrors
 		}
 	}
+	if done > 0 {
+		done -= r.startAt
+	}
 	res.VirtualNS = int64(done)
 	if done > 0 {
 		res.AlgBWGbps = float64(cfg.TensorBytes) * 8 / float64(done)
 		res.BusBWGbps = res.AlgBWGbps * 2 * float64(cfg.Workers-1) / float64(cfg.Workers)
 	}
-	res.Switch = SwitchReport{Stats: r.fab.Switch.Accel.Stats, SwitchStats: r.fab.Switch.Stats}
-	res.ICRCDrops += res.Switch.ICRCDrops
+	if r.fab.Switch != nil {
+		res.Switch = SwitchReport{Stats: r.fab.Switch.Accel.Stats, SwitchStats: r.fab.Switch.Stats}
+		res.ICRCDrops += res.Switch.ICRCDrops
+	}
 	res.Faults = r.fab.FaultStats()
 	res.FaultDrops = res.Faults.Lost + res.Faults.Dropped
 	res.QueueDrops = r.fab.LinkStats().QueueDrops

@@ -47,10 +47,16 @@ type Switch struct {
 	timing SwitchTiming
 	aggLat time.Duration
 	fab    *Fabric
-	ports  []*linkDir // egress (switch → host) direction of each port
+	ports  []egress // each port's transmit side: a link direction or a device
 	macs   map[[6]byte]int
 	view   frames.View
 	emitFn netreduce.Emit
+}
+
+// egress is a switch port's transmit side: it takes a copy of frame, to
+// send no earlier than ready.
+type egress interface {
+	push(frame []byte, ready time.Duration) bool
 }
 
 func newSwitch(f *Fabric, t SwitchTiming) *Switch {

@@ -65,6 +65,24 @@ func (c *Clock) Advance(d time.Duration) int {
 	return n
 }
 
+// AdvanceTo moves time forward to t (never backward), firing every event
+// due by then. The TAP backend drives the clock this way with the wall
+// clock's reading, so timers fire in real time.
+func (c *Clock) AdvanceTo(t time.Duration) int {
+	if t <= c.now {
+		return c.Run(0)
+	}
+	return c.Advance(t - c.now)
+}
+
+// Next is when the earliest pending event is due.
+func (c *Clock) Next() (time.Duration, bool) {
+	if len(c.q) == 0 {
+		return 0, false
+	}
+	return c.q[0].when, true
+}
+
 // Pending is the number of scheduled events.
 func (c *Clock) Pending() int { return len(c.q) }
 

@@ -43,3 +43,25 @@ func TestCallbackSchedulesMore(t *testing.T) {
 	assert.Equal(t, 5, n)
 	assert.Equal(t, 4*time.Nanosecond, c.Now())
 }
+
+func TestAdvanceToAndNext(t *testing.T) {
+	c := New()
+	_, ok := c.Next()
+	assert.False(t, ok)
+	fired := 0
+	c.AfterFunc(3*time.Microsecond, func() { fired++ })
+	c.AfterFunc(7*time.Microsecond, func() { fired++ })
+	next, ok := c.Next()
+	assert.True(t, ok)
+	assert.Equal(t, 3*time.Microsecond, next)
+	assert.Equal(t, 1, c.AdvanceTo(5*time.Microsecond))
+	assert.Equal(t, 5*time.Microsecond, c.Now())
+	assert.Equal(t, 0, c.AdvanceTo(4*time.Microsecond), "time never runs backward")
+	assert.Equal(t, 5*time.Microsecond, c.Now())
+	c.AfterFunc(0, func() { fired++ })
+	assert.Equal(t, 1, c.AdvanceTo(5*time.Microsecond), "an event due now fires without time moving")
+	next, _ = c.Next()
+	assert.Equal(t, 7*time.Microsecond, next)
+	assert.Equal(t, 1, c.AdvanceTo(7*time.Microsecond))
+	assert.Equal(t, 3, fired)
+}

@@ -1,0 +1,183 @@
+package emu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/inaemu/inaemu/tap"
+)
+
+// announceEvery is how often a live host repeats its gratuitous ARP while
+// it has not yet heard every peer.
+const announceEvery = 10 * time.Millisecond
+
+// serve runs a live job: the start barrier, then the job, until it is done,
+// fails, or MaxVirtual of wall time has passed.
+func (r *runner) serve() *Result {
+	defer r.fab.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.MaxVirtual)
+	defer cancel()
+	b := newStartBarrier(r)
+	err := r.fab.Serve(ctx, func() bool { return r.err != nil || r.finished() })
+	switch {
+	case r.err != nil:
+	case errors.Is(err, context.DeadlineExceeded) && !r.started:
+		r.err = &JobError{fmt.Sprintf("job did not start within %v: %s", r.cfg.MaxVirtual, b.missing())}
+	case errors.Is(err, context.DeadlineExceeded):
+		r.err = &JobError{fmt.Sprintf("job did not finish within %v: %s", r.cfg.MaxVirtual, r.progress())}
+	case err != nil:
+		r.err = &JobError{err.Error()}
+	}
+	return r.result(0)
+}
+
+// startBarrier makes the processes of a job (a host each, the switch) wait
+// for one another, so no rank sends to a device nobody has opened yet.
+// Each local host broadcasts a gratuitous ARP request every announceEvery
+// until it has heard one from every other rank (the switch floods them, so
+// hearing a peer also means the switch runs), and answers every request it
+// hears with a gratuitous ARP reply, which is never answered: a host that
+// started late hears those who were waiting. When every local host has
+// heard every peer, the job starts.
+type startBarrier struct {
+	r     *runner
+	heard map[int][]bool // local rank → which ranks it has heard
+	left  map[int]int    // local rank → how many it has not
+	tick  func()
+}
+
+func newStartBarrier(r *runner) *startBarrier {
+	b := &startBarrier{r: r, heard: map[int][]bool{}, left: map[int]int{}}
+	n := len(r.workers)
+	for _, w := range r.local() {
+		w := w
+		b.heard[w.rank] = make([]bool, n)
+		b.heard[w.rank][w.rank] = true
+		b.left[w.rank] = n - 1
+		w.h.OnControl = func(frame []byte) { b.control(w, frame) }
+	}
+	clock := r.fab.Clock
+	b.tick = func() {
+		if r.started || r.err != nil {
+			return
+		}
+		for _, w := range r.local() {
+			if b.left[w.rank] > 0 {
+				w.h.SendControl(w.h.GratuitousARP())
+			}
+		}
+		clock.AfterFunc(announceEvery, b.tick)
+	}
+	b.tick()
+	b.maybeStart()
+	return b
+}
+
+// control handles a non-RoCE frame at local worker w.
+func (b *startBarrier) control(w *worker, frame []byte) {
+	peer, op, ok := hostARP(frame)
+	if !ok || peer == w.rank || peer >= len(b.r.workers) {
+		return
+	}
+	if op == arpRequest {
+		w.h.SendControl(arpReply(w.h.GratuitousARP()))
+	}
+	if !b.heard[w.rank][peer] {
+		b.heard[w.rank][peer] = true
+		b.left[w.rank]--
+		b.maybeStart()
+	}
+}
+
+func (b *startBarrier) maybeStart() {
+	r := b.r
+	if r.started {
+		return
+	}
+	for _, k := range b.left {
+		if k > 0 {
+			return
+		}
+	}
+	r.started = true
+	r.startAt = r.fab.Clock.Now()
+	if err := r.job.start(); err != nil {
+		r.err = &JobError{fmt.Sprintf("start: %v", err)}
+	}
+}
+
+// missing says which local ranks have not heard which peers.
+func (b *startBarrier) missing() string {
+	s := ""
+	for _, w := range b.r.local() {
+		var not []int
+		for p, ok := range b.heard[w.rank] {
+			if !ok {
+				not = append(not, p)
+			}
+		}
+		if len(not) > 0 {
+			s += fmt.Sprintf(" rank %d has not heard ranks %v;", w.rank, not)
+		}
+	}
+	return "no gratuitous ARP arrived through the switch (is `inaemu switch` running, and every `inaemu host`?):" + s
+}
+
+const (
+	arpRequest = 1
+	arpReply_  = 2
+)
+
+// hostARP reads an ARP frame from one of inaemu's hosts: the sender's rank
+// (from its MAC, see HostMAC) and the ARP operation.
+func hostARP(f []byte) (rank int, op int, ok bool) {
+	if len(f) < 42 || f[12] != 0x08 || f[13] != 0x06 {
+		return 0, 0, false
+	}
+	src := f[6:12]
+	if src[0] != 0x02 || src[1] != 0x1A || src[2] != 0xE0 || src[3] != 0 {
+		return 0, 0, false
+	}
+	rank = (int(src[4])<<8 | int(src[5])) - 1
+	return rank, int(f[20])<<8 | int(f[21]), rank >= 0
+}
+
+// arpReply turns a gratuitous ARP request into the matching reply.
+func arpReply(f []byte) []byte {
+	f[20], f[21] = 0, arpReply_
+	return f
+}
+
+// ServeSwitch runs the aggregating switch of cfg's job on ports (port r
+// faces rank r) until ctx ends, then reports what it did. In NetReduce
+// mode the switch holds the job's ring; in ring mode it only forwards.
+// ready, if set, runs once the ports are open and the ring is set up.
+func ServeSwitch(ctx context.Context, cfg Config, ports []tap.Device, ready func()) (SwitchReport, error) {
+	if err := cfg.Validate(); err != nil {
+		return SwitchReport{}, err
+	}
+	if len(ports) != cfg.Workers {
+		return SwitchReport{}, &ConfigError{fmt.Errorf("%d ports for %d workers", len(ports), cfg.Workers)}
+	}
+	fab, err := NewLiveFabric(cfg.Workers, cfg.Transport, cfg.Timing, Devices{Switch: ports})
+	if err != nil {
+		return SwitchReport{}, &ConfigError{err}
+	}
+	defer fab.Close()
+	if cfg.Mode == NetReduce {
+		if err := fab.Switch.AddRing(NetReduceRing(cfg)); err != nil {
+			return SwitchReport{}, &ConfigError{err}
+		}
+	}
+	if ready != nil {
+		ready()
+	}
+	err = fab.Serve(ctx, func() bool { return false })
+	rep := SwitchReport{Stats: fab.Switch.Accel.Stats, SwitchStats: fab.Switch.Stats}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		err = nil
+	}
+	return rep, err
+}

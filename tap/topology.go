@@ -1,0 +1,245 @@
+package tap
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+)
+
+// Alias marks the interfaces inaemu made (IFLA_IFALIAS), so Down removes
+// only those.
+const Alias = "inaemu"
+
+// DefaultPrefix names the interfaces when the user gives no --prefix.
+const DefaultPrefix = "ina"
+
+// DefaultMTU is the interfaces' MTU: above every RoCE path MTU plus its
+// headers, so the bridge never drops a 4096-byte-payload frame.
+const DefaultMTU = 9000
+
+// txQueueLen is each TAP's queue towards its reader: deep enough for a
+// window of full messages (NetReduce N × MsgLen) from every rank.
+const txQueueLen = 10000
+
+// Topology names the interfaces of one star: for each rank r, the switch's
+// port PREFIX-swR, the host's NIC PREFIX-hR and the bridge PREFIX-brR that
+// joins them (the link).
+type Topology struct {
+	Prefix  string
+	Workers int
+}
+
+// Validate checks that every name fits Linux's 15 characters.
+func (t Topology) Validate() error {
+	if t.Workers < 1 || t.Workers > 250 {
+		return fmt.Errorf("--workers %d: want 1..250", t.Workers)
+	}
+	if t.Prefix == "" || strings.ContainsAny(t.Prefix, "/ \t\n:") {
+		return fmt.Errorf("--prefix %q: want a plain interface-name prefix", t.Prefix)
+	}
+	if n := len(t.Bridge(t.Workers - 1)); n > 15 {
+		return fmt.Errorf("--prefix %q: interface %s is %d characters; Linux allows 15", t.Prefix, t.Bridge(t.Workers-1), n)
+	}
+	return nil
+}
+
+// SwitchPort is the TAP backing switch port r.
+func (t Topology) SwitchPort(r int) string { return fmt.Sprintf("%s-sw%d", t.Prefix, r) }
+
+// Host is the TAP backing host r's NIC.
+func (t Topology) Host(r int) string { return fmt.Sprintf("%s-h%d", t.Prefix, r) }
+
+// Bridge is the bridge joining host r and switch port r.
+func (t Topology) Bridge(r int) string { return fmt.Sprintf("%s-br%d", t.Prefix, r) }
+
+// Bridges lists every bridge (the interfaces to capture on).
+func (t Topology) Bridges() []string {
+	var b []string
+	for r := 0; r < t.Workers; r++ {
+		b = append(b, t.Bridge(r))
+	}
+	return b
+}
+
+// Up creates (or completes) the topology: the TAPs and bridges that are
+// missing, each up, with IPv6 off and the MTU set. It is idempotent. It
+// returns the names it created.
+func Up(t Topology) ([]string, error) {
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	if err := Usable(); err != nil {
+		return nil, err
+	}
+	var made []string
+	for r := 0; r < t.Workers; r++ {
+		br, created, err := ensureBridge(t.Bridge(r))
+		if err != nil {
+			return made, err
+		}
+		if created {
+			made = append(made, t.Bridge(r))
+		}
+		for _, name := range []string{t.SwitchPort(r), t.Host(r)} {
+			created, err := ensureTAP(name, br)
+			if err != nil {
+				return made, err
+			}
+			if created {
+				made = append(made, name)
+			}
+		}
+	}
+	return made, nil
+}
+
+// Down removes the topology's interfaces that inaemu made (those with
+// Alias), whatever their number; it is idempotent and returns the names it
+// removed.
+func Down(prefix string) ([]string, error) {
+	if err := Usable(); err != nil {
+		return nil, err
+	}
+	links, err := netlink.LinkList()
+	if err != nil {
+		return nil, fmt.Errorf("list interfaces: %w", err)
+	}
+	var removed []string
+	// TAPs first, so no bridge is removed with ports still in it.
+	for _, wantBridge := range []bool{false, true} {
+		for _, l := range links {
+			a := l.Attrs()
+			if a.Alias != Alias || !ownedName(prefix, a.Name) {
+				continue
+			}
+			if _, isBridge := l.(*netlink.Bridge); isBridge != wantBridge {
+				continue
+			}
+			if err := netlink.LinkDel(l); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return removed, fmt.Errorf("remove %s: %w", a.Name, err)
+			}
+			removed = append(removed, a.Name)
+		}
+	}
+	return removed, nil
+}
+
+// ownedName reports whether name is PREFIX-swN, PREFIX-hN or PREFIX-brN.
+func ownedName(prefix, name string) bool {
+	rest, ok := strings.CutPrefix(name, prefix+"-")
+	if !ok {
+		return false
+	}
+	for _, kind := range []string{"sw", "h", "br"} {
+		if num, ok := strings.CutPrefix(rest, kind); ok && num != "" && strings.Trim(num, "0123456789") == "" {
+			return true
+		}
+	}
+	return false
+}
+
+func ensureBridge(name string) (netlink.Link, bool, error) {
+	created := false
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		var nf netlink.LinkNotFoundError
+		if !errors.As(err, &nf) {
+			return nil, false, fmt.Errorf("look up %s: %w", name, err)
+		}
+		la := netlink.NewLinkAttrs()
+		la.Name, la.MTU = name, DefaultMTU
+		br := &netlink.Bridge{LinkAttrs: la}
+		if err := netlink.LinkAdd(br); err != nil {
+			return nil, false, fmt.Errorf("create bridge %s: %w", name, err)
+		}
+		created = true
+		if l, err = netlink.LinkByName(name); err != nil {
+			return nil, created, fmt.Errorf("look up %s: %w", name, err)
+		}
+	} else if _, ok := l.(*netlink.Bridge); !ok {
+		return nil, false, fmt.Errorf("%s exists and is a %s, not a bridge", name, l.Type())
+	}
+	// A link, not a LAN: ports forward as soon as they have carrier, and the
+	// bridge neither snoops nor sends multicast queries.
+	for _, set := range [][2]string{{"forward_delay", "0"}, {"multicast_snooping", "0"}, {"stp_state", "0"}} {
+		if err := os.WriteFile("/sys/class/net/"+name+"/bridge/"+set[0], []byte(set[1]+"\n"), 0o644); err != nil {
+			return nil, created, fmt.Errorf("%s: set %s %s: %w", name, set[0], set[1], err)
+		}
+	}
+	if err := quiet(l); err != nil {
+		return nil, created, err
+	}
+	return l, created, nil
+}
+
+func ensureTAP(name string, br netlink.Link) (bool, error) {
+	created := false
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		var nf netlink.LinkNotFoundError
+		if !errors.As(err, &nf) {
+			return false, fmt.Errorf("look up %s: %w", name, err)
+		}
+		// water creates the persistent TAP; closing the descriptor leaves it.
+		d, err := Open(name)
+		if err != nil {
+			return false, err
+		}
+		d.Close()
+		created = true
+		if l, err = netlink.LinkByName(name); err != nil {
+			return created, fmt.Errorf("look up %s: %w", name, err)
+		}
+	} else if l.Type() != "tuntap" {
+		return false, fmt.Errorf("%s exists and is a %s, not a TAP", name, l.Type())
+	}
+	if err := netlink.LinkSetTxQLen(l, txQueueLen); err != nil {
+		return created, fmt.Errorf("%s: set txqueuelen: %w", name, err)
+	}
+	if l.Attrs().MasterIndex != br.Attrs().Index {
+		if err := netlink.LinkSetMaster(l, br); err != nil {
+			return created, fmt.Errorf("%s: join bridge %s: %w", name, br.Attrs().Name, err)
+		}
+	}
+	return created, quiet(l)
+}
+
+// quiet marks an interface as inaemu's, sets its MTU, turns IPv6 off (no
+// router solicitations, DAD or MLD reports: the kernel's chatter) and
+// brings it up. It has no IPv4 address, so the kernel sends no ARP either.
+func quiet(l netlink.Link) error {
+	name := l.Attrs().Name
+	if l.Attrs().Alias == "" {
+		if err := netlink.LinkSetAlias(l, Alias); err != nil {
+			return fmt.Errorf("%s: set alias: %w", name, err)
+		}
+	}
+	if l.Attrs().MTU != DefaultMTU {
+		if err := netlink.LinkSetMTU(l, DefaultMTU); err != nil {
+			return fmt.Errorf("%s: set MTU %d: %w", name, DefaultMTU, err)
+		}
+	}
+	if err := disableIPv6(name); err != nil {
+		return err
+	}
+	if err := netlink.LinkSetUp(l); err != nil {
+		return fmt.Errorf("%s: set up: %w", name, err)
+	}
+	return nil
+}
+
+// disableIPv6 writes the interface's disable_ipv6 sysctl. A kernel without
+// IPv6 has no such file and no IPv6 chatter.
+func disableIPv6(name string) error {
+	p := "/proc/sys/net/ipv6/conf/" + name + "/disable_ipv6"
+	if _, err := os.Stat("/proc/sys/net/ipv6"); err != nil {
+		return nil
+	}
+	if err := os.WriteFile(p, []byte("1\n"), 0o644); err != nil {
+		return fmt.Errorf("%s: turn IPv6 off: %w", name, err)
+	}
+	return nil
+}
