@@ -105,6 +105,7 @@ type SwitchReport struct {
 type Result struct {
 	Exact           bool          `json:"exact"`
 	Mode            string        `json:"mode"`
+	Backend         string        `json:"backend"` // emu (virtual time) or tap (wall-clock time on devices)
 	Workers         int           `json:"workers"`
 	Bytes           int64         `json:"bytes"`
 	DType           string        `json:"dtype"`
@@ -407,7 +408,10 @@ func (r *runner) progress() string {
 func (r *runner) result(events int) *Result {
 	cfg := r.cfg
 	res := &Result{Mode: cfg.Mode.String(), Workers: cfg.Workers, Bytes: cfg.TensorBytes, DType: cfg.DType.String(),
-		Transport: cfg.Transport.String(), Seed: cfg.Seed, Events: events}
+		Transport: cfg.Transport.String(), Seed: cfg.Seed, Events: events, Backend: "emu"}
+	if r.fab.Live() {
+		res.Backend = "tap"
+	}
 	if cfg.Mode == NetReduce {
 		res.Release = cfg.Release.String()
 	}

@@ -243,3 +243,25 @@ func disableIPv6(name string) error {
 	}
 	return nil
 }
+
+// Remove deletes the named interfaces (those Up reported it created); names
+// already gone are skipped.
+func Remove(names []string) error {
+	var first error
+	// TAPs before bridges, as in Down.
+	for _, wantBridge := range []bool{false, true} {
+		for _, n := range names {
+			l, err := netlink.LinkByName(n)
+			if err != nil {
+				continue
+			}
+			if _, isBridge := l.(*netlink.Bridge); isBridge != wantBridge {
+				continue
+			}
+			if err := netlink.LinkDel(l); err != nil && first == nil {
+				first = fmt.Errorf("remove %s: %w", n, err)
+			}
+		}
+	}
+	return first
+}

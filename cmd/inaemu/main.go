@@ -2,7 +2,8 @@
 // It is thin: each subcommand parses flags, calls a package, and formats the
 // result. Exit codes: 0 success, 1 a check failed (a result differs), 2
 // usage error or unreadable input, 3 the emulated job failed (transport
-// error).
+// error), 4 TAP devices cannot be used here (no /dev/net/tun or no
+// CAP_NET_ADMIN).
 package main
 
 import (
@@ -27,6 +28,9 @@ func commands() []command {
 	return []command{
 		{"run", "emulate an allreduce (NetReduce or Ring) through the aggregating switch, with faults", runRun},
 		{"conformance", "run the property suites (aggregation, go-back-N, checksum) with shrunk counterexamples", runConformance},
+		{"tap", "create (up) or remove (down) the TAP interfaces and bridges of a job on real interfaces", runTap},
+		{"switch", "run the aggregating switch on TAP ports (one process; hosts join with 'inaemu host')", runSwitch},
+		{"host", "run one worker on a TAP interface, in its own process", runHost},
 		{"replay", "feed a capture through the emulated switch offline and write what it emits", runReplay},
 		{"decode", "print every frame of a pcap/pcapng capture, one line (or JSON object) each", runDecode},
 		{"check", "check a capture: ICRCs, go-back-N on both sides, latencies, NetReduce sums", runCheck},

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/tap"
 )
 
 // exitJobFailed: the job failed with a transport error (retries exhausted...).
@@ -24,10 +25,26 @@ type faultList []string
 func (f *faultList) String() string     { return strings.Join(*f, "; ") }
 func (f *faultList) Set(s string) error { *f = append(*f, s); return nil }
 
-func runRun(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("run", "[flags]", stdout, stderr)
+// jobFlags are the flags that describe a job (run, switch and host take
+// them; every process of a TAP job must be given the same ones).
+type jobFlags struct {
+	fs       *cmdFlags
+	sc       emu.Scenario
+	seed     *uint64
+	timeout  *int
+	retry    *int
+	flts     faultList
+	scenario *string
+	faults   bool
+	set      map[string]bool
+}
+
+// addJobFlags declares the job flags; faults adds the fault and scenario
+// flags (only an emulated run has links to put faults on).
+func addJobFlags(fs *cmdFlags, faults bool) *jobFlags {
 	def := emu.DefaultConfig()
-	var sc emu.Scenario
+	j := &jobFlags{fs: fs, faults: faults}
+	sc := &j.sc
 	sc.Workers, sc.Window, sc.MsgLen, sc.MTU, sc.Queue = new(int), new(int), new(int), new(int), new(int)
 	fs.IntVar(sc.Workers, "workers", def.Workers, "number of workers H (2..64)")
 	fs.StringVar(&sc.Mode, "mode", def.Mode.String(), "allreduce algorithm: netreduce (through the aggregating switch) or ring (Ring-AllReduce; the switch only forwards)")
@@ -38,55 +55,58 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&sc.DType, "dtype", def.DType.String(), "element type: f32, i32 (fixed point, wrapping) or f16")
 	fs.StringVar(&sc.Pattern, "pattern", "random", "tensor contents: random (from the seed), zeros, ones or ramp")
 	fs.StringVar(&sc.Transport, "transport", def.Transport.String(), "encapsulation: v2-ipv4, v2-ipv6 or v1")
+	j.seed = fs.Uint64("seed", 0, "seed of every random choice (default: a fresh one, printed)")
+	fs.StringVar(&sc.Release, "release", "safe", "aggregator release rule: safe, or paper (NetReduce §3.1 as written)")
+	j.timeout = fs.Int("timeout", int(def.Timeout), "QP local ACK timeout exponent: 4.096us × 2^N")
+	j.retry = fs.Int("retry-cnt", int(def.RetryCnt), "QP retry count (0..7; 7 means seven retries)")
+	fs.StringVar(&sc.MaxTime, "max-time", "60s", "give up after this much virtual time (wall time on TAPs)")
+	if !faults {
+		return j
+	}
 	fs.StringVar(&sc.Link, "link", emu.FormatRate(def.Link.Rate), "link rate in bit/s as tc writes it, e.g. 10G, 25Gbit, 100G (tc's bps suffixes are bytes/s)")
 	fs.StringVar(&sc.Latency, "latency", def.Link.Latency.String(), "one-way propagation delay of each link")
 	fs.IntVar(sc.Queue, "queue", 1000, "switch egress queue per port, frames")
-	seed := fs.Uint64("seed", 0, "seed of every random choice (default: a fresh one, printed)")
-	fs.StringVar(&sc.Release, "release", "safe", "aggregator release rule: safe, or paper (NetReduce §3.1 as written)")
-	timeout := fs.Int("timeout", int(def.Timeout), "QP local ACK timeout exponent: 4.096us × 2^N")
-	retry := fs.Int("retry-cnt", int(def.RetryCnt), "QP retry count (0..7; 7 means seven retries)")
-	fs.StringVar(&sc.MaxTime, "max-time", "60s", "give up after this much virtual time")
 	fs.StringVar(&sc.Netem, "netem", "", "netem options for every link direction, e.g. 'loss gemodel 1% 10% delay 5us 1us'")
 	fs.StringVar(&sc.Loss, "loss", "", "netem loss on every link, both directions: P, or 'gemodel p r [1-h [1-k]]'")
 	fs.StringVar(&sc.Reorder, "reorder", "", "netem reorder on every link: 'P [gap N]'")
 	fs.StringVar(&sc.Duplicate, "duplicate", "", "netem duplicate probability on every link")
 	fs.StringVar(&sc.Corrupt, "corrupt", "", "netem corrupt probability on every link (one random bit)")
-	var flts faultList
-	fs.Var(&flts, "fault", "deterministic fault 'ACTION key=value ...' (repeatable); ACTION drop|dup|corrupt|delay=D|hold=K; keys port=R dir=in|out class=data|ack|nak|any qp=N psn=P nth=K every=K prob=P")
-	pcap := fs.String("pcap", "", "write a pcapng capture: one interface per switch port and direction, faults as comments")
-	scenario := fs.String("scenario", "", "read settings and faults from a YAML file (flags given too override it)")
-	asJSON := fs.Bool("json", false, "print one JSON object (exact, mode, workers, bytes, virtual_ns, algbw_gbps, busbw_gbps, frames_sent, retransmissions, naks, timeouts, icrc_drops, fault_drops, switch{...}, seed, ...)")
-	pos, err := fs.parse(args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) != 0 {
-		fs.usageError("unexpected argument %q", pos[0])
-		return exitUsage
-	}
+	fs.Var(&j.flts, "fault", "deterministic fault 'ACTION key=value ...' (repeatable); ACTION drop|dup|corrupt|delay=D|hold=K; keys port=R dir=in|out class=data|ack|nak|any qp=N psn=P nth=K every=K prob=P")
+	j.scenario = fs.String("scenario", "", "read settings and faults from a YAML file (flags given too override it)")
+	return j
+}
+
+// config builds the job from the parsed flags (and scenario); false means
+// a usage error has been printed.
+func (j *jobFlags) config() (emu.Config, bool) {
+	fs, sc := j.fs, &j.sc
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-
-	cfg := def
-	if *scenario != "" {
-		file, err := emu.LoadScenario(*scenario)
+	j.set = set
+	scenario := ""
+	if j.scenario != nil {
+		scenario = *j.scenario
+	}
+	cfg := emu.DefaultConfig()
+	if scenario != "" {
+		file, err := emu.LoadScenario(scenario)
 		if err != nil {
 			fs.usageError("scenario: %v", err)
-			return exitUsage
+			return cfg, false
 		}
 		if err := file.Apply(&cfg); err != nil {
-			fs.usageError("scenario %s: %v", *scenario, err)
-			return exitUsage
+			fs.usageError("scenario %s: %v", scenario, err)
+			return cfg, false
 		}
 		if file.Seed != nil && !set["seed"] {
-			*seed, set["seed"] = *file.Seed, true
+			*j.seed, set["seed"] = *file.Seed, true
 		}
 	}
 	// Flags given on the command line (and, without a scenario, the
 	// defaults) override.
-	over := emu.Scenario{Faults: flts}
+	over := emu.Scenario{Faults: j.flts}
 	pick := func(name string, apply func()) {
-		if set[name] || *scenario == "" {
+		if set[name] || scenario == "" {
 			apply()
 		}
 	}
@@ -99,33 +119,71 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	pick("dtype", func() { over.DType = sc.DType })
 	pick("pattern", func() { over.Pattern = sc.Pattern })
 	pick("transport", func() { over.Transport = sc.Transport })
-	pick("link", func() { over.Link = sc.Link })
-	pick("latency", func() { over.Latency = sc.Latency })
-	pick("queue", func() { over.Queue = sc.Queue })
 	pick("release", func() { over.Release = sc.Release })
 	pick("max-time", func() { over.MaxTime = sc.MaxTime })
-	pick("timeout", func() { over.Timeout = timeout })
-	pick("retry-cnt", func() { over.RetryCnt = retry })
-	for _, n := range []string{"netem", "loss", "reorder", "duplicate", "corrupt"} {
-		if set[n] {
-			over.Netem, over.Loss, over.Reorder, over.Duplicate, over.Corrupt = sc.Netem, sc.Loss, sc.Reorder, sc.Duplicate, sc.Corrupt
-			break
+	pick("timeout", func() { over.Timeout = j.timeout })
+	pick("retry-cnt", func() { over.RetryCnt = j.retry })
+	if j.faults {
+		pick("link", func() { over.Link = sc.Link })
+		pick("latency", func() { over.Latency = sc.Latency })
+		pick("queue", func() { over.Queue = sc.Queue })
+		for _, n := range []string{"netem", "loss", "reorder", "duplicate", "corrupt"} {
+			if set[n] {
+				over.Netem, over.Loss, over.Reorder, over.Duplicate, over.Corrupt = sc.Netem, sc.Loss, sc.Reorder, sc.Duplicate, sc.Corrupt
+				break
+			}
 		}
 	}
 	if err := over.Apply(&cfg); err != nil {
 		fs.usageError("%v", err)
-		return exitUsage
+		return cfg, false
 	}
 	if set["seed"] {
-		cfg.Seed = *seed
+		cfg.Seed = *j.seed
 	} else {
 		var b [8]byte
 		_, _ = crand.Read(b[:])
 		cfg.Seed = binary.LittleEndian.Uint64(b[:]) >> 16 // short enough to type
 	}
-
 	if err := cfg.Validate(); err != nil {
 		fs.usageError("%v", err)
+		return cfg, false
+	}
+	return cfg, true
+}
+
+func runRun(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("run", "[flags]", stdout, stderr)
+	jf := addJobFlags(fs, true)
+	pcap := fs.String("pcap", "", "write a pcapng capture: one interface per switch port and direction, faults as comments")
+	backend := fs.String("backend", "emu", "emu (emulated links in virtual time) or tap (real TAP interfaces and Linux bridges, wall-clock time; needs root)")
+	prefix := fs.String("prefix", tap.DefaultPrefix, "with --backend tap: the interfaces' name prefix (see 'inaemu tap up')")
+	asJSON := fs.Bool("json", false, "print one JSON object (exact, mode, workers, bytes, virtual_ns, algbw_gbps, busbw_gbps, frames_sent, retransmissions, naks, timeouts, icrc_drops, fault_drops, switch{...}, seed, ...)")
+	pos, err := fs.parse(args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) != 0 {
+		fs.usageError("unexpected argument %q", pos[0])
+		return exitUsage
+	}
+	cfg, ok := jf.config()
+	if !ok {
+		return exitUsage
+	}
+	switch *backend {
+	case "emu":
+	case "tap":
+		if *pcap != "" {
+			fs.usageError("--pcap records emulated links; on TAPs capture on the bridges (see the README)")
+			return exitUsage
+		}
+		if !jf.set["timeout"] {
+			cfg.Timeout = tapTimeout
+		}
+		return runOnTAPs(fs, cfg, *prefix, *asJSON)
+	default:
+		fs.usageError("--backend %q: want emu or tap", *backend)
 		return exitUsage
 	}
 	var capFile *os.File
@@ -152,31 +210,39 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 			runErr = err
 		}
 	}
+	return reportJob(fs, res, runErr, *pcap, *asJSON)
+}
+
+// reportJob prints a job's result (text or JSON) and maps it to the exit
+// code: 0 exact, 1 wrong result, 2 usage, 3 the job failed.
+func reportJob(fs *cmdFlags, res *emu.Result, runErr error, pcap string, asJSON bool) int {
+	stdout, stderr := fs.stdout, fs.stderr
+	name := "inaemu " + fs.name
 	var cerr *emu.ConfigError
 	if errors.As(runErr, &cerr) {
 		fs.usageError("%v", cerr)
 		return exitUsage
 	}
 	if res == nil {
-		fmt.Fprintf(stderr, "inaemu run: %v\n", runErr)
+		fmt.Fprintf(stderr, "%s: %v\n", name, runErr)
 		return exitJobFailed
 	}
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		if err := enc.Encode(res); err != nil {
-			fmt.Fprintf(stderr, "inaemu run: %v\n", err)
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
 			return exitFail
 		}
 	} else {
-		printSummary(stdout, res, *pcap, runErr)
+		printSummary(stdout, res, pcap, runErr)
 	}
 	switch {
 	case runErr != nil:
-		fmt.Fprintf(stderr, "inaemu run: job failed: %v (replay: --seed %d)\n", runErr, res.Seed)
+		fmt.Fprintf(stderr, "%s: job failed: %v (replay: --seed %d)\n", name, runErr, res.Seed)
 		return exitJobFailed
 	case !res.Exact:
-		fmt.Fprintf(stderr, "inaemu run: RESULT DIFFERS: rank %d element %d is %s, want %s (seed %d)\n",
-			res.Mismatch.Rank, res.Mismatch.Element, res.Mismatch.Got, res.Mismatch.Want, res.Seed)
+		fmt.Fprintf(stderr, "%s: RESULT DIFFERS: rank %d element %d is %s, want %s (seed %d)\n",
+			name, res.Mismatch.Rank, res.Mismatch.Element, res.Mismatch.Got, res.Mismatch.Want, res.Seed)
 		return exitFail
 	}
 	return exitOK
@@ -191,16 +257,22 @@ func printSummary(w io.Writer, r *emu.Result, pcap string, runErr error) {
 	default:
 		fmt.Fprintf(w, "  result    WRONG: rank %d element %d is %s, want %s\n", r.Mismatch.Rank, r.Mismatch.Element, r.Mismatch.Got, r.Mismatch.Want)
 	}
-	if runErr == nil {
+	switch {
+	case runErr == nil && r.Backend == "tap":
+		fmt.Fprintf(w, "  time      %v from start barrier to last result (algbw %.2f Gb/s, busbw %.2f Gb/s), %v wall in all\n",
+			time.Duration(r.VirtualNS).Round(time.Microsecond), r.AlgBWGbps, r.BusBWGbps, r.Wall.Round(time.Millisecond))
+	case runErr == nil:
 		fmt.Fprintf(w, "  time      %v virtual (algbw %.2f Gb/s, busbw %.2f Gb/s), %v wall\n",
 			time.Duration(r.VirtualNS), r.AlgBWGbps, r.BusBWGbps, r.Wall.Round(time.Millisecond))
 	}
 	fmt.Fprintf(w, "  frames    %d sent, %d retransmitted, %d NAKs, %d timeouts, %d ICRC drops\n",
 		r.FramesSent, r.Retransmissions, r.NAKs, r.Timeouts, r.ICRCDrops)
-	f := r.Faults
-	fmt.Fprintf(w, "  faults    %d lost, %d dropped by events, %d duplicated, %d corrupted, %d delayed, %d reordered, %d held; %d queue drops\n",
-		f.Lost, f.Dropped, f.Duplicated, f.Corrupted, f.Delayed, f.Reordered, f.Held, r.QueueDrops)
-	if r.Mode == "netreduce" {
+	if r.Backend != "tap" { // on TAPs there are no emulated links to fault
+		f := r.Faults
+		fmt.Fprintf(w, "  faults    %d lost, %d dropped by events, %d duplicated, %d corrupted, %d delayed, %d reordered, %d held; %d queue drops\n",
+			f.Lost, f.Dropped, f.Duplicated, f.Corrupted, f.Delayed, f.Reordered, f.Held, r.QueueDrops)
+	}
+	if r.Mode == "netreduce" && r.Switch.Frames > 0 {
 		s := r.Switch
 		fmt.Fprintf(w, "  switch    %d aggregations, %d result re-sends, %d CLT misses, %d first-lost drops, %d stale forwards (release %s)\n",
 			s.Aggregations, s.ResultResends, s.CLTMisses, s.FirstLostDrops, s.StaleForwards, r.Release)
