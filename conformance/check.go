@@ -72,6 +72,11 @@ type CheckOptions struct {
 	// psn-order lets a requester act on the responses seen within this
 	// window before its packet as if they had not reached it yet.
 	InFlight time.Duration
+	// LinkTaps says that every single interface is the link of one host
+	// (a capture per host link); agg-sum then tells the two directions
+	// apart by the host's MAC. Interfaces named like the TAP backend's
+	// bridges (PREFIX-brN) are taken as link taps without it.
+	LinkTaps bool
 }
 
 // DefaultInFlight is the default CheckOptions.InFlight: many link delays
@@ -485,7 +490,7 @@ func Check(recs []pcapio.Record, opt CheckOptions) *Report {
 		c.runVantage(vp)
 	}
 	c.countConnections()
-	checkAggregation(recs, fs, c.ifaceNames, opt.DType, rep)
+	checkAggregation(recs, fs, c.ifaceNames, opt.LinkTaps, opt.DType, rep)
 	c.finish()
 
 	sort.SliceStable(rep.Violations, func(i, j int) bool {

@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/inaemu/inaemu/emu/tensor"
@@ -53,8 +54,52 @@ func isWriteData(op wire.Opcode) bool {
 	return false
 }
 
-func checkAggregation(recs []pcapio.Record, fs []checkFrame, names []string, dt tensor.DType, rep *Report) {
+// isLinkTap reports whether an interface is the link of one host: a
+// bridge inaemu's TAP backend made (PREFIX-brN), or any single interface
+// when the caller says so.
+func isLinkTap(name string, all bool) bool {
+	if all {
+		return true
+	}
+	i := strings.LastIndex(name, "-br")
+	return i > 0 && len(name) > i+3 && strings.Trim(name[i+3:], "0123456789") == ""
+}
+
+// linkHostMACs learns, for each link-tap interface, its host's MAC: the
+// unicast address in the most frames there (every frame on a host's link
+// is from or to it).
+func linkHostMACs(recs []pcapio.Record, fs []checkFrame, link []bool) map[int][6]byte {
+	count := map[int]map[[6]byte]int{}
+	for i := range fs {
+		ifc := fs[i].iface
+		if ifc >= len(link) || !link[ifc] || len(recs[i].Data) < 12 {
+			continue
+		}
+		if count[ifc] == nil {
+			count[ifc] = map[[6]byte]int{}
+		}
+		for _, mac := range [][6]byte{[6]byte(recs[i].Data[0:6]), [6]byte(recs[i].Data[6:12])} {
+			if mac[0]&1 == 0 {
+				count[ifc][mac]++
+			}
+		}
+	}
+	host := map[int][6]byte{}
+	for ifc, m := range count {
+		best, n := [6]byte{}, 0
+		for mac, k := range m {
+			if k > n || (k == n && string(mac[:]) < string(best[:])) {
+				best, n = mac, k
+			}
+		}
+		host[ifc] = best
+	}
+	return host
+}
+
+func checkAggregation(recs []pcapio.Record, fs []checkFrame, names []string, linkTaps bool, dt tensor.DType, rep *Report) {
 	side := make([]uint8, len(names))
+	link := make([]bool, len(names))
 	any := false
 	for i, n := range names {
 		switch {
@@ -62,20 +107,42 @@ func checkAggregation(recs []pcapio.Record, fs []checkFrame, names []string, dt 
 			side[i], any = sideIn, true
 		case strings.HasSuffix(n, "-out"):
 			side[i] = sideOut
+		case isLinkTap(n, linkTaps):
+			link[i], any = true, true
 		}
 	}
 	if !any {
 		return
 	}
-	usable := func(f *checkFrame) bool {
-		return f.class == fcRequest && f.icrcOK && !f.ghost && isWriteData(f.op) && f.iface < len(side) && side[f.iface] != sideTap
+	// On a link tap a frame's side is its direction: from the host to the
+	// switch, or from the switch to the host.
+	hostMAC := linkHostMACs(recs, fs, link)
+	frameSide := func(i int) uint8 {
+		f := &fs[i]
+		if f.iface >= len(side) {
+			return sideTap
+		}
+		if !link[f.iface] {
+			return side[f.iface]
+		}
+		mac, d := hostMAC[f.iface], recs[i].Data
+		switch {
+		case [6]byte(d[6:12]) == mac:
+			return sideIn
+		case [6]byte(d[0:6]) == mac:
+			return sideOut
+		}
+		return sideTap
+	}
+	usable := func(i int) bool {
+		f := &fs[i]
+		return f.class == fcRequest && f.icrcOK && !f.ghost && isWriteData(f.op) && frameSide(i) != sideTap
 	}
 	var v frames.View
 	// Ring sizes: the highest rank seen on a ring's INA headers, plus one.
 	ringH := map[uint8]int{}
 	for i := range fs {
-		f := &fs[i]
-		if !usable(f) || side[f.iface] != sideIn || v.Parse(recs[i].Data) != nil {
+		if !usable(i) || frameSide(i) != sideIn || v.Parse(recs[i].Data) != nil {
 			continue
 		}
 		if h := v.INA(); h != nil {
@@ -88,15 +155,23 @@ func checkAggregation(recs []pcapio.Record, fs []checkFrame, names []string, dt 
 	conns := map[checkStreamKey]*aggConn{}
 	contrib := map[aggKey][][]byte{}
 	verified := map[aggKey]bool{}
-	for i := range fs {
+	// In time order: a capture of several interfaces (dumpcap's) need not
+	// interleave them exactly, and a result must come after its
+	// contributions.
+	order := make([]int, len(fs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return fs[order[a]].ts < fs[order[b]].ts })
+	for _, i := range order {
 		f := &fs[i]
-		if !usable(f) || v.Parse(recs[i].Data) != nil {
+		if !usable(i) || v.Parse(recs[i].Data) != nil {
 			continue
 		}
 		k := f.key()
 		conn := conns[k]
 		pay := v.Payload()
-		if side[f.iface] == sideIn {
+		if frameSide(i) == sideIn {
 			var m aggMsg
 			var off int
 			if h := v.INA(); h != nil {

@@ -37,6 +37,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&pairs, "pair", "pair a request stream with its response stream (`SRC,DST,REQQPN=RESPQPN`): requests SRC→DST with destination QPN REQQPN are answered by ACKs DST→SRC with destination QPN RESPQPN, e.g. 10.0.0.1,10.0.0.2,0x12=0x11 (repeatable; overrides automatic pairing)")
 	dtype := fs.String("dtype", "f32", "element `TYPE` of NetReduce payloads for the agg-sum rule: f32, i32 or f16")
 	downstream := fs.Bool("downstream", false, "single-interface captures may be downstream of loss (taken at a receiver or mid-path): do not apply the sender rule psn-order there")
+	linkTaps := fs.Bool("link-taps", false, "every interface is the link of one host (a capture per host link): agg-sum tells directions apart by the host's MAC; interfaces named PREFIX-brN (the TAP backend's bridges) are taken so without it")
 	inFlight := fs.Duration("in-flight", conformance.DefaultInFlight, "how long frames may be on the way between the capture point and a requester, both ways: psn-order lets a requester act on responses captured within this window before its packet as if they had not reached it yet")
 	pos, err := fs.parse(args)
 	if err != nil {
@@ -59,7 +60,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if w == 0 {
 		w = -1 // CheckOptions: 0 is the default, negative is no window
 	}
-	rep, err := conformance.CheckFile(pos[0], conformance.CheckOptions{Pairs: pairs, DType: dt, Downstream: *downstream, InFlight: w})
+	rep, err := conformance.CheckFile(pos[0], conformance.CheckOptions{Pairs: pairs, DType: dt, Downstream: *downstream, InFlight: w, LinkTaps: *linkTaps})
 	if err != nil {
 		fmt.Fprintf(stderr, "inaemu check: %v\n", err)
 		return exitUsage

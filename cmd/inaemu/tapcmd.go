@@ -22,10 +22,11 @@ import (
 const exitNoPrivilege = 4
 
 // tapTimeout is the QPs' ACK timeout exponent on TAPs unless --timeout is
-// given: 4.096 µs × 2^14 ≈ 67 ms. Wall-clock timers see the scheduling of
-// several processes on few cores; the emulated default (≈1 ms) would
+// given: 4.096 µs × 2^16 ≈ 268 ms. Wall-clock timers see the scheduling of
+// several processes on few cores, and a message's ACK waits for every
+// rank's packets to cross the kernel twice; the emulated default (≈1 ms) would
 // retransmit for nothing.
-const tapTimeout = 14
+const tapTimeout = 16
 
 // needTAP prints the one-line reason and returns exitNoPrivilege when this
 // process cannot use TAPs, or 0.
