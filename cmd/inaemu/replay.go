@@ -5,19 +5,28 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/internal/pcapio"
+	"github.com/inaemu/inaemu/tap"
 )
 
 func runReplay(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("replay", "FILE --through-switch --out FILE [flags]", stdout, stderr)
+	fs := newFlagSet("replay", "FILE (--tap IFACE [--pps N | --topspeed | --timing] | --through-switch --out FILE) [flags]", stdout, stderr)
 	through := fs.Bool("through-switch", false, "feed the capture's frames into the emulated switch offline and write what it emits")
 	out := fs.String("out", "", "the capture to write (pcapng, one interface per switch port and direction)")
-	tap := fs.String("tap", "", "send the frames onto a TAP interface (not in this build: use --through-switch)")
+	tapName := fs.String("tap", "", "send the capture's frames out of this interface, as tcpreplay does (a TAP, a bridge, any interface; needs root)")
+	pps := fs.Float64("pps", 0, "with --tap: send at this many frames per second")
+	topspeed := fs.Bool("topspeed", false, "with --tap: send as fast as the interface takes them")
+	timing := fs.Bool("timing", false, "with --tap: keep the capture's own gaps between frames (the default)")
+	from := fs.String("from", "", "with --tap: send only the frames captured on this pcapng interface (e.g. port0-in)")
 	workers := fs.Int("workers", 0, "ring size (default: the highest INA rank seen + 1)")
 	window := fs.Int("window", 0, "NetReduce window N the aggregator array is sized for (default 2)")
 	msgLen := fs.Int("msg-len", 0, "packets per message (default: the longest INA MsgLen seen)")
@@ -34,11 +43,13 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	case len(pos) != 1:
 		fs.usageError("need exactly one capture file, got %d arguments", len(pos))
 		return exitUsage
-	case *tap != "":
-		fs.usageError("--tap: sending onto TAP interfaces is not in this build yet; use --through-switch --out FILE")
+	case *tapName != "" && *through:
+		fs.usageError("--tap and --through-switch: choose one")
 		return exitUsage
+	case *tapName != "":
+		return replayOnto(fs, pos[0], *tapName, *from, *pps, *topspeed, *timing, *asJSON)
 	case !*through || *out == "":
-		fs.usageError("need --through-switch and --out FILE")
+		fs.usageError("need --tap IFACE, or --through-switch and --out FILE")
 		return exitUsage
 	}
 	opt := emu.ReplayOptions{Workers: *workers, Window: *window, MsgLen: *msgLen, MTU: *mtu}
@@ -88,5 +99,103 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "  switch    %d aggregations, %d result re-sends, %d ICRC drops, %d first-lost drops, %d CLT misses, %d forwarded, %d flooded\n",
 		s.Aggregations, s.ResultResends, s.ICRCDrops, s.FirstLostDrops, s.CLTMisses, s.Forwarded, s.Flooded)
 	fmt.Fprintf(stdout, "  output    %s: %d frames\n", *out, rep.Emitted)
+	return exitOK
+}
+
+// TapReplay is what 'inaemu replay --tap' did.
+type TapReplay struct {
+	Interface string  `json:"interface"`
+	Frames    int     `json:"frames"`  // frames sent
+	Bytes     int64   `json:"bytes"`   // their bytes
+	Skipped   int     `json:"skipped"` // ghosts (never delivered) and frames of other interfaces (--from)
+	Pacing    string  `json:"pacing"`  // timing, pps N or topspeed
+	WallNS    int64   `json:"wall_ns"`
+	PPS       float64 `json:"pps"` // frames per second achieved
+}
+
+// replayOnto sends a capture's frames out of an interface: with the
+// capture's own gaps (--timing, the default, like tcpreplay), at a fixed
+// rate (--pps) or as fast as possible (--topspeed). Frames a fault dropped
+// (ghosts) were never on the wire and are skipped.
+func replayOnto(fs *cmdFlags, file, iface, from string, pps float64, topspeed, timing, asJSON bool) int {
+	modes := 0
+	for _, on := range []bool{pps != 0, topspeed, timing} {
+		if on {
+			modes++
+		}
+	}
+	switch {
+	case modes > 1:
+		fs.usageError("--pps, --topspeed and --timing: choose one")
+		return exitUsage
+	case pps < 0 || math.IsNaN(pps) || math.IsInf(pps, 0):
+		fs.usageError("--pps %v: want a positive rate", pps)
+		return exitUsage
+	}
+	recs, names, err := pcapio.ReadAllNamed(file)
+	if err != nil {
+		fmt.Fprintf(fs.stderr, "inaemu replay: %v\n", err)
+		return exitUsage
+	}
+	if from != "" && !slices.Contains(names, from) {
+		fs.usageError("--from %q: the capture's interfaces are %v", from, names)
+		return exitUsage
+	}
+	if code := needTAP(fs); code != 0 {
+		return code
+	}
+	in, err := tap.NewInjector(iface)
+	if err != nil {
+		return tapFailure(fs, err)
+	}
+	defer in.Close()
+	rep := TapReplay{Interface: iface, Pacing: "timing"}
+	switch {
+	case topspeed:
+		rep.Pacing = "topspeed"
+	case pps > 0:
+		rep.Pacing = fmt.Sprintf("pps %g", pps)
+	}
+	start := time.Now()
+	var first time.Time
+	for _, r := range recs {
+		ghost := len(r.Comments) > 0 && strings.HasSuffix(r.Comments[len(r.Comments)-1], emu.GhostComment)
+		if ghost || (from != "" && (r.Info.InterfaceIndex >= len(names) || names[r.Info.InterfaceIndex] != from)) {
+			rep.Skipped++
+			continue
+		}
+		// Pacing: wait until this frame's moment (a real-time tool, so it
+		// sleeps; tests never depend on how long).
+		var due time.Duration
+		switch {
+		case topspeed:
+		case pps > 0:
+			due = time.Duration(float64(rep.Frames) / pps * float64(time.Second))
+		default:
+			if first.IsZero() {
+				first = r.Info.Timestamp
+			}
+			due = r.Info.Timestamp.Sub(first)
+		}
+		if wait := due - time.Since(start); wait > 0 {
+			time.Sleep(wait)
+		}
+		if err := in.Send(r.Data); err != nil {
+			fmt.Fprintf(fs.stderr, "inaemu replay: frame %d: %v\n", rep.Frames+rep.Skipped, err)
+			return exitFail
+		}
+		rep.Frames++
+		rep.Bytes += int64(len(r.Data))
+	}
+	rep.WallNS = int64(time.Since(start))
+	if rep.WallNS > 0 {
+		rep.PPS = float64(rep.Frames) / time.Duration(rep.WallNS).Seconds()
+	}
+	if asJSON {
+		_ = json.NewEncoder(fs.stdout).Encode(rep)
+		return exitOK
+	}
+	fmt.Fprintf(fs.stdout, "inaemu replay: %d frames (%d bytes) out of %s in %v (%.0f frames/s, %s); %d skipped\n",
+		rep.Frames, rep.Bytes, iface, time.Duration(rep.WallNS).Round(time.Microsecond), rep.PPS, rep.Pacing, rep.Skipped)
 	return exitOK
 }

@@ -44,7 +44,9 @@ func TestReplayThroughSwitchReproducesTheRun(t *testing.T) {
 	require.Equal(t, len(want), len(got))
 	require.True(t, equalStrings(want, got), "the replayed switch output differs from the run's")
 
-	for _, args := range [][]string{{"replay"}, {"replay", orig}, {"replay", orig, "--through-switch"}, {"replay", orig, "--tap", "ina0"},
+	for _, args := range [][]string{{"replay"}, {"replay", orig}, {"replay", orig, "--through-switch"}, {"replay", orig, "--tap", "ina0", "--through-switch"},
+		{"replay", orig, "--tap", "ina0", "--pps", "10", "--topspeed"}, {"replay", orig, "--tap", "ina0", "--pps", "-3"},
+		{"replay", orig, "--tap", "ina0", "--from", "no-such-iface"},
 		{"replay", orig, "--through-switch", "--out", replayed, "--dtype", "f64"}} {
 		code, _, errOut := runCLI(args...)
 		require.Equal(t, 2, code, "%v", args)
