@@ -132,6 +132,9 @@ func replayOnto(fs *cmdFlags, file, iface, from string, pps float64, topspeed, t
 		fs.usageError("--pps %v: want a positive rate", pps)
 		return exitUsage
 	}
+	if code := needTAP(fs); code != 0 {
+		return code
+	}
 	recs, names, err := pcapio.ReadAllNamed(file)
 	if err != nil {
 		fmt.Fprintf(fs.stderr, "inaemu replay: %v\n", err)
@@ -140,9 +143,6 @@ func replayOnto(fs *cmdFlags, file, iface, from string, pps float64, topspeed, t
 	if from != "" && !slices.Contains(names, from) {
 		fs.usageError("--from %q: the capture's interfaces are %v", from, names)
 		return exitUsage
-	}
-	if code := needTAP(fs); code != 0 {
-		return code
 	}
 	in, err := tap.NewInjector(iface)
 	if err != nil {

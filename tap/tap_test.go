@@ -1,0 +1,106 @@
+package tap
+
+import (
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestPipeCarriesFramesBothWays(t *testing.T) {
+	a, b := Pipe("a", "b", 2)
+	buf := make([]byte, MaxFrame)
+	require.NoError(t, a.WriteFrame([]byte{1, 2, 3}))
+	require.NoError(t, b.WriteFrame([]byte{4}))
+	n, err := b.ReadFrame(buf)
+	require.NoError(t, err)
+	require.Equal(t, []byte{1, 2, 3}, buf[:n])
+	n, err = a.ReadFrame(buf)
+	require.NoError(t, err)
+	require.Equal(t, []byte{4}, buf[:n])
+	// A full queue drops, like a TAP's: depth 2.
+	for i := byte(0); i < 3; i++ {
+		require.NoError(t, a.WriteFrame([]byte{i}))
+	}
+	for i := byte(0); i < 2; i++ {
+		n, err = b.ReadFrame(buf)
+		require.NoError(t, err)
+		require.Equal(t, []byte{i}, buf[:n])
+	}
+	// Closing one end: its reads fail, writes to it are lost, the other
+	// end stays usable.
+	require.NoError(t, b.Close())
+	_, err = b.ReadFrame(buf)
+	require.True(t, errors.Is(err, os.ErrClosed), "%v", err)
+	require.NoError(t, a.WriteFrame([]byte{9}), "writing towards a closed end loses the frame, like a TAP without reader")
+	require.Error(t, b.WriteFrame([]byte{9}))
+	require.Equal(t, "a", a.Name())
+}
+
+func TestPipeReadUnblocksOnClose(t *testing.T) {
+	a, _ := Pipe("a", "b", 1)
+	done := make(chan error)
+	go func() {
+		_, err := a.ReadFrame(make([]byte, 10))
+		done <- err
+	}()
+	require.NoError(t, a.Close())
+	require.True(t, errors.Is(<-done, os.ErrClosed))
+}
+
+func TestTopologyNames(t *testing.T) {
+	topo := Topology{Prefix: "ina", Workers: 3}
+	require.NoError(t, topo.Validate())
+	require.Equal(t, "ina-sw2", topo.SwitchPort(2))
+	require.Equal(t, "ina-h0", topo.Host(0))
+	require.Equal(t, []string{"ina-br0", "ina-br1", "ina-br2"}, topo.Bridges())
+	for _, bad := range []Topology{{"ina", 0}, {"ina", 251}, {"", 2}, {"a/b", 2}, {"abcdefghijk", 2}, {"abcdefghi", 100}} {
+		require.Error(t, bad.Validate(), "%+v", bad)
+	}
+	require.NoError(t, Topology{"abcdefghi", 10}.Validate(), "abcdefghi-br9 is 13 characters")
+	for name, owned := range map[string]bool{"ina-sw0": true, "ina-h12": true, "ina-br3": true, "ina-br": false,
+		"ina-brx": false, "inax-sw0": false, "ina-sw0x": false, "eth0": false, "ina-tap0": false} {
+		require.Equal(t, owned, ownedName("ina", name), name)
+	}
+}
+
+// TestUpDownAndFramesCrossTheBridge needs root: it makes a one-link
+// topology, checks a frame written to the switch port's TAP comes out of
+// the host's, and removes everything.
+func TestUpDownAndFramesCrossTheBridge(t *testing.T) {
+	if err := Usable(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("FAIL tap: %v; CI runs as root and must run this test", err)
+		}
+		t.Skipf("SKIP tap: %v (run as root; CI does)", err)
+	}
+	topo := Topology{Prefix: "ittp", Workers: 1}
+	t.Cleanup(func() { Down("ittp") })
+	made, err := Up(topo)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"ittp-br0", "ittp-sw0", "ittp-h0"}, made)
+	sw, err := Open(topo.SwitchPort(0))
+	require.NoError(t, err)
+	defer sw.Close()
+	h, err := Open(topo.Host(0))
+	require.NoError(t, err)
+	defer h.Close()
+	frame := make([]byte, 1500)
+	copy(frame, []byte{0x02, 0x1a, 0xe0, 0, 0, 1, 0x02, 0x1a, 0xe0, 0, 0, 2, 0x88, 0xb5})
+	frame[100] = 0x5a
+	require.NoError(t, sw.WriteFrame(frame))
+	buf := make([]byte, MaxFrame)
+	n, err := h.ReadFrame(buf)
+	require.NoError(t, err)
+	require.Equal(t, frame, buf[:n])
+	big := make([]byte, 4096+14+40+8+12+16+4) // MTU 4096 over IPv6: still passes the bridge
+	copy(big, frame[:14])
+	require.NoError(t, h.WriteFrame(big))
+	n, err = sw.ReadFrame(buf)
+	require.NoError(t, err)
+	require.Equal(t, len(big), n)
+	removed, err := Down("ittp")
+	require.NoError(t, err)
+	require.ElementsMatch(t, made, removed)
+}
