@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -55,10 +56,10 @@ func TestTopologyNames(t *testing.T) {
 	require.Equal(t, "ina-sw2", topo.SwitchPort(2))
 	require.Equal(t, "ina-h0", topo.Host(0))
 	require.Equal(t, []string{"ina-br0", "ina-br1", "ina-br2"}, topo.Bridges())
-	for _, bad := range []Topology{{"ina", 0}, {"ina", 251}, {"", 2}, {"a/b", 2}, {"abcdefghijk", 2}, {"abcdefghi", 100}} {
+	for _, bad := range []Topology{{"ina", 0}, {"ina", 251}, {"", 2}, {"a/b", 2}, {"abcdefghijkl", 2}, {"abcdefghij", 100}} {
 		require.Error(t, bad.Validate(), "%+v", bad)
 	}
-	require.NoError(t, Topology{"abcdefghi", 10}.Validate(), "abcdefghi-br9 is 13 characters")
+	require.NoError(t, Topology{"abcdefghi", 100}.Validate(), "abcdefghi-br99 is 14 characters")
 	for name, owned := range map[string]bool{"ina-sw0": true, "ina-h12": true, "ina-br3": true, "ina-br": false,
 		"ina-brx": false, "inax-sw0": false, "ina-sw0x": false, "eth0": false, "ina-tap0": false} {
 		require.Equal(t, owned, ownedName("ina", name), name)
@@ -86,6 +87,18 @@ func TestUpDownAndFramesCrossTheBridge(t *testing.T) {
 	h, err := Open(topo.Host(0))
 	require.NoError(t, err)
 	defer h.Close()
+	// The kernel notices the carrier (an open TAP) asynchronously; the
+	// bridge forwards once both ports are in state 3 (forwarding).
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(10 * time.Second); ; <-tick.C {
+		a, _ := os.ReadFile("/sys/class/net/ittp-br0/brif/ittp-sw0/state")
+		b, _ := os.ReadFile("/sys/class/net/ittp-br0/brif/ittp-h0/state")
+		if string(a) == "3\n" && string(b) == "3\n" {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "bridge ports not forwarding after 10s: %q %q", a, b)
+	}
 	frame := make([]byte, 1500)
 	copy(frame, []byte{0x02, 0x1a, 0xe0, 0, 0, 1, 0x02, 0x1a, 0xe0, 0, 0, 2, 0x88, 0xb5})
 	frame[100] = 0x5a
