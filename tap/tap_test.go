@@ -56,7 +56,7 @@ func TestTopologyNames(t *testing.T) {
 	require.Equal(t, "ina-sw2", topo.SwitchPort(2))
 	require.Equal(t, "ina-h0", topo.Host(0))
 	require.Equal(t, []string{"ina-br0", "ina-br1", "ina-br2"}, topo.Bridges())
-	for _, bad := range []Topology{{"ina", 0}, {"ina", 251}, {"", 2}, {"a/b", 2}, {"abcdefghijkl", 2}, {"abcdefghij", 100}} {
+	for _, bad := range []Topology{{"ina", 0}, {"ina", 251}, {"", 2}, {"a/b", 2}, {"abcdefghijkl", 2}, {"abcdefghijk", 100}} {
 		require.Error(t, bad.Validate(), "%+v", bad)
 	}
 	require.NoError(t, Topology{"abcdefghi", 100}.Validate(), "abcdefghi-br99 is 14 characters")
