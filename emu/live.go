@@ -81,12 +81,14 @@ func NewLiveFabric(hosts int, t frames.Transport, timing SwitchTiming, devs Devi
 		l.free <- make([]byte, tap.MaxFrame)
 	}
 	f.live = l
+	for p, d := range devs.Switch { // before any reader starts
+		if d == nil {
+			return nil, fmt.Errorf("emu: switch port %d has no device", p)
+		}
+	}
 	if len(devs.Switch) > 0 {
 		f.Switch = newSwitch(f, timing)
 		for p, d := range devs.Switch {
-			if d == nil {
-				return nil, fmt.Errorf("emu: switch port %d has no device", p)
-			}
 			f.Switch.ports = append(f.Switch.ports, &livePort{f: f, dev: d})
 			port := p
 			l.add(d, func(frame []byte) { f.Switch.ingress(port, frame) })

@@ -2,7 +2,6 @@ package emu
 
 import (
 	"context"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -76,21 +75,11 @@ func BenchmarkTAPPort(b *testing.B) {
 }
 
 func waitForwarding(b *testing.B, topo tap.Topology) {
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.Now().Add(10 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	for r := 0; r < topo.Workers; r++ {
-		for _, port := range []string{topo.Host(r), topo.SwitchPort(r)} {
-			for {
-				s, _ := os.ReadFile("/sys/class/net/" + topo.Bridge(r) + "/brif/" + port + "/state")
-				if string(s) == "3\n" {
-					break
-				}
-				if time.Now().After(deadline) {
-					b.Fatalf("%s not forwarding", port)
-				}
-				<-tick.C
-			}
+		if err := tap.WaitUp(ctx, topo.Host(r), topo.SwitchPort(r)); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

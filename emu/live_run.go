@@ -81,13 +81,16 @@ func (b *startBarrier) control(w *worker, frame []byte) {
 	if !ok || peer == w.rank || peer >= len(b.r.workers) {
 		return
 	}
-	if op == arpRequest {
-		w.h.SendControl(arpReply(w.h.GratuitousARP()))
-	}
 	if !b.heard[w.rank][peer] {
 		b.heard[w.rank][peer] = true
 		b.left[w.rank]--
 		b.maybeStart()
+	}
+	// A host still waiting announces itself every announceEvery anyway;
+	// one that has heard everybody answers the requester alone, so a
+	// late rank hears it without a storm of broadcasts.
+	if op == arpRequest && b.left[w.rank] == 0 {
+		w.h.SendControl(arpReply(w.h.GratuitousARP(), frame[6:12]))
 	}
 }
 
@@ -144,9 +147,12 @@ func hostARP(f []byte) (rank int, op int, ok bool) {
 	return rank, int(f[20])<<8 | int(f[21]), rank >= 0
 }
 
-// arpReply turns a gratuitous ARP request into the matching reply.
-func arpReply(f []byte) []byte {
+// arpReply turns a gratuitous ARP request into a reply to the host with
+// MAC to.
+func arpReply(f []byte, to []byte) []byte {
+	copy(f[0:6], to)
 	f[20], f[21] = 0, arpReply_
+	copy(f[32:38], to)
 	return f
 }
 

@@ -106,6 +106,7 @@ type Result struct {
 	Exact           bool          `json:"exact"`
 	Mode            string        `json:"mode"`
 	Backend         string        `json:"backend"` // emu (virtual time) or tap (wall-clock time on devices)
+	Ranks           []int         `json:"ranks"`   // the ranks that ran, and were checked, in this process
 	Workers         int           `json:"workers"`
 	Bytes           int64         `json:"bytes"`
 	DType           string        `json:"dtype"`
@@ -292,9 +293,11 @@ func newRunner(cfg Config) (*runner, error) {
 		r.job, err = newRingJob(r)
 	}
 	if err != nil {
+		fab.Close()
 		return nil, &ConfigError{err}
 	}
 	if err := r.connect(); err != nil {
+		fab.Close()
 		return nil, &ConfigError{err}
 	}
 	for _, w := range r.local() {
@@ -411,6 +414,9 @@ func (r *runner) result(events int) *Result {
 		Transport: cfg.Transport.String(), Seed: cfg.Seed, Events: events, Backend: "emu"}
 	if r.fab.Live() {
 		res.Backend = "tap"
+	}
+	for _, w := range r.local() {
+		res.Ranks = append(res.Ranks, w.rank)
 	}
 	if cfg.Mode == NetReduce {
 		res.Release = cfg.Release.String()

@@ -1,6 +1,7 @@
 package tap
 
 import (
+	"context"
 	"errors"
 	"os"
 	"testing"
@@ -87,18 +88,9 @@ func TestUpDownAndFramesCrossTheBridge(t *testing.T) {
 	h, err := Open(topo.Host(0))
 	require.NoError(t, err)
 	defer h.Close()
-	// The kernel notices the carrier (an open TAP) asynchronously; the
-	// bridge forwards once both ports are in state 3 (forwarding).
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for deadline := time.Now().Add(10 * time.Second); ; <-tick.C {
-		a, _ := os.ReadFile("/sys/class/net/ittp-br0/brif/ittp-sw0/state")
-		b, _ := os.ReadFile("/sys/class/net/ittp-br0/brif/ittp-h0/state")
-		if string(a) == "3\n" && string(b) == "3\n" {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "bridge ports not forwarding after 10s: %q %q", a, b)
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, WaitUp(ctx, "ittp-sw0", "ittp-h0"))
 	frame := make([]byte, 1500)
 	copy(frame, []byte{0x02, 0x1a, 0xe0, 0, 0, 1, 0x02, 0x1a, 0xe0, 0, 0, 2, 0x88, 0xb5})
 	frame[100] = 0x5a

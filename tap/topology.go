@@ -1,10 +1,12 @@
 package tap
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/vishvananda/netlink"
 )
@@ -77,19 +79,19 @@ func Up(t Topology) ([]string, error) {
 	var made []string
 	for r := 0; r < t.Workers; r++ {
 		br, created, err := ensureBridge(t.Bridge(r))
+		if created { // even when a later step failed: the caller removes it
+			made = append(made, t.Bridge(r))
+		}
 		if err != nil {
 			return made, err
 		}
-		if created {
-			made = append(made, t.Bridge(r))
-		}
 		for _, name := range []string{t.SwitchPort(r), t.Host(r)} {
 			created, err := ensureTAP(name, br)
-			if err != nil {
-				return made, err
-			}
 			if created {
 				made = append(made, name)
+			}
+			if err != nil {
+				return made, err
 			}
 		}
 	}
@@ -159,6 +161,9 @@ func ensureBridge(name string) (netlink.Link, bool, error) {
 		if l, err = netlink.LinkByName(name); err != nil {
 			return nil, created, fmt.Errorf("look up %s: %w", name, err)
 		}
+		if err := netlink.LinkSetAlias(l, Alias); err != nil { // first, so Down finds it whatever fails next
+			return nil, created, fmt.Errorf("%s: set alias: %w", name, err)
+		}
 	} else if _, ok := l.(*netlink.Bridge); !ok {
 		return nil, false, fmt.Errorf("%s exists and is a %s, not a bridge", name, l.Type())
 	}
@@ -192,6 +197,9 @@ func ensureTAP(name string, br netlink.Link) (bool, error) {
 		created = true
 		if l, err = netlink.LinkByName(name); err != nil {
 			return created, fmt.Errorf("look up %s: %w", name, err)
+		}
+		if err := netlink.LinkSetAlias(l, Alias); err != nil {
+			return created, fmt.Errorf("%s: set alias: %w", name, err)
 		}
 	} else if l.Type() != "tuntap" {
 		return false, fmt.Errorf("%s exists and is a %s, not a TAP", name, l.Type())
@@ -264,4 +272,31 @@ func Remove(names []string) error {
 		}
 	}
 	return first
+}
+
+// WaitUp waits until every named interface is up with its carrier seen
+// (a process holds the TAP open) and, if it is a bridge port, forwarding.
+// The kernel applies a new carrier asynchronously, and until then frames
+// sent out of the interface, or bridged to it, are dropped.
+func WaitUp(ctx context.Context, names ...string) error {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var notYet []string
+		for _, n := range names {
+			op, _ := os.ReadFile("/sys/class/net/" + n + "/operstate")
+			st, err := os.ReadFile("/sys/class/net/" + n + "/brport/state")
+			if strings.TrimSpace(string(op)) != "up" || (err == nil && strings.TrimSpace(string(st)) != "3") { // 3: BR_STATE_FORWARDING
+				notYet = append(notYet, n)
+			}
+		}
+		if len(notYet) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%v not up and forwarding: %w", notYet, ctx.Err())
+		case <-tick.C:
+		}
+	}
 }

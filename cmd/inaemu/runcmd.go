@@ -252,6 +252,8 @@ func printSummary(w io.Writer, r *emu.Result, pcap string, runErr error) {
 	switch {
 	case runErr != nil:
 		fmt.Fprintf(w, "  result    FAILED: %v\n", runErr)
+	case r.Exact && len(r.Ranks) < r.Workers:
+		fmt.Fprintf(w, "  result    EXACT: rank %v holds the bit-exact sum (the other ranks ran elsewhere)\n", r.Ranks)
 	case r.Exact:
 		fmt.Fprintf(w, "  result    EXACT: all %d workers hold the bit-exact sum\n", r.Workers)
 	default:

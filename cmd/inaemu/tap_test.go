@@ -520,6 +520,9 @@ func TestReplayOntoTAP(t *testing.T) {
 	port, err := tap.Open(topo.SwitchPort(0))
 	require.NoError(t, err)
 	defer port.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, tap.WaitUp(ctx, topo.SwitchPort(0)))
 	for _, pacing := range [][]string{{"--topspeed"}, {"--pps", "5000"}, {"--timing"}, {}} {
 		t.Run(strings.Join(append([]string{"default"}, pacing...)[min(len(pacing), 1):], " "), func(t *testing.T) {
 			got := make(chan []byte, len(want)+10)

@@ -39,13 +39,19 @@ func needTAP(fs *cmdFlags) int {
 }
 
 // tapFailure maps an error from the tap package to an exit code.
+// A missing interface is a usage error (2); other device failures exit 1.
 func tapFailure(fs *cmdFlags, err error) int {
 	fmt.Fprintf(fs.stderr, "inaemu %s: %v\n", fs.name, err)
-	if errors.Is(err, tap.ErrNoPrivilege) {
+	switch {
+	case errors.Is(err, tap.ErrNoPrivilege):
 		return exitNoPrivilege
+	case errors.Is(err, errNoInterface):
+		return exitUsage
 	}
 	return exitFail
 }
+
+var errNoInterface = errors.New("no such interface")
 
 func runTap(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || (args[0] != "up" && args[0] != "down") {
@@ -135,7 +141,7 @@ func openExisting(names []string) ([]tap.Device, error) {
 			}
 			var nf netlink.LinkNotFoundError
 			if errors.As(err, &nf) {
-				return nil, fmt.Errorf("no interface %s (create it with 'inaemu tap up')", n)
+				return nil, fmt.Errorf("%w: %s (create it with 'inaemu tap up')", errNoInterface, n)
 			}
 			return nil, err
 		}
@@ -196,6 +202,13 @@ func runSwitch(args []string, stdout, stderr io.Writer) int {
 	}
 	start := time.Now()
 	rep, err := emu.ServeSwitch(ctx, cfg, ports, func() {
+		// Ready means frames get through: wait (up to 10 s) until the
+		// kernel has the ports up and, in a bridge, forwarding.
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := tap.WaitUp(wctx, names...); err != nil {
+			fmt.Fprintf(stderr, "inaemu switch: warning: %v\n", err)
+		}
 		what := "forwarding (ring mode)"
 		if cfg.Mode == emu.NetReduce {
 			what = fmt.Sprintf("aggregating ring 0: %d workers, window %d, %d-packet messages, MTU %d, %s, release %s",
