@@ -27,13 +27,8 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 	release := fs.String("release", "safe", "aggregator release rule the aggregation suite runs against: safe or paper")
 	out := fs.String("out", "counterexamples", "directory for shrunk counterexamples (a scenario file and its pcapng each)")
 	asJSON := fs.Bool("json", false, `print one JSON object: {"seed":S,"properties":[{"name","passed","cases","counterexample"},...]}`)
-	pos, err := fs.parse(args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) != 0 {
-		fs.usageError("unexpected argument %q", pos[0])
-		return exitUsage
+	if code, ok := fs.parseFlagsOnly(args); !ok {
+		return code
 	}
 	rel, err := netreduce.ParseRelease(*release)
 	if err != nil {

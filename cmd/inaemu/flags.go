@@ -71,6 +71,20 @@ func (c *cmdFlags) parse(args []string) ([]string, error) {
 	}
 }
 
+// parseFlagsOnly parses a command that takes no positional arguments; on
+// failure it returns false and the exit code (the reason is printed).
+func (c *cmdFlags) parseFlagsOnly(args []string) (int, bool) {
+	pos, err := c.parse(args)
+	if err != nil {
+		return flagExit(err), false
+	}
+	if len(pos) != 0 {
+		c.usageError("unexpected argument %q", pos[0])
+		return exitUsage, false
+	}
+	return exitOK, true
+}
+
 // usageError prints a one-line reason for a usage error on stderr.
 func (c *cmdFlags) usageError(format string, a ...any) {
 	fmt.Fprintf(c.stderr, "inaemu %s: %s (see 'inaemu %s --help')\n", c.name, fmt.Sprintf(format, a...), c.name)

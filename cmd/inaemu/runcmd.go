@@ -159,13 +159,8 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	backend := fs.String("backend", "emu", "emu (emulated links in virtual time) or tap (real TAP interfaces and Linux bridges, wall-clock time; needs root)")
 	prefix := fs.String("prefix", tap.DefaultPrefix, "with --backend tap: the interfaces' name prefix (see 'inaemu tap up')")
 	asJSON := fs.Bool("json", false, "print one JSON object (exact, mode, workers, bytes, virtual_ns, algbw_gbps, busbw_gbps, frames_sent, retransmissions, naks, timeouts, icrc_drops, fault_drops, switch{...}, seed, ...)")
-	pos, err := fs.parse(args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) != 0 {
-		fs.usageError("unexpected argument %q", pos[0])
-		return exitUsage
+	if code, ok := fs.parseFlagsOnly(args); !ok {
+		return code
 	}
 	cfg, ok := jf.config()
 	if !ok {
@@ -189,6 +184,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	var capFile *os.File
 	var capBuf *bufio.Writer
 	if *pcap != "" {
+		var err error
 		capFile, err = os.Create(*pcap)
 		if err != nil {
 			fmt.Fprintf(stderr, "inaemu run: %v\n", err)
@@ -203,7 +199,8 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	}
 	res, runErr := emu.Run(cfg)
 	if capFile != nil {
-		if err := capBuf.Flush(); err == nil {
+		err := capBuf.Flush()
+		if err == nil {
 			err = capFile.Close()
 		}
 		if err != nil && runErr == nil {

@@ -75,13 +75,8 @@ func runTap(args []string, stdout, stderr io.Writer) int {
 		workers = fs.Int("workers", 8, "number of ranks H: H switch ports, H host NICs, H bridges")
 	}
 	asJSON := fs.Bool("json", false, "print {\"created\": [...]} or {\"removed\": [...]}")
-	pos, err := fs.parse(args[1:])
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) != 0 {
-		fs.usageError("unexpected argument %q", pos[0])
-		return exitUsage
+	if code, ok := fs.parseFlagsOnly(args[1:]); !ok {
+		return code
 	}
 	topo := tap.Topology{Prefix: *prefix, Workers: *workers}
 	if verb == "up" {
@@ -94,6 +89,7 @@ func runTap(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	var names []string
+	var err error
 	key := "created"
 	if verb == "up" {
 		names, err = tap.Up(topo)
@@ -161,13 +157,8 @@ func runSwitch(args []string, stdout, stderr io.Writer) int {
 	prefix := fs.String("tap", "", "run on the TAP ports PREFIX-sw0 .. PREFIX-sw(H-1) (see 'inaemu tap up')")
 	duration := fs.Duration("duration", 0, "stop after this long (default: run until SIGINT or SIGTERM)")
 	asJSON := fs.Bool("json", false, "on exit, print the switch's counters as one JSON object")
-	pos, err := fs.parse(args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) != 0 {
-		fs.usageError("unexpected argument %q", pos[0])
-		return exitUsage
+	if code, ok := fs.parseFlagsOnly(args); !ok {
+		return code
 	}
 	if *prefix == "" {
 		fs.usageError("need --tap PREFIX")
@@ -246,13 +237,8 @@ func runHost(args []string, stdout, stderr io.Writer) int {
 	iface := fs.String("tap", "", "the TAP interface that is this host's NIC (e.g. ina-h0 from 'inaemu tap up')")
 	rank := fs.Int("rank", -1, "this host's rank (0..H-1)")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object (as 'inaemu run --json'; only this rank is checked)")
-	pos, err := fs.parse(args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) != 0 {
-		fs.usageError("unexpected argument %q", pos[0])
-		return exitUsage
+	if code, ok := fs.parseFlagsOnly(args); !ok {
+		return code
 	}
 	cfg, ok := jf.config()
 	switch {
