@@ -46,11 +46,6 @@ const (
 	RuleAggSum     = "agg-sum"
 )
 
-// GhostMarker is the text in a frame's first packet comment that marks a
-// frame a fault dropped before the capture point (inaemu writes such
-// frames where they would have arrived).
-const GhostMarker = emu.GhostComment
-
 // CheckOptions tune Check.
 type CheckOptions struct {
 	// Interfaces are the pcapng interface names by interface index (nil
@@ -437,7 +432,7 @@ func Check(recs []pcapio.Record, opt CheckOptions) *Report {
 		r := &recs[i]
 		f := &fs[i]
 		f.idx, f.ts, f.iface = i, r.Info.Timestamp.UnixNano(), r.Info.InterfaceIndex
-		f.ghost = len(r.Comments) > 0 && strings.Contains(r.Comments[0], GhostMarker)
+		f.ghost = emu.IsGhost(r.Comments)
 		if f.ghost {
 			rep.Ghosts++
 		}

@@ -55,10 +55,9 @@ func captureOf(sc *emu.Scenario) ([]pcapio.Record, *emu.Result, error) {
 
 func ghostOrFaulted(r pcapio.Record) (ghost, corrupt bool) {
 	for _, c := range r.Comments {
-		ghost = ghost || strings.Contains(c, emu.GhostComment)
 		corrupt = corrupt || strings.Contains(c, "corrupt")
 	}
-	return
+	return emu.IsGhost(r.Comments), corrupt
 }
 
 var transports = []string{"v2-ipv4", "v2-ipv6", "v1"}

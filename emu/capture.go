@@ -3,6 +3,7 @@ package emu
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/inaemu/inaemu/faults"
@@ -44,6 +45,18 @@ const (
 	FaultCommentPrefix = "inaemu: fault="
 	GhostComment       = "(not delivered)"
 )
+
+// IsGhost reports whether a capture record's comments mark it as a frame a
+// fault dropped, written where it would have arrived: it was never
+// delivered (nor, past the fault, on the wire).
+func IsGhost(comments []string) bool {
+	for _, c := range comments {
+		if strings.Contains(c, GhostComment) {
+			return true
+		}
+	}
+	return false
+}
 
 func faultComment(note faults.Note, ev *faults.Event, dropped bool) string {
 	s := FaultCommentPrefix + note.String()

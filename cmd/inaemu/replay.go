@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/inaemu/inaemu/emu"
@@ -159,8 +158,7 @@ func replayOnto(fs *cmdFlags, file, iface, from string, pps float64, topspeed, t
 	start := time.Now()
 	var first time.Time
 	for _, r := range recs {
-		ghost := len(r.Comments) > 0 && strings.HasSuffix(r.Comments[len(r.Comments)-1], emu.GhostComment)
-		if ghost || (from != "" && (r.Info.InterfaceIndex >= len(names) || names[r.Info.InterfaceIndex] != from)) {
+		if emu.IsGhost(r.Comments) || (from != "" && (r.Info.InterfaceIndex >= len(names) || names[r.Info.InterfaceIndex] != from)) {
 			rep.Skipped++
 			continue
 		}

@@ -506,8 +506,7 @@ func TestReplayOntoTAP(t *testing.T) {
 	var span time.Duration
 	var first time.Time
 	for _, r := range recs {
-		ghost := len(r.Comments) > 0 && strings.HasSuffix(r.Comments[len(r.Comments)-1], emu.GhostComment)
-		if names[r.Info.InterfaceIndex] == "port0-in" && !ghost {
+		if names[r.Info.InterfaceIndex] == "port0-in" && !emu.IsGhost(r.Comments) {
 			if first.IsZero() {
 				first = r.Info.Timestamp
 			}
