@@ -86,13 +86,7 @@ func linkHostMACs(recs []pcapio.Record, fs []checkFrame, link []bool) map[int][6
 	}
 	host := map[int][6]byte{}
 	for ifc, m := range count {
-		best, n := [6]byte{}, 0
-		for mac, k := range m {
-			if k > n || (k == n && string(mac[:]) < string(best[:])) {
-				best, n = mac, k
-			}
-		}
-		host[ifc] = best
+		host[ifc] = mostCommonMAC(m)
 	}
 	return host
 }

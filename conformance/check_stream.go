@@ -181,13 +181,7 @@ func (c *checker) markNotForHost(macs func(i int) (dst, src [6]byte, ok bool)) {
 	}
 	host := map[*checkVantage][6]byte{}
 	for vp, m := range count {
-		best, n := [6]byte{}, 0
-		for mac, k := range m {
-			if k > n || (k == n && string(mac[:]) < string(best[:])) {
-				best, n = mac, k
-			}
-		}
-		host[vp] = best
+		host[vp] = mostCommonMAC(m)
 	}
 	for i := range c.fs {
 		f := &c.fs[i]
@@ -845,4 +839,16 @@ func (s *checkReq) onNAK(f *checkFrame) {
 	s.acknowledge(wire.PSNAdd(e, -1), f.idx, f.ts)
 	s.raiseUp(e)
 	s.rememberNAK(e, f.idx, true)
+}
+
+// mostCommonMAC is the address counted most often (ties: the lowest), the
+// way the checker recognizes a host by the frames on its link.
+func mostCommonMAC(count map[[6]byte]int) [6]byte {
+	best, n := [6]byte{}, 0
+	for mac, k := range count {
+		if k > n || (k == n && string(mac[:]) < string(best[:])) {
+			best, n = mac, k
+		}
+	}
+	return best
 }
