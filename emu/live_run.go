@@ -89,7 +89,7 @@ func (b *startBarrier) control(w *worker, frame []byte) {
 	// A host still waiting announces itself every announceEvery anyway;
 	// one that has heard everybody answers the requester alone, so a
 	// late rank hears it without a storm of broadcasts.
-	if op == arpRequest && b.left[w.rank] == 0 {
+	if op == arpOpRequest && b.left[w.rank] == 0 {
 		w.h.SendControl(arpReply(w.h.GratuitousARP(), frame[6:12]))
 	}
 }
@@ -129,8 +129,8 @@ func (b *startBarrier) missing() string {
 }
 
 const (
-	arpRequest = 1
-	arpReply_  = 2
+	arpOpRequest = 1
+	arpOpReply  = 2
 )
 
 // hostARP reads an ARP frame from one of inaemu's hosts: the sender's rank
@@ -151,7 +151,7 @@ func hostARP(f []byte) (rank int, op int, ok bool) {
 // MAC to.
 func arpReply(f []byte, to []byte) []byte {
 	copy(f[0:6], to)
-	f[20], f[21] = 0, arpReply_
+	f[20], f[21] = 0, arpOpReply
 	copy(f[32:38], to)
 	return f
 }

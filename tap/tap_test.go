@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inaemu/inaemu/internal/testtool"
 	"github.com/stretchr/testify/require"
 )
 
@@ -71,12 +72,7 @@ func TestTopologyNames(t *testing.T) {
 // topology, checks a frame written to the switch port's TAP comes out of
 // the host's, and removes everything.
 func TestUpDownAndFramesCrossTheBridge(t *testing.T) {
-	if err := Usable(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("FAIL tap: %v; CI runs as root and must run this test", err)
-		}
-		t.Skipf("SKIP tap: %v (run as root; CI does)", err)
-	}
+	testtool.Require(t, "tap", Usable())
 	topo := Topology{Prefix: "ittp", Workers: 1}
 	t.Cleanup(func() { Down("ittp") })
 	made, err := Up(topo)

@@ -33,12 +33,7 @@ import (
 // needTAPs skips (or, under CI, fails) a test that needs TAP privileges.
 func needTAPs(t *testing.T) {
 	t.Helper()
-	if err := tap.Usable(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("FAIL tap: %v; CI runs as root and must run this test", err)
-		}
-		t.Skipf("SKIP tap: %v (run as root; CI does)", err)
-	}
+	testtool.Require(t, "tap", tap.Usable())
 }
 
 // topology makes the TAPs and bridges of a test under its own prefix and

@@ -7,6 +7,7 @@ package testtool
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
@@ -30,10 +31,21 @@ func Need(t testing.TB, name string, check func() bool) {
 	if check() {
 		return
 	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("FAIL interop: %s not installed and CI is set; the CI image must install it (%s)", name, Hints[name])
+	Require(t, "interop", fmt.Errorf("%s not installed (%s)", name, Hints[name]))
+}
+
+// Require skips (or, under CI, fails) the test when err says something it
+// needs is missing here (a tool, root privileges); what names the kind of
+// test in the one-line reason.
+func Require(t testing.TB, what string, err error) {
+	t.Helper()
+	if err == nil {
+		return
 	}
-	t.Skipf("SKIP interop: %s not installed (%s)", name, Hints[name])
+	if os.Getenv("CI") != "" {
+		t.Fatalf("FAIL %s: %v; CI is set and must provide it", what, err)
+	}
+	t.Skipf("SKIP %s: %v", what, err)
 }
 
 // Run runs a command with a generous deadline (no sleeping) and returns its
