@@ -130,7 +130,7 @@ func (b *startBarrier) missing() string {
 
 const (
 	arpOpRequest = 1
-	arpOpReply  = 2
+	arpOpReply   = 2
 )
 
 // hostARP reads an ARP frame from one of inaemu's hosts: the sender's rank
