@@ -57,6 +57,9 @@ type Config struct {
 	// and RetryCnt their retry count (0-7).
 	Timeout  uint8
 	RetryCnt uint8
+	// NIC is the hosts' transport behaviour profile (roce.Commodity by
+	// default; roce.RXE models Linux soft-RoCE).
+	NIC roce.Profile
 	// MaxVirtual bounds the job's virtual time (0: one minute).
 	MaxVirtual time.Duration
 	Capture    io.Writer
@@ -112,6 +115,7 @@ type Result struct {
 	DType           string        `json:"dtype"`
 	Transport       string        `json:"transport"`
 	Release         string        `json:"release,omitempty"`
+	NIC             string        `json:"nic"`
 	Seed            uint64        `json:"seed"`
 	VirtualNS       int64         `json:"virtual_ns"`
 	AlgBWGbps       float64       `json:"algbw_gbps"`
@@ -324,7 +328,7 @@ func (r *runner) connect() error {
 		maxWR = max(maxWR, w.sendWant+1, w.recvWant+1)
 	}
 	base := roce.Config{MTU: r.cfg.MTU, Timeout: r.cfg.Timeout, RetryCnt: r.cfg.RetryCnt, RNRRetry: 7, MinRNRTimer: 1,
-		MaxSendWR: maxWR, MaxRecvWR: maxWR}
+		MaxSendWR: maxWR, MaxRecvWR: maxWR, Profile: r.cfg.NIC}
 	for _, w := range r.workers {
 		sc := base
 		sc.SQPSN, sc.RQPSN = psn(), psn() // only ACKs arrive on a send QP
@@ -411,7 +415,7 @@ func (r *runner) progress() string {
 func (r *runner) result(events int) *Result {
 	cfg := r.cfg
 	res := &Result{Mode: cfg.Mode.String(), Workers: cfg.Workers, Bytes: cfg.TensorBytes, DType: cfg.DType.String(),
-		Transport: cfg.Transport.String(), Seed: cfg.Seed, Events: events, Backend: "emu"}
+		Transport: cfg.Transport.String(), NIC: cfg.NIC.String(), Seed: cfg.Seed, Events: events, Backend: "emu"}
 	if r.fab.Live() {
 		res.Backend = "tap"
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/roce"
 )
 
 // Scenario is a job written down: the settings `inaemu run` takes as flags,
@@ -47,6 +48,7 @@ type Scenario struct {
 	Release   string   `yaml:"release,omitempty"`
 	Timeout   *int     `yaml:"timeout,omitempty"`
 	RetryCnt  *int     `yaml:"retry_cnt,omitempty"`
+	NIC       string   `yaml:"nic,omitempty"`
 	MaxTime   string   `yaml:"max_time,omitempty"`
 	Netem     string   `yaml:"netem,omitempty"`
 	Loss      string   `yaml:"loss,omitempty"`
@@ -138,6 +140,9 @@ func (s *Scenario) Apply(cfg *Config) error {
 	}
 	if s.MaxTime != "" {
 		set("max_time", func() (e error) { cfg.MaxVirtual, e = faults.ParseDuration(s.MaxTime); return })
+	}
+	if s.NIC != "" {
+		set("nic", func() (e error) { cfg.NIC, e = roce.ParseProfile(s.NIC); return })
 	}
 	if s.Release != "" {
 		set("release", func() (e error) { cfg.Release, e = netreduce.ParseRelease(s.Release); return })

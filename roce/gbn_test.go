@@ -258,6 +258,45 @@ func TestRetryCnt7IsNotInfinite(t *testing.T) {
 	assert.Equal(t, uint64(8), h.hosts[0].qp.Counters.LocalAckTimeoutErr)
 }
 
+// TestRXERetryCnt7IsInfinite: the rxe profile keeps rxe's documented
+// departure: retry_cnt 7 never runs out (rxe_comp.c), so a black-holed QP
+// keeps retrying.
+func TestRXERetryCnt7IsInfinite(t *testing.T) {
+	cfg := defaultCfg()
+	cfg.RetryCnt, cfg.Profile = 7, roce.RXE
+	h := newHarness(t, cfg, defaultCfg(), 1<<16)
+	h.fault = func(e *wireEvent) verdict {
+		if e.dir == 0 {
+			return drop
+		}
+		return pass
+	}
+	postWrite(t, h, 1, pattern(256, 8), 0)
+	h.run(100 * roce.AckTimeout(cfg.Timeout))
+	assert.Equal(t, roce.StateRTS, h.hosts[0].qp.State())
+	assert.GreaterOrEqual(t, h.hosts[0].qp.Counters.LocalAckTimeoutErr, uint64(90))
+}
+
+// TestProfileWindow: rxe keeps at most 128 PSNs unacknowledged; the
+// commodity profile is bounded by the PSN space only, so a NetReduce
+// window of 32 × 255 packets goes out at once.
+func TestProfileWindow(t *testing.T) {
+	for _, c := range []struct {
+		p    roce.Profile
+		want int
+	}{{roce.RXE, 128}, {roce.Commodity, 32 * 255}} {
+		cfg := roce.Config{MTU: 256, SQPSN: 1, RQPSN: 1, Timeout: 10, RetryCnt: 7, RNRRetry: 7, Profile: c.p}
+		r := newReqRig(t, cfg)
+		require.NoError(t, r.qp.PostSend(roce.SendWR{ID: 1, Opcode: roce.WRWrite, Local: make([]byte, 32*255*256), RemoteVA: memVA, RKey: memKey}))
+		assert.Len(t, r.drain(t), c.want, "%v", c.p)
+	}
+	_, err := roce.ParseProfile("cx9")
+	assert.ErrorContains(t, err, "want commodity or rxe")
+	p, err := roce.ParseProfile("rxe")
+	assert.NoError(t, err)
+	assert.Equal(t, roce.RXE, p)
+}
+
 // TestRemoteAccessError: a WRITE outside the region gets NAK 0x62 carrying
 // the failing PSN; the target memory is untouched; both QPs end in ERROR
 // (the responder at once, the requester on the NAK).

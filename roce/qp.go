@@ -77,8 +77,11 @@ func (q *QP) ReadyToReceive(path frames.Path, cfg Config) error {
 		return fmt.Errorf("roce: retry_cnt %d, rnr_retry %d (0-7), min_rnr_timer %d, timeout %d (0-31) out of range",
 			cfg.RetryCnt, cfg.RNRRetry, cfg.MinRNRTimer, cfg.Timeout)
 	}
+	if cfg.Profile > RXE {
+		return fmt.Errorf("roce: unknown NIC profile %d", cfg.Profile)
+	}
 	if cfg.MaxUnacked == 0 {
-		cfg.MaxUnacked = 128
+		cfg.MaxUnacked = cfg.Profile.maxUnacked()
 	}
 	if cfg.MaxUnacked < 1 || cfg.MaxUnacked >= 1<<23 {
 		return fmt.Errorf("roce: MaxUnacked %d must be in 1..2^23-1", cfg.MaxUnacked)
@@ -192,7 +195,7 @@ func (q *QP) NextFrame(buf []byte) (int, bool) {
 }
 
 // Receive hands the QP one received frame, already parsed and addressed to
-// it (v.DestQP() == QPN). Frames that fail the receive checks of ROCE.md §4
+// it (v.DestQP() == QPN). Frames that fail the receive checks of docs/roce.md §4
 // — addressing, TVer, P_Key, ICRC, transport class, state — are dropped
 // silently with a counter; a bad ICRC is never NAKed.
 func (q *QP) Receive(v *frames.View) {

@@ -45,8 +45,8 @@ func TestRecvPostedInInitSurvivesRTR(t *testing.T) {
 }
 
 // A NAK-seq whose PSN lies past a whole pending WQE implicitly ACKs and
-// completes it: that is ACK progress, so the retry budget is reset (ROCE.md
-// §5 "any valid ACK or response resets it"; rxe check_psn calls
+// completes it: that is ACK progress, so the retry budget is reset (docs/roce.md
+// §5: a valid ACK or response restores the retry budget; rxe check_psn calls
 // reset_retry_counters, which also clears started_retry). With retry_cnt 1
 // the NAK-driven retry of the first loss must not leave the QP one timeout
 // away from RETRY_EXC_ERR after the first WQE has completed.
@@ -77,7 +77,7 @@ func TestNAKImplicitCompletionResetsRetryBudget(t *testing.T) {
 // 2^24 PSNs would wrap nextPSN onto psn. PostSend refuses WRs once the
 // queued span would reach 2^23 PSNs, and what was queued still goes out.
 func TestSendQueueSpanLimited(t *testing.T) {
-	cfg := roce.Config{MTU: 256, SQPSN: 100, RQPSN: 100, Timeout: 10, RetryCnt: 7, RNRRetry: 7, MaxSendWR: 4096}
+	cfg := roce.Config{MTU: 256, SQPSN: 100, RQPSN: 100, Timeout: 10, RetryCnt: 7, RNRRetry: 7, MaxSendWR: 4096, Profile: roce.RXE}
 	r := newReqRig(t, cfg)
 	data := make([]byte, 2<<20) // 8192 packets each
 	accepted := 0

@@ -6,7 +6,7 @@ import (
 )
 
 // maxPktPerAck is rxe's RXE_MAX_PKT_PER_ACK: inside a long message the
-// requester sets AckReq on roughly every 66th packet (ROCE.md §1).
+// requester sets AckReq on roughly every 66th packet (docs/roce.md §1).
 const maxPktPerAck = 64
 
 type swqe struct {
@@ -32,6 +32,7 @@ type requester struct {
 	rnrRetry   uint8
 	started    bool // a NAK-triggered retry is running (rxe started_retry)
 	timeout    uint8
+	profile    Profile
 	window     int
 	timer      Timer
 	timerOn    bool
@@ -42,7 +43,7 @@ type requester struct {
 func (r *requester) init(cfg Config) {
 	*r = requester{mtu: cfg.MTU, sq: newRing[swqe](cfg.MaxSendWR), nextPSN: cfg.SQPSN, psn: cfg.SQPSN,
 		compPSN: cfg.SQPSN, sentHigh: cfg.SQPSN, retryLeft: cfg.RetryCnt, rnrLeft: cfg.RNRRetry,
-		retryCnt: cfg.RetryCnt, rnrRetry: cfg.RNRRetry, timeout: cfg.Timeout, window: cfg.MaxUnacked}
+		retryCnt: cfg.RetryCnt, rnrRetry: cfg.RNRRetry, timeout: cfg.Timeout, profile: cfg.Profile, window: cfg.MaxUnacked}
 }
 
 // packets is how many packets a message of n bytes takes; a zero-length
@@ -163,7 +164,9 @@ func (r *requester) retry(q *QP) bool {
 		r.failHead(q, StatusRetryExcErr)
 		return false
 	}
-	r.retryLeft--
+	if r.retryCnt != 7 || r.profile != RXE { // rxe: retry_cnt 7 never runs out
+		r.retryLeft--
+	}
 	r.rewind()
 	r.started = true
 	return true
@@ -215,10 +218,13 @@ func (r *requester) ackUpTo(q *QP, psn uint32) (bool, int) {
 }
 
 // nakAck applies the implicit acknowledgement a NAK carries: everything
-// before its PSN. A NAK that completes a WQE is progress, as in rxe's
-// check_psn: the retry budgets reset and a new NAK-driven retry may start.
+// before its PSN. Whether that is forward progress (the retry budgets
+// reset and a new NAK-driven retry may start) is the profile's question:
+// for Commodity any advance of the oldest unacknowledged PSN is; for RXE
+// only a NAK that completes a WQE is, as in rxe's check_psn.
 func (r *requester) nakAck(q *QP, psn uint32) {
-	if _, done := r.ackUpTo(q, psn); done > 0 {
+	advanced, done := r.ackUpTo(q, psn)
+	if done > 0 || (advanced && r.profile == Commodity) {
 		r.progress(q)
 	}
 }
@@ -250,7 +256,10 @@ func (r *requester) onResponse(q *QP, v *frames.View) {
 		}
 		r.nakAck(q, psn)
 		if r.started {
-			return // one NAK-driven retry at a time; a timeout starts the next
+			// A retry from this PSN is already running (Commodity: the NAK
+			// did not advance comp.psn; RXE: one retry at a time, a timeout
+			// starts the next).
+			return
 		}
 		if r.retry(q) {
 			r.armTimer(q)

@@ -14,7 +14,7 @@ import (
 )
 
 // A single requester QP (A) whose responses are hand-built, one decision of
-// ROCE.md §5 per row.
+// docs/roce.md §5 per row.
 
 type reqRig struct {
 	qp    *roce.QP
@@ -73,13 +73,62 @@ func TestRequesterDecisions(t *testing.T) {
 		assert.Equal(t, uint32(103), r.qp.CompPSN(), "the NAK acknowledges everything before it")
 		assert.Equal(t, uint64(5), r.qp.Counters.RetransmittedPkts)
 	})
-	t.Run("a second NAK while the NAK retry runs is ignored", func(t *testing.T) {
+	t.Run("commodity: a NAK that advances comp.psn during a retry starts a new go-back-N there", func(t *testing.T) {
 		r := start(t)
+		r.resp(t, seq, 103)
+		r.drain(t)
+		r.resp(t, seq, 105)
+		assert.Equal(t, seqPSN(105, 3), r.drain(t))
+		assert.Equal(t, uint32(105), r.qp.CompPSN())
+		assert.Equal(t, uint64(5+3), r.qp.Counters.RetransmittedPkts)
+	})
+	t.Run("commodity: a duplicate NAK for the retry in progress is ignored", func(t *testing.T) {
+		r := start(t)
+		r.resp(t, seq, 103)
+		r.drain(t)
+		r.resp(t, seq, 103)
+		assert.Empty(t, r.drain(t))
+	})
+	t.Run("commodity: a NAK's implicit ACK resets the retry budget", func(t *testing.T) {
+		r := start(t)
+		r.clock.Advance(roce.AckTimeout(10)) // retry 1
+		r.drain(t)
+		r.clock.Advance(roce.AckTimeout(10)) // retry 2: budget spent
+		r.drain(t)
+		r.resp(t, seq, 102) // completes no WQE, but comp.psn advanced: progress
+		assert.Equal(t, seqPSN(102, 6), r.drain(t))
+		r.clock.Advance(roce.AckTimeout(10)) // would fail without the reset
+		assert.Equal(t, seqPSN(102, 6), r.drain(t))
+		assert.Equal(t, roce.StateRTS, r.qp.State())
+	})
+	t.Run("rxe: a second NAK while the NAK retry runs is ignored", func(t *testing.T) {
+		c := cfg
+		c.Profile = roce.RXE
+		r := newReqRig(t, c)
+		require.NoError(t, r.qp.PostSend(roce.SendWR{ID: 1, Opcode: roce.WRWrite, Local: pattern(8*256, 1), RemoteVA: memVA, RKey: memKey, Signaled: true}))
+		r.drain(t)
 		r.resp(t, seq, 103)
 		r.drain(t)
 		r.resp(t, seq, 105)
 		assert.Empty(t, r.drain(t))
 		assert.Equal(t, uint32(105), r.qp.CompPSN())
+		r.clock.Advance(roce.AckTimeout(10)) // only a timeout starts the next retry
+		assert.Equal(t, seqPSN(105, 3), r.drain(t))
+	})
+	t.Run("rxe: a NAK's implicit ACK that completes no WQE leaves the budget spent", func(t *testing.T) {
+		c := cfg
+		c.Profile = roce.RXE
+		r := newReqRig(t, c)
+		require.NoError(t, r.qp.PostSend(roce.SendWR{ID: 1, Opcode: roce.WRWrite, Local: pattern(8*256, 1), RemoteVA: memVA, RKey: memKey, Signaled: true}))
+		r.drain(t)
+		r.clock.Advance(roce.AckTimeout(10))
+		r.drain(t)
+		r.clock.Advance(roce.AckTimeout(10))
+		r.drain(t)
+		r.resp(t, seq, 102)
+		r.clock.Advance(roce.AckTimeout(10))
+		assert.Equal(t, roce.StateError, r.qp.State())
+		assert.Equal(t, roce.StatusRetryExcErr, poll(r.cq)[0].Status)
 	})
 	t.Run("a NAK behind comp.psn is stale and ignored", func(t *testing.T) {
 		r := start(t)

@@ -2,7 +2,7 @@
 // pairs with a requester (segmentation, PSNs, AckReq policy, go-back-N,
 // retransmit timer, retry exhaustion), a responder (expected PSN, one NAK
 // per gap, duplicate re-ACK, rkey and bounds checks) and a completer, after
-// Linux rxe as ../shared/ROCE.md §3-5 describes it (and the IB spec where
+// Linux rxe as docs/roce.md §3-5 describes it (and the IB spec where
 // that file says rxe departs from it).
 //
 // A QP does no I/O: it is handed received frames (Receive) and asked for
@@ -185,7 +185,7 @@ func (pd *PD) lookup(rkey uint32, va uint64, n uint64, acc Access) *MR {
 }
 
 // Counters are per-QP counters named like the Linux rxe / mlx5 ones, so a
-// capture can be cross-checked against them (ROCE.md §6).
+// capture can be cross-checked against them (docs/roce.md §6).
 type Counters struct {
 	SentPkts            uint64 // every frame sent
 	RcvdPkts            uint64 // every frame received and accepted
@@ -220,16 +220,69 @@ type Config struct {
 	RNRRetry uint8
 	// MinRNRTimer is the 5-bit RNR timer code this QP sends in RNR NAKs.
 	MinRNRTimer uint8
-	// MaxUnacked bounds PSNs in flight (rxe: 128). 0 means 128.
+	// MaxUnacked bounds PSNs in flight. 0 means the profile's limit
+	// (Commodity: 2^23-1, the PSN space's half; RXE: 128).
 	MaxUnacked int
+	// Profile is the NIC behaviour the transport models (docs/roce.md §7).
+	Profile Profile
 	// MaxSendWR and MaxRecvWR bound the queues. 0 means 1024.
 	MaxSendWR, MaxRecvWR int
+}
+
+// Profile is a consistent set of transport behaviours of one kind of NIC,
+// where implementations differ or depart from the IB specification
+// (docs/roce.md §7 gives each behaviour's source).
+type Profile uint8
+
+const (
+	// Commodity models a hardware RNIC that follows the specification:
+	// any response that advances the oldest unacknowledged PSN (an ACK, or
+	// the implicit acknowledgement a NAK carries) is forward progress: it
+	// resets the retry counters and ends the retry in progress, so a NAK
+	// for a later gap starts a new go-back-N at once. retry_cnt 7 means
+	// seven retries. PSNs in flight are bounded only by the PSN space.
+	Commodity Profile = iota
+	// RXE is Linux soft-RoCE: at most 128 unacknowledged PSNs; while a
+	// NAK- or timeout-driven retry runs, later NAKs are ignored until an
+	// ACK (or a NAK that completes a WQE) is seen; retry_cnt 7 is infinite.
+	RXE
+)
+
+// Profiles lists the profiles by name.
+var Profiles = []Profile{Commodity, RXE}
+
+func (p Profile) String() string {
+	switch p {
+	case Commodity:
+		return "commodity"
+	case RXE:
+		return "rxe"
+	}
+	return fmt.Sprintf("profile(%d)", uint8(p))
+}
+
+// ParseProfile reads a profile name.
+func ParseProfile(s string) (Profile, error) {
+	for _, p := range Profiles {
+		if p.String() == s {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("NIC profile %q: want commodity or rxe", s)
+}
+
+// maxUnacked is the profile's limit on PSNs in flight.
+func (p Profile) maxUnacked() int {
+	if p == RXE {
+		return 128 // rxe_param.h RXE_MAX_UNACKED_PSNS
+	}
+	return 1<<23 - 1 // IBA: outstanding PSNs stay within half the 24-bit space
 }
 
 // AckTimeout is the retransmit timer period for the Timeout exponent.
 func AckTimeout(exp uint8) time.Duration { return time.Duration(4096) << exp }
 
-// rnrTimes maps the RNR timer code to its delay (ROCE.md §4).
+// rnrTimes maps the RNR timer code to its delay (docs/roce.md §4).
 var rnrTimes = [32]time.Duration{
 	655360 * time.Microsecond, 10 * time.Microsecond, 20 * time.Microsecond, 30 * time.Microsecond,
 	40 * time.Microsecond, 60 * time.Microsecond, 80 * time.Microsecond, 120 * time.Microsecond,

@@ -59,6 +59,7 @@ func addJobFlags(fs *cmdFlags, faults bool) *jobFlags {
 	fs.StringVar(&sc.Release, "release", "safe", "aggregator release rule: safe, or paper (NetReduce §3.1 as written)")
 	j.timeout = fs.Int("timeout", int(def.Timeout), "QP local ACK timeout exponent: 4.096us × 2^N")
 	j.retry = fs.Int("retry-cnt", int(def.RetryCnt), "QP retry count (0..7; 7 means seven retries)")
+	fs.StringVar(&sc.NIC, "nic", emu.DefaultConfig().NIC.String(), "NIC behaviour profile: commodity (a hardware RNIC as the IB spec says) or rxe (Linux soft-RoCE: 128 PSNs in flight, one NAK retry at a time, retry_cnt 7 infinite)")
 	fs.StringVar(&sc.MaxTime, "max-time", "60s", "give up after this much virtual time (wall time on TAPs)")
 	if !faults {
 		return j
@@ -123,6 +124,7 @@ func (j *jobFlags) config() (emu.Config, bool) {
 	pick("max-time", func() { over.MaxTime = sc.MaxTime })
 	pick("timeout", func() { over.Timeout = j.timeout })
 	pick("retry-cnt", func() { over.RetryCnt = j.retry })
+	pick("nic", func() { over.NIC = sc.NIC })
 	if j.faults {
 		pick("link", func() { over.Link = sc.Link })
 		pick("latency", func() { over.Latency = sc.Latency })
@@ -264,8 +266,8 @@ func printSummary(w io.Writer, r *emu.Result, pcap string, runErr error) {
 		fmt.Fprintf(w, "  time      %v virtual (algbw %.2f Gb/s, busbw %.2f Gb/s), %v wall\n",
 			time.Duration(r.VirtualNS), r.AlgBWGbps, r.BusBWGbps, r.Wall.Round(time.Millisecond))
 	}
-	fmt.Fprintf(w, "  frames    %d sent, %d retransmitted, %d NAKs, %d timeouts, %d ICRC drops\n",
-		r.FramesSent, r.Retransmissions, r.NAKs, r.Timeouts, r.ICRCDrops)
+	fmt.Fprintf(w, "  frames    %d sent, %d retransmitted, %d NAKs, %d timeouts, %d ICRC drops (NIC profile %s)\n",
+		r.FramesSent, r.Retransmissions, r.NAKs, r.Timeouts, r.ICRCDrops, r.NIC)
 	if r.Backend != "tap" { // on TAPs there are no emulated links to fault
 		f := r.Faults
 		fmt.Fprintf(w, "  faults    %d lost, %d dropped by events, %d duplicated, %d corrupted, %d delayed, %d reordered, %d held; %d queue drops\n",
