@@ -19,7 +19,7 @@ import (
 //   - every frame any component emits (NICs, the switch's rebuilt results,
 //     ACKs, NAKs) verifies, on every transport;
 //   - flipping any bit the ICRC covers and does not mask is detected;
-//   - changing any masked field (ROCE.md §2) keeps the ICRC valid;
+//   - changing any masked field (docs/roce.md §2) keeps the ICRC valid;
 //   - no aggregate is ever built from a corrupted frame.
 func ICRCSuite(o SuiteOptions) []PropertyResult {
 	return []PropertyResult{emittedVerify(o), bitFlips(o), maskedFields(o), noAggregateFromCorruption(o)}
@@ -142,7 +142,7 @@ func sampleFrames(seed uint64) [][]byte {
 	return out
 }
 
-// icrcEnd and the regions below are written from ROCE.md §2, not taken
+// icrcEnd and the regions below are written from docs/roce.md §2, not taken
 // from package frames: where the ICRC sits (the IP or GRH length says
 // where the datagram ends; a runt is padded after it) and which bytes the
 // ICRC covers (from the IP/GRH header on) and masks.

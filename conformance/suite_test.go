@@ -66,7 +66,7 @@ func TestAggregationSuitePaperCounterexample(t *testing.T) {
 }
 
 func TestMaskedBitRegions(t *testing.T) {
-	// The regions are written from ROCE.md §2; check them against frames
+	// The regions are written from docs/roce.md §2; check them against frames
 	// of every transport: a flip of every unmasked covered bit breaks the
 	// ICRC, a flip of every masked bit does not.
 	pool := sampleFrames(3)

@@ -271,7 +271,7 @@ func TestRunRetryExhaustion(t *testing.T) {
 		assert.Greater(t, res.Faults.Dropped, uint64(0))
 		if mode == Ring {
 			assert.Contains(t, err.Error(), "rank 2 send QP to rank 3")
-			// local_ack_timeout_err counts every timeout (ROCE.md): two
+			// local_ack_timeout_err counts every timeout (docs/roce.md §6): two
 			// that retried and the third that exhausted the retries.
 			assert.Equal(t, uint64(3), res.Timeouts)
 		} else {

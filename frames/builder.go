@@ -31,7 +31,7 @@ type Path struct {
 }
 
 // UDPSourcePort is rxe's per-QP UDP source port: 0xC000 plus a 14-bit hash
-// of the local QPN (ROCE.md §1), so one QP is one ECMP/RSS flow.
+// of the local QPN (docs/roce.md §1), so one QP is one ECMP/RSS flow.
 func UDPSourcePort(localQPN uint32) uint16 {
 	// rxe: hash_32_generic(qpn, 14) = (qpn * GOLDEN_RATIO_32) >> (32 - 14).
 	return 0xC000 | uint16((localQPN*0x61C88647)>>(32-14))
@@ -190,7 +190,7 @@ func NewBuilder(p Path) (*Builder, error) {
 		u := t[b.udp:]
 		binary.BigEndian.PutUint16(u, p.SrcPort)
 		binary.BigEndian.PutUint16(u[2:], UDPPortRoCEv2)
-		// UDP checksum stays 0, as rxe sends it (ROCE.md §1).
+		// UDP checksum stays 0, as rxe sends it (docs/roce.md §1).
 		b.bth = b.udp + 8
 	} else {
 		b.bth = b.l3 + wire.GRHLen

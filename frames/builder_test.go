@@ -34,7 +34,7 @@ var (
 	macB = net.HardwareAddr{2, 0, 0, 0, 0, 2}
 )
 
-// TestBuilderWorkedExample builds the worked example of ROCE.md §2 (made
+// TestBuilderWorkedExample builds the worked example of docs/roce.md §2 (made
 // with scapy 2.5.0 and cross-checked with zlib) and compares every byte.
 func TestBuilderWorkedExample(t *testing.T) {
 	want := mustHex(t, `020000000002 020000000001 0800
@@ -53,7 +53,7 @@ func TestBuilderWorkedExample(t *testing.T) {
 	assert.Equal(t, hex.EncodeToString(want), hex.EncodeToString(buf[:n]))
 }
 
-// TestBuilderDerivedExamples checks the IPv6 and RoCEv1 ICRCs ROCE.md §2
+// TestBuilderDerivedExamples checks the IPv6 and RoCEv1 ICRCs docs/roce.md §2
 // derives for the same BTH and payload.
 func TestBuilderDerivedExamples(t *testing.T) {
 	for _, c := range []struct {

@@ -1,8 +1,8 @@
 package frames_test
 
 // Native Go fuzz targets for the parsers. `go test ./frames/` runs their seed
-// corpora (every shared test vector, a few built frames, and any files under
-// testdata/fuzz/<FuzzName>); `make fuzz` or
+// corpora (every test vector in testdata/vectors, a few built frames, and
+// any files under testdata/fuzz/<FuzzName>); `make fuzz` or
 // `go test ./frames/ -run '^$' -fuzz '^FuzzViewParse$' -fuzztime 30s` fuzzes one.
 
 import (
@@ -22,9 +22,9 @@ import (
 	"github.com/inaemu/inaemu/internal/testvec"
 )
 
-// addFuzzSeeds adds every shared test vector and a few built frames: each
-// transport, with and without a VLAN tag, an INA header, a CNP, UD, FLUSH
-// and atomics, and an Ethernet trailer.
+// addFuzzSeeds adds every test vector in testdata/vectors and a few built
+// frames: each transport, with and without a VLAN tag, an INA header, a CNP,
+// UD, FLUSH and atomics, and an Ethernet trailer.
 func addFuzzSeeds(f *testing.F) {
 	vecs, err := testvec.Load()
 	if err != nil {
@@ -94,7 +94,7 @@ func variantSeed(f *testing.F, frame []byte, p frames.Path) []byte {
 	return out
 }
 
-// fuzzRefICRC is the ICRC of ROCE.md §2 computed the plain way: copy the
+// fuzzRefICRC is the ICRC of docs/roce.md §2 computed the plain way: copy the
 // covered bytes, set the masked fields to ones, CRC-32 after 8 bytes of
 // 0xFF. Header positions come from the parsed view.
 func fuzzRefICRC(v *frames.View) uint32 {
@@ -121,7 +121,7 @@ func fuzzRefICRC(v *frames.View) uint32 {
 
 // FuzzViewParse: Parse never panics; when it succeeds every getter works,
 // the offsets tile the frame (payload | pad | ICRC | trailer), the headers
-// sit where ROCE.md puts them, the ICRC equals the plain masked CRC, masked
+// sit where docs/roce.md puts them, the ICRC equals the plain masked CRC, masked
 // fields do not change it, and SetICRC makes it valid.
 func FuzzViewParse(f *testing.F) {
 	addFuzzSeeds(f)

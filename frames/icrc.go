@@ -5,7 +5,7 @@ import (
 	"hash/crc32"
 )
 
-// The ICRC (ROCE.md §2) is the IEEE CRC-32 over a pseudo-packet: 8 bytes of
+// The ICRC (docs/roce.md §2) is the IEEE CRC-32 over a pseudo-packet: 8 bytes of
 // 0xFF standing in for the IB LRH, then the network header (IPv4, IPv6 or
 // GRH), the UDP header (RoCEv2), the BTH and everything after it up to the
 // ICRC, with the fields routers may change replaced by ones. The four wire

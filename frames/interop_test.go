@@ -50,7 +50,7 @@ var (
 )
 
 // Header sizes and the headers each RC opcode carries, written out here from
-// ROCE.md §1 (not taken from frames/wire) so the frame length is checked too.
+// docs/roce.md §1 (not taken from frames/wire) so the frame length is checked too.
 const (
 	ioBTH, ioRETH, ioAETH, ioImm, ioIETH, ioAtomic, ioAtomicAck, ioICRC = 12, 16, 4, 4, 4, 28, 8, 4
 )
@@ -232,7 +232,7 @@ func ioL3Len(tr frames.Transport) int {
 	return 40
 }
 
-// refICRC is an independent ICRC (ROCE.md §2) over a frame without VLAN
+// refICRC is an independent ICRC (docs/roce.md §2) over a frame without VLAN
 // tags: CRC-32 of 8 x FF, the masked network header, the masked UDP header
 // (RoCEv2), the BTH with byte 4 masked, and the rest up to the ICRC.
 func refICRC(f []byte, tr frames.Transport) uint32 {
@@ -261,7 +261,7 @@ func ioDec(v uint64) string { return strconv.FormatUint(v, 10) }
 
 func ioB2s(b bool) string { return ioDec(uint64(b2i(b))) }
 
-// ioPad is the pad count for a payload of n bytes (ROCE.md §1).
+// ioPad is the pad count for a payload of n bytes (docs/roce.md §1).
 func ioPad(n int) int { return (4 - n%4) % 4 }
 
 // tsharkHeuristicsOff are the flags from testvectors/README.md "Decoding":
@@ -343,7 +343,7 @@ func ioNorm(field, v string) string {
 }
 
 // ioWant is every value TShark must show for f, the idx-th frame built on
-// its path. All of it comes from the test's inputs and ROCE.md §1 sizes.
+// its path. All of it comes from the test's inputs and docs/roce.md §1 sizes.
 func ioWant(t *testing.T, f *ioFrame, frameNo, idx int) map[string]string {
 	t.Helper()
 	p, path := &f.pkt, &f.path
@@ -383,7 +383,7 @@ func ioWant(t *testing.T, f *ioFrame, frameNo, idx int) map[string]string {
 		w["ipv6.tclass"] = ioDec(uint64(path.TClass))
 		w["ipv6.flow"] = ioDec(uint64(path.FlowLabel))
 		w["ipv6.hlim"] = ioDec(hop)
-		// The UDP checksum is 0 on IPv6 too, as rxe sends it (ROCE.md §1);
+		// The UDP checksum is 0 on IPv6 too, as rxe sends it (docs/roce.md §1);
 		// TShark, following RFC 8200, flags that. It is the only expert
 		// item allowed.
 		w["_ws.expert.message"] = "Illegal checksum value (0)"

@@ -16,10 +16,10 @@ import (
 	"github.com/inaemu/inaemu/internal/testvec"
 )
 
-// TestLayersVectors decodes every shared test vector with gopacket.NewPacket
-// (no setup beyond importing frames), checks the RoCE layers against the
-// manifest, checks DecodingLayerParser sees the same layers, and serializes
-// the decoded layers back to the identical bytes.
+// TestLayersVectors decodes every test vector in testdata/vectors with
+// gopacket.NewPacket (no setup beyond importing frames), checks the RoCE
+// layers against the manifest, checks DecodingLayerParser sees the same
+// layers, and serializes the decoded layers back to the identical bytes.
 func TestLayersVectors(t *testing.T) {
 	vecs, err := testvec.Load()
 	require.NoError(t, err)

@@ -5,9 +5,9 @@ package frames_test
 // seed, logged at the start, so a failure replays exactly; set
 // INAEMU_GOPTER_SEED to explore other seeds.
 //
-// Expected values come from the generated inputs and from ROCE.md (header
+// Expected values come from the generated inputs and from docs/roce.md (header
 // sizes, pad rule, ICRC masks); which extension headers an opcode carries is
-// taken from wire.Opcode.Ext, itself checked against ROCE.md's table in
+// taken from wire.Opcode.Ext, itself checked against docs/roce.md's table in
 // wire/wire_test.go.
 
 import (
@@ -83,7 +83,7 @@ func knownOpcodes() []interface{} {
 	return ops
 }
 
-// extSizes are the extension header sizes of ROCE.md §1 (DETH: ib_pack.h).
+// extSizes are the extension header sizes of docs/roce.md §1 (DETH: ib_pack.h).
 var extSizes = map[wire.Ext]int{
 	wire.ExtDETH: 8, wire.ExtFETH: 4, wire.ExtRETH: 16, wire.ExtAtomicETH: 28,
 	wire.ExtAETH: 4, wire.ExtAtomicAckETH: 8, wire.ExtImmDt: 4, wire.ExtIETH: 4,
@@ -162,7 +162,7 @@ func genPath() gopter.Gen {
 	})
 }
 
-// isWriteFirst is ROCE.md's RDMA WRITE FIRST/ONLY of RC or UC (0x06, 0x0A,
+// isWriteFirst is docs/roce.md's RDMA WRITE FIRST/ONLY of RC or UC (0x06, 0x0A,
 // 0x0B, and the same ops | 0x20): the packets NetReduce starts with an INA
 // header.
 func isWriteFirst(op wire.Opcode) bool {
@@ -172,7 +172,7 @@ func isWriteFirst(op wire.Opcode) bool {
 
 // genPacket generates a Packet with any known opcode and random values in
 // every field. Payloads are 0..300 bytes, sometimes up to 4096. A CNP
-// carries the 16 reserved zero bytes of ROCE.md §1 as its payload. HasINA
+// carries the 16 reserved zero bytes of docs/roce.md §1 as its payload. HasINA
 // is drawn for every opcode but a CNP: only WRITE FIRST/ONLY may report it.
 func genPacket() gopter.Gen {
 	return gopter.CombineGens(
@@ -229,7 +229,7 @@ var regionDraw = []int{regionCovered, regionCovered, regionCovered, regionCovere
 	regionMasked, regionMasked, regionMasked, regionEthernet, regionEtherType, regionTrailer, regionICRC, regionICRC}
 
 // layout is where the headers of a built frame are, computed from the path
-// and packet alone (ROCE.md §1 sizes), never from the code under test.
+// and packet alone (docs/roce.md §1 sizes), never from the code under test.
 type layout struct {
 	vlan     int // 4 with an 802.1Q tag
 	l3       int // network header (IPv4, IPv6 or GRH)
@@ -739,7 +739,7 @@ func TestPropGopacketRoundTrip(t *testing.T) {
 const (
 	regionCovered   = iota // ICRC-covered, not masked, headers: IP/GRH header to the end of the extension headers
 	regionData             // ICRC-covered payload and pad
-	regionMasked           // a masked field (ROCE.md §2)
+	regionMasked           // a masked field (docs/roce.md §2)
 	regionEthernet         // MAC addresses and the VLAN TCI
 	regionEtherType        // EtherType and VLAN TPID
 	regionTrailer          // Ethernet padding after the ICRC
@@ -747,7 +747,7 @@ const (
 )
 
 // maskedBits are the frame bits (as byte offset, bit mask) the ICRC masks:
-// ROCE.md §2, with offsets computed from the layout.
+// docs/roce.md §2, with offsets computed from the layout.
 func maskedBits(tr frames.Transport, l layout) [][2]int {
 	var m [][2]int
 	add := func(off int, mask byte) { m = append(m, [2]int{off, int(mask)}) }
@@ -836,7 +836,7 @@ func sortBits(b [][2]int) {
 }
 
 // checkFlip flips one bit of frame (a built frame plus trailer) and checks
-// the ICRC verdict ROCE.md §2 predicts for the region. It restores the bit.
+// the ICRC verdict docs/roce.md §2 predicts for the region. It restores the bit.
 func checkFlip(frame []byte, region int, off int, mask byte) string {
 	frame[off] ^= mask
 	defer func() { frame[off] ^= mask }()
@@ -873,7 +873,7 @@ func checkFlip(frame []byte, region int, off int, mask byte) string {
 }
 
 // TestPropICRCSensitivity: flipping one generated bit of a built frame
-// breaks the ICRC exactly when ROCE.md §2 says the bit is covered and not
+// breaks the ICRC exactly when docs/roce.md §2 says the bit is covered and not
 // masked (or is the ICRC itself); a flip that makes the frame unparseable
 // gives an error, never a panic.
 func TestPropICRCSensitivity(t *testing.T) {
@@ -958,7 +958,7 @@ func genPSNDelta() gopter.Gen {
 }
 
 // TestPropPSNArithmetic checks wire.PSNAdd and wire.PSNDiff against
-// ROCE.md §3: PSNs wrap mod 2^24, and the signed distance is that of rxe's
+// docs/roce.md §3: PSNs wrap mod 2^24, and the signed distance is that of rxe's
 // psn_compare, int32(uint32(a-b) << 8).
 func TestPropPSNArithmetic(t *testing.T) {
 	const seed = 0x1A_E4_00_05

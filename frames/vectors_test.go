@@ -22,7 +22,8 @@ func b2i(b bool) int {
 }
 
 // TestVectorsView checks the zero-copy view and the ICRC against every frame
-// of the shared test vectors (made by scapy, Linux rxe and old Soft-RoCE).
+// of the test vectors in testdata/vectors (made by scapy, Linux rxe and old
+// Soft-RoCE).
 func TestVectorsView(t *testing.T) {
 	vecs, err := testvec.Load()
 	require.NoError(t, err)

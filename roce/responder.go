@@ -47,7 +47,7 @@ func (s *responder) queue(syn wire.Syndrome, psn uint32) {
 }
 
 // onRequest runs the PSN check, then the opcode-sequence, length, key and
-// bounds checks, executes the packet and queues the ACK (ROCE.md §4).
+// bounds checks, executes the packet and queues the ACK (docs/roce.md §4).
 func (s *responder) onRequest(q *QP, v *frames.View) {
 	psn := v.PSN()
 	switch d := wire.PSNDiff(psn, s.epsn); {

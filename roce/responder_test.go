@@ -13,7 +13,7 @@ import (
 )
 
 // A single responder QP (B) fed hand-built request frames, one decision of
-// ROCE.md §4 per row.
+// docs/roce.md §4 per row.
 
 type respRig struct {
 	qp   *roce.QP

@@ -50,8 +50,8 @@ type decodedLine struct {
 	ICRCOK     *bool           `json:"icrc_ok"`
 }
 
-// TestDecodeJSONVectors runs `inaemu decode --json` on every shared vector
-// capture and compares each line with the manifest.
+// TestDecodeJSONVectors runs `inaemu decode --json` on every test-vector
+// capture in testdata/vectors and compares each line with the manifest.
 func TestDecodeJSONVectors(t *testing.T) {
 	vecs, err := testvec.Load()
 	require.NoError(t, err)

@@ -65,7 +65,7 @@ func (a AETH) MSN() uint32            { return uint24(a[1:]) }
 func (a AETH) SetSyndrome(s Syndrome) { a[0] = byte(s) }
 func (a AETH) SetMSN(m uint32)        { putUint24(a[1:], m) }
 
-// Syndrome is the AETH syndrome byte (ROCE.md §1, §4).
+// Syndrome is the AETH syndrome byte (docs/roce.md §1, §4).
 type Syndrome uint8
 
 // Syndromes rxe sends. ACK syndromes carry a credit count in bits 4..0 and

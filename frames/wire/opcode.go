@@ -4,7 +4,7 @@
 // style of gVisor's header package. It knows nothing about gopacket, queue
 // pairs or time; everything here is safe to call on a hot path.
 //
-// Layouts follow ../shared/ROCE.md §1 (Linux rxe rxe_hdr.h / rxe_opcode.c,
+// Layouts follow docs/roce.md §1 (Linux rxe rxe_hdr.h / rxe_opcode.c,
 // include/rdma/ib_pack.h).
 package wire
 

@@ -1,6 +1,6 @@
 package wire_test
 
-// Table tests of the wire constants against ../shared/ROCE.md §1-§4 (and
+// Table tests of the wire constants against docs/roce.md §1-§4 (and
 // the test-vector manifest's opcode names). Expected values are written out
 // here from those documents, never read back from the package.
 
@@ -15,7 +15,7 @@ import (
 	"github.com/inaemu/inaemu/frames/wire"
 )
 
-// hdr names an extension header as ROCE.md's "headers after BTH" column does.
+// hdr names an extension header as docs/roce.md's "headers after BTH" column does.
 type hdr string
 
 const (
@@ -29,7 +29,7 @@ const (
 	FETH      hdr = "FETH"
 )
 
-// hdrLen is each header's size (ROCE.md §1; DETH 8 from ib_pack.h).
+// hdrLen is each header's size (docs/roce.md §1; DETH 8 from ib_pack.h).
 var hdrLen = map[hdr]int{RETH: 16, AETH: 4, ImmDt: 4, IETH: 4, DETH: 8, AtomicETH: 28, AtomicAck: 8, FETH: 4}
 
 var hdrBit = map[hdr]wire.Ext{RETH: wire.ExtRETH, AETH: wire.ExtAETH, ImmDt: wire.ExtImmDt, IETH: wire.ExtIETH,
@@ -41,7 +41,7 @@ type opRow struct {
 	hdrs []hdr // in wire order
 }
 
-// rcOps is ROCE.md §1's RC opcode table, names in the manifest's style
+// rcOps is docs/roce.md §1's RC opcode table, names in the manifest's style
 // (RC_ prefix, WITH_IMMEDIATE, RDMA_ on every RDMA READ/WRITE opcode).
 var rcOps = []opRow{
 	{0x00, "RC_SEND_FIRST", nil},
@@ -71,7 +71,7 @@ var rcOps = []opRow{
 	{0x1D, "RC_ATOMIC_WRITE", []hdr{RETH}},
 }
 
-// allOps is every opcode ROCE.md names: the RC table; UC = 0x20 | the SEND
+// allOps is every opcode docs/roce.md names: the RC table; UC = 0x20 | the SEND
 // and WRITE ops (0x00-0x0B); UD SEND ONLY (0x64) and with immediate (0x65),
 // both with a DETH; and the CNP (0x81), which has no extension header.
 func allOps() []opRow {
@@ -100,7 +100,7 @@ func TestOpcodeNames(t *testing.T) {
 	}
 }
 
-// TestOpcodeKnown: exactly the opcodes ROCE.md names are known; every other
+// TestOpcodeKnown: exactly the opcodes docs/roce.md names are known; every other
 // value gets a distinct name that carries its hex value.
 func TestOpcodeKnown(t *testing.T) {
 	named := map[uint8]string{}
@@ -164,7 +164,7 @@ func TestOpcodeExt(t *testing.T) {
 	}
 }
 
-// TestExtOrder: IBA's wire order (ROCE.md: FETH then RETH for FLUSH; RETH
+// TestExtOrder: IBA's wire order (docs/roce.md: FETH then RETH for FLUSH; RETH
 // then ImmDt; AETH then AtomicAckETH; DETH first) for a set holding every
 // header, and the size of each header alone.
 func TestExtOrder(t *testing.T) {
@@ -206,7 +206,7 @@ func TestHeaderSizes(t *testing.T) {
 // TestOpcodeRoles: IsFirst/IsLast follow the FIRST/MIDDLE/LAST/ONLY part of
 // the name (single-packet operations are both); IsWrite is the RDMA WRITE
 // opcodes of RC and UC; IsSend the SEND opcodes of RC and UC; IsAck the
-// opcodes that go to the completer (ROCE.md §4: ACKs and READ responses).
+// opcodes that go to the completer (docs/roce.md §4: ACKs and READ responses).
 func TestOpcodeRoles(t *testing.T) {
 	for _, r := range allOps() {
 		op := wire.Opcode(r.op)
@@ -237,7 +237,7 @@ func TestOpcodeRoles(t *testing.T) {
 	}
 }
 
-// TestSyndrome: ROCE.md §1/§4 AETH syndromes: bits 6..5 are the kind (00
+// TestSyndrome: docs/roce.md §1/§4 AETH syndromes: bits 6..5 are the kind (00
 // ACK, 01 RNR NAK, 10 reserved, 11 NAK), bits 4..0 the credit count, timer
 // code or NAK code; bit 7 must be 0.
 func TestSyndrome(t *testing.T) {
@@ -277,7 +277,7 @@ func TestSyndrome(t *testing.T) {
 	}
 }
 
-// TestBTHWorkedExample reads ROCE.md §2's worked example BTH
+// TestBTHWorkedExample reads docs/roce.md §2's worked example BTH
 // (04 00 ffff 00 000011 80 000001) and writes it back with the setters.
 func TestBTHWorkedExample(t *testing.T) {
 	raw := []byte{0x04, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x11, 0x80, 0x00, 0x00, 0x01}
@@ -302,7 +302,7 @@ func TestBTHWorkedExample(t *testing.T) {
 	w.SetPSN(1)
 	assert.Equal(t, raw, []byte(w))
 
-	// Every flag lands on its own bit (ROCE.md §1 BTH table).
+	// Every flag lands on its own bit (docs/roce.md §1 BTH table).
 	w.SetSE(true)
 	w.SetMigReq(true)
 	w.SetPadCnt(3)
@@ -329,7 +329,7 @@ func TestBTHWorkedExample(t *testing.T) {
 }
 
 // TestExtHeaderViews writes known values through each view and checks the
-// big-endian layout of ROCE.md §1.
+// big-endian layout of docs/roce.md §1.
 func TestExtHeaderViews(t *testing.T) {
 	r := wire.RETH(make([]byte, 16))
 	r.SetVA(0x0102030405060708)
@@ -369,7 +369,7 @@ func TestExtHeaderViews(t *testing.T) {
 }
 
 // TestGRH: IPVer 4 | TClass 8 | FlowLabel 20 | PayLen 16 | NxtHdr | HopLmt |
-// SGID | DGID (ROCE.md §1).
+// SGID | DGID (docs/roce.md §1).
 func TestGRH(t *testing.T) {
 	g := wire.GRH(make([]byte, 40))
 	g.SetVersionClassFlow(6, 0xAB, 0xCDEF1)
@@ -391,14 +391,14 @@ func TestGRH(t *testing.T) {
 	assert.Equal(t, []byte{0x60, 0x0F, 0xFF, 0xFF}, []byte(g[:4]))
 }
 
-// TestPadCount: PadCnt = (-len) & 3 (ROCE.md §1).
+// TestPadCount: PadCnt = (-len) & 3 (docs/roce.md §1).
 func TestPadCount(t *testing.T) {
 	for n, want := range map[int]int{0: 0, 1: 3, 2: 2, 3: 1, 4: 0, 5: 3, 1023: 1, 1024: 0, 4095: 1} {
 		assert.Equal(t, want, wire.PadCount(n), "PadCount(%d)", n)
 	}
 }
 
-// TestPSNTable: ROCE.md §3 edge cases of the 24-bit PSN space.
+// TestPSNTable: docs/roce.md §3 edge cases of the 24-bit PSN space.
 func TestPSNTable(t *testing.T) {
 	for _, c := range []struct {
 		p    uint32

@@ -1,5 +1,6 @@
-// Package testvec loads the shared RoCE test vectors (testdata/vectors, a
-// copy of ../shared/testvectors) and their manifest for tests.
+// Package testvec loads the RoCE test vectors in testdata/vectors (frames made
+// by scapy, Linux rxe and the original Soft-RoCE; see its README) and their
+// manifest for tests.
 package testvec
 
 import (
