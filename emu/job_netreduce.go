@@ -36,7 +36,8 @@ func newNetReduceJob(r *runner) (*netReduceJob, error) {
 	j.chunk = j.stride - wire.INALen
 	j.msgs = int((cfg.TensorBytes + int64(j.chunk) - 1) / int64(j.chunk))
 	if r.fab.Switch != nil {
-		if err := r.fab.Switch.AddRing(NetReduceRing(cfg)); err != nil {
+		psns := initialPSNs(cfg.Seed, cfg.Workers)
+		if err := r.fab.Switch.AddRing(NetReduceRing(cfg, psns.send)); err != nil {
 			return nil, err
 		}
 	}
@@ -73,12 +74,19 @@ func newNetReduceJob(r *runner) (*netReduceJob, error) {
 // ring's connections (rank r's send QP to rank r+1's receive QP), which
 // the switch learns when the job connects (NetReduce's initialization), so
 // a packet that overtakes its message's first packet is never mistaken for
-// ordinary traffic.
-func NetReduceRing(cfg Config) netreduce.RingConfig {
+// ordinary traffic. Rank r's connection is bound to switch port r (a frame
+// with its addresses from another port is forged). startPSNs, if given, are
+// the connections' first PSNs (the job's setup knows them); without them
+// the switch anchors each connection at its first message start.
+func NetReduceRing(cfg Config, startPSNs []uint32) netreduce.RingConfig {
 	var conns []netreduce.Conn
 	for r := 0; r < cfg.Workers; r++ {
-		conns = append(conns, netreduce.Conn{Src: hostAddr(cfg.Transport, r), Dst: hostAddr(cfg.Transport, (r+1)%cfg.Workers),
-			DestQP: recvQPN, Rank: r})
+		c := netreduce.Conn{Src: hostAddr(cfg.Transport, r), Dst: hostAddr(cfg.Transport, (r+1)%cfg.Workers),
+			DestQP: recvQPN, Rank: r, Port: r}
+		if startPSNs != nil {
+			c.StartPSN, c.HasStart = startPSNs[r], true
+		}
+		conns = append(conns, c)
 	}
 	return netreduce.RingConfig{ID: 0, Workers: cfg.Workers, Window: cfg.Window, MsgLen: cfg.MsgLen, MTU: cfg.MTU,
 		DType: cfg.DType, Release: cfg.Release, Conns: conns}

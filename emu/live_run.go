@@ -173,7 +173,7 @@ func ServeSwitch(ctx context.Context, cfg Config, ports []tap.Device, ready func
 	}
 	defer fab.Close()
 	if cfg.Mode == NetReduce {
-		if err := fab.Switch.AddRing(NetReduceRing(cfg)); err != nil {
+		if err := fab.Switch.AddRing(NetReduceRing(cfg, nil)); err != nil {
 			return SwitchReport{}, &ConfigError{err}
 		}
 	}

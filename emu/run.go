@@ -318,8 +318,7 @@ func newRunner(cfg Config) (*runner, error) {
 // buffers): rank r's send QP to rank r+1's receive QP. Initial PSNs are
 // drawn from the seed.
 func (r *runner) connect() error {
-	rng := rand.New(rand.NewPCG(r.cfg.Seed, 0x9E3779B9))
-	psn := func() uint32 { return uint32(rng.Uint64()) & 0xFFFFFF }
+	psns := initialPSNs(r.cfg.Seed, r.cfg.Workers)
 	n := r.cfg.Workers
 	// Queues deep enough for everything the job posts (the job posts every
 	// receive up front, so no RNR NAK ever slows it).
@@ -331,7 +330,7 @@ func (r *runner) connect() error {
 		MaxSendWR: maxWR, MaxRecvWR: maxWR, Profile: r.cfg.NIC}
 	for _, w := range r.workers {
 		sc := base
-		sc.SQPSN, sc.RQPSN = psn(), psn() // only ACKs arrive on a send QP
+		sc.SQPSN, sc.RQPSN = psns.send[w.rank], psns.sendR[w.rank] // only ACKs arrive on a send QP
 		if err := w.sq.Connect(w.h.PathTo(r.workers[(w.rank+1)%n].h, recvQPN), sc); err != nil {
 			return err
 		}
@@ -339,12 +338,32 @@ func (r *runner) connect() error {
 	for _, w := range r.workers {
 		pred := r.workers[(w.rank+n-1)%n]
 		rc := base
-		rc.SQPSN, rc.RQPSN = psn(), pred.sq.Config().SQPSN
+		rc.SQPSN, rc.RQPSN = psns.recv[w.rank], pred.sq.Config().SQPSN
 		if err := w.rq.Connect(w.h.PathTo(pred.h, sendQPN), rc); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ringPSNs are a job's initial PSNs: per rank, its send QP's first PSN
+// (the first PSN of its ring connection), the PSN its send QP expects (only
+// ACKs arrive there), and its receive QP's first PSN (its ACKs).
+type ringPSNs struct{ send, sendR, recv []uint32 }
+
+// initialPSNs draws the job's initial PSNs from the seed, so a switch told
+// the seed knows where each connection's first message starts.
+func initialPSNs(seed uint64, n int) ringPSNs {
+	rng := rand.New(rand.NewPCG(seed, 0x9E3779B9))
+	psn := func() uint32 { return uint32(rng.Uint64()) & 0xFFFFFF }
+	p := ringPSNs{make([]uint32, n), make([]uint32, n), make([]uint32, n)}
+	for r := range n {
+		p.send[r], p.sendR[r] = psn(), psn()
+	}
+	for r := range n {
+		p.recv[r] = psn()
+	}
+	return p
 }
 
 // poll drains a worker's CQs into the job.

@@ -95,7 +95,7 @@ func (s *Switch) ingress(port int, frame []byte) {
 	}
 	// Stages 2-3: parsing, CLT, aggregation.
 	if s.view.Parse(frame) == nil {
-		switch s.Accel.Process(&s.view, s.emitFn) {
+		switch s.Accel.Process(&s.view, port, s.emitFn) {
 		case netreduce.NotINA, netreduce.Stale:
 		default:
 			return // absorbed, answered or dropped by the accelerator

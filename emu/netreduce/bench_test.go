@@ -77,7 +77,7 @@ func BenchmarkAggregate8x1KiB(b *testing.B) {
 			require.NoError(b, acc.AddRing(cfg))
 			for i = 0; i < cfg.Workers; i++ {
 				_ = v.Parse(stream[i])
-				acc.Process(&v, emit)
+				acc.Process(&v, srcPort(&v), emit)
 			}
 		}
 		restart()
@@ -96,7 +96,7 @@ func BenchmarkAggregate8x1KiB(b *testing.B) {
 			if v.Parse(f) != nil {
 				b.Fatal("parse")
 			}
-			if acc.Process(&v, emit) != netreduce.Aggregated {
+			if acc.Process(&v, srcPort(&v), emit) != netreduce.Aggregated {
 				b.Fatalf("frame %d not aggregated: %+v", i-1, acc.Stats)
 			}
 			processed += int64(len(f))

@@ -10,7 +10,7 @@ import (
 
 func withConns(cfg netreduce.RingConfig) netreduce.RingConfig {
 	for r := 0; r < cfg.Workers; r++ {
-		cfg.Conns = append(cfg.Conns, netreduce.Conn{Src: ip(r), Dst: ip((r + 1) % cfg.Workers), DestQP: destQP, Rank: r})
+		cfg.Conns = append(cfg.Conns, netreduce.Conn{Src: ip(r), Dst: ip((r + 1) % cfg.Workers), DestQP: destQP, Rank: r, Port: r})
 	}
 	return cfg
 }

@@ -13,16 +13,29 @@
 //   - Ingress ICRCs are verified before a frame touches the CLT or an
 //     aggregator. The accelerator recomputes the ICRC of what it sends, so
 //     aggregating a corrupted frame would launder the corruption.
-//   - The CLT only moves forward: a first packet whose MsgID is not newer
+//   - A packet's message is told by its PSN, never by the 8-bit MsgID
+//     alone: every message but the last has exactly MsgLen packets, so the
+//     PSN distance from a known message start gives the message (a running
+//     count) and the offset in it. The distance is a signed 24-bit PSN
+//     difference taken from the connection's latest message start, exact
+//     for any frame within 2^23 packets of it, however late it arrives (a
+//     connection never has that many in flight). A first packet's MsgID
+//     must agree with the message its PSN names, and its PSN must fall on
+//     a message start; otherwise it is dropped as bad. (An 8-bit MsgID
+//     widened by an 8-bit difference takes a frame 128 messages old for a
+//     future one.)
+//   - The CLT only moves forward: a first packet of a message not newer
 //     than the entry's (a duplicate or a go-back-N retransmission) is
-//     aggregated but leaves the entry alone. MsgIDs are 8 bits on the wire
-//     and are extended to a running count, so 2N need not divide 256.
-//   - A packet past the current message (PSN - PSN0 >= MsgLen) belongs to
-//     a message whose first packet was lost: it is dropped (the paper's
-//     rule) until the sender retransmits from that first packet.
-//   - A packet before PSN0 is a retransmission of an earlier message;
-//     every message but the last has exactly MsgLen packets, so its
-//     message and offset follow from the PSN distance.
+//     aggregated but leaves the entry alone.
+//   - A packet past the current message belongs to a message whose first
+//     packet was lost: it is dropped (the paper's rule) until the sender
+//     retransmits from that first packet.
+//   - A ring connection is bound to the switch port its member sends from
+//     (given at setup, or the port of its first frame): a frame with the
+//     connection's addresses from any other port is dropped and counted,
+//     and a rank claimed from one port cannot be claimed from another. The
+//     switch trusts a member's port, not its addresses: an IP address and
+//     QPN are easy to forge, the port a frame enters by is not.
 //   - Release (which message may reuse an aggregator) is selectable; see
 //     Release.
 package netreduce
@@ -85,7 +98,18 @@ type Conn struct {
 	Src, Dst netip.Addr
 	DestQP   uint32
 	Rank     int
+	// Port is the switch port the sender's frames arrive on; AnyPort
+	// binds the connection to the port of its first frame instead.
+	Port int
+	// StartPSN, when HasStart, is the PSN of the connection's first
+	// packet (message 0); without it the first message start seen, with
+	// its MsgID, anchors the count.
+	StartPSN uint32
+	HasStart bool
 }
+
+// AnyPort is a Conn.Port that binds on first sight.
+const AnyPort = -1
 
 // RingConfig describes one ring's aggregator array.
 type RingConfig struct {
@@ -147,7 +171,8 @@ type Stats struct {
 	FirstLostDrops uint64 `json:"first_lost_drops"` // packets of a message whose first packet was not seen
 	StaleForwards  uint64 `json:"stale_forwards"`   // duplicates of released messages, forwarded
 	WindowDrops    uint64 `json:"window_drops"`     // packets for an aggregator still held by an unreleased message
-	BadDrops       uint64 `json:"bad_drops"`        // bad INA header, ring, rank, opcode or length
+	BadDrops       uint64 `json:"bad_drops"`        // bad INA header, ring, rank, opcode, length, or a first packet off a message start
+	PortDrops      uint64 `json:"port_drops"`       // a member connection's or rank's frames from a port other than the member's
 }
 
 type connKey struct {
@@ -159,9 +184,26 @@ type connKey struct {
 type conn struct {
 	ring   *ring
 	rank   int
-	msg    int64 // current message (extended MsgID); -1 before the first
-	psn0   uint32
-	msgLen int // packets of the current message
+	port   int   // the member's switch port; AnyPort until its first frame
+	msg    int64 // newest message whose first packet was seen; -1 before
+	msgLen int   // packets of that message (its INA header's MsgLen)
+	// The anchor: message aMsg starts at PSN aPSN. Set from StartPSN or
+	// the first message start seen, moved to each newer one.
+	anchored bool
+	aMsg     int64
+	aPSN     uint32
+}
+
+// locate is the message and offset of the packet with psn, from the
+// anchor: exact for any PSN within 2^23 of it.
+func (c *conn) locate(psn uint32) (m int64, off int) {
+	L := int64(c.ring.cfg.MsgLen)
+	d := int64(wire.PSNDiff(psn, c.aPSN))
+	dm := d / L
+	if d%L < 0 {
+		dm--
+	}
+	return c.aMsg + dm, int(d - dm*L)
 }
 
 type agg struct {
@@ -248,7 +290,7 @@ func (a *Accelerator) AddRing(cfg RingConfig) error {
 		}
 	}
 	for _, c := range cfg.Conns {
-		e := &conn{ring: r, rank: c.Rank, msg: -1}
+		e := &conn{ring: r, rank: c.Rank, msg: -1, port: max(c.Port, AnyPort), anchored: c.HasStart, aPSN: c.StartPSN & wire.PSNMask}
 		a.clt[connKey{c.Src.Unmap(), c.Dst.Unmap(), c.DestQP & wire.PSNMask}] = e
 		r.rankConn[c.Rank] = e
 	}
@@ -276,9 +318,10 @@ func isLaterOp(op wire.Opcode) bool {
 	return op == wire.WriteMiddle || op == wire.WriteLast || op == wire.WriteLastWithImm
 }
 
-// Process handles one frame the switch received, parsed into v (which
-// Process may re-use). Emitted frames go to emit before Process returns.
-func (a *Accelerator) Process(v *frames.View, emit Emit) Verdict {
+// Process handles one frame the switch received on port, parsed into v
+// (which Process may re-use). Emitted frames go to emit before Process
+// returns.
+func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 	op := v.Opcode()
 	first, later := isFirstOp(op), isLaterOp(op)
 	if !first && !later {
@@ -287,54 +330,41 @@ func (a *Accelerator) Process(v *frames.View, emit Emit) Verdict {
 	pay := v.Payload()
 	key := connKey{v.SrcAddr().Unmap(), v.DstAddr().Unmap(), v.DestQP()}
 	psn := v.PSN()
-	var (
-		c   *conn
-		m   int64
-		off int
-	)
+	c := a.clt[key]
+	var h wire.INA
 	if first && wire.IsINA(pay) {
 		if !v.ICRCOK() {
 			a.Stats.ICRCDrops++
 			return Dropped
 		}
-		h := wire.INA(pay)
+		h = wire.INA(pay)
 		r := a.rings[h.RingID()]
 		rank := int(h.Rank())
 		if r == nil || rank >= r.cfg.Workers || h.MsgLen() == 0 || int(h.MsgLen()) > r.cfg.MsgLen {
 			a.Stats.BadDrops++
 			return Dropped
 		}
-		c = a.clt[key]
 		if c == nil {
-			if r.rankConn[rank] != nil { // a second connection claiming the rank
-				a.Stats.BadDrops++
+			if o := r.rankConn[rank]; o != nil { // a second connection claiming the rank
+				if o.port != port && o.port != AnyPort {
+					a.Stats.PortDrops++
+				} else {
+					a.Stats.BadDrops++
+				}
 				return Dropped
 			}
-			c = &conn{ring: r, rank: rank, msg: -1}
+			c = &conn{ring: r, rank: rank, msg: -1, port: port}
 			a.clt[key] = c
 			r.rankConn[rank] = c
 		} else if c.ring != r || c.rank != rank {
-			a.Stats.BadDrops++
-			return Dropped
-		}
-		if c.msg < 0 {
-			m = int64(h.MsgID())
-		} else {
-			m = c.msg + int64(int8(h.MsgID()-uint8(c.msg)))
-		}
-		if m > c.msg {
-			c.msg, c.psn0, c.msgLen = m, psn, int(h.MsgLen())
-			r.advance(rank, m)
-			a.Stats.CLTUpdates++
-		} else {
-			a.Stats.StaleFirsts++
-		}
-		if m < 0 {
-			a.Stats.BadDrops++
+			if c.port != port && c.port != AnyPort {
+				a.Stats.PortDrops++
+			} else {
+				a.Stats.BadDrops++
+			}
 			return Dropped
 		}
 	} else {
-		c = a.clt[key]
 		if c == nil {
 			if later { // a FIRST/ONLY without the header is an ordinary WRITE
 				a.Stats.CLTMisses++
@@ -345,26 +375,44 @@ func (a *Accelerator) Process(v *frames.View, emit Emit) Verdict {
 			a.Stats.ICRCDrops++
 			return Dropped
 		}
-		if first { // an INA connection's message must start with the header
+	}
+	if c.port == AnyPort {
+		c.port = port
+	} else if c.port != port {
+		a.Stats.PortDrops++ // a member's addresses from another port: forged
+		return Dropped
+	}
+	if first && h == nil { // an INA connection's message must start with the header
+		a.Stats.BadDrops++
+		return Dropped
+	}
+	if first && !c.anchored {
+		c.anchored, c.aMsg, c.aPSN = true, int64(h.MsgID()), psn
+	}
+	if !c.anchored { // a known connection whose first message start has not come yet
+		a.Stats.FirstLostDrops++
+		return Dropped
+	}
+	m, off := c.locate(psn)
+	if first {
+		if off != 0 || m < 0 || uint8(m) != h.MsgID() { // off a message start, or the MsgID disagrees
 			a.Stats.BadDrops++
 			return Dropped
 		}
-		d := int(wire.PSNDiff(psn, c.psn0))
-		L := c.ring.cfg.MsgLen
-		switch {
-		case c.msg < 0: // a known connection whose first packet has not come yet
-			a.Stats.FirstLostDrops++
-			return Dropped
-		case d >= c.msgLen:
-			a.Stats.FirstLostDrops++
-			return Dropped
-		case d >= 0:
-			m, off = c.msg, d
-		default: // an earlier message, retransmitted
-			back := (-d + L - 1) / L
-			m, off = c.msg-int64(back), d+back*L
+		if m > c.msg {
+			c.msg, c.msgLen = m, int(h.MsgLen())
+			c.aMsg, c.aPSN = m, psn
+			c.ring.advance(c.rank, m)
+			a.Stats.CLTUpdates++
+		} else {
+			a.Stats.StaleFirsts++
 		}
-		if off == 0 || m < 0 { // message boundaries do not match MsgLen
+	} else {
+		switch {
+		case m > c.msg || (m == c.msg && off >= c.msgLen): // its first packet was not seen
+			a.Stats.FirstLostDrops++
+			return Dropped
+		case off == 0 || m < 0: // message boundaries do not match MsgLen
 			a.Stats.BadDrops++
 			return Dropped
 		}

@@ -227,7 +227,7 @@ func (c *cluster) feed(f []byte) netreduce.Verdict {
 	c.t.Helper()
 	require.NoError(c.t, c.view.Parse(f))
 	in := append([]byte(nil), f...)
-	v := c.acc.Process(&c.view, c.emit)
+	v := c.acc.Process(&c.view, srcPort(&c.view), c.emit)
 	require.Equal(c.t, in, f, "Process must not modify the ingress frame")
 	return v
 }
@@ -249,6 +249,20 @@ func (c *cluster) take() []emitted {
 	o := c.out
 	c.out = nil
 	return o
+}
+
+// srcPort is the switch port of the rank that sends from v's source
+// address: rank r (address 10.0.0.r+1) sits on port r.
+func srcPort(v *frames.View) int {
+	a := v.SrcAddr().Unmap().As4()
+	return int(a[3]) - 1
+}
+
+// feedFrom hands f to the accelerator as if it came in on port.
+func (c *cluster) feedFrom(port int, f []byte) netreduce.Verdict {
+	c.t.Helper()
+	require.NoError(c.t, c.view.Parse(f))
+	return c.acc.Process(&c.view, port, c.emit)
 }
 
 // rankOf names the connection a frame belongs to by its source address.
@@ -832,8 +846,11 @@ func TestBadINAHeader(t *testing.T) {
 	buf := make([]byte, 2048)
 	n, err := intruder.Build(buf, c.packet(0, 0, 0, c.gradient(0, 0, 0)))
 	require.NoError(t, err)
-	require.Equal(t, netreduce.Dropped, c.feed(buf[:n]), "second connection claiming rank 0")
+	require.Equal(t, netreduce.Dropped, c.feedFrom(0, buf[:n]), "second connection claiming rank 0 from rank 0's port")
 	assert.Equal(t, drops+2, c.acc.Stats.BadDrops)
+	require.Equal(t, netreduce.Dropped, c.feed(buf[:n]), "second connection claiming rank 0 from another port")
+	assert.Equal(t, drops+2, c.acc.Stats.BadDrops)
+	assert.Equal(t, uint64(1), c.acc.Stats.PortDrops)
 
 	// Lengths: more than the MTU, not a whole number of elements, or
 	// disagreeing with the other ranks' packet of the same offset.
@@ -1108,7 +1125,7 @@ func TestSteadyStateAllocatesNothing(t *testing.T) {
 	next := 0
 	round := func() {
 		for _, f := range rounds[next] {
-			if v.Parse(f) != nil || c.acc.Process(&v, emit) != netreduce.Aggregated {
+			if v.Parse(f) != nil || c.acc.Process(&v, srcPort(&v), emit) != netreduce.Aggregated {
 				t.Fatalf("round %d: not aggregated", next)
 			}
 		}
