@@ -111,6 +111,17 @@ func NewFabric(cfg FabricConfig) (*Fabric, error) {
 		f.Hosts = append(f.Hosts, h)
 		f.dirs = append(f.dirs, in, out)
 	}
+	// A spoof event's forgery enters the switch by another port's link,
+	// where the capture shows it.
+	for _, d := range f.dirs {
+		if d.dir == faults.DirIn && d.stage != nil {
+			d.stage.OnSpoof = func(frame []byte, from int, ev *faults.Event) {
+				if from >= 0 && from < cfg.Hosts {
+					f.dirs[2*from].fly(frame, 0, faults.NoteSpoof, ev, false)
+				}
+			}
+		}
+	}
 	if cfg.Capture != nil {
 		c, err := newCapture(cfg.Capture, f.dirs)
 		if err != nil {
@@ -142,6 +153,7 @@ func (f *Fabric) FaultStats() faults.Stats {
 		s.Delayed += x.Delayed
 		s.Reordered += x.Reordered
 		s.Held += x.Held
+		s.Spoofed += x.Spoofed
 	}
 	return s
 }

@@ -450,3 +450,33 @@ func TestEarlyPacketOfUnseenMessageNeverPoisons(t *testing.T) {
 	require.Greater(t, res.Switch.FirstLostDrops, uint64(0), "the early packet must be dropped")
 	require.Zero(t, res.Switch.CLTMisses, "ring connections are never CLT misses")
 }
+
+// TestRunSpoofFromOtherPort: a forged copy of rank 1's aggregation frame
+// (altered gradient, valid ICRC) entering the switch by port 2 is dropped
+// as forged (port_drops) and the job ends exact; the capture shows it on
+// port2-in with its fault comment. Without the port binding the forged
+// gradient would be summed.
+func TestRunSpoofFromOtherPort(t *testing.T) {
+	var buf bytes.Buffer
+	cfg := smallJob(NetReduce, "spoof=2 port=1 class=data nth=5")
+	cfg.Capture = &buf
+	res := runExact(t, cfg)
+	assert.Equal(t, uint64(1), res.Faults.Spoofed)
+	assert.Equal(t, uint64(1), res.Switch.PortDrops)
+	rd, err := pcapio.NewReader("capture", bytes.NewReader(buf.Bytes()))
+	require.NoError(t, err)
+	found := 0
+	for {
+		r, err := rd.Next()
+		if err != nil {
+			break
+		}
+		for _, c := range r.Comments {
+			if strings.Contains(c, "fault=spoof") {
+				found++
+				assert.Equal(t, "port2-in", rd.Interfaces()[r.Info.InterfaceIndex])
+			}
+		}
+	}
+	assert.Equal(t, 1, found)
+}

@@ -335,3 +335,48 @@ func TestStageAllocatesNothing(t *testing.T) {
 		st.Process(buf, emit)
 	}))
 }
+
+// TestSpoofEvent: spoof=R parses only for frames going into the switch
+// and from another port; the stage hands OnSpoof a forged copy whose
+// payload differs in one bit and whose ICRC is valid again, and lets the
+// original through untouched.
+func TestSpoofEvent(t *testing.T) {
+	ev, err := faults.Parse("spoof=2 port=1 class=data nth=1")
+	require.NoError(t, err)
+	assert.Equal(t, faults.ActSpoof, ev.Action)
+	assert.Equal(t, 2, ev.From)
+	assert.Equal(t, faults.DirIn, ev.Dir)
+	for _, bad := range []string{"spoof port=1", "spoof=x", "spoof=1 port=1", "spoof=2 port=1 dir=out", "spoof=-1"} {
+		_, err := faults.Parse(bad)
+		assert.Error(t, err, bad)
+	}
+	b, err := frames.NewBuilder(frames.Path{Transport: frames.V2IPv4, SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1},
+		DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}, SrcIP: netip.MustParseAddr("10.0.0.1"), DstIP: netip.MustParseAddr("10.0.0.2"), DestQP: 0x12})
+	require.NoError(t, err)
+	buf := make([]byte, 2048)
+	n, err := b.Build(buf, &frames.Packet{Opcode: wire.WriteOnly, PSN: 7, Payload: []byte{1, 2, 3, 4, 5, 6, 7, 8}})
+	require.NoError(t, err)
+	orig := append([]byte(nil), buf[:n]...)
+	st := faults.NewStage(1, faults.DirIn, faults.Netem{}, []faults.Event{ev}, 1)
+	var forged []byte
+	from := -1
+	st.OnSpoof = func(f []byte, port int, _ *faults.Event) { forged, from = append([]byte(nil), f...), port }
+	var out [][]byte
+	st.Process(buf[:n], func(f []byte, _ time.Duration, _ faults.Note, _ *faults.Event) { out = append(out, append([]byte(nil), f...)) })
+	require.Len(t, out, 1)
+	assert.Equal(t, orig, out[0], "the original passes unchanged")
+	assert.Equal(t, 2, from)
+	require.Len(t, forged, len(orig))
+	diff := 0
+	for i := range orig {
+		if orig[i] != forged[i] {
+			diff++
+		}
+	}
+	var v frames.View
+	require.NoError(t, v.Parse(forged))
+	assert.True(t, v.ICRCOK(), "the forgery carries a valid ICRC")
+	assert.NotEqual(t, orig[len(orig)-4-1-3:len(orig)-4], forged[len(forged)-4-1-3:len(forged)-4], "its payload differs")
+	assert.LessOrEqual(t, diff, 5, "one payload byte and the ICRC")
+	assert.Equal(t, uint64(1), st.Stats.Spoofed)
+}

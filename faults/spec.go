@@ -178,10 +178,14 @@ const (
 	ActCorrupt
 	ActDelay
 	ActHold
+	// ActSpoof forges a copy of the frame (its payload altered, its ICRC
+	// recomputed, so only the ingress port gives it away) that enters the
+	// switch from another port, as a host there impersonating the sender.
+	ActSpoof
 )
 
 func (a Action) String() string {
-	return [...]string{"", "drop", "dup", "corrupt", "delay", "hold"}[a]
+	return [...]string{"", "drop", "dup", "corrupt", "delay", "hold", "spoof"}[a]
 }
 
 // Dir is a link direction relative to the switch.
@@ -212,6 +216,7 @@ type Event struct {
 	Action Action
 	Delay  time.Duration // ActDelay
 	Hold   int           // ActHold: release after this many later frames
+	From   int           // ActSpoof: the switch port the forged copy enters by
 	Port   int           // switch port (rank); -1 any
 	Dir    Dir
 	Class  Class
@@ -224,7 +229,8 @@ type Event struct {
 }
 
 // Parse reads one --fault SPEC: `ACTION key=value ...`. ACTION is drop,
-// dup, corrupt, delay=DURATION or hold=K; keys are port=R, dir=in|out,
+// dup, corrupt, delay=DURATION, hold=K or spoof=R (a forged copy enters
+// the switch from port R; only on frames going into the switch); keys are port=R, dir=in|out,
 // class=data|ack|nak|any, qp=N, psn=P, nth=K, every=K and prob=P (a netem
 // percentage). Errors name the bad token.
 func Parse(spec string) (Event, error) {
@@ -255,8 +261,14 @@ func Parse(spec string) (Event, error) {
 			return ev, bad(toks[0], "hold needs a frame count >= 1, e.g. hold=3")
 		}
 		ev.Action, ev.Hold = ActHold, k
+	case "spoof":
+		k, err := strconv.Atoi(arg)
+		if !hasArg || err != nil || k < 0 || k > 1<<16 {
+			return ev, bad(toks[0], "spoof needs the switch port the forgery enters by, e.g. spoof=2")
+		}
+		ev.Action, ev.From = ActSpoof, k
 	default:
-		return ev, bad(toks[0], "ACTION must be drop, dup, corrupt, delay=DURATION or hold=K")
+		return ev, bad(toks[0], "ACTION must be drop, dup, corrupt, delay=DURATION, hold=K or spoof=R")
 	}
 	seen := map[string]bool{}
 	for _, tok := range toks[1:] {
@@ -327,6 +339,15 @@ func Parse(spec string) (Event, error) {
 		if err != nil {
 			return ev, err
 		}
+	}
+	if ev.Action == ActSpoof {
+		switch {
+		case ev.Dir == DirOut:
+			return ev, fmt.Errorf("fault %q: spoof forges frames going into the switch: use dir=in", spec)
+		case ev.Port == ev.From:
+			return ev, fmt.Errorf("fault %q: spoof=%d is the frame's own port: a forgery must come from another", spec, ev.From)
+		}
+		ev.Dir = DirIn
 	}
 	return ev, nil
 }

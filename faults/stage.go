@@ -20,9 +20,10 @@ const (
 	NoteDelay                    // extra delay (netem delay/jitter or a delay event)
 	NoteReorder                  // netem reorder: sent ahead of delayed frames
 	NoteHold                     // released after being held back
+	NoteSpoof                    // a forged copy from another port
 )
 
-var noteNames = [...]string{"loss", "drop", "duplicate", "corrupt", "delay", "reorder", "hold"}
+var noteNames = [...]string{"loss", "drop", "duplicate", "corrupt", "delay", "reorder", "hold", "spoof"}
 
 func (n Note) String() string {
 	s := ""
@@ -52,6 +53,7 @@ type Stats struct {
 	Delayed    uint64 `json:"delayed"`
 	Reordered  uint64 `json:"reordered"`
 	Held       uint64 `json:"held"`
+	Spoofed    uint64 `json:"spoofed"` // forged copies sent in from another port
 }
 
 type eventState struct {
@@ -76,6 +78,10 @@ type Stage struct {
 	// OnDrop, if set, sees every frame the stage drops (for capture
 	// annotations), with the event responsible for a deterministic drop.
 	OnDrop func(frame []byte, note Note, ev *Event)
+	// OnSpoof, if set, takes each forged copy a spoof event makes (valid
+	// only during the call) and the port it is to enter the switch by.
+	// Without it spoof events do nothing.
+	OnSpoof func(frame []byte, from int, ev *Event)
 
 	netem    Netem
 	events   []eventState
@@ -83,6 +89,7 @@ type Stage struct {
 	geBad    bool
 	reorderN int // netem's reorder counter
 	held     []heldFrame
+	forged   []byte
 	pool     [][]byte
 }
 
@@ -191,6 +198,8 @@ func (s *Stage) Process(frame []byte, emit Emit) {
 			note |= NoteDelay
 		case ActHold:
 			hold = max(hold, e.ev.Hold)
+		case ActSpoof:
+			s.spoof(frame, &e.ev)
 		}
 	}
 	if note&NoteDrop != 0 {
@@ -338,6 +347,25 @@ func (s *Stage) release(emit Emit) {
 		s.held[i] = heldFrame{}
 	}
 	s.held = s.held[:j]
+}
+
+// spoof forges a copy of a RoCE frame with data: one payload bit flipped
+// (the last byte of the payload, which is gradient data in an aggregation
+// packet) and the ICRC made valid again, and hands it to OnSpoof.
+func (s *Stage) spoof(frame []byte, ev *Event) {
+	if s.OnSpoof == nil {
+		return
+	}
+	s.forged = append(s.forged[:0], frame...)
+	var v frames.View
+	if v.Parse(s.forged) != nil || len(v.Payload()) == 0 {
+		return
+	}
+	p := v.Payload()
+	p[len(p)-1] ^= 0x40
+	v.SetICRC()
+	s.Stats.Spoofed++
+	s.OnSpoof(s.forged, ev.From, ev)
 }
 
 // Flush emits every held frame now (the link is going idle).

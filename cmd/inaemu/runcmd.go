@@ -270,13 +270,13 @@ func printSummary(w io.Writer, r *emu.Result, pcap string, runErr error) {
 		r.FramesSent, r.Retransmissions, r.NAKs, r.Timeouts, r.ICRCDrops, r.NIC)
 	if r.Backend != "tap" { // on TAPs there are no emulated links to fault
 		f := r.Faults
-		fmt.Fprintf(w, "  faults    %d lost, %d dropped by events, %d duplicated, %d corrupted, %d delayed, %d reordered, %d held; %d queue drops\n",
-			f.Lost, f.Dropped, f.Duplicated, f.Corrupted, f.Delayed, f.Reordered, f.Held, r.QueueDrops)
+		fmt.Fprintf(w, "  faults    %d lost, %d dropped by events, %d duplicated, %d corrupted, %d delayed, %d reordered, %d held, %d spoofed; %d queue drops\n",
+			f.Lost, f.Dropped, f.Duplicated, f.Corrupted, f.Delayed, f.Reordered, f.Held, f.Spoofed, r.QueueDrops)
 	}
 	if r.Mode == "netreduce" && r.Switch.Frames > 0 {
 		s := r.Switch
-		fmt.Fprintf(w, "  switch    %d aggregations, %d result re-sends, %d CLT misses, %d first-lost drops, %d stale forwards (release %s)\n",
-			s.Aggregations, s.ResultResends, s.CLTMisses, s.FirstLostDrops, s.StaleForwards, r.Release)
+		fmt.Fprintf(w, "  switch    %d aggregations, %d result re-sends, %d CLT misses, %d first-lost drops, %d stale forwards, %d port drops (release %s)\n",
+			s.Aggregations, s.ResultResends, s.CLTMisses, s.FirstLostDrops, s.StaleForwards, s.PortDrops, r.Release)
 	}
 	if pcap != "" {
 		fmt.Fprintf(w, "  capture   %s (one interface per switch port and direction; open it in Wireshark)\n", pcap)
