@@ -62,7 +62,10 @@ type Config struct {
 	NIC roce.Profile
 	// MaxVirtual bounds the job's virtual time (0: one minute).
 	MaxVirtual time.Duration
-	Capture    io.Writer
+	// MaxMemory is the memory the job may need (EstimateMemory); 0: what
+	// the machine has available, negative: no limit.
+	MaxMemory int64
+	Capture   io.Writer
 	// Devices, if set, runs the job on real interfaces (the TAP backend):
 	// wall-clock time, no emulated links, so no faults, capture or link
 	// model; MaxVirtual bounds the wall time. Only the ranks with a device
@@ -169,7 +172,7 @@ func (c *Config) Validate() error {
 	case c.Devices != nil && c.Capture != nil:
 		return bad("--pcap records emulated links; on TAPs capture on the bridges (tshark -i PREFIX-br0 ...)")
 	}
-	return nil
+	return c.validateJob() // durations, fault targets, memory (validate.go)
 }
 
 // job is an allreduce algorithm running on the fabric's hosts.
@@ -397,8 +400,8 @@ func (r *runner) finished() bool {
 	if !r.started {
 		return false
 	}
-	for _, w := range r.local() {
-		if w.recvDone < w.recvWant || w.sendDone < w.sendWant {
+	for _, w := range r.workers { // not r.local(): this runs every event and must not allocate
+		if w.local && (w.recvDone < w.recvWant || w.sendDone < w.sendWant) {
 			return false
 		}
 	}

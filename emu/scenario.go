@@ -223,13 +223,15 @@ func ParseRate(s string) (float64, error) {
 	return r, nil
 }
 
-// ParseSize reads a byte count: "64MiB", "4MB", "512KiB", "1GiB", "4096".
+// ParseSize reads a byte count up to 1 TiB: "64MiB", "4MB", "512KiB",
+// "1GiB", "1TiB", "4096".
 func ParseSize(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	units := []struct {
 		suf string
 		m   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}}
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+		{"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"T", 1 << 40}, {"B", 1}}
 	m := int64(1)
 	for _, u := range units {
 		if strings.HasSuffix(t, u.suf) {

@@ -7,7 +7,9 @@
 package faults
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -25,17 +27,91 @@ func ParsePercent(s string) (float64, error) {
 	return v / 100, nil
 }
 
+// MaxDuration bounds every duration a spec, a flag or a scenario gives
+// (delays, jitter, latency, the job's time limit). They are virtual time,
+// nanoseconds in an int64; an hour is far beyond any delay a network adds
+// and any allreduce the emulator runs (a 4 GiB tensor takes seconds at
+// 10 Gbit/s), and it keeps every sum of delays far from overflowing.
+const MaxDuration = time.Hour
+
 // ParseDuration reads a Go duration ("10us", "1.5ms") or a bare number of
-// milliseconds, as netem does ("10" = 10 ms).
+// milliseconds, as netem does ("10" = 10 ms). Negative durations, NaN,
+// infinities and anything beyond MaxDuration are errors.
 func ParseDuration(s string) (time.Duration, error) {
-	if v, err := strconv.ParseFloat(s, 64); err == nil && v >= 0 {
+	if v, err := strconv.ParseFloat(s, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		ms := float64(MaxDuration / time.Millisecond)
+		switch {
+		case math.IsNaN(v) || v < 0:
+			return 0, fmt.Errorf("%q is not a duration (e.g. 10us, 2ms; a bare number is milliseconds)", s)
+		case v > ms: // also +Inf and overflowing numbers
+			return 0, &tooLongError{s, true}
+		}
 		return time.Duration(v * float64(time.Millisecond)), nil
 	}
 	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
+	switch {
+	case err != nil && durationOverflows(s):
+		return 0, &tooLongError{s, false}
+	case err != nil || d < 0:
 		return 0, fmt.Errorf("%q is not a duration (e.g. 10us, 2ms)", s)
+	case d > MaxDuration:
+		return 0, &tooLongError{s, false}
 	}
 	return d, nil
+}
+
+// ErrTooLong matches (errors.Is) ParseDuration's error for a duration
+// beyond MaxDuration.
+var ErrTooLong = errors.New("duration beyond the limit")
+
+type tooLongError struct {
+	s    string
+	bare bool // a bare number: milliseconds
+}
+
+func (e *tooLongError) Error() string {
+	limit := strings.TrimSuffix(strings.TrimSuffix(MaxDuration.String(), "0s"), "0m") // 1h, not 1h0m0s
+	if e.bare {
+		return fmt.Sprintf("%q is beyond the %s limit for durations (a bare number is milliseconds)", e.s, limit)
+	}
+	return fmt.Sprintf("%q is beyond the %s limit for durations", e.s, limit)
+}
+
+func (e *tooLongError) Is(target error) bool { return target == ErrTooLong }
+
+// durationOverflows reports whether s is a well-formed Go duration that
+// time.ParseDuration refused only because it does not fit in an int64
+// ("9999999999h"): its digits and units, read as floats, give a huge value.
+func durationOverflows(s string) bool {
+	units := []struct {
+		suf string
+		d   float64
+	}{{"ns", 1}, {"us", 1e3}, {"µs", 1e3}, {"μs", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}}
+	t := strings.TrimPrefix(s, "+")
+	total := 0.0
+	for t != "" {
+		i := 0
+		for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
+			i++
+		}
+		v, err := strconv.ParseFloat(t[:i], 64)
+		if err != nil {
+			return false
+		}
+		t = t[i:]
+		found := false
+		for _, u := range units {
+			if strings.HasPrefix(t, u.suf) { // ms is tried before m
+				total += v * u.d
+				t, found = t[len(u.suf):], true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return total > math.MaxInt64
 }
 
 // Netem is the random part of a stage, in netem's vocabulary.
@@ -61,6 +137,10 @@ type GEModel struct {
 func (n *Netem) Zero() bool {
 	return n.Loss == 0 && n.GE == nil && n.Delay == 0 && n.Jitter == 0 && n.Reorder == 0 && n.Duplicate == 0 && n.Corrupt == 0
 }
+
+// netemKeywords start a netem option; after "delay T", any other token is
+// the jitter.
+var netemKeywords = map[string]bool{"loss": true, "delay": true, "reorder": true, "duplicate": true, "corrupt": true}
 
 // ParseNetem reads netem options, e.g. "loss gemodel 1% 10% delay 5us 1us
 // reorder 25% gap 5 duplicate 1% corrupt 0.1%". Errors name the bad token.
@@ -131,10 +211,10 @@ func ParseNetem(s string) (Netem, error) {
 			if n.Delay, err = ParseDuration(toks[i]); err != nil {
 				return n, bad(i, err.Error())
 			}
-			if i+1 < len(toks) {
-				if j, err := ParseDuration(toks[i+1]); err == nil {
-					i++
-					n.Jitter = j
+			if i+1 < len(toks) && !netemKeywords[toks[i+1]] { // the jitter
+				i++
+				if n.Jitter, err = ParseDuration(toks[i]); err != nil {
+					return n, bad(i, err.Error())
 				}
 			}
 		case "reorder":
@@ -251,7 +331,10 @@ func Parse(spec string) (Event, error) {
 		ev.Action = map[string]Action{"drop": ActDrop, "dup": ActDup, "corrupt": ActCorrupt}[act]
 	case "delay":
 		d, err := ParseDuration(arg)
-		if !hasArg || err != nil || d == 0 {
+		switch {
+		case errors.Is(err, ErrTooLong):
+			return ev, bad(toks[0], err.Error())
+		case !hasArg || err != nil || d == 0:
 			return ev, bad(toks[0], "delay needs a positive duration, e.g. delay=20us")
 		}
 		ev.Action, ev.Delay = ActDelay, d

@@ -3,19 +3,23 @@
 // result. Exit codes: 0 success, 1 a check failed (a result differs), 2
 // usage error or unreadable input, 3 the emulated job failed (transport
 // error), 4 TAP devices cannot be used here (no /dev/net/tun or no
-// CAP_NET_ADMIN).
+// CAP_NET_ADMIN), 70 an internal error (a bug: a panic, reported in one
+// line).
 package main
 
 import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 const (
 	exitOK    = 0
 	exitFail  = 1
 	exitUsage = 2
+	// exitSoftware is EX_SOFTWARE (sysexits.h): an internal error.
+	exitSoftware = 70
 )
 
 type command struct {
@@ -37,7 +41,24 @@ func commands() []command {
 	}
 }
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(guarded(os.Args[1:], os.Stdout, os.Stderr, run)) }
+
+// guarded runs the command and turns a panic into one line on stderr and
+// exit 70: a user never sees a Go trace. Bad input never gets here; it is
+// a usage error (exit 2) with its own reason. (A panic in another
+// goroutine, and the runtime's fatal errors such as running out of
+// memory, cannot be recovered; run refuses jobs too big for the machine
+// before allocating them.)
+func guarded(args []string, stdout, stderr io.Writer, f func([]string, io.Writer, io.Writer) int) (code int) {
+	defer func() {
+		if p := recover(); p != nil {
+			msg := strings.Join(strings.Fields(fmt.Sprint(p)), " ")
+			fmt.Fprintf(stderr, "inaemu: internal error: %s; please report it with the command line\n", msg)
+			code = exitSoftware
+		}
+	}()
+	return f(args, stdout, stderr)
+}
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "inaemu - emulator and test harness for in-network aggregation over RoCE")

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -35,6 +36,7 @@ type jobFlags struct {
 	retry    *int
 	flts     faultList
 	scenario *string
+	maxMem   *string // --max-memory (run and host); nil: no memory check (switch)
 	faults   bool
 	set      map[string]bool
 }
@@ -75,6 +77,29 @@ func addJobFlags(fs *cmdFlags, faults bool) *jobFlags {
 	fs.Var(&j.flts, "fault", "deterministic fault 'ACTION key=value ...' (repeatable); ACTION drop|dup|corrupt|delay=D|hold=K; keys port=R dir=in|out class=data|ack|nak|any qp=N psn=P nth=K every=K prob=P")
 	j.scenario = fs.String("scenario", "", "read settings and faults from a YAML file (flags given too override it)")
 	return j
+}
+
+// addMemoryFlag declares --max-memory, for the commands that allocate the
+// job's buffers (run, host).
+func (j *jobFlags) addMemoryFlag() {
+	j.maxMem = j.fs.String("max-memory", "", "refuse a job that needs more memory than this (e.g. 8GiB, or off); default: the memory available (MemAvailable, or the cgroup's limit)")
+}
+
+// maxMemory is Config.MaxMemory from --max-memory.
+func (j *jobFlags) maxMemory() (int64, error) {
+	switch {
+	case j.maxMem == nil:
+		return -1, nil // the switch holds no tensors
+	case *j.maxMem == "":
+		return 0, nil
+	case *j.maxMem == "off" || *j.maxMem == "none":
+		return -1, nil
+	}
+	n, err := emu.ParseSize(*j.maxMem)
+	if err != nil {
+		return 0, fmt.Errorf("--max-memory: %v, or off", err)
+	}
+	return n, nil
 }
 
 // config builds the job from the parsed flags (and scenario); false means
@@ -147,9 +172,23 @@ func (j *jobFlags) config() (emu.Config, bool) {
 		_, _ = crand.Read(b[:])
 		cfg.Seed = binary.LittleEndian.Uint64(b[:]) >> 16 // short enough to type
 	}
+	mem, err := j.maxMemory()
+	if err != nil {
+		fs.usageError("%v", err)
+		return cfg, false
+	}
+	cfg.MaxMemory = mem
 	if err := cfg.Validate(); err != nil {
 		fs.usageError("%v", err)
 		return cfg, false
+	}
+	// The job's estimate fits; tell the garbage collector the limit too,
+	// so garbage never takes the heap past it.
+	if mem == 0 {
+		mem, _ = emu.AvailableMemory()
+	}
+	if mem > 0 {
+		debug.SetMemoryLimit(mem)
 	}
 	return cfg, true
 }
@@ -157,6 +196,7 @@ func (j *jobFlags) config() (emu.Config, bool) {
 func runRun(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("run", "[flags]", stdout, stderr)
 	jf := addJobFlags(fs, true)
+	jf.addMemoryFlag()
 	pcap := fs.String("pcap", "", "write a pcapng capture: one interface per switch port and direction, faults as comments")
 	backend := fs.String("backend", "emu", "emu (emulated links in virtual time) or tap (real TAP interfaces and Linux bridges, wall-clock time; needs root)")
 	prefix := fs.String("prefix", tap.DefaultPrefix, "with --backend tap: the interfaces' name prefix (see 'inaemu tap up')")

@@ -164,6 +164,10 @@ func runSwitch(args []string, stdout, stderr io.Writer) int {
 		fs.usageError("need --tap PREFIX")
 		return exitUsage
 	}
+	if *duration < 0 {
+		fs.usageError("--duration %v: want a positive duration (or none: until SIGINT or SIGTERM)", *duration)
+		return exitUsage
+	}
 	cfg, ok := jf.config()
 	if !ok {
 		return exitUsage
@@ -234,6 +238,7 @@ func runSwitch(args []string, stdout, stderr io.Writer) int {
 func runHost(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("host", "--tap IFACE --rank R --seed S [flags]", stdout, stderr)
 	jf := addJobFlags(fs, false)
+	jf.addMemoryFlag()
 	iface := fs.String("tap", "", "the TAP interface that is this host's NIC (e.g. ina-h0 from 'inaemu tap up')")
 	rank := fs.Int("rank", -1, "this host's rank (0..H-1)")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object (as 'inaemu run --json'; only this rank is checked)")

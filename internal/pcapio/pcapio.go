@@ -27,6 +27,7 @@ type Record struct {
 // Reader yields the records of a capture.
 type Reader struct {
 	name  string
+	fr    *framer
 	f     *os.File
 	pcap  *pcapgo.Reader
 	ng    *pcapgo.NgReader
@@ -60,12 +61,13 @@ func Open(path string) (*Reader, error) {
 func NewReader(name string, r io.Reader) (*Reader, error) { return newReader(name, r) }
 
 func newReader(name string, in io.Reader) (*Reader, error) {
-	br := bufio.NewReaderSize(in, 1<<16)
+	fr := newFramer(name, in)
+	br := bufio.NewReaderSize(fr, 1<<16)
 	head, err := br.Peek(4)
 	if err != nil {
 		return nil, fmt.Errorf("%s: too short to be a capture (%d bytes)", name, len(head))
 	}
-	r := &Reader{name: name}
+	r := &Reader{name: name, fr: fr}
 	var lt layers.LinkType
 	switch binary.BigEndian.Uint32(head) {
 	case magicPcapng:
@@ -81,6 +83,9 @@ func newReader(name string, in io.Reader) (*Reader, error) {
 	default:
 		return nil, fmt.Errorf("%s: not a pcap or pcapng file (magic %x)", name, head)
 	}
+	if t := fr.truncatedAt(0); err != nil && t != nil {
+		return nil, t
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: bad capture header: %v", name, err)
 	}
@@ -90,8 +95,9 @@ func newReader(name string, in io.Reader) (*Reader, error) {
 	return r, nil
 }
 
-// Next returns the next record, io.EOF at a clean end of file, or an error
-// naming the frame at which the file is truncated or corrupt.
+// Next returns the next record, io.EOF at a clean end of file (between two
+// records), or an error naming the frame at which the file is corrupt or,
+// a *TruncatedError, where it is cut short.
 func (r *Reader) Next() (Record, error) {
 	var rec Record
 	var err error
@@ -101,6 +107,9 @@ func (r *Reader) Next() (Record, error) {
 		rec.Comments = opts.Comments
 	} else {
 		rec.Data, rec.Info, err = r.pcap.ReadPacketData()
+	}
+	if t := r.fr.truncatedAt(r.index); err != nil && t != nil {
+		return rec, t
 	}
 	if err == io.EOF {
 		return rec, io.EOF

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/inaemu/inaemu/emu"
+)
+
+// runGuarded runs the CLI as main does, behind the panic guard.
+func runGuarded(args ...string) (code int, stdout, stderr string) {
+	var o, e bytes.Buffer
+	code = guarded(args, &o, &e, run)
+	return code, o.String(), e.String()
+}
+
+// oneLine asserts a usage error as a user sees it: exit 2, one line on
+// stderr with the command's prefix, no Go trace and no internal error.
+func oneLine(t *testing.T, code int, errOut, prefix string, want ...string) {
+	t.Helper()
+	assert.Equal(t, 2, code, "stderr %q", errOut)
+	assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line on stderr: %q", errOut)
+	assert.True(t, strings.HasPrefix(errOut, prefix), "%q", errOut)
+	for _, bad := range []string{"goroutine", "panic", "internal error", "runtime."} {
+		assert.NotContains(t, errOut, bad)
+	}
+	for _, w := range want {
+		assert.Contains(t, errOut, w)
+	}
+}
+
+// Bad input to run: durations beyond the 1h bound (or not durations at
+// all) wherever one is parsed, faults aimed at ports, spoofing ports or
+// QPs the job does not have, jobs too big for the memory and sizes beyond
+// the limits. Each is one line and exit 2, never a run, a wrap-around or
+// the Go runtime's death.
+func TestRunBadInput(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--max-time", "1e13"}, []string{`"1e13" is beyond the 1h limit for durations`}},
+		{[]string{"--max-time", "2h"}, []string{`"2h" is beyond the 1h limit`}},
+		{[]string{"--max-time", "9999999999h"}, []string{`"9999999999h" is beyond the 1h limit`}},
+		{[]string{"--max-time", "NaN"}, []string{`"NaN" is not a duration`}},
+		{[]string{"--max-time", "-5"}, []string{`"-5" is not a duration`}},
+		{[]string{"--latency", "1e13"}, []string{`"1e13" is beyond the 1h limit`}},
+		{[]string{"--latency", "Inf"}, []string{`"Inf" is beyond the 1h limit`}},
+		{[]string{"--latency", "1e400"}, []string{`"1e400" is beyond the 1h limit`}},
+		{[]string{"--netem", "delay 1e13"}, []string{`bad token "1e13"`, "beyond the 1h limit"}},
+		{[]string{"--netem", "delay 5us 1e300"}, []string{`bad token "1e300"`, "beyond the 1h limit"}},
+		{[]string{"--netem", "delay 5us 3h"}, []string{`bad token "3h"`, "beyond the 1h limit"}},
+		{[]string{"--fault", "delay=1e300 port=0 dir=in class=data nth=1"}, []string{`bad token "delay=1e300"`, "beyond the 1h limit"}},
+		{[]string{"--fault", "delay=90m port=0"}, []string{`"delay=90m"`, "beyond the 1h limit"}},
+		{[]string{"--fault", "drop port=9 dir=in class=data nth=1"}, []string{`"drop port=9 dir=in class=data nth=1"`, "port=9", "0..3"}},
+		{[]string{"--fault", "drop port=4"}, []string{"port=4", "0..3"}},
+		{[]string{"--fault", "spoof=7 port=0 class=data nth=2"}, []string{"spoof=7", "0..3"}},
+		{[]string{"--fault", "drop qp=5 dir=in"}, []string{"qp=0x5", "0x11", "0x12"}},
+		{[]string{"--workers", "64", "--tensor", "1GiB", "--max-memory", "8GiB"}, []string{"the job needs ≈1", "(64 workers × 1 GiB × 2.0), 8 GiB allowed by --max-memory; use fewer workers or a smaller --tensor"}},
+		{[]string{"--workers", "64", "--tensor", "1GiB", "--mode", "ring", "--max-memory", "8GiB"}, []string{"(64 workers × 1 GiB × 4.0)"}},
+		{[]string{"--workers", "2", "--mode", "ring", "--mtu", "256", "--tensor", "1GiB", "--latency", "1h", "--max-memory", "16GiB"}, []string{"--latency"}},
+		{[]string{"--max-memory", "lots"}, []string{"--max-memory", `"lots"`}},
+		{[]string{"--tensor", "1e30"}, []string{`"1e30"`}},
+		{[]string{"--tensor", "99999999999999999999999GiB"}, []string{"99999999999999999999999GiB"}},
+		{[]string{"--tensor", "5GiB"}, []string{"at most 4GiB"}},
+		{[]string{"--timeout", "99"}, []string{"timeout"}},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			code, out, errOut := runGuarded(runArgs(append(append([]string{}, small...), c.args...)...)...)
+			assert.Empty(t, out, "nothing on stdout for a usage error")
+			oneLine(t, code, errOut, "inaemu run: ", c.want...)
+		})
+	}
+}
+
+// A scenario file is checked by the same rules as flags.
+func TestRunBadScenario(t *testing.T) {
+	dir := t.TempDir()
+	for name, c := range map[string]struct {
+		yaml string
+		want []string
+	}{
+		"max_time": {"workers: 4\ntensor: 64KiB\nmax_time: 1e13\n", []string{"max_time", `"1e13" is beyond the 1h limit`}},
+		"latency":  {"workers: 4\ntensor: 64KiB\nlatency: 2h\n", []string{"latency", `"2h" is beyond the 1h limit`}},
+		"netem":    {"workers: 4\ntensor: 64KiB\nnetem: delay 1e13\n", []string{"netem", "beyond the 1h limit"}},
+		"port":     {"workers: 4\ntensor: 64KiB\nfaults:\n  - drop port=9 dir=in class=data nth=1\n", []string{"port=9", "0..3"}},
+		"qp":       {"workers: 4\ntensor: 64KiB\nfaults:\n  - drop qp=0x99\n", []string{"qp=0x99", "0x11"}},
+		"memory":   {"workers: 64\ntensor: 4GiB\nmode: ring\n", []string{"the job needs ≈", "64 workers × 4 GiB", "100 GiB allowed by --max-memory"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(dir, name+".yaml")
+			require.NoError(t, os.WriteFile(path, []byte(c.yaml), 0o644))
+			args := []string{"run", "--scenario", path}
+			if name == "memory" {
+				args = append(args, "--max-memory", "100GiB") // an override still refuses what exceeds it
+			}
+			code, out, errOut := runGuarded(args...)
+			assert.Empty(t, out)
+			oneLine(t, code, errOut, "inaemu run: ", c.want...)
+		})
+	}
+}
+
+// A job too big for this machine is refused with no --max-memory given,
+// before anything is allocated: the Go runtime's out-of-memory death
+// (exit 2 with a 138-line trace) cannot happen for it.
+func TestRunRefusesWhatDoesNotFit(t *testing.T) {
+	cfg := emu.DefaultConfig()
+	cfg.Mode, cfg.Workers, cfg.TensorBytes = emu.Ring, 64, 4<<30
+	need := emu.EstimateMemory(cfg).Total
+	if avail, ok := emu.AvailableMemory(); !ok || avail >= need {
+		t.Skipf("available memory unknown or at least %s", emu.FormatBytes(need))
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	code, out, errOut := runGuarded("run", "--workers", "64", "--tensor", "4GiB", "--mode", "ring")
+	runtime.ReadMemStats(&after)
+	assert.Empty(t, out)
+	oneLine(t, code, errOut, "inaemu run: ", "the job needs ≈1", "(64 workers × 4 GiB × 4.0)", " available; use fewer workers or a smaller --tensor")
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(16<<20), "refused before allocating the job")
+	// The issue's case: 64 workers × 1 GiB.
+	cfg.Mode, cfg.TensorBytes = emu.NetReduce, 1<<30
+	if avail, _ := emu.AvailableMemory(); avail < emu.EstimateMemory(cfg).Total {
+		code, _, errOut = runGuarded("run", "--workers", "64", "--tensor", "1GiB")
+		oneLine(t, code, errOut, "inaemu run: ", "(64 workers × 1 GiB × 2.0)")
+	}
+}
+
+// truncatedCopies writes captures cut inside a record: a classic pcap cut
+// right after a record header (which used to read as a clean end of file)
+// and a pcapng cut inside an Enhanced Packet Block.
+func truncatedCopies(t *testing.T) (pcap, pcapng string) {
+	t.Helper()
+	dir := t.TempDir()
+	data, err := os.ReadFile(checkGolden("icrc.pcap"))
+	require.NoError(t, err)
+	// The file header is 24 bytes; the first record's header says how
+	// long its data is.
+	n := 24 + 16 + int(uint32(data[32])|uint32(data[33])<<8|uint32(data[34])<<16|uint32(data[35])<<24) + 16
+	pcap = filepath.Join(dir, "cut.pcap")
+	require.NoError(t, os.WriteFile(pcap, data[:n], 0o644))
+	data, err = os.ReadFile(checkGolden("psn_order.pcapng"))
+	require.NoError(t, err)
+	pcapng = filepath.Join(dir, "cut.pcapng")
+	require.NoError(t, os.WriteFile(pcapng, data[:len(data)-40], 0o644))
+	return pcap, pcapng
+}
+
+// check, decode and replay say where a capture is cut, in one line, and
+// exit 2.
+func TestTruncatedCaptureCommands(t *testing.T) {
+	pcap, pcapng := truncatedCopies(t)
+	out := filepath.Join(t.TempDir(), "out.pcapng")
+	for _, c := range []struct {
+		args   []string
+		prefix string
+		want   string
+	}{
+		{[]string{"check", pcap}, "inaemu check: ", pcap + ": frame 1: truncated record at byte "},
+		{[]string{"decode", pcap}, "inaemu decode: ", pcap + ": frame 1: truncated record at byte "},
+		{[]string{"decode", pcap, "--json"}, "inaemu decode: ", "truncated record at byte "},
+		{[]string{"replay", pcap, "--through-switch", "--out", out}, "inaemu replay: ", "truncated record at byte "},
+		{[]string{"check", pcapng}, "inaemu check: ", pcapng + ": frame "},
+		{[]string{"decode", pcapng}, "inaemu decode: ", "truncated Enhanced Packet Block at byte "},
+		{[]string{"replay", pcapng, "--through-switch", "--out", out}, "inaemu replay: ", "truncated Enhanced Packet Block at byte "},
+	} {
+		t.Run(strings.Join(c.args[:1], " ")+" "+filepath.Base(c.args[1]), func(t *testing.T) {
+			code, _, errOut := runGuarded(c.args...)
+			oneLine(t, code, errOut, c.prefix, c.want, "present)")
+		})
+	}
+	// The message, exactly: icrc.pcap's second record is 16 bytes of
+	// header and no data.
+	code, _, errOut := runGuarded("check", pcap)
+	require.Equal(t, 2, code)
+	assert.Regexp(t, `^inaemu check: .*cut\.pcap: frame 1: truncated record at byte \d+ \(header says \d+ bytes, 0 present\)\n$`, errOut)
+}
+
+// Go's own flag durations (check --in-flight, switch --duration: wall
+// time, not bounded to an hour) overflow into a one-line usage error too,
+// and a negative one is refused.
+func TestFlagDurations(t *testing.T) {
+	for _, c := range []struct {
+		args   []string
+		prefix string
+		want   string
+	}{
+		{[]string{"check", checkGolden("icrc.pcap"), "--in-flight", "9999999999h"}, "inaemu check: ", "in-flight"},
+		{[]string{"check", checkGolden("icrc.pcap"), "--in-flight", "-1s"}, "inaemu check: ", "--in-flight -1s"},
+		{[]string{"switch", "--tap", "ina", "--duration", "9999999999h"}, "inaemu switch: ", "duration"},
+		{[]string{"switch", "--tap", "ina", "--duration", "-5s"}, "inaemu switch: ", "--duration -5s"},
+		{[]string{"switch", "--tap", "ina", "--max-time", "1e13"}, "inaemu switch: ", "beyond the 1h limit"},
+		{[]string{"host", "--tap", "ina-h0", "--rank", "0", "--seed", "1", "--max-memory", "lots"}, "inaemu host: ", "--max-memory"},
+		{[]string{"host", "--tap", "ina-h0", "--rank", "0", "--seed", "1", "--workers", "64", "--tensor", "1GiB", "--max-memory", "1GiB"}, "inaemu host: ", "the job needs ≈"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			code, out, errOut := runGuarded(c.args...)
+			assert.Empty(t, out)
+			oneLine(t, code, errOut, c.prefix, c.want)
+		})
+	}
+}
+
+// An unexpected panic is one line and exit 70 (EX_SOFTWARE), however the
+// panic value is spelled.
+func TestPanicGuard(t *testing.T) {
+	var o, e bytes.Buffer
+	code := guarded([]string{"x"}, &o, &e, func([]string, io.Writer, io.Writer) int {
+		var m map[string]int
+		m["boom"]++ // a runtime error: assignment to entry in nil map
+		return 0
+	})
+	assert.Equal(t, 70, code)
+	assert.Equal(t, "inaemu: internal error: assignment to entry in nil map; please report it with the command line\n", e.String())
+	e.Reset()
+	code = guarded(nil, &o, &e, func([]string, io.Writer, io.Writer) int { panic("two\nlines") })
+	assert.Equal(t, 70, code)
+	assert.Equal(t, "inaemu: internal error: two lines; please report it with the command line\n", e.String())
+	// Without a panic the guard is invisible.
+	e.Reset()
+	code = guarded([]string{"--help"}, &o, &e, run)
+	assert.Equal(t, 0, code)
+	assert.Empty(t, e.String())
+}

@@ -1,0 +1,242 @@
+package emu
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"github.com/inaemu/inaemu/frames/wire"
+	"github.com/inaemu/inaemu/roce"
+)
+
+// MemoryEstimate is what a job will hold in memory at its peak, by part,
+// in bytes. It is computed from the Config alone, before anything is
+// allocated, so a job too big for the machine is refused instead of
+// dying in the Go runtime's out-of-memory abort.
+//
+// The parts follow what the jobs, the switch and the links allocate:
+//
+//   - Buffers, NetReduce: per worker a send buffer and a result buffer of
+//     M messages × MsgLen×MTU bytes (M = ⌈T / (MsgLen×MTU - 8)⌉, 8 bytes
+//     of INA header per message), plus one T-byte scratch tensor the
+//     setup fills every rank's send buffer from:
+//     ≈ T × (1 + 2W × stride/chunk). Ring: per worker its input (T), the
+//     copy it reduces in place (T) and one receive region per step,
+//     2(W-1) × ⌈T/W⌉, plus the check's references (T in all, garbage by
+//     the end): ≈ T × (1 + W × (2 + 2(W-1)/W)) ≈ 4WT.
+//   - Queues: the work requests a job posts: every QP's send and receive
+//     rings are sized for the most WRs any worker posts (M+1 in NetReduce,
+//     2(W-1) × ⌈⌈T/W⌉ / (MsgLen×MTU)⌉ + 1 in Ring). A worker fills the send
+//     ring of its send QP and the receive ring of its receive QP; counted
+//     twice, for the other two rings and the completions. Ring adds one
+//     bool per message per step.
+//   - Switch (NetReduce): the aggregator array, 2N×MsgLen aggregators of
+//     W frame slots of MTU+160 bytes and an MTU-byte sum each. The slab is
+//     one allocation; only the aggregators the job uses, min(M, 2N)×MsgLen
+//     of them, are ever touched.
+//   - Links: every frame in a link's queue or on its wire holds a
+//     4352-byte buffer. Per direction that is at most what the transport
+//     can have outstanding (NetReduce: N×MsgLen packets and as many
+//     results and ACKs; Ring: a chunk's packets and their ACKs) and at
+//     most what fits: twice the full-size frames the link's delay
+//     (latency + netem delay + 4 × jitter) holds at its rate (data one
+//     way, as many ACKs the other), plus the switch's egress queue.
+//   - Base: the Go runtime, the code and the fabric (64 MiB).
+type MemoryEstimate struct {
+	Buffers int64 `json:"buffers"`
+	Queues  int64 `json:"queues"`
+	Switch  int64 `json:"switch"`
+	Links   int64 `json:"links"`
+	Base    int64 `json:"base"`
+	Total   int64 `json:"total"`
+	// Largest is the biggest single allocation (a buffer or the slab); it
+	// must fit in an int.
+	Largest int64 `json:"largest"`
+}
+
+const (
+	memBase = 64 << 20
+	// wrBytes is what one posted work request costs a QP's rings: a send
+	// queue entry (the WR and its PSN range) and a receive queue entry.
+	wrBytes = int64(unsafe.Sizeof(roce.SendWR{})) + 16 + int64(unsafe.Sizeof(roce.RecvWR{}))
+	// frameBytes is one frame in a link: its pooled buffer and its slot
+	// in the queue or the in-flight list (which grows by doubling).
+	frameBytes = int64(maxFrame) + 2*64
+	// dataFrameOverhead is what a full data frame adds to its MTU of
+	// payload on the wire, rounded down: Ethernet, IPv4, UDP, BTH, ICRC,
+	// and preamble, FCS and inter-frame gap.
+	dataFrameOverhead = 64
+)
+
+// EstimateMemory is the memory the job cfg describes will need at its
+// peak (see MemoryEstimate). cfg must have passed the range checks of
+// Validate (workers, window, message length, MTU, tensor size).
+func EstimateMemory(cfg Config) MemoryEstimate {
+	w := int64(cfg.Workers)
+	t := cfg.TensorBytes
+	mtu := int64(cfg.MTU)
+	msgB := int64(cfg.MsgLen) * mtu
+	var e MemoryEstimate
+	e.Base = memBase
+	var outstanding int64 // frames per link direction the transport can have on the way
+	switch cfg.Mode {
+	case Ring:
+		sz := int64(cfg.DType.Size())
+		maxC := ceilDiv(t/sz, w) * sz
+		steps := 2 * (w - 1)
+		perChunk := ceilDiv(maxC, msgB)
+		wr := steps*perChunk + 1
+		e.Buffers = w*(2*t+steps*maxC) + t
+		e.Queues = w*2*wr*wrBytes + w*(steps*perChunk+steps*24)
+		e.Largest = max(t, steps*maxC)
+		outstanding = 2*ceilDiv(maxC, mtu) + 2
+	default:
+		chunk := msgB - wire.INALen
+		msgs := ceilDiv(t, chunk)
+		size := msgs * msgB
+		e.Buffers = t + 2*w*size + msgB
+		e.Queues = w * 2 * (msgs + 1) * wrBytes
+		aggs := 2 * int64(cfg.Window) * int64(cfg.MsgLen)
+		used := min(msgs, 2*int64(cfg.Window)) * int64(cfg.MsgLen)
+		slot := mtu + 160 // netreduce's slot: MTU plus every header
+		e.Switch = used*(w*slot+mtu) + aggs*w*(24+8) + aggs*64
+		e.Largest = max(size, aggs*(w*slot+mtu))
+		outstanding = 4*int64(cfg.Window)*int64(cfg.MsgLen) + 2
+	}
+	if cfg.Devices == nil { // the TAP backend has no emulated links
+		// A direction carries data at most at its rate, and as many ACKs
+		// (or results) as data frames went the other way.
+		delay := cfg.Link.Latency + cfg.Netem.Delay + 4*cfg.Netem.Jitter
+		onWire := 2*delay.Seconds()*cfg.Link.Rate/float64(8*(mtu+dataFrameOverhead)) + 2
+		queue := cfg.Link.Queue
+		if queue == 0 {
+			queue = 1000
+		}
+		in := min(float64(outstanding), onWire)                 // host → switch: the host sends when the line is free
+		out := min(float64(outstanding), onWire+float64(queue)) // switch → host: the egress queue too
+		e.Links = w * int64(in+out) * frameBytes
+	}
+	e.Total = e.Buffers + e.Queues + e.Switch + e.Links + e.Base
+	return e
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// AvailableMemory is how much memory a job may use here: MemAvailable of
+// /proc/meminfo, or less if the process's memory cgroup (v2 memory.max,
+// v1 memory.limit_in_bytes) leaves less. ok is false where neither can be
+// read (not Linux): then nothing is known and no job is refused for it.
+func AvailableMemory() (avail int64, ok bool) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "MemAvailable:" {
+			kb, err := strconv.ParseInt(fields[1], 10, 64)
+			if err == nil && kb >= 0 {
+				avail, ok = kb<<10, true
+			}
+		}
+	}
+	if !ok {
+		return 0, false
+	}
+	if lim, used, found := cgroupMemory(); found && lim-used < avail {
+		avail = max(lim-used, 0)
+	}
+	return avail, true
+}
+
+// cgroupMemory reads the memory limit and usage of the process's cgroup.
+func cgroupMemory() (limit, used int64, ok bool) {
+	read := func(path string) (int64, bool) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return 0, false
+		}
+		v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil || v < 0 || v >= 1<<62 { // "max", or v1's unlimited
+			return 0, false
+		}
+		return v, true
+	}
+	var dirs []string
+	if b, err := os.ReadFile("/proc/self/cgroup"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if p, ok := strings.CutPrefix(line, "0::"); ok {
+				dirs = append(dirs, filepath.Join("/sys/fs/cgroup", p))
+			}
+		}
+	}
+	dirs = append(dirs, "/sys/fs/cgroup")
+	for _, d := range dirs {
+		if l, ok := read(filepath.Join(d, "memory.max")); ok {
+			u, _ := read(filepath.Join(d, "memory.current"))
+			return l, u, true
+		}
+	}
+	if l, ok := read("/sys/fs/cgroup/memory/memory.limit_in_bytes"); ok {
+		u, _ := read("/sys/fs/cgroup/memory/memory.usage_in_bytes")
+		return l, u, true
+	}
+	return 0, 0, false
+}
+
+// checkMemory refuses a job whose estimate exceeds the memory it may use:
+// cfg.MaxMemory if set (negative: no limit), else AvailableMemory.
+func (c *Config) checkMemory() error {
+	e := EstimateMemory(*c)
+	if e.Largest > math.MaxInt || e.Total < 0 {
+		return fmt.Errorf("the job's buffers (%s) do not fit in this platform's address space; use a smaller --tensor", FormatBytes(e.Largest))
+	}
+	limit, what := c.MaxMemory, "allowed by --max-memory"
+	if limit < 0 {
+		return nil
+	}
+	if limit == 0 {
+		var ok bool
+		if limit, ok = AvailableMemory(); !ok {
+			return nil
+		}
+		what = "available"
+	}
+	if e.Total <= limit {
+		return nil
+	}
+	hint := "use fewer workers or a smaller --tensor"
+	switch max(e.Buffers, e.Links, e.Base) {
+	case e.Base:
+		hint = fmt.Sprintf("the emulator itself needs about %s", FormatBytes(e.Base))
+	case e.Links: // never the buffers' size otherwise: the switch touches at most half as much, the queues less
+		hint = "use a smaller --latency, netem delay or --queue (every frame on the way holds a buffer)"
+	}
+	return fmt.Errorf("the job needs ≈%s (%d workers × %s × %.1f), %s %s; %s",
+		FormatBytes(e.Total), c.Workers, FormatBytes(c.TensorBytes), float64(e.Total)/float64(int64(c.Workers)*c.TensorBytes),
+		FormatBytes(limit), what, hint)
+}
+
+// FormatBytes writes a byte count for people: 270 GiB, 4.5 GiB, 512 MiB.
+func FormatBytes(n int64) string {
+	v := float64(n)
+	for _, u := range []struct {
+		suf string
+		m   float64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if v >= u.m {
+			if x := v / u.m; x < 10 && x != math.Trunc(x) {
+				return strconv.FormatFloat(x, 'f', 1, 64) + " " + u.suf
+			}
+			return fmt.Sprintf("%.0f %s", v/u.m, u.suf)
+		}
+	}
+	return fmt.Sprintf("%d B", n)
+}

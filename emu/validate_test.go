@@ -1,0 +1,223 @@
+package emu
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/inaemu/inaemu/faults"
+)
+
+// A fault that names a port, a spoofing port or a QP the job does not
+// have would never fire: Validate (so Run, and every scenario) refuses it,
+// naming the field and the valid range.
+func TestValidateFaultTargets(t *testing.T) {
+	for spec, want := range map[string][]string{
+		"drop port=4 dir=in class=data nth=1": {`"drop port=4 dir=in class=data nth=1"`, "port=4", "0..3"},
+		"drop port=65536":                     {"port=65536", "0..3"},
+		"spoof=9 port=1 class=data nth=5":     {"spoof=9", "0..3"},
+		"drop qp=5":                           {"qp=0x5", "0x11", "0x12"},
+		"corrupt qp=0x13 dir=out":             {"qp=0x13"},
+	} {
+		cfg := DefaultConfig()
+		cfg.Workers = 4
+		ev, err := faults.Parse(spec)
+		require.NoError(t, err, spec)
+		cfg.Events = []faults.Event{ev}
+		err = cfg.Validate()
+		var ce *ConfigError
+		require.True(t, errors.As(err, &ce), "%s: want a ConfigError, got %v", spec, err)
+		for _, w := range want {
+			assert.Contains(t, err.Error(), w, spec)
+		}
+	}
+	for _, spec := range []string{"drop port=3 dir=in class=data nth=1", "drop qp=0x11", "drop qp=18", "spoof=0 port=3", "drop class=nak"} {
+		cfg := DefaultConfig()
+		cfg.Workers = 4
+		ev, err := faults.Parse(spec)
+		require.NoError(t, err, spec)
+		cfg.Events = []faults.Event{ev}
+		assert.NoError(t, cfg.Validate(), spec)
+	}
+}
+
+// Durations set in code (not parsed) are held to the same bound.
+func TestValidateDurations(t *testing.T) {
+	for name, set := range map[string]func(*Config){
+		"--max-time":   func(c *Config) { c.MaxVirtual = 2 * time.Hour },
+		"--max-time -": func(c *Config) { c.MaxVirtual = -1 },
+		"--latency":    func(c *Config) { c.Link.Latency = faults.MaxDuration + 1 },
+		"netem delay":  func(c *Config) { c.Netem.Delay = 1 << 62 },
+		"netem jitter": func(c *Config) { c.Netem.Jitter = -time.Second },
+		"delay 3h": func(c *Config) {
+			c.Events = []faults.Event{{Action: faults.ActDelay, Delay: 3 * time.Hour, Port: -1, QP: -1, PSN: -1}}
+		},
+	} {
+		cfg := DefaultConfig()
+		set(&cfg)
+		err := cfg.Validate()
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), strings.TrimSuffix(name, " -"), name)
+		assert.Contains(t, err.Error(), "1h0m0s", name)
+	}
+	cfg := DefaultConfig()
+	cfg.MaxVirtual, cfg.Link.Latency = faults.MaxDuration, faults.MaxDuration
+	assert.NoError(t, cfg.Validate(), "the bound itself is allowed")
+}
+
+// The estimate follows the formula in MemoryEstimate's comment.
+func TestEstimateMemory(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Workers, cfg.TensorBytes = 64, 1<<30
+	nr := EstimateMemory(cfg)
+	// NetReduce: a send and a result buffer per worker of ⌈T/174072⌉ =
+	// 6169 message slots of 170 × 1024 bytes, one scratch tensor and the
+	// check's one-message reference.
+	assert.Equal(t, int64(1<<30+2*64*6169*174080+174080), nr.Buffers)
+	assert.Equal(t, nr.Buffers+nr.Queues+nr.Switch+nr.Links+nr.Base, nr.Total)
+	assert.InDelta(t, 2.0, float64(nr.Total)/float64(64<<30), 0.05)
+
+	cfg.Mode = Ring
+	ring := EstimateMemory(cfg)
+	// Ring: input, working copy and 2(W-1) receive regions of ⌈T/W⌉ per
+	// worker, plus the check's references.
+	assert.Equal(t, int64(64*(2<<30+126*(1<<30)/64)+1<<30), ring.Buffers)
+	assert.InDelta(t, 4.0, float64(ring.Total)/float64(64<<30), 0.05)
+
+	// The switch's part grows with 2N × MsgLen aggregators of W slots, as
+	// far as the tensor has messages to fill them.
+	cfg = DefaultConfig()
+	cfg.Workers, cfg.Window, cfg.MsgLen, cfg.MTU, cfg.TensorBytes = 16, 32, 255, 4096, 64<<20
+	sw := EstimateMemory(cfg)
+	assert.Equal(t, int64(2*32*255)*(16*(4096+160)+4096)+int64(2*32*255)*(16*32+64), sw.Switch)
+
+	// Many tiny messages: the work requests count.
+	cfg = DefaultConfig()
+	cfg.Workers, cfg.MsgLen, cfg.MTU, cfg.TensorBytes = 4, 1, 256, 16<<20
+	wr := EstimateMemory(cfg)
+	assert.Greater(t, wr.Queues, wr.Buffers/4)
+
+	// A long link holds frames: latency raises the links' part, up to what
+	// the transport can have outstanding.
+	cfg = DefaultConfig()
+	cfg.Mode, cfg.Workers, cfg.TensorBytes = Ring, 4, 64<<20
+	short := EstimateMemory(cfg)
+	cfg.Link.Latency = time.Millisecond
+	long := EstimateMemory(cfg)
+	cfg.Link.Latency = time.Hour
+	longest := EstimateMemory(cfg)
+	assert.Less(t, short.Links, long.Links)
+	assert.Less(t, long.Links, longest.Links)
+	assert.Equal(t, int64(4*2*(2*(16<<10)+2)*frameBytes), longest.Links, "bounded by a chunk's packets and ACKs")
+}
+
+// A job over the limit is a ConfigError naming the need, the factor, the
+// limit and what to change; --max-memory off (negative) lifts the check.
+func TestValidateMemory(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Workers, cfg.TensorBytes, cfg.MaxMemory = 64, 1<<30, 8<<30
+	err := cfg.Validate()
+	var ce *ConfigError
+	require.True(t, errors.As(err, &ce), "%v", err)
+	assert.Regexp(t, `^the job needs ≈1\d\d GiB \(64 workers × 1 GiB × 2\.0\), 8 GiB allowed by --max-memory; use fewer workers or a smaller --tensor$`, err.Error())
+	_, err = Run(cfg)
+	assert.True(t, errors.As(err, &ce), "Run refuses it too, before allocating: %v", err)
+
+	cfg.Mode, cfg.Workers, cfg.MTU, cfg.TensorBytes, cfg.Link.Latency, cfg.MaxMemory = Ring, 2, 256, 1<<30, time.Hour, 8<<30
+	assert.ErrorContains(t, cfg.Validate(), "--latency", "a long link: the frames on the way dominate")
+
+	cfg.MaxMemory = -1
+	assert.NoError(t, cfg.Validate())
+
+	// The machine's own limit: far beyond any machine.
+	cfg = DefaultConfig()
+	cfg.Mode, cfg.Workers, cfg.TensorBytes = Ring, 64, 4<<30
+	if avail, ok := AvailableMemory(); !ok || avail > EstimateMemory(cfg).Total {
+		t.Skipf("available memory unknown or above %s", FormatBytes(EstimateMemory(cfg).Total))
+	}
+	assert.ErrorContains(t, cfg.Validate(), " available; use fewer workers")
+}
+
+func TestFormatBytes(t *testing.T) {
+	for n, want := range map[int64]string{
+		100: "100 B", 1 << 20: "1 MiB", 1536 << 20: "1.5 GiB", 270 << 30: "270 GiB", 1<<40 + 1<<39: "1.5 TiB", 12 << 10: "12 KiB",
+	} {
+		assert.Equal(t, want, FormatBytes(n))
+	}
+}
+
+// The estimate against the peak RSS of real runs, each in a fresh process
+// (this test binary re-run for one job). Slow and memory-hungry (up to
+// 4 GiB): INAEMU_MEMTEST=1 go test ./emu -run EstimateMatchesRSS -v
+// prints the table; every run's peak must lie between 0.5 and 1.0 times
+// its estimate.
+func TestEstimateMatchesRSS(t *testing.T) {
+	if job := os.Getenv("INAEMU_MEMTEST_JOB"); job != "" {
+		measureJob(t, job)
+		return
+	}
+	if os.Getenv("INAEMU_MEMTEST") == "" {
+		t.Skip("set INAEMU_MEMTEST=1 to measure peak RSS against the estimate (slow, up to 4 GiB)")
+	}
+	for _, job := range []string{
+		"netreduce 8 16MiB 2 170 1024 1us", "netreduce 8 64MiB 2 170 1024 1us", "ring 8 64MiB 2 170 1024 1us",
+		"netreduce 4 256MiB 2 170 1024 1us", "ring 4 256MiB 2 170 1024 1us",
+		"netreduce 4 16MiB 2 1 256 1us", "ring 4 16MiB 2 1 256 1us", "ring 4 64MiB 2 170 1024 1ms",
+		"netreduce 16 64MiB 32 255 4096 1us", "ring 64 4MiB 2 170 1024 1us", "netreduce 64 16MiB 2 170 1024 1us",
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestEstimateMatchesRSS$", "-test.v")
+		cmd.Env = append(os.Environ(), "INAEMU_MEMTEST_JOB="+job)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		var est, rss int64
+		for _, l := range strings.Split(string(out), "\n") {
+			if _, err := fmt.Sscanf(strings.TrimSpace(l), "MEM %d %d", &est, &rss); err == nil {
+				break
+			}
+		}
+		require.NotZero(t, rss, "%s", out)
+		ratio := float64(rss) / float64(est)
+		t.Logf("%-38s estimate %8s  peak RSS %8s  ratio %.2f", job, FormatBytes(est), FormatBytes(rss), ratio)
+		assert.True(t, ratio > 0.5 && ratio <= 1.0, "%s: peak RSS %.2f × the estimate", job, ratio)
+	}
+}
+
+func measureJob(t *testing.T, job string) {
+	f := strings.Fields(job)
+	require.Len(t, f, 7)
+	cfg := DefaultConfig()
+	var err error
+	cfg.Mode, err = ParseMode(f[0])
+	require.NoError(t, err)
+	cfg.Workers, _ = strconv.Atoi(f[1])
+	cfg.TensorBytes, err = ParseSize(f[2])
+	require.NoError(t, err)
+	cfg.Window, _ = strconv.Atoi(f[3])
+	cfg.MsgLen, _ = strconv.Atoi(f[4])
+	cfg.MTU, _ = strconv.Atoi(f[5])
+	cfg.Link.Latency, err = faults.ParseDuration(f[6])
+	require.NoError(t, err)
+	cfg.Seed = 1
+	res, err := Run(cfg)
+	require.NoError(t, err)
+	require.True(t, res.Exact)
+	b, err := os.ReadFile("/proc/self/status")
+	require.NoError(t, err)
+	var rss int64
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			require.NoError(t, err)
+			rss = kb << 10
+		}
+	}
+	fmt.Printf("MEM %d %d\n", EstimateMemory(cfg).Total, rss)
+}
