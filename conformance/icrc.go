@@ -70,7 +70,9 @@ func cleanCase(seed uint64) *emu.Scenario {
 	c.Elems = max(min(c.Elems, 4096), c.Workers) // ring mode needs an element per worker
 	var ev []string
 	for _, e := range c.Events {
-		if !strings.HasPrefix(e, "corrupt") {
+		// No corruption (this generator's point), no forgeries (ring mode
+		// has no switch program to refuse them), no port beyond the job.
+		if !strings.HasPrefix(e, "corrupt") && !strings.HasPrefix(e, "spoof") && portsFit([]string{e}, c.Workers) {
 			ev = append(ev, e)
 		}
 	}

@@ -77,7 +77,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Workers: 8, Mode: NetReduce, Window: 2, MsgLen: 170, MTU: 1024, TensorBytes: 16 << 20,
 		DType: tensor.F32, Transport: frames.V2IPv4, Link: LinkConfig{Rate: 10e9, Latency: time.Microsecond},
-		Timeout: 8, RetryCnt: 7}
+		Timeout: 14, RetryCnt: 7}
 }
 
 // ConfigError is a job that cannot be set up as described (usage error).

@@ -362,7 +362,9 @@ func TestSpoofEvent(t *testing.T) {
 	from := -1
 	st.OnSpoof = func(f []byte, port int, _ *faults.Event) { forged, from = append([]byte(nil), f...), port }
 	var out [][]byte
-	st.Process(buf[:n], func(f []byte, _ time.Duration, _ faults.Note, _ *faults.Event) { out = append(out, append([]byte(nil), f...)) })
+	st.Process(buf[:n], func(f []byte, _ time.Duration, _ faults.Note, _ *faults.Event) {
+		out = append(out, append([]byte(nil), f...))
+	})
 	require.Len(t, out, 1)
 	assert.Equal(t, orig, out[0], "the original passes unchanged")
 	assert.Equal(t, 2, from)
