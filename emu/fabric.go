@@ -108,6 +108,7 @@ func NewFabric(cfg FabricConfig) (*Fabric, error) {
 		out.recv = h.receive
 		in.src = h
 		f.Switch.ports = append(f.Switch.ports, out)
+		f.Switch.pin([6]byte(h.MAC), r)
 		f.Hosts = append(f.Hosts, h)
 		f.dirs = append(f.dirs, in, out)
 	}

@@ -219,61 +219,58 @@ func TestMACLearning(t *testing.T) {
 	outs := func() [3]uint64 {
 		return [3]uint64{delivered(t, f, "port0-out"), delivered(t, f, "port1-out"), delivered(t, f, "port2-out")}
 	}
+	// A station that is not a host of the topology (e.g. a VM behind h1).
+	vm := net.HardwareAddr{0x02, 0xaa, 0, 0, 0, 1}
 
-	// 1. h0 → h2, h2 unknown: flooded to every port but the ingress.
+	// 1. h0 → h2: the hosts' MACs are static entries, known from the start.
 	h0.SendControl(testFrame(h2.MAC, h0.MAC, 64, 1))
 	runIdle(t, f)
-	assert.Equal(t, [3]uint64{0, 1, 1}, outs(), "unknown unicast floods to all other ports")
-	assert.Equal(t, uint64(1), f.Switch.Stats.Flooded)
-	assert.Equal(t, uint64(1), h1.Stats.NotForMe, "h1 drops the flooded frame not addressed to it")
-	assert.Equal(t, uint64(0), h2.Stats.NotForMe)
-
-	// 2. h2 → h0: h0 was learned from frame 1, so only port 0.
-	h2.SendControl(testFrame(h0.MAC, h2.MAC, 64, 2))
-	runIdle(t, f)
-	assert.Equal(t, [3]uint64{1, 1, 1}, outs(), "known unicast goes to its port only")
+	assert.Equal(t, [3]uint64{0, 0, 1}, outs(), "a host's MAC is known: its port only")
 	assert.Equal(t, uint64(1), f.Switch.Stats.Forwarded)
 
-	// 3. h0 → h2 again: h2 is learned now.
-	h0.SendControl(testFrame(h2.MAC, h0.MAC, 64, 3))
+	// 2. h0 → vm, unknown: flooded to every port but the ingress.
+	h0.SendControl(testFrame(vm, h0.MAC, 64, 2))
 	runIdle(t, f)
-	assert.Equal(t, [3]uint64{1, 1, 2}, outs())
-	assert.Equal(t, uint64(2), f.Switch.Stats.Forwarded)
+	assert.Equal(t, [3]uint64{0, 1, 2}, outs(), "unknown unicast floods to all other ports")
 	assert.Equal(t, uint64(1), f.Switch.Stats.Flooded)
+	assert.Equal(t, uint64(1), h1.Stats.NotForMe, "h1 drops the flooded frame not addressed to it")
+	assert.Equal(t, uint64(1), h2.Stats.NotForMe)
 
-	// 4. A frame to a MAC learned on the ingress port is filtered.
-	h0.SendControl(testFrame(h0.MAC, h0.MAC, 64, 4))
+	// 3. vm sends from port 1: learned there, so h0 → vm goes to port 1.
+	h1.SendControl(testFrame(broadcast, vm, 64, 3))
 	runIdle(t, f)
-	assert.Equal(t, [3]uint64{1, 1, 2}, outs(), "filtered: sent nowhere")
+	assert.Equal(t, [3]uint64{1, 1, 3}, outs(), "broadcast floods to all but the ingress")
+	h0.SendControl(testFrame(vm, h0.MAC, 64, 4))
+	runIdle(t, f)
+	assert.Equal(t, [3]uint64{1, 2, 3}, outs(), "vm learned on port 1")
+
+	// 4. A frame to a MAC on the ingress port is filtered.
+	h0.SendControl(testFrame(h0.MAC, h0.MAC, 64, 5))
+	runIdle(t, f)
+	assert.Equal(t, [3]uint64{1, 2, 3}, outs(), "filtered: sent nowhere")
 	assert.Equal(t, uint64(1), f.Switch.Stats.Filtered)
 
-	// 5. Broadcast floods to all but the ingress.
-	h1.SendControl(testFrame(broadcast, h1.MAC, 64, 5))
+	// 5. A learned station that moves is re-learned: vm appears on port 2.
+	h2.SendControl(testFrame(broadcast, vm, 64, 6))
 	runIdle(t, f)
-	assert.Equal(t, [3]uint64{2, 1, 3}, outs())
-	assert.Equal(t, uint64(2), f.Switch.Stats.Flooded)
+	h0.SendControl(testFrame(vm, h0.MAC, 64, 7))
+	runIdle(t, f)
+	assert.Equal(t, [3]uint64{2, 3, 4}, outs(), "vm moved to port 2")
 
-	// 6. h1 is learned from its broadcast: h0 → h1 goes to port 1 only.
-	h0.SendControl(testFrame(h1.MAC, h0.MAC, 64, 6))
+	// 6. A host's MAC never moves: a frame from port 1 with h2's source
+	// address (forged, or a corrupted bit) leaves h2 on port 2.
+	h1.SendControl(testFrame(broadcast, h2.MAC, 64, 8))
 	runIdle(t, f)
-	assert.Equal(t, [3]uint64{2, 2, 3}, outs())
+	h0.SendControl(testFrame(h2.MAC, h0.MAC, 64, 9))
+	runIdle(t, f)
+	assert.Equal(t, [3]uint64{3, 3, 6}, outs(), "h2 stays on port 2")
 
-	// 7. A station that moves is re-learned: h2's MAC now appears on port 1
-	// (a frame sent by h1 with h2's source address), so frames to h2 go to
-	// port 1.
-	h1.SendControl(testFrame(broadcast, h2.MAC, 64, 7))
-	runIdle(t, f)
-	assert.Equal(t, [3]uint64{3, 2, 4}, outs())
-	h0.SendControl(testFrame(h2.MAC, h0.MAC, 64, 8))
-	runIdle(t, f)
-	assert.Equal(t, [3]uint64{3, 3, 4}, outs(), "h2's MAC moved to port 1")
-
-	// 8. Multicast (group bit set) floods; h2's frame moves its MAC back.
+	// 7. Multicast (group bit set) floods.
 	mc := net.HardwareAddr{0x01, 0x00, 0x5e, 0, 0, 1}
-	h2.SendControl(testFrame(mc, h2.MAC, 64, 9))
+	h2.SendControl(testFrame(mc, h2.MAC, 64, 10))
 	runIdle(t, f)
-	assert.Equal(t, [3]uint64{4, 4, 4}, outs())
-	assert.Equal(t, uint64(9), f.Switch.Stats.Frames)
+	assert.Equal(t, [3]uint64{4, 4, 6}, outs())
+	assert.Equal(t, uint64(10), f.Switch.Stats.Frames)
 	assert.Equal(t, f.Switch.Stats.Frames, f.Switch.Stats.Flooded+f.Switch.Stats.Forwarded+f.Switch.Stats.Filtered)
 }
 

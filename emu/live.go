@@ -90,6 +90,7 @@ func NewLiveFabric(hosts int, t frames.Transport, timing SwitchTiming, devs Devi
 		f.Switch = newSwitch(f, timing)
 		for p, d := range devs.Switch {
 			f.Switch.ports = append(f.Switch.ports, &livePort{f: f, dev: d})
+			f.Switch.pin([6]byte(HostMAC(p)), p) // rank p's NIC sits behind port p
 			port := p
 			l.add(d, func(frame []byte) { f.Switch.ingress(port, frame) })
 		}

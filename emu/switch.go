@@ -49,6 +49,7 @@ type Switch struct {
 	fab    *Fabric
 	ports  []egress // each port's transmit side: a link direction or a device
 	macs   map[[6]byte]int
+	pinned map[[6]byte]bool // entries the topology gave (hosts' MACs): never relearned
 	view   frames.View
 	emitFn netreduce.Emit
 }
@@ -60,7 +61,7 @@ type egress interface {
 }
 
 func newSwitch(f *Fabric, t SwitchTiming) *Switch {
-	s := &Switch{Accel: netreduce.New(), timing: t, aggLat: t.AggregateFixed, fab: f, macs: map[[6]byte]int{}}
+	s := &Switch{Accel: netreduce.New(), timing: t, aggLat: t.AggregateFixed, fab: f, macs: map[[6]byte]int{}, pinned: map[[6]byte]bool{}}
 	s.emitFn = s.emit
 	return s
 }
@@ -78,6 +79,12 @@ func (s *Switch) AddRing(cfg netreduce.RingConfig) error {
 	return nil
 }
 
+// pin enters a host's MAC on its port as a static entry, as a topology
+// that knows where each host sits does; learning never moves it.
+func (s *Switch) pin(mac [6]byte, port int) {
+	s.macs[mac], s.pinned[mac] = port, true
+}
+
 // Ports is the number of ports.
 func (s *Switch) Ports() int { return len(s.ports) }
 
@@ -86,10 +93,13 @@ func (s *Switch) ingress(port int, frame []byte) {
 	if len(frame) < 14 {
 		return
 	}
-	// Stage 1: port learning (unicast sources only).
+	// Stage 1: port learning (unicast sources only; never for a pinned
+	// host MAC, which a corrupted or forged source address would otherwise
+	// steal from its port, black-holing the host's traffic until it sends
+	// again, and a host that has finished sends nothing).
 	if frame[6]&1 == 0 {
 		src := [6]byte(frame[6:12])
-		if p, ok := s.macs[src]; !ok || p != port {
+		if p, ok := s.macs[src]; (!ok || p != port) && !s.pinned[src] {
 			s.macs[src] = port
 		}
 	}

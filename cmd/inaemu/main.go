@@ -31,6 +31,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"run", "emulate an allreduce (NetReduce or Ring) through the aggregating switch, with faults", runRun},
+		{"sweep", "run a job over a grid of algorithms, link rates and impairments (goodput against loss, ...)", runSweep},
 		{"conformance", "run the property suites (aggregation, go-back-N, checksum) with shrunk counterexamples", runConformance},
 		{"tap", "create (up) or remove (down) the TAP interfaces and bridges of a job on real interfaces", runTap},
 		{"switch", "run the aggregating switch on TAP ports (one process; hosts join with 'inaemu host')", runSwitch},

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/faults"
+)
+
+// runSweep runs one job over a grid: algorithms × link rates × impairments
+// (netem loss rates and whole netem settings), several seeds each, and
+// prints a row per cell: runs that ended exact, failed (transport error)
+// or wrong, and the median bandwidth of the exact ones.
+func runSweep(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("sweep", "[job flags] [--modes M,M] [--links R,R] [--loss P,P,...] [--netem 'SPEC;SPEC'] [--seeds N] [--json]", stdout, stderr)
+	jf := addJobFlags(fs, false)
+	jf.addMemoryFlag()
+	modes := fs.String("modes", "netreduce,ring", "algorithms, comma-separated: netreduce, ring")
+	links := fs.String("links", "10G", "link rates, comma-separated, as tc writes them (10G, 100G)")
+	latency := fs.String("latency", "1us", "one-way propagation delay of each link")
+	loss := fs.String("loss", "0,0.01%,0.1%,1%", "netem loss rates on every link, comma-separated (0: no impairment); '' for none")
+	netems := fs.String("netem", "", "further impairments: netem settings separated by ';', e.g. 'reorder 5% gap 3;duplicate 5%'")
+	seeds := fs.Int("seeds", 3, "runs per cell, with seeds --seed, --seed+1, ...")
+	asJSON := fs.Bool("json", false, `print one JSON object: {"workers","tensor_bytes",...,"rows":[{"mode","link","netem","runs","exact","failed","wrong","algbw_gbps","busbw_gbps","retransmissions","timeouts","seeds","errors"}]}`)
+	if code, ok := fs.parseFlagsOnly(args); !ok {
+		return code
+	}
+	if *seeds < 1 || *seeds > 1000 {
+		fs.usageError("--seeds %d: want 1..1000", *seeds)
+		return exitUsage
+	}
+	base, ok := jf.config()
+	if !ok {
+		return exitUsage
+	}
+	lat, err := faults.ParseDuration(*latency)
+	if err != nil {
+		fs.usageError("--latency: %v", err)
+		return exitUsage
+	}
+	base.Link.Latency = lat
+	var points []emu.SweepPoint
+	var impair []string
+	for _, l := range splitList(*loss, ",") {
+		p, err := faults.ParsePercent(l)
+		if err != nil {
+			fs.usageError("--loss: %v", err)
+			return exitUsage
+		}
+		if p == 0 {
+			impair = append(impair, "")
+		} else {
+			impair = append(impair, "loss "+l)
+		}
+	}
+	impair = append(impair, splitList(*netems, ";")...)
+	if len(impair) == 0 {
+		fs.usageError("nothing to sweep: give --loss or --netem values")
+		return exitUsage
+	}
+	for _, m := range splitList(*modes, ",") {
+		mode, err := emu.ParseMode(m)
+		if err != nil {
+			fs.usageError("--modes: %v", err)
+			return exitUsage
+		}
+		for _, l := range splitList(*links, ",") {
+			rate, err := emu.ParseRate(l)
+			if err != nil {
+				fs.usageError("--links: %v", err)
+				return exitUsage
+			}
+			for _, n := range impair {
+				points = append(points, emu.SweepPoint{Mode: mode, Rate: rate, Netem: n})
+			}
+		}
+	}
+	var ss []uint64
+	for i := 0; i < *seeds; i++ {
+		ss = append(ss, base.Seed+uint64(i))
+	}
+	var progress func(int, int)
+	if isTerminal(stderr) {
+		progress = func(done, total int) { fmt.Fprintf(stderr, "\rinaemu sweep: %d/%d runs", done, total) }
+	}
+	rows, err := emu.Sweep(base, points, ss, progress)
+	if progress != nil {
+		fmt.Fprintln(stderr)
+	}
+	if err != nil {
+		fs.usageError("%v", err)
+		return exitUsage
+	}
+	code := exitOK
+	for _, r := range rows {
+		switch {
+		case r.Wrong > 0:
+			code = exitFail
+		case r.Failed > 0 && code == exitOK:
+			code = exitJobFailed
+		}
+	}
+	if *asJSON {
+		doc := struct {
+			Workers     int            `json:"workers"`
+			TensorBytes int64          `json:"tensor_bytes"`
+			DType       string         `json:"dtype"`
+			Window      int            `json:"window"`
+			MsgLen      int            `json:"msg_len"`
+			MTU         int            `json:"mtu"`
+			NIC         string         `json:"nic"`
+			Timeout     uint8          `json:"timeout"`
+			Rows        []emu.SweepRow `json:"rows"`
+		}{base.Workers, base.TensorBytes, base.DType.String(), base.Window, base.MsgLen, base.MTU, base.NIC.String(), base.Timeout, rows}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(doc)
+		return code
+	}
+	fmt.Fprintf(stdout, "inaemu sweep: %d workers × %s %s, window %d, msg-len %d, MTU %d, NIC %s, timeout 2^%d × 4.096us, %v latency, seeds %d..%d\n",
+		base.Workers, emu.FormatSize(base.TensorBytes), base.DType, base.Window, base.MsgLen, base.MTU, base.NIC, base.Timeout, lat, ss[0], ss[len(ss)-1])
+	w := len("impairment")
+	for _, r := range rows {
+		w = max(w, len(r.Netem))
+	}
+	fmt.Fprintf(stdout, "%-10s %-6s %-*s %5s %6s %7s %6s %12s %12s %10s %9s\n",
+		"mode", "link", w, "impairment", "runs", "exact", "failed", "wrong", "algbw(Gb/s)", "busbw(Gb/s)", "retrans", "timeouts")
+	for _, r := range rows {
+		n := r.Netem
+		if n == "" {
+			n = "none"
+		}
+		fmt.Fprintf(stdout, "%-10s %-6s %-*s %5d %6d %7d %6d %12.3f %12.3f %10.0f %9.0f\n",
+			r.Mode, r.Link, w, n, r.Runs, r.Exact, r.Failed, r.Wrong, r.AlgBWGbps, r.BusBWGbps, r.Retrans, r.Timeouts)
+		for _, e := range r.Errors {
+			fmt.Fprintf(stdout, "    %s\n", e)
+		}
+	}
+	return code
+}
+
+// splitList splits s at sep, trimming blanks and dropping empty items.
+func splitList(s, sep string) []string {
+	var out []string
+	for _, x := range strings.Split(s, sep) {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
