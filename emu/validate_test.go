@@ -221,3 +221,17 @@ func measureJob(t *testing.T, job string) {
 	}
 	fmt.Printf("MEM %d %d\n", EstimateMemory(cfg).Total, rss)
 }
+
+// TestValidatePSNSpan: the switch places packets by a signed 24-bit PSN
+// distance, so a NetReduce job whose connections would carry 2^23 packets
+// or more is refused, naming the fix; ring mode has no such limit.
+func TestValidatePSNSpan(t *testing.T) {
+	c := DefaultConfig()
+	c.Workers, c.TensorBytes, c.MTU, c.MaxMemory = 2, 4<<30, 256, -1
+	err := c.Validate()
+	require.ErrorContains(t, err, "2^23")
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	c.MTU = 1024
+	require.NoError(t, c.Validate())
+}
