@@ -60,11 +60,17 @@ func (r *reqRig) resp(t *testing.T, syn wire.Syndrome, psn uint32) {
 func TestRequesterDecisions(t *testing.T) {
 	cfg := roce.Config{MTU: 256, SQPSN: 100, RQPSN: 100, Timeout: 10, RetryCnt: 2, RNRRetry: 7}
 	const ack, seq = wire.SyndromeACK, wire.SyndromeNAKPSNSeqErr
-	start := func(t *testing.T) *reqRig {
+	startWith := func(t *testing.T, cfg roce.Config) *reqRig {
 		r := newReqRig(t, cfg)
 		require.NoError(t, r.qp.PostSend(roce.SendWR{ID: 1, Opcode: roce.WRWrite, Local: pattern(8*256, 1), RemoteVA: memVA, RKey: memKey, Signaled: true}))
 		require.Equal(t, seqPSN(100, 8), r.drain(t))
 		return r
+	}
+	start := func(t *testing.T) *reqRig { return startWith(t, cfg) }
+	startRXE := func(t *testing.T) *reqRig {
+		c := cfg
+		c.Profile = roce.RXE
+		return startWith(t, c)
 	}
 	t.Run("NAK mid-message restarts exactly at the NAK'd PSN", func(t *testing.T) {
 		r := start(t)
@@ -102,11 +108,7 @@ func TestRequesterDecisions(t *testing.T) {
 		assert.Equal(t, roce.StateRTS, r.qp.State())
 	})
 	t.Run("rxe: a second NAK while the NAK retry runs is ignored", func(t *testing.T) {
-		c := cfg
-		c.Profile = roce.RXE
-		r := newReqRig(t, c)
-		require.NoError(t, r.qp.PostSend(roce.SendWR{ID: 1, Opcode: roce.WRWrite, Local: pattern(8*256, 1), RemoteVA: memVA, RKey: memKey, Signaled: true}))
-		r.drain(t)
+		r := startRXE(t)
 		r.resp(t, seq, 103)
 		r.drain(t)
 		r.resp(t, seq, 105)
@@ -116,11 +118,7 @@ func TestRequesterDecisions(t *testing.T) {
 		assert.Equal(t, seqPSN(105, 3), r.drain(t))
 	})
 	t.Run("rxe: a NAK's implicit ACK that completes no WQE leaves the budget spent", func(t *testing.T) {
-		c := cfg
-		c.Profile = roce.RXE
-		r := newReqRig(t, c)
-		require.NoError(t, r.qp.PostSend(roce.SendWR{ID: 1, Opcode: roce.WRWrite, Local: pattern(8*256, 1), RemoteVA: memVA, RKey: memKey, Signaled: true}))
-		r.drain(t)
+		r := startRXE(t)
 		r.clock.Advance(roce.AckTimeout(10))
 		r.drain(t)
 		r.clock.Advance(roce.AckTimeout(10))
