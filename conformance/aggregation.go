@@ -231,11 +231,11 @@ func runAggCase(c aggCase, rel netreduce.Release) aggOutcome {
 	switch {
 	case errors.As(err, &je):
 		if !c.bounded() {
-			if why := budgetExceeded(c, rel); why != "" {
+			if why := budgetExceeded(c, rel, je); why != "" {
 				return aggOutcome{transport: true, detail: why}
 			}
 		}
-		return aggOutcome{fail: "transport", detail: "the transport failed though no frame was destroyed retry_cnt+1 times: " + je.Msg}
+		return aggOutcome{fail: "transport", detail: "the job failed though the fault log shows no frame of the failing QP destroyed retry_cnt+1 times: " + je.Msg}
 	case err != nil:
 		return aggOutcome{fail: "setup", detail: err.Error()}
 	case !res.Exact:
@@ -245,19 +245,29 @@ func runAggCase(c aggCase, rel netreduce.Release) aggOutcome {
 	return aggOutcome{}
 }
 
-// budgetExceeded reads the case's fault log (its capture's annotations)
-// and names a frame — one link direction, destination QP, PSN and kind
-// (request or response) — that the faults destroyed (lost, dropped or
-// corrupted) at least retryBudget times: then the retries provably ran
-// out and a transport error is the correct outcome. "" if there is none.
-func budgetExceeded(c aggCase, rel netreduce.Release) string {
+// budgetExceeded reads the case's fault log (the annotations of a capture
+// of the same run: capturing never changes a run) and, when a QP's work
+// completed with RETRY_EXC_ERR, names a frame of that QP's connection —
+// one link direction, PSN and kind (its request, or a response to it) —
+// that the faults destroyed (lost, dropped or corrupted) at least
+// retryBudget times: then the retries provably ran out and the transport
+// error is the correct outcome. Any other failure (a stall, a result out
+// of order, another status) is never excused. "" if nothing excuses it.
+func budgetExceeded(c aggCase, rel netreduce.Release, je *emu.JobError) string {
+	f := je.QP
+	if f == nil || f.Status != roce.StatusRetryExcErr || !f.Send {
+		return ""
+	}
 	recs, _, err := captureOf(c.scenario(rel))
 	if err != nil && recs == nil {
 		return ""
 	}
+	// The connection's frames, by MAC (the switch rebuilds results from
+	// the requester's own headers): requests rank → peer, responses back.
+	req, resp := [2][6]byte{[6]byte(emu.HostMAC(f.Rank)), [6]byte(emu.HostMAC(f.Peer))}, [2][6]byte{[6]byte(emu.HostMAC(f.Peer)), [6]byte(emu.HostMAC(f.Rank))}
 	type key struct {
 		iface    int
-		qp, psn  uint32
+		psn      uint32
 		response bool
 	}
 	hits := map[key]int{}
@@ -267,12 +277,21 @@ func budgetExceeded(c aggCase, rel netreduce.Release) string {
 		for _, cm := range r.Comments {
 			destroyed = destroyed || strings.Contains(cm, "corrupt")
 		}
-		if !destroyed || v.Parse(r.Data) != nil {
+		if !destroyed || len(r.Data) < 12 || v.Parse(r.Data) != nil {
 			continue
 		}
-		k := key{r.Info.InterfaceIndex, v.DestQP(), v.PSN(), v.Opcode().IsAck()}
+		macs := [2][6]byte{[6]byte(r.Data[6:12]), [6]byte(r.Data[0:6])}
+		response := v.Opcode().IsAck()
+		if (!response && macs != req) || (response && macs != resp) {
+			continue
+		}
+		k := key{r.Info.InterfaceIndex, v.PSN(), response}
 		if hits[k]++; hits[k] >= retryBudget {
-			return fmt.Sprintf("PSN %d to QP %#x was destroyed %d times on one link direction (retry_cnt 7 allows 7 retries)", k.psn, k.qp, hits[k])
+			kind := "request"
+			if response {
+				kind = "response"
+			}
+			return fmt.Sprintf("the %s with PSN %d of rank %d's connection to rank %d was destroyed %d times on one link direction (retry_cnt 7 allows 7 retries)", kind, k.psn, f.Rank, f.Peer, hits[k])
 		}
 	}
 	return ""

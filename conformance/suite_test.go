@@ -11,8 +11,10 @@ import (
 
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/netreduce"
+	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
+	"github.com/inaemu/inaemu/roce"
 )
 
 // The suites at a bounded count, as `make test` runs them; the
@@ -126,4 +128,26 @@ func TestCheckGBNCatches(t *testing.T) {
 		got := checkGBN(tr, 10)
 		require.True(t, strings.HasPrefix(got, name+":"), "%s: got %q", name, got)
 	}
+}
+
+// A transport error passes the aggregation property only when the fault
+// log proves the retries ran out: every frame lost, the first request was
+// destroyed eight times (retry_cnt 7 + 1) on its link, so RETRY_EXC_ERR is
+// right. Other failures are never excused, whatever the log shows.
+func TestTransportErrorExcusedOnlyByTheFaultLog(t *testing.T) {
+	c := aggCase{Workers: 2, Window: 1, MsgLen: 1, MTU: 256, Elems: 64, DType: tensor.F32, Seed: 1, Timeout: 8, Netem: "loss 100%"}
+	out := runAggCase(c, netreduce.Safe)
+	require.Empty(t, out.fail, out.detail)
+	require.True(t, out.transport)
+	require.Contains(t, out.detail, "destroyed 8 times")
+	for _, je := range []*emu.JobError{
+		{Msg: "job stalled"},
+		{Msg: "rank 0: result message 3 arrived when 2 was due"},
+		{Msg: "remote access", QP: &emu.QPFailure{Rank: 0, Peer: 1, Send: true, Status: roce.StatusRemAccessErr}},
+	} {
+		require.Empty(t, budgetExceeded(c, netreduce.Safe, je), je.Msg)
+	}
+	// The same schedule without random faults is bounded: never excused.
+	c.Netem, c.Events = "", []string{"drop port=0 dir=in class=data nth=1"}
+	require.Empty(t, runAggCase(c, netreduce.Safe).fail)
 }

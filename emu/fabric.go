@@ -38,6 +38,10 @@ type FabricConfig struct {
 	// the capture shows what receivers got). frame is valid only during
 	// the call.
 	OnSend func(port int, dir faults.Dir, at time.Duration, frame []byte)
+	// LearnMACs leaves the switch to learn every MAC, the hosts' too,
+	// instead of entering each host's on its port (replay: a capture's
+	// stations get ports by first appearance).
+	LearnMACs bool
 }
 
 // Fabric is the emulated network: hosts, their links and the switch, on
@@ -108,7 +112,9 @@ func NewFabric(cfg FabricConfig) (*Fabric, error) {
 		out.recv = h.receive
 		in.src = h
 		f.Switch.ports = append(f.Switch.ports, out)
-		f.Switch.pin([6]byte(h.MAC), r)
+		if !cfg.LearnMACs {
+			f.Switch.pin([6]byte(h.MAC), r)
+		}
 		f.Hosts = append(f.Hosts, h)
 		f.dirs = append(f.dirs, in, out)
 	}
@@ -118,7 +124,7 @@ func NewFabric(cfg FabricConfig) (*Fabric, error) {
 		if d.dir == faults.DirIn && d.stage != nil {
 			d.stage.OnSpoof = func(frame []byte, from int, ev *faults.Event) {
 				if from >= 0 && from < cfg.Hosts {
-					f.dirs[2*from].fly(frame, 0, faults.NoteSpoof, ev, false)
+					f.dirs[2*from].fly(frame, 0, faults.NoteSpoof, ev)
 				}
 			}
 		}

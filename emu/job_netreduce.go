@@ -132,7 +132,7 @@ func (j *netReduceJob) onCompletion(w *worker) {
 			return
 		}
 		if !c.HasImm || int(c.Imm) != w.recvDone {
-			j.r.err = &JobError{fmt.Sprintf("rank %d: result message %d arrived when %d was due", w.rank, c.Imm, w.recvDone)}
+			j.r.err = &JobError{Msg: fmt.Sprintf("rank %d: result message %d arrived when %d was due", w.rank, c.Imm, w.recvDone)}
 			return
 		}
 		w.recvDone++
@@ -141,7 +141,7 @@ func (j *netReduceJob) onCompletion(w *worker) {
 		}
 		if j.next[w.rank] < j.msgs { // the window slides
 			if err := j.post(w); err != nil {
-				j.r.err = &JobError{fmt.Sprintf("rank %d: post message %d: %v", w.rank, j.next[w.rank], err)}
+				j.r.err = &JobError{Msg: fmt.Sprintf("rank %d: post message %d: %v", w.rank, j.next[w.rank], err)}
 			}
 		}
 	})

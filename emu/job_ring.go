@@ -134,7 +134,7 @@ func (j *ringJob) onCompletion(w *worker) {
 		}
 		s, m := int(c.Imm>>24), int(c.Imm&0xFFFFFF)
 		if !c.HasImm || s >= j.steps || m >= len(j.arrived[w.rank][s]) || j.arrived[w.rank][s][m] {
-			j.r.err = &JobError{fmt.Sprintf("rank %d: unexpected message (imm %#x)", w.rank, c.Imm)}
+			j.r.err = &JobError{Msg: fmt.Sprintf("rank %d: unexpected message (imm %#x)", w.rank, c.Imm)}
 			return
 		}
 		j.arrived[w.rank][s][m] = true
@@ -149,7 +149,7 @@ func (j *ringJob) onCompletion(w *worker) {
 		}
 		if s+1 < j.steps {
 			if err := j.post(w, s+1, m); err != nil {
-				j.r.err = &JobError{fmt.Sprintf("rank %d: post step %d message %d: %v", w.rank, s+1, m, err)}
+				j.r.err = &JobError{Msg: fmt.Sprintf("rank %d: post step %d message %d: %v", w.rank, s+1, m, err)}
 			}
 		}
 	})

@@ -45,7 +45,6 @@ type flight struct {
 	arrive time.Duration
 	note   faults.Note
 	ev     *faults.Event
-	ghost  bool // dropped by the fault stage: captured at arrival time, not delivered
 }
 
 // linkDir is one direction of a full-duplex link: a transmitter that
@@ -70,7 +69,13 @@ type linkDir struct {
 	q        []queued
 	inflight []flight
 	head     int // first live entry of inflight
-	pool     [][]byte
+	// ghosts are frames the fault stage dropped, on their way to the
+	// capture at their would-be arrival. They have their own list and
+	// timer so that capturing never moves a delivery event: a run with
+	// --pcap is the run without it.
+	ghosts    []flight
+	ghostHead int
+	pool      [][]byte
 
 	busy        bool
 	txBuf       []byte
@@ -79,8 +84,8 @@ type linkDir struct {
 	wakePending bool
 	wakeAt      time.Duration
 
-	txTimer, rxTimer, flushTimer roce.Timer
-	emitFn                       faults.Emit
+	txTimer, rxTimer, flushTimer, ghostTimer roce.Timer
+	emitFn                                   faults.Emit
 }
 
 func newLinkDir(f *Fabric, name string, port int, dir faults.Dir, rateBps float64, prop time.Duration, qLimit int) *linkDir {
@@ -92,6 +97,8 @@ func newLinkDir(f *Fabric, name string, port int, dir faults.Dir, rateBps float6
 	d.rxTimer.Stop()
 	d.flushTimer = f.Clock.AfterFunc(0, d.onIdleFlush)
 	d.flushTimer.Stop()
+	d.ghostTimer = f.Clock.AfterFunc(0, d.onGhost)
+	d.ghostTimer.Stop()
 	d.emitFn = d.launch
 	return d
 }
@@ -220,10 +227,10 @@ func (d *linkDir) finish() {
 
 // launch puts a copy of frame in flight towards the receiver.
 func (d *linkDir) launch(frame []byte, delay time.Duration, note faults.Note, ev *faults.Event) {
-	d.fly(frame, delay, note, ev, false)
+	d.fly(frame, delay, note, ev)
 }
 
-func (d *linkDir) fly(frame []byte, delay time.Duration, note faults.Note, ev *faults.Event, ghost bool) {
+func (d *linkDir) fly(frame []byte, delay time.Duration, note faults.Note, ev *faults.Event) {
 	b := d.getBuf()[:len(frame)]
 	copy(b, frame)
 	at := d.fab.Clock.Now() + d.prop + delay
@@ -236,7 +243,7 @@ func (d *linkDir) fly(frame []byte, delay time.Duration, note faults.Note, ev *f
 		d.inflight[i] = d.inflight[i-1]
 		i--
 	}
-	d.inflight[i] = flight{buf: b, arrive: at, note: note, ev: ev, ghost: ghost}
+	d.inflight[i] = flight{buf: b, arrive: at, note: note, ev: ev}
 	if i == d.head {
 		d.rxTimer.Reset(at - d.fab.Clock.Now())
 	}
@@ -250,12 +257,10 @@ func (d *linkDir) onArrive() {
 		d.inflight[d.head] = flight{}
 		d.head++
 		if d.fab.capture != nil {
-			d.fab.capture.record(d, now, f.buf, f.note, f.ev, f.ghost)
+			d.fab.capture.record(d, now, f.buf, f.note, f.ev, false)
 		}
-		if !f.ghost {
-			d.Stats.Delivered++
-			d.recv(f.buf)
-		}
+		d.Stats.Delivered++
+		d.recv(f.buf)
 		d.putBuf(f.buf)
 	}
 	if d.head < len(d.inflight) {
@@ -270,9 +275,36 @@ func (d *linkDir) onArrive() {
 
 // dropped sends the ghost of a frame the fault stage dropped down the
 // wire, so the capture shows it where the receiver would have seen it.
+// Drops happen in time order and the delay is the link's, so the list
+// stays sorted by arrival.
 func (d *linkDir) dropped(frame []byte, note faults.Note, ev *faults.Event) {
-	if d.fab.capture != nil {
-		d.fly(frame, 0, note, ev, true)
+	if d.fab.capture == nil {
+		return
+	}
+	b := d.getBuf()[:len(frame)]
+	copy(b, frame)
+	now := d.fab.Clock.Now()
+	if d.ghostHead > 0 && d.ghostHead == len(d.ghosts) {
+		d.ghosts, d.ghostHead = d.ghosts[:0], 0
+	}
+	d.ghosts = append(d.ghosts, flight{buf: b, arrive: now + d.prop, note: note, ev: ev})
+	if len(d.ghosts)-d.ghostHead == 1 {
+		d.ghostTimer.Reset(d.prop)
+	}
+}
+
+// onGhost writes every ghost due now to the capture.
+func (d *linkDir) onGhost() {
+	now := d.fab.Clock.Now()
+	for d.ghostHead < len(d.ghosts) && d.ghosts[d.ghostHead].arrive <= now {
+		g := d.ghosts[d.ghostHead]
+		d.ghosts[d.ghostHead] = flight{}
+		d.ghostHead++
+		d.fab.capture.record(d, now, g.buf, g.note, g.ev, true)
+		d.putBuf(g.buf)
+	}
+	if d.ghostHead < len(d.ghosts) {
+		d.ghostTimer.Reset(d.ghosts[d.ghostHead].arrive - now)
 	}
 }
 

@@ -24,11 +24,11 @@ func (r *runner) serve() *Result {
 	switch {
 	case r.err != nil:
 	case errors.Is(err, context.DeadlineExceeded) && !r.started:
-		r.err = &JobError{fmt.Sprintf("job did not start within %v: %s", r.cfg.MaxVirtual, b.missing())}
+		r.err = &JobError{Msg: fmt.Sprintf("job did not start within %v: %s", r.cfg.MaxVirtual, b.missing())}
 	case errors.Is(err, context.DeadlineExceeded):
-		r.err = &JobError{fmt.Sprintf("job did not finish within %v: %s", r.cfg.MaxVirtual, r.progress())}
+		r.err = &JobError{Msg: fmt.Sprintf("job did not finish within %v: %s", r.cfg.MaxVirtual, r.progress())}
 	case err != nil:
-		r.err = &JobError{err.Error()}
+		r.err = &JobError{Msg: err.Error()}
 	}
 	return r.result(0)
 }
@@ -107,7 +107,7 @@ func (b *startBarrier) maybeStart() {
 	r.started = true
 	r.startAt = r.fab.Clock.Now()
 	if err := r.job.start(); err != nil {
-		r.err = &JobError{fmt.Sprintf("start: %v", err)}
+		r.err = &JobError{Msg: fmt.Sprintf("start: %v", err)}
 	}
 }
 

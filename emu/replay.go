@@ -115,7 +115,7 @@ func ReplayThroughSwitch(recs []pcapio.Record, ifaceNames []string, opt ReplayOp
 	if opt.Rate == 0 {
 		opt.Rate = 100e9
 	}
-	fab, err := NewFabric(FabricConfig{Hosts: max(ports, 1), Link: LinkConfig{Rate: opt.Rate}, Capture: opt.Out})
+	fab, err := NewFabric(FabricConfig{Hosts: max(ports, 1), Link: LinkConfig{Rate: opt.Rate}, Capture: opt.Out, LearnMACs: true})
 	if err != nil {
 		return nil, err
 	}

@@ -88,7 +88,20 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 
 // JobError is a job that failed in the network: a QP's work completed in
 // error (retries exhausted, ...) or the job could not finish.
-type JobError struct{ Msg string }
+type JobError struct {
+	Msg string
+	// QP, when a queue pair's work completed in error, says which.
+	QP *QPFailure
+}
+
+// QPFailure names the queue pair whose work completed in error: rank's
+// send QP (requests to Peer, the next rank) or receive QP (requests from
+// Peer, the previous rank), and the completion status.
+type QPFailure struct {
+	Rank, Peer int
+	Send       bool
+	Status     roce.Status
+}
 
 func (e *JobError) Error() string { return e.Msg }
 
@@ -262,7 +275,7 @@ func Run(cfg Config) (*Result, error) {
 		res.Error = r.err.Error()
 		var je *JobError
 		if !errors.As(r.err, &je) {
-			return res, &JobError{r.err.Error()}
+			return res, &JobError{Msg: r.err.Error()}
 		}
 		return res, r.err
 	}
@@ -387,8 +400,9 @@ func (r *runner) fail(w *worker, q *roce.QP, c roce.Completion, what string) {
 	if q == w.rq {
 		peer, dir = (w.rank+r.cfg.Workers-1)%r.cfg.Workers, "receive QP from rank"
 	}
-	r.err = &JobError{fmt.Sprintf("rank %d %s %d (QPN %#x): %s completed with %s at %v (%s)",
-		w.rank, dir, peer, q.QPN(), what, c.Status, r.fab.Clock.Now(), qpCounters(q))}
+	r.err = &JobError{Msg: fmt.Sprintf("rank %d %s %d (QPN %#x): %s completed with %s at %v (%s)",
+		w.rank, dir, peer, q.QPN(), what, c.Status, r.fab.Clock.Now(), qpCounters(q)),
+		QP: &QPFailure{Rank: w.rank, Peer: peer, Send: q == w.sq, Status: c.Status}}
 }
 
 func qpCounters(q *roce.QP) string {
@@ -415,12 +429,12 @@ func (r *runner) loop() *Result {
 	events := 0
 	for r.err == nil && !r.finished() {
 		if !c.Step() {
-			r.err = &JobError{fmt.Sprintf("job stalled at %v: nothing left to happen but %s", c.Now(), r.progress())}
+			r.err = &JobError{Msg: fmt.Sprintf("job stalled at %v: nothing left to happen but %s", c.Now(), r.progress())}
 			break
 		}
 		events++
 		if c.Now() > r.cfg.MaxVirtual {
-			r.err = &JobError{fmt.Sprintf("job did not finish within %v of virtual time: %s", r.cfg.MaxVirtual, r.progress())}
+			r.err = &JobError{Msg: fmt.Sprintf("job did not finish within %v of virtual time: %s", r.cfg.MaxVirtual, r.progress())}
 		}
 	}
 	return r.result(events)

@@ -69,7 +69,22 @@ func Sweep(base Config, points []SweepPoint, seeds []uint64, progress func(done,
 	var mu sync.Mutex
 	done, total := 0, len(points)*len(seeds)
 	var wg sync.WaitGroup
-	for w := 0; w < max(1, min(runtime.GOMAXPROCS(0), total)); w++ {
+	// Runs in parallel, one per core, as many as fit in memory together:
+	// each run's own check only knows about itself.
+	par := max(1, min(runtime.GOMAXPROCS(0), total))
+	if avail, ok := AvailableMemory(); ok && base.MaxMemory >= 0 {
+		if base.MaxMemory > 0 {
+			avail = base.MaxMemory
+		}
+		var need int64
+		for _, c := range cfgs {
+			need = max(need, EstimateMemory(c).Total)
+		}
+		if need > 0 {
+			par = max(1, min(par, int(avail/need)))
+		}
+	}
+	for w := 0; w < par; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

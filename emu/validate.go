@@ -53,6 +53,8 @@ func (c *Config) checkEvent(ev *faults.Event) error {
 	switch {
 	case ev.Port >= c.Workers:
 		return fmt.Errorf("--fault %q: port=%d: the job's switch ports are 0..%d (port R faces rank R)", spec, ev.Port, c.Workers-1)
+	case ev.Action == faults.ActSpoof && c.Mode != NetReduce:
+		return fmt.Errorf("--fault %q: spoof forges aggregation frames for the switch to refuse; in ring mode no switch program checks them and a forged WRITE is simply written (use --mode netreduce)", spec)
 	case ev.Action == faults.ActSpoof && ev.From >= c.Workers:
 		return fmt.Errorf("--fault %q: spoof=%d: the job's switch ports are 0..%d (port R faces rank R)", spec, ev.From, c.Workers-1)
 	case ev.QP >= 0 && ev.QP != sendQPN && ev.QP != recvQPN:

@@ -346,7 +346,7 @@ func TestSpoofEvent(t *testing.T) {
 	assert.Equal(t, faults.ActSpoof, ev.Action)
 	assert.Equal(t, 2, ev.From)
 	assert.Equal(t, faults.DirIn, ev.Dir)
-	for _, bad := range []string{"spoof port=1", "spoof=x", "spoof=1 port=1", "spoof=2 port=1 dir=out", "spoof=-1"} {
+	for _, bad := range []string{"spoof port=1", "spoof=x", "spoof=1 port=1", "spoof=2 port=1 dir=out", "spoof=-1", "spoof=1 class=data nth=1"} {
 		_, err := faults.Parse(bad)
 		assert.Error(t, err, bad)
 	}

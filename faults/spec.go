@@ -427,6 +427,8 @@ func Parse(spec string) (Event, error) {
 		switch {
 		case ev.Dir == DirOut:
 			return ev, fmt.Errorf("fault %q: spoof forges frames going into the switch: use dir=in", spec)
+		case ev.Port < 0:
+			return ev, fmt.Errorf("fault %q: spoof needs port=R, the member whose frames are forged (without it the forgery would also come from the member's own port)", spec)
 		case ev.Port == ev.From:
 			return ev, fmt.Errorf("fault %q: spoof=%d is the frame's own port: a forgery must come from another", spec, ev.From)
 		}

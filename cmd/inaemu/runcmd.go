@@ -74,7 +74,7 @@ func addJobFlags(fs *cmdFlags, faults bool) *jobFlags {
 	fs.StringVar(&sc.Reorder, "reorder", "", "netem reorder on every link: 'P [gap N]'")
 	fs.StringVar(&sc.Duplicate, "duplicate", "", "netem duplicate probability on every link")
 	fs.StringVar(&sc.Corrupt, "corrupt", "", "netem corrupt probability on every link (one random bit)")
-	fs.Var(&j.flts, "fault", "deterministic fault 'ACTION key=value ...' (repeatable); ACTION drop|dup|corrupt|delay=D|hold=K; keys port=R dir=in|out class=data|ack|nak|any qp=N psn=P nth=K every=K prob=P")
+	fs.Var(&j.flts, "fault", "deterministic fault 'ACTION key=value ...' (repeatable); ACTION drop|dup|corrupt|delay=D|hold=K|spoof=R; keys port=R dir=in|out class=data|ack|nak|any qp=N psn=P nth=K every=K prob=P")
 	j.scenario = fs.String("scenario", "", "read settings and faults from a YAML file (flags given too override it)")
 	return j
 }

@@ -57,4 +57,14 @@ func TestConnsValidation(t *testing.T) {
 	cfg = withConns(ringCfg(3, 2, 4))
 	cfg.Conns[2].Rank = 7
 	require.Error(t, netreduce.New().AddRing(cfg))
+	cfg = withConns(ringCfg(3, 2, 4))
+	for i := range cfg.Conns {
+		cfg.Conns[i].Port = 0 // every member on one port: a Conn built without Port
+	}
+	require.ErrorContains(t, netreduce.New().AddRing(cfg), "another member's")
+	cfg = withConns(ringCfg(3, 2, 4))
+	for i := range cfg.Conns {
+		cfg.Conns[i].Port = netreduce.AnyPort // learned from each member's first frame
+	}
+	require.NoError(t, netreduce.New().AddRing(cfg))
 }

@@ -280,7 +280,7 @@ func (a *Accelerator) AddRing(cfg RingConfig) error {
 			g.frames[k], slab = slab[:0:slotLen], slab[slotLen:]
 		}
 	}
-	seenRank, seenKey := map[int]bool{}, map[connKey]bool{}
+	seenRank, seenKey, seenPort := map[int]bool{}, map[connKey]bool{}, map[int]bool{}
 	for _, c := range cfg.Conns {
 		k := connKey{c.Src.Unmap(), c.Dst.Unmap(), c.DestQP & wire.PSNMask}
 		bad := c.Rank < 0 || c.Rank >= cfg.Workers || seenRank[c.Rank] || seenKey[k] || a.clt[k] != nil
@@ -288,6 +288,12 @@ func (a *Accelerator) AddRing(cfg RingConfig) error {
 		if bad {
 			return fmt.Errorf("netreduce: ring %d connection %v→%v QP %#x rank %d: bad rank or already known", cfg.ID, c.Src, c.Dst, c.DestQP, c.Rank)
 		}
+		// Each member sends from its own port (a Conn without Port would
+		// bind every member to port 0).
+		if c.Port < AnyPort || (c.Port != AnyPort && seenPort[c.Port]) {
+			return fmt.Errorf("netreduce: ring %d rank %d: port %d is another member's or not a port (AnyPort to learn it)", cfg.ID, c.Rank, c.Port)
+		}
+		seenPort[c.Port] = c.Port != AnyPort
 	}
 	for _, c := range cfg.Conns {
 		e := &conn{ring: r, rank: c.Rank, msg: -1, port: max(c.Port, AnyPort), anchored: c.HasStart, aPSN: c.StartPSN & wire.PSNMask}
