@@ -95,9 +95,10 @@ func longDelay(r interface{ Intn(int) int }, exp int) int {
 	return t + t/20 + r.Intn(7*t)
 }
 
-// timeouts are the ACK timeout exponents jobs are generated with: the
-// default (≈67 ms, perftest's) and short ones (≈1 and 4 ms) under which a
-// late frame arrives while a job of hundreds of messages still runs.
+// timeouts are the ACK timeout exponents jobs with one-shot faults are
+// generated with: the default (≈67 ms, perftest's) and short ones (≈1 and
+// 4 ms) under which a late frame arrives while a job of hundreds of
+// messages still runs.
 var timeouts = []int{int(emu.DefaultConfig().Timeout), int(emu.DefaultConfig().Timeout), 8, 8, 10}
 
 // genNetem draws random impairments within what a commodity RNIC must
@@ -204,7 +205,13 @@ func aggCaseGen(seed uint64) gopter.Gen {
 			c.Events = append(c.Events, genFaultEvent(r, c.Workers, frames, c.Timeout, faultKinds))
 		}
 		if r.Intn(3) == 0 {
-			c.Netem = genNetem(r)
+			// Random impairments run with the default timeout. With ≈1 ms
+			// a rank can spend its seven retries waiting for another
+			// rank's go-back-N under jitter (a NetReduce QP advances only
+			// when every rank's packet arrives): a failure of the timeout
+			// setting that no fault log can excuse, so not a case for a
+			// property that must hold.
+			c.Netem, c.Timeout = genNetem(r), int(emu.DefaultConfig().Timeout)
 		}
 		return gopter.NewGenResult(c, gopter.NoShrinker)
 	}
