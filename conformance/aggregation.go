@@ -150,7 +150,7 @@ const (
 // MsgLen 1-3, MTU 256, 300-1100 messages, so the 8-bit MsgID wraps one to
 // four times); and small jobs of 2-16 workers, window 1-8, MsgLen 1-32, any
 // MTU and dtype. Each gets up to six one-shot faults of every kind
-// (genFaultEvent) and, in a third of the cases, random impairments on
+// (genFaultEvent) and, in half of the cases, random impairments on
 // every link (genNetem).
 func aggCaseGen(seed uint64) gopter.Gen {
 	return func(p *gopter.GenParameters) *gopter.GenResult {
@@ -182,7 +182,7 @@ func aggCaseGen(seed uint64) gopter.Gen {
 		}
 		frames := c.Elems*c.DType.Size()/c.MTU + 1
 		n := r.Intn(maxBoundedEvents + 1)
-		if msgs >= 300 && r.Intn(3) != 0 {
+		if msgs >= 300 && r.Intn(4) != 0 {
 			// Where the 8-bit MsgID bites: a gradient frame into the switch
 			// held back around a short timeout (≈1 ms; half to 2.4 times
 			// it), the job runs on (the sender goes back, or the others'
@@ -204,7 +204,7 @@ func aggCaseGen(seed uint64) gopter.Gen {
 		for i := 0; i < n; i++ {
 			c.Events = append(c.Events, genFaultEvent(r, c.Workers, frames, c.Timeout, faultKinds))
 		}
-		if r.Intn(3) == 0 {
+		if r.Intn(2) == 0 {
 			// Random impairments run with the default timeout. With ≈1 ms
 			// a rank can spend its seven retries waiting for another
 			// rank's go-back-N under jitter (a NetReduce QP advances only
@@ -254,12 +254,16 @@ func runAggCase(c aggCase, rel netreduce.Release) aggOutcome {
 
 // budgetExceeded reads the case's fault log (the annotations of a capture
 // of the same run: capturing never changes a run) and, when a QP's work
-// completed with RETRY_EXC_ERR, names a frame of that QP's connection —
-// one link direction, PSN and kind (its request, or a response to it) —
+// completed with RETRY_EXC_ERR, names a frame of the ring — one link
+// direction, connection, PSN and kind (a request, or a response to one) —
 // that the faults destroyed (lost, dropped or corrupted) at least
-// retryBudget times: then the retries provably ran out and the transport
-// error is the correct outcome. Any other failure (a stall, a result out
-// of order, another status) is never excused. "" if nothing excuses it.
+// retryBudget times: then retries provably ran out. The frame may be on
+// any of the ring's connections, not only the failing QP's: a NetReduce QP
+// advances only when every rank's packet of its message has reached the
+// switch, so a rank whose packet is destroyed eight times holds every
+// other rank's QP for as long, and whichever timer runs out first fails.
+// Any other failure (a stall, a result out of order, another status) is
+// never excused. "" if nothing excuses it.
 func budgetExceeded(c aggCase, rel netreduce.Release, je *emu.JobError) string {
 	f := je.QP
 	if f == nil || f.Status != roce.StatusRetryExcErr || !f.Send {
@@ -269,13 +273,16 @@ func budgetExceeded(c aggCase, rel netreduce.Release, je *emu.JobError) string {
 	if err != nil && recs == nil {
 		return ""
 	}
-	// The connection's frames, by MAC (the switch rebuilds results from
-	// the requester's own headers): requests rank → peer, responses back.
-	req, resp := [2][6]byte{[6]byte(emu.HostMAC(f.Rank)), [6]byte(emu.HostMAC(f.Peer))}, [2][6]byte{[6]byte(emu.HostMAC(f.Peer)), [6]byte(emu.HostMAC(f.Rank))}
+	// The ring's connections by MAC (the switch rebuilds results from the
+	// requester's own headers): requests rank r → r+1, responses back.
+	ring := map[[2][6]byte]int{}
+	for r := 0; r < c.Workers; r++ {
+		ring[[2][6]byte{[6]byte(emu.HostMAC(r)), [6]byte(emu.HostMAC((r + 1) % c.Workers))}] = r
+	}
 	type key struct {
-		iface    int
-		psn      uint32
-		response bool
+		iface, rank int
+		psn         uint32
+		response    bool
 	}
 	hits := map[key]int{}
 	var v frames.View
@@ -287,18 +294,23 @@ func budgetExceeded(c aggCase, rel netreduce.Release, je *emu.JobError) string {
 		if !destroyed || len(r.Data) < 12 || v.Parse(r.Data) != nil {
 			continue
 		}
-		macs := [2][6]byte{[6]byte(r.Data[6:12]), [6]byte(r.Data[0:6])}
+		src, dst := [6]byte(r.Data[6:12]), [6]byte(r.Data[0:6])
 		response := v.Opcode().IsAck()
-		if (!response && macs != req) || (response && macs != resp) {
+		pair := [2][6]byte{src, dst}
+		if response {
+			pair = [2][6]byte{dst, src}
+		}
+		rank, ok := ring[pair]
+		if !ok {
 			continue
 		}
-		k := key{r.Info.InterfaceIndex, v.PSN(), response}
+		k := key{r.Info.InterfaceIndex, rank, v.PSN(), response}
 		if hits[k]++; hits[k] >= retryBudget {
 			kind := "request"
 			if response {
 				kind = "response"
 			}
-			return fmt.Sprintf("the %s with PSN %d of rank %d's connection to rank %d was destroyed %d times on one link direction (retry_cnt 7 allows 7 retries)", kind, k.psn, f.Rank, f.Peer, hits[k])
+			return fmt.Sprintf("the %s with PSN %d of rank %d's connection was destroyed %d times on one link direction (retry_cnt 7 allows 7 retries; rank %d's QP failed waiting)", kind, k.psn, rank, hits[k], f.Rank)
 		}
 	}
 	return ""
