@@ -242,7 +242,7 @@ func runAggCase(c aggCase, rel netreduce.Release) aggOutcome {
 				return aggOutcome{transport: true, detail: why}
 			}
 		}
-		return aggOutcome{fail: "transport", detail: "the job failed though the fault log shows no frame of the failing QP destroyed retry_cnt+1 times: " + je.Msg}
+		return aggOutcome{fail: "transport", detail: "the job failed though the fault log shows no exchange of the ring broken retry_cnt+1 times: " + je.Msg}
 	case err != nil:
 		return aggOutcome{fail: "setup", detail: err.Error()}
 	case !res.Exact:
@@ -254,11 +254,13 @@ func runAggCase(c aggCase, rel netreduce.Release) aggOutcome {
 
 // budgetExceeded reads the case's fault log (the annotations of a capture
 // of the same run: capturing never changes a run) and, when a QP's work
-// completed with RETRY_EXC_ERR, names a frame of the ring — one link
-// direction, connection, PSN and kind (a request, or a response to one) —
-// that the faults destroyed (lost, dropped or corrupted) at least
-// retryBudget times: then retries provably ran out. The frame may be on
-// any of the ring's connections, not only the failing QP's: a NetReduce QP
+// completed with RETRY_EXC_ERR, names one PSN of one ring connection whose
+// exchange the faults broke at least retryBudget times: its request or
+// the response to it destroyed (lost, dropped or corrupted) on any link
+// it crosses, extra copies that netem duplicated not counted. Each such
+// break costs the sender one retry, so retries provably ran out. The PSN
+// may be on any of the ring's connections, not only the failing QP's: a
+// NetReduce QP
 // advances only when every rank's packet of its message has reached the
 // switch, so a rank whose packet is destroyed eight times holds every
 // other rank's QP for as long, and whichever timer runs out first fails.
@@ -280,18 +282,18 @@ func budgetExceeded(c aggCase, rel netreduce.Release, je *emu.JobError) string {
 		ring[[2][6]byte{[6]byte(emu.HostMAC(r)), [6]byte(emu.HostMAC((r + 1) % c.Workers))}] = r
 	}
 	type key struct {
-		iface, rank int
-		psn         uint32
-		response    bool
+		rank int
+		psn  uint32
 	}
 	hits := map[key]int{}
 	var v frames.View
 	for _, r := range recs {
-		destroyed := emu.IsGhost(r.Comments)
+		destroyed, copied := emu.IsGhost(r.Comments), false
 		for _, cm := range r.Comments {
 			destroyed = destroyed || strings.Contains(cm, "corrupt")
+			copied = copied || strings.Contains(cm, "duplicate")
 		}
-		if !destroyed || len(r.Data) < 12 || v.Parse(r.Data) != nil {
+		if !destroyed || copied || len(r.Data) < 12 || v.Parse(r.Data) != nil {
 			continue
 		}
 		src, dst := [6]byte(r.Data[6:12]), [6]byte(r.Data[0:6])
@@ -304,13 +306,9 @@ func budgetExceeded(c aggCase, rel netreduce.Release, je *emu.JobError) string {
 		if !ok {
 			continue
 		}
-		k := key{r.Info.InterfaceIndex, rank, v.PSN(), response}
+		k := key{rank, v.PSN()}
 		if hits[k]++; hits[k] >= retryBudget {
-			kind := "request"
-			if response {
-				kind = "response"
-			}
-			return fmt.Sprintf("the %s with PSN %d of rank %d's connection was destroyed %d times on one link direction (retry_cnt 7 allows 7 retries; rank %d's QP failed waiting)", kind, k.psn, rank, hits[k], f.Rank)
+			return fmt.Sprintf("PSN %d of rank %d's connection: its request or response was destroyed %d times (retry_cnt 7 allows 7 retries; rank %d's QP failed)", k.psn, rank, hits[k], f.Rank)
 		}
 	}
 	return ""
