@@ -292,6 +292,24 @@ func TestMultiProcessJobOverTAPs(t *testing.T) {
 	const prefix, workers = "itmp", 3
 	topo := topology(t, prefix, workers)
 	bin := inaemuBinary(t)
+	// dumpcap sometimes misses frames of a job this short (a few ms; it
+	// says "Capturing on" before every interface is open). A capture is
+	// only taken as incomplete, and the job run again (at most 3 times),
+	// when every host ended exact with no retransmission: then every frame
+	// crossed the bridges in order, and what the capture lacks it lost.
+	for attempt := 1; ; attempt++ {
+		if multiProcessJobOverTAPs(t, topo, bin, attempt < 3) {
+			return
+		}
+		t.Logf("attempt %d: the capture missed frames of a job that lost none; running it again", attempt)
+	}
+}
+
+// multiProcessJobOverTAPs runs the job once; it returns false, asserting
+// nothing more, when retry is set and the capture is incomplete although
+// no host retransmitted anything.
+func multiProcessJobOverTAPs(t *testing.T, topo tap.Topology, bin string, retry bool) bool {
+	prefix, workers := topo.Prefix, topo.Workers
 	pcap := filepath.Join(t.TempDir(), "bridges.pcapng")
 	if d := os.Getenv("INAEMU_KEEP"); d != "" {
 		pcap = filepath.Join(d, "bridges.pcapng")
@@ -328,12 +346,14 @@ func TestMultiProcessJobOverTAPs(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	var retransmitted uint64
 	for r, h := range res {
 		require.Equal(t, 0, h.code, "rank %d: %s", r, h.err)
 		var got emu.Result
 		require.NoError(t, json.Unmarshal([]byte(h.out), &got))
 		require.True(t, got.Exact, "rank %d", r)
 		require.Equal(t, "tap", got.Backend)
+		retransmitted += got.Retransmissions
 	}
 	sw.stop(t, syscall.SIGTERM)
 	var rep struct {
@@ -343,11 +363,11 @@ func TestMultiProcessJobOverTAPs(t *testing.T) {
 	require.Positive(t, rep.Switch.Aggregations)
 	// dumpcap hands the kernel's capture blocks over late (a second or
 	// more after the last frame): stop it once the file holds every result
-	// the switch sent, or after a minute. This waits on a real process; it
+	// the switch sent, or after 20 s. This waits on a real process; it
 	// asserts nothing about time.
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); <-tick.C {
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); <-tick.C {
 		if c, err := conformance.CheckFile(pcap, conformance.CheckOptions{}); err == nil && c.AggChecked >= int(rep.Switch.ResultPackets) {
 			break
 		}
@@ -355,6 +375,9 @@ func TestMultiProcessJobOverTAPs(t *testing.T) {
 	shark.stop(t, syscall.SIGINT)
 	chk, err := conformance.CheckFile(pcap, conformance.CheckOptions{})
 	require.NoError(t, err)
+	if retry && retransmitted == 0 && (!chk.Conforms || chk.AggUnchecked > 0 || chk.AggChecked < int(rep.Switch.ResultPackets)) {
+		return false
+	}
 	require.True(t, chk.Conforms, "%+v", chk.Violations)
 	require.Equal(t, []string(topo.Bridges()), chk.VantagePoints)
 	require.EqualValues(t, rep.Switch.ResultPackets, chk.AggChecked, "every result the switch sent is verified in the bridge capture (%d unchecked, %d frames)", chk.AggUnchecked, chk.Frames)
@@ -372,6 +395,7 @@ func TestMultiProcessJobOverTAPs(t *testing.T) {
 		}
 	}
 	require.Zero(t, bad)
+	return true
 }
 
 func TestRunBackendTAP(t *testing.T) {
