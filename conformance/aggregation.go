@@ -224,9 +224,9 @@ type aggOutcome struct {
 	transport bool // ended in an allowed transport failure
 }
 
-// retryBudget is the jobs' retry_cnt + 1: a frame destroyed that many
+// retryBudget is the jobs' retry_cnt + 1: an exchange broken that many
 // times exhausts the retries of a QP that gets no other response.
-const retryBudget = 7 + 1
+var retryBudget = int(emu.DefaultConfig().RetryCnt) + 1
 
 func runAggCase(c aggCase, rel netreduce.Release) aggOutcome {
 	cfg := emu.DefaultConfig()
@@ -308,7 +308,7 @@ func budgetExceeded(c aggCase, rel netreduce.Release, je *emu.JobError) string {
 		}
 		k := key{rank, v.PSN()}
 		if hits[k]++; hits[k] >= retryBudget {
-			return fmt.Sprintf("PSN %d of rank %d's connection: its request or response was destroyed %d times (retry_cnt 7 allows 7 retries; rank %d's QP failed)", k.psn, rank, hits[k], f.Rank)
+			return fmt.Sprintf("PSN %d of rank %d's connection: its request or response was destroyed %d times (retry_cnt %d allows %d retries; rank %d's QP failed)", k.psn, rank, hits[k], retryBudget-1, retryBudget-1, f.Rank)
 		}
 	}
 	return ""

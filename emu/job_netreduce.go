@@ -34,10 +34,9 @@ func newNetReduceJob(r *runner) (*netReduceJob, error) {
 	cfg := r.cfg
 	j := &netReduceJob{r: r, stride: cfg.MsgLen * cfg.MTU}
 	j.chunk = j.stride - wire.INALen
-	j.msgs = int((cfg.TensorBytes + int64(j.chunk) - 1) / int64(j.chunk))
+	j.msgs = int(netReduceMessages(cfg))
 	if r.fab.Switch != nil {
-		psns := initialPSNs(cfg.Seed, cfg.Workers)
-		if err := r.fab.Switch.AddRing(NetReduceRing(cfg, psns.send)); err != nil {
+		if err := r.fab.Switch.AddRing(NetReduceRing(cfg, r.psns.send)); err != nil {
 			return nil, err
 		}
 	}
@@ -67,6 +66,13 @@ func newNetReduceJob(r *runner) (*netReduceJob, error) {
 	}
 	j.next = make([]int, cfg.Workers)
 	return j, nil
+}
+
+// netReduceMessages is how many messages each worker sends: MsgLen
+// packets each, the first carrying the INA header before its tensor bytes.
+func netReduceMessages(cfg Config) int64 {
+	chunk := int64(cfg.MsgLen*cfg.MTU - wire.INALen)
+	return (cfg.TensorBytes + chunk - 1) / chunk
 }
 
 // NetReduceRing is the switch's ring for a NetReduce job: ring 0 with the

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/inaemu/inaemu/frames/wire"
 	"github.com/inaemu/inaemu/roce"
 )
 
@@ -96,8 +95,7 @@ func EstimateMemory(cfg Config) MemoryEstimate {
 		e.Largest = max(t, steps*maxC)
 		outstanding = 2*ceilDiv(maxC, mtu) + 2
 	default:
-		chunk := msgB - wire.INALen
-		msgs := ceilDiv(t, chunk)
+		msgs := netReduceMessages(cfg)
 		size := msgs * msgB
 		e.Buffers = t + 2*w*size + msgB
 		e.Queues = w * 2 * (msgs + 1) * wrBytes

@@ -218,6 +218,7 @@ type runner struct {
 	cfg     Config
 	fab     *Fabric
 	workers []*worker
+	psns    ringPSNs // the connections' initial PSNs, from the seed
 	job     job
 	err     error
 	started bool          // the job's first work requests are posted
@@ -298,7 +299,7 @@ func newRunner(cfg Config) (*runner, error) {
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
-	r := &runner{cfg: cfg, fab: fab}
+	r := &runner{cfg: cfg, fab: fab, psns: initialPSNs(cfg.Seed, cfg.Workers)}
 	for i, h := range fab.Hosts {
 		r.workers = append(r.workers, &worker{rank: i, h: h, sq: h.NewQP(sendQPN), rq: h.NewQP(recvQPN), local: !fab.Live() || h.live})
 	}
@@ -334,7 +335,7 @@ func newRunner(cfg Config) (*runner, error) {
 // buffers): rank r's send QP to rank r+1's receive QP. Initial PSNs are
 // drawn from the seed.
 func (r *runner) connect() error {
-	psns := initialPSNs(r.cfg.Seed, r.cfg.Workers)
+	psns := r.psns
 	n := r.cfg.Workers
 	// Queues deep enough for everything the job posts (the job posts every
 	// receive up front, so no RNR NAK ever slows it).

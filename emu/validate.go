@@ -25,8 +25,7 @@ func (c *Config) validateJob() error {
 	if c.Mode == NetReduce {
 		// The switch tells a packet's message by its signed 24-bit PSN
 		// distance, exact while a connection spans fewer than 2^23 PSNs.
-		chunk := int64(c.MsgLen*c.MTU - 8)
-		if n := (c.TensorBytes + chunk - 1) / chunk * int64(c.MsgLen); chunk > 0 && n >= 1<<23 {
+		if n := netReduceMessages(*c) * int64(c.MsgLen); n >= 1<<23 {
 			return bad("--tensor %s at --mtu %d: each ring connection would carry %d packets; the 24-bit PSN space allows fewer than 2^23 (%d) for the switch to place every packet: use a larger --mtu or a smaller --tensor",
 				FormatSize(c.TensorBytes), c.MTU, n, 1<<23)
 		}

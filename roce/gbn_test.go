@@ -212,6 +212,14 @@ func TestCorruptSilentlyDropped(t *testing.T) {
 	assert.Equal(t, uint32(101), naks[0].psn)
 }
 
+// dropRequests black-holes the requester: every frame host 0 sends is lost.
+func dropRequests(e *wireEvent) verdict {
+	if e.dir == 0 {
+		return drop
+	}
+	return pass
+}
+
 // TestRetryExhaustion: every data packet is lost; with retry_cnt 3 the
 // requester retries three times, then completes RETRY_EXC_ERR, the QP goes
 // to ERROR and later WRs are flushed.
@@ -219,12 +227,7 @@ func TestRetryExhaustion(t *testing.T) {
 	cfg := defaultCfg()
 	cfg.RetryCnt = 3
 	h := newHarness(t, cfg, defaultCfg(), 1<<16)
-	h.fault = func(e *wireEvent) verdict {
-		if e.dir == 0 {
-			return drop
-		}
-		return pass
-	}
+	h.fault = dropRequests
 	postWrite(t, h, 1, pattern(512, 8), 0)
 	postWrite(t, h, 2, pattern(256, 9), 1024)
 	h.run(10 * time.Second)
@@ -250,12 +253,7 @@ func TestRetryCnt7(t *testing.T) {
 			cfg := defaultCfg()
 			cfg.RetryCnt, cfg.Profile = 7, p
 			h := newHarness(t, cfg, defaultCfg(), 1<<16)
-			h.fault = func(e *wireEvent) verdict {
-				if e.dir == 0 {
-					return drop
-				}
-				return pass
-			}
+			h.fault = dropRequests
 			postWrite(t, h, 1, pattern(256, 8), 0)
 			h.run(100 * roce.AckTimeout(cfg.Timeout))
 			if p == roce.RXE {
