@@ -64,11 +64,20 @@ func LoadScenario(path string) (*Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
+	s, err := ParseScenario(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return s, nil
+}
+
+// ParseScenario reads a scenario from YAML; unknown keys are errors.
+func ParseScenario(b []byte) (*Scenario, error) {
 	var s Scenario
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&s); err != nil && err != io.EOF { // an empty file changes nothing
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return nil, err
 	}
 	return &s, nil
 }

@@ -1,0 +1,103 @@
+package emu
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// goldenCaptures pins the star's behaviour across the rebuild of the core
+// as a graph (and any later change): each scenario's pcapng must hash to
+// what the commit before that work wrote (b26faa8). Scenarios vary the
+// mode, transport, dtype, release rule, NIC profile, netem impairments and
+// deterministic events (spoof included). A change that moves any frame,
+// timestamp or fault comment on the star fails here; if the change is
+// meant, say why in its commit and update the hash.
+var goldenCaptures = []struct {
+	name     string
+	scenario string
+	sha256   string
+}{
+	{"netreduce-v2ipv4-f32-loss", `
+workers: 4
+tensor: 256KiB
+msg_len: 16
+seed: 11
+netem: "loss 0.2% duplicate 0.5% corrupt 0.2% delay 2us 100ns reorder 1% gap 4"
+faults: ["drop port=1 dir=out class=data nth=3"]
+`, "7a3468535c80a2c56f061b7337cb0c6366deda3423060290fa44d35c457dfb3a"},
+	{"ring-v2ipv6-i32-reorder", `
+workers: 5
+mode: ring
+tensor: 200KiB
+dtype: i32
+transport: v2-ipv6
+msg_len: 8
+seed: 3
+netem: "reorder 5% gap 3 duplicate 2%"
+`, "547273d91571abcb690c033946f4cbecee05c8dd333a1ae6b39d6c191036ab98"},
+	{"netreduce-v1-f16-paper-events", `
+workers: 3
+window: 4
+tensor: 96KiB
+dtype: f16
+transport: v1
+release: paper
+msg_len: 4
+mtu: 512
+seed: 5
+timeout: 8
+faults:
+  - "drop port=0 dir=in class=data nth=2"
+  - "corrupt port=2 dir=out class=data nth=4"
+  - "delay=30us port=1 dir=in class=ack nth=1"
+`, "fc045199d6d062f7302773e541d3b25c17fdd48edc7acb39e22eb7af1cd13ca4"},
+	{"netreduce-spoof-rxe", `
+workers: 4
+tensor: 128KiB
+msg_len: 8
+nic: rxe
+seed: 9
+link: 100G
+latency: 500ns
+faults: ["spoof=2 port=1 class=data nth=5", "hold=3 port=3 dir=in class=data nth=2"]
+`, "e0be4dd2de0dcee0330cdf2e743fa6c1a9988926f803a4d043e670bba616273b"},
+	{"ring-v2ipv4-gemodel-queue", `
+workers: 6
+mode: ring
+tensor: 300KiB
+msg_len: 4
+queue: 20
+seed: 21
+timeout: 10
+netem: "loss gemodel 1% 50% 50%"
+`, "72334c881f29a1cfb1c74c433d964d680a6f48b6d47f2561b322f62b3992ca28"},
+}
+
+func goldenCapture(t *testing.T, scenario string) []byte {
+	t.Helper()
+	s, err := ParseScenario([]byte(scenario))
+	require.NoError(t, err)
+	cfg := DefaultConfig()
+	require.NoError(t, s.Apply(&cfg))
+	var buf bytes.Buffer
+	cfg.Capture = &buf
+	res, err := Run(cfg)
+	require.NoError(t, err)
+	require.True(t, res.Exact)
+	require.NotZero(t, res.Faults.Lost+res.Faults.Dropped+res.Faults.Corrupted+res.Faults.Reordered+res.Faults.Spoofed+res.Faults.Held+res.Faults.Delayed,
+		"a golden scenario must exercise its faults")
+	return buf.Bytes()
+}
+
+func TestGoldenCaptures(t *testing.T) {
+	for _, g := range goldenCaptures {
+		t.Run(g.name, func(t *testing.T) {
+			sum := sha256.Sum256(goldenCapture(t, g.scenario))
+			require.Equal(t, g.sha256, hex.EncodeToString(sum[:]), "the star's capture changed")
+		})
+	}
+}
