@@ -382,3 +382,40 @@ func TestSpoofEvent(t *testing.T) {
 	assert.LessOrEqual(t, diff, 5, "one payload byte and the ICRC")
 	assert.Equal(t, uint64(1), st.Stats.Spoofed)
 }
+
+// link= names one link direction: the stage of that name fires, a stage
+// of another name (even on the same host port and direction) does not,
+// and link= refuses port=, dir= and spoof.
+func TestLinkEvents(t *testing.T) {
+	tr := newTraffic(t)
+	mixed := [][]byte{tr.data(1), tr.ack(1, wire.SyndromeACK), tr.data(2), tr.ack(2, wire.SyndromeNAKPSNSeqErr), tr.data(3), tr.data(4)}
+	evs := mustEvents(t, "drop link=leaf0-spine0 class=data psn=2")
+	for _, c := range []struct {
+		link string
+		port int
+		dir  faults.Dir
+		want []uint32
+	}{
+		{"leaf0-spine0", -1, faults.DirAny, []uint32{1, 1, 2, 3, 4}},
+		{"spine0-leaf0", -1, faults.DirAny, []uint32{1, 1, 2, 2, 3, 4}},
+		{"h0-leaf0", 0, faults.DirIn, []uint32{1, 1, 2, 2, 3, 4}},
+	} {
+		st := faults.NewLinkStage(c.link, c.port, c.dir, faults.Netem{}, evs, 1)
+		in := make([][]byte, len(mixed))
+		for i, f := range mixed {
+			in[i] = append([]byte(nil), f...)
+		}
+		assert.Equal(t, c.want, psnsOf(run(st, in)), c.link)
+	}
+	// port/dir events still reach a named host link by its port.
+	st := faults.NewLinkStage("h0-leaf0", 0, faults.DirIn, faults.Netem{}, mustEvents(t, "drop port=0 dir=in class=data psn=2"), 1)
+	in := make([][]byte, len(mixed))
+	for i, f := range mixed {
+		in[i] = append([]byte(nil), f...)
+	}
+	assert.Equal(t, []uint32{1, 1, 2, 3, 4}, psnsOf(run(st, in)))
+	for _, bad := range []string{"drop link=", "drop link=a-b port=1", "drop link=a-b dir=in", "spoof=1 link=a-b"} {
+		_, err := faults.Parse(bad)
+		assert.Error(t, err, bad)
+	}
+}

@@ -299,6 +299,10 @@ type Event struct {
 	From   int           // ActSpoof: the switch port the forged copy enters by
 	Port   int           // switch port (rank); -1 any
 	Dir    Dir
+	// Link, if set, names the one link direction the event applies to
+	// ("leaf0-spine0", "h3-leaf0", on the star also "port3-in"); it
+	// replaces port and dir.
+	Link  string
 	Class  Class
 	QP     int64   // destination QPN; -1 any
 	PSN    int64   // -1 any
@@ -310,7 +314,9 @@ type Event struct {
 
 // Parse reads one --fault SPEC: `ACTION key=value ...`. ACTION is drop,
 // dup, corrupt, delay=DURATION, hold=K or spoof=R (a forged copy enters
-// the switch from port R; only on frames going into the switch); keys are port=R, dir=in|out,
+// the switch from port R; only on frames going into the switch); keys are
+// link=NAME (one link direction of the topology, e.g. leaf0-spine0), or
+// port=R and dir=in|out (host R's link: in is host to switch),
 // class=data|ack|nak|any, qp=N, psn=P, nth=K, every=K and prob=P (a netem
 // percentage). Errors name the bad token.
 func Parse(spec string) (Event, error) {
@@ -376,6 +382,11 @@ func Parse(spec string) (Event, error) {
 		case "port":
 			n, err = num(0, 1<<16)
 			ev.Port = int(n)
+		case "link":
+			if v == "" || strings.ContainsAny(v, " \t=") {
+				err = bad(tok, "link needs a link direction's name, e.g. link=leaf0-spine0 (inaemu topo show lists them)")
+			}
+			ev.Link = v
 		case "dir":
 			switch v {
 			case "in":
@@ -417,14 +428,19 @@ func Parse(spec string) (Event, error) {
 			}
 			ev.Prob = p
 		default:
-			err = bad(tok, "unknown key; keys are port, dir, class, qp, psn, nth, every, prob")
+			err = bad(tok, "unknown key; keys are link, port, dir, class, qp, psn, nth, every, prob")
 		}
 		if err != nil {
 			return ev, err
 		}
 	}
+	if ev.Link != "" && (seen["port"] || seen["dir"]) {
+		return ev, fmt.Errorf("fault %q: link= names one link direction; leave out port= and dir=", spec)
+	}
 	if ev.Action == ActSpoof {
 		switch {
+		case ev.Link != "":
+			return ev, fmt.Errorf("fault %q: spoof takes port=R (the member whose frames are forged), not link=", spec)
 		case ev.Dir == DirOut:
 			return ev, fmt.Errorf("fault %q: spoof forges frames going into the switch: use dir=in", spec)
 		case ev.Port < 0:

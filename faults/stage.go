@@ -74,6 +74,7 @@ type heldFrame struct {
 type Stage struct {
 	Port  int
 	Dir   Dir
+	Link  string // the link direction's name (events with link= match it)
 	Stats Stats
 	// OnDrop, if set, sees every frame the stage drops (for capture
 	// annotations), with the event responsible for a deterministic drop.
@@ -106,12 +107,20 @@ func StageSeed(run uint64, port int, dir Dir) uint64 {
 // NewStage builds the stage for switch port port, direction dir: the
 // events whose port and dir keys match it, and the netem settings n.
 func NewStage(port int, dir Dir, n Netem, events []Event, seed uint64) *Stage {
-	s := &Stage{Port: port, Dir: dir, netem: n, rng: rand.New(rand.NewPCG(seed, seed^0x5DEECE66D))}
+	return NewLinkStage("", port, dir, n, events, seed)
+}
+
+// NewLinkStage builds the stage for the link direction named link, which
+// is host port's link in direction dir (port -1: no host's link, dir
+// DirAny: not relative to a switch). An event with a link key matches
+// only the direction of that name, others their port and dir keys.
+func NewLinkStage(link string, port int, dir Dir, n Netem, events []Event, seed uint64) *Stage {
+	s := &Stage{Port: port, Dir: dir, Link: link, netem: n, rng: rand.New(rand.NewPCG(seed, seed^0x5DEECE66D))}
 	if s.netem.Reorder > 0 && s.netem.Gap == 0 {
 		s.netem.Gap = 1 // tc's default
 	}
 	for _, e := range events {
-		if (e.Port < 0 || e.Port == port) && (e.Dir == DirAny || e.Dir == dir) {
+		if e.Link != "" && e.Link == link || e.Link == "" && (e.Port < 0 || e.Port == port) && (e.Dir == DirAny || e.Dir == dir) {
 			s.events = append(s.events, eventState{ev: e})
 		}
 	}
