@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/inaemu/inaemu/internal/units"
 	"github.com/inaemu/inaemu/roce"
 )
 
@@ -21,7 +22,7 @@ func TestFidelityRingOverNetReduce(t *testing.T) {
 	}
 	for _, rate := range []float64{10e9, 100e9} {
 		for n := 2; n <= 8; n++ {
-			t.Run(fmt.Sprintf("rate=%s,workers=%d", FormatRate(rate), n), func(t *testing.T) {
+			t.Run(fmt.Sprintf("rate=%s,workers=%d", units.FormatRate(rate), n), func(t *testing.T) {
 				t.Parallel()
 				fidelityRingOverNetReduce(t, rate, n)
 			})
@@ -54,7 +55,7 @@ func fidelityRingOverNetReduce(t *testing.T, rate float64, n int) {
 	want := 2 * float64(n-1) / float64(n)
 	got := float64(ring.VirtualNS) / float64(nr.VirtualNS)
 	t.Logf("%s, workers %d: ring %v, netreduce %v, ratio %.4f, 2(n-1)/n %.4f, netreduce algbw %.3f Gb/s",
-		FormatRate(rate), n, time.Duration(ring.VirtualNS), time.Duration(nr.VirtualNS), got, want, nr.AlgBWGbps)
+		units.FormatRate(rate), n, time.Duration(ring.VirtualNS), time.Duration(nr.VirtualNS), got, want, nr.AlgBWGbps)
 	require.InDelta(t, want, got, 0.03*want, "ring/netreduce time ratio")
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/inaemu/inaemu/faults"
+	"github.com/inaemu/inaemu/internal/units"
 )
 
 // SweepPoint is one cell of a sweep: an algorithm, a link rate and the
@@ -111,7 +112,7 @@ func Sweep(base Config, points []SweepPoint, seeds []uint64, progress func(done,
 	wg.Wait()
 	rows := make([]SweepRow, len(points))
 	for i, p := range points {
-		r := SweepRow{Mode: p.Mode.String(), Link: FormatRate(p.Rate), Netem: p.Netem, Runs: len(seeds), Seeds: seeds}
+		r := SweepRow{Mode: p.Mode.String(), Link: units.FormatRate(p.Rate), Netem: p.Netem, Runs: len(seeds), Seeds: seeds}
 		var alg, bus, re, to []float64
 		for s, res := range results[i] {
 			var je *JobError

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/inaemu/inaemu/faults"
+	"github.com/inaemu/inaemu/internal/units"
 )
 
 // validateJob is the part of Validate that looks at the job as a whole,
@@ -27,7 +28,7 @@ func (c *Config) validateJob() error {
 		// distance, exact while a connection spans fewer than 2^23 PSNs.
 		if n := netReduceMessages(*c) * int64(c.MsgLen); n >= 1<<23 {
 			return bad("--tensor %s at --mtu %d: each ring connection would carry %d packets; the 24-bit PSN space allows fewer than 2^23 (%d) for the switch to place every packet: use a larger --mtu or a smaller --tensor",
-				FormatSize(c.TensorBytes), c.MTU, n, 1<<23)
+				units.FormatSize(c.TensorBytes), c.MTU, n, 1<<23)
 		}
 	}
 	for i := range c.Events {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/internal/pcapio"
+	"github.com/inaemu/inaemu/internal/units"
 )
 
 // A fault that names a port, a spoofing port or a QP the job does not
@@ -200,7 +201,7 @@ func measureJob(t *testing.T, job string) {
 	cfg.Mode, err = ParseMode(f[0])
 	require.NoError(t, err)
 	cfg.Workers, _ = strconv.Atoi(f[1])
-	cfg.TensorBytes, err = ParseSize(f[2])
+	cfg.TensorBytes, err = units.ParseSize(f[2])
 	require.NoError(t, err)
 	cfg.Window, _ = strconv.Atoi(f[3])
 	cfg.MsgLen, _ = strconv.Atoi(f[4])

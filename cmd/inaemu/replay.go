@@ -14,6 +14,7 @@ import (
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/internal/pcapio"
+	"github.com/inaemu/inaemu/internal/units"
 	"github.com/inaemu/inaemu/tap"
 )
 
@@ -54,7 +55,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	opt := emu.ReplayOptions{Workers: *workers, Window: *window, MsgLen: *msgLen, MTU: *mtu}
 	if opt.DType, err = tensor.ParseDType(*dtype); err == nil {
 		if opt.Release, err = netreduce.ParseRelease(*release); err == nil {
-			opt.Rate, err = emu.ParseRate(*link)
+			opt.Rate, err = units.ParseRate(*link)
 		}
 	}
 	if err != nil {

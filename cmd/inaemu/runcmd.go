@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/internal/units"
 	"github.com/inaemu/inaemu/tap"
 )
 
@@ -53,7 +54,7 @@ func addJobFlags(fs *cmdFlags, faults bool) *jobFlags {
 	fs.IntVar(sc.Window, "window", def.Window, "NetReduce window N: messages in flight per worker (1..32)")
 	fs.IntVar(sc.MsgLen, "msg-len", def.MsgLen, "packets per message (1..255)")
 	fs.IntVar(sc.MTU, "mtu", def.MTU, "path MTU: 256, 512, 1024, 2048 or 4096")
-	fs.StringVar(&sc.Tensor, "tensor", emu.FormatSize(def.TensorBytes), "tensor size per worker, e.g. 4MiB, 64MiB")
+	fs.StringVar(&sc.Tensor, "tensor", units.FormatSize(def.TensorBytes), "tensor size per worker, e.g. 4MiB, 64MiB")
 	fs.StringVar(&sc.DType, "dtype", def.DType.String(), "element type: f32, i32 (fixed point, wrapping) or f16")
 	fs.StringVar(&sc.Pattern, "pattern", "random", "tensor contents: random (from the seed), zeros, ones or ramp")
 	fs.StringVar(&sc.Transport, "transport", def.Transport.String(), "encapsulation: v2-ipv4, v2-ipv6 or v1")
@@ -66,7 +67,7 @@ func addJobFlags(fs *cmdFlags, faults bool) *jobFlags {
 	if !faults {
 		return j
 	}
-	fs.StringVar(&sc.Link, "link", emu.FormatRate(def.Link.Rate), "link rate in bit/s as tc writes it, e.g. 10G, 25Gbit, 100G (tc's bps suffixes are bytes/s)")
+	fs.StringVar(&sc.Link, "link", units.FormatRate(def.Link.Rate), "link rate in bit/s as tc writes it, e.g. 10G, 25Gbit, 100G (tc's bps suffixes are bytes/s)")
 	fs.StringVar(&sc.Latency, "latency", def.Link.Latency.String(), "one-way propagation delay of each link")
 	fs.IntVar(sc.Queue, "queue", 1000, "switch egress queue per port, frames")
 	fs.StringVar(&sc.Netem, "netem", "", "netem options for every link direction, e.g. 'loss gemodel 1% 10% delay 5us 1us'")
@@ -95,7 +96,7 @@ func (j *jobFlags) maxMemory() (int64, error) {
 	case *j.maxMem == "off" || *j.maxMem == "none":
 		return -1, nil
 	}
-	n, err := emu.ParseSize(*j.maxMem)
+	n, err := units.ParseSize(*j.maxMem)
 	if err != nil {
 		return 0, fmt.Errorf("--max-memory: %v, or off", err)
 	}
@@ -237,7 +238,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	}
 	if !*asJSON {
 		fmt.Fprintf(stdout, "inaemu run: %s allreduce, %d workers × %s %s, %s links, %v latency, seed %d\n",
-			cfg.Mode, cfg.Workers, emu.FormatSize(cfg.TensorBytes), cfg.DType, emu.FormatRate(cfg.Link.Rate), cfg.Link.Latency, cfg.Seed)
+			cfg.Mode, cfg.Workers, units.FormatSize(cfg.TensorBytes), cfg.DType, units.FormatRate(cfg.Link.Rate), cfg.Link.Latency, cfg.Seed)
 	}
 	res, runErr := emu.Run(cfg)
 	if capFile != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/faults"
+	"github.com/inaemu/inaemu/internal/units"
 )
 
 // runSweep runs one job over a grid: algorithms × link rates × impairments
@@ -68,7 +69,7 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		for _, l := range splitList(*links, ",") {
-			rate, err := emu.ParseRate(l)
+			rate, err := units.ParseRate(l)
 			if err != nil {
 				fs.usageError("--links: %v", err)
 				return exitUsage
@@ -121,7 +122,7 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	fmt.Fprintf(stdout, "inaemu sweep: %d workers × %s %s, window %d, msg-len %d, MTU %d, NIC %s, timeout 2^%d × 4.096us, %v latency, seeds %d..%d\n",
-		base.Workers, emu.FormatSize(base.TensorBytes), base.DType, base.Window, base.MsgLen, base.MTU, base.NIC, base.Timeout, lat, ss[0], ss[len(ss)-1])
+		base.Workers, units.FormatSize(base.TensorBytes), base.DType, base.Window, base.MsgLen, base.MTU, base.NIC, base.Timeout, lat, ss[0], ss[len(ss)-1])
 	w := len("impairment")
 	for _, r := range rows {
 		w = max(w, len(r.Netem))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/internal/units"
 	"github.com/inaemu/inaemu/tap"
 	"github.com/vishvananda/netlink"
 )
@@ -274,7 +275,7 @@ func runHost(args []string, stdout, stderr io.Writer) int {
 	cfg.Devices = &emu.Devices{Hosts: hosts}
 	if !*asJSON {
 		fmt.Fprintf(stdout, "inaemu host: rank %d of %d on %s, %s allreduce of %s %s, seed %d\n",
-			*rank, cfg.Workers, *iface, cfg.Mode, emu.FormatSize(cfg.TensorBytes), cfg.DType, cfg.Seed)
+			*rank, cfg.Workers, *iface, cfg.Mode, units.FormatSize(cfg.TensorBytes), cfg.DType, cfg.Seed)
 	}
 	res, runErr := runInterruptible(cfg, devs)
 	return reportJob(fs, res, runErr, "", *asJSON)
@@ -329,7 +330,7 @@ func runOnTAPs(fs *cmdFlags, cfg emu.Config, prefix string, asJSON bool) int {
 	cfg.Devices = &emu.Devices{Hosts: devs[:cfg.Workers], Switch: devs[cfg.Workers:]}
 	if !asJSON {
 		fmt.Fprintf(fs.stdout, "inaemu run: %s allreduce, %d workers × %s %s, on TAPs %s..%s (bridges %s..%s), seed %d\n",
-			cfg.Mode, cfg.Workers, emu.FormatSize(cfg.TensorBytes), cfg.DType, topo.Host(0), topo.SwitchPort(cfg.Workers-1),
+			cfg.Mode, cfg.Workers, units.FormatSize(cfg.TensorBytes), cfg.DType, topo.Host(0), topo.SwitchPort(cfg.Workers-1),
 			topo.Bridge(0), topo.Bridge(cfg.Workers-1), cfg.Seed)
 	}
 	res, runErr := runInterruptible(cfg, devs)
