@@ -6,13 +6,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// startJob sets a job up and starts it.
-func startJob(t testing.TB, cfg Config) *runner {
+// startJob sets a run up and starts its jobs.
+func startJob(t testing.TB, cfg Config) *run {
 	t.Helper()
-	r, err := newRunner(cfg)
+	u, err := newRun(cfg)
 	require.NoError(t, err)
-	require.NoError(t, r.job.start())
-	return r
+	for _, r := range u.jobs {
+		require.NoError(t, r.job.start())
+		r.started = true
+	}
+	return u
 }
 
 // The event loop (links, switch, accelerator, NICs, QPs, job) allocates
@@ -30,7 +33,7 @@ func TestEventLoopAllocatesNothing(t *testing.T) {
 				r.fab.Clock.Step()
 			}
 		})
-		require.NoError(t, r.err)
+		require.NoError(t, r.err())
 		t.Logf("%v: %.1f allocations per 2000 events", mode, allocs)
 		require.Zero(t, allocs, "%v: the warm event loop allocated", mode)
 	}

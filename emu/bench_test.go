@@ -49,8 +49,8 @@ func BenchmarkEventLoop(b *testing.B) {
 				t0 := time.Now()
 				res := r.loop()
 				wall += time.Since(t0)
-				if r.err != nil {
-					b.Fatal(r.err)
+				if err := r.err(); err != nil {
+					b.Fatal(err)
 				}
 				virt += time.Duration(res.VirtualNS)
 			}

@@ -7,27 +7,36 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/internal/vclock"
 )
 
-// LinkConfig is what every host-switch link is made of.
+// LinkConfig is what a link is made of (the default for every link a
+// topology does not set otherwise).
 type LinkConfig struct {
 	Rate    float64       // bits per second
 	Latency time.Duration // one-way propagation delay
-	Queue   int           // switch egress queue, frames (0: 1000, Linux's txqueuelen)
+	Queue   int           // egress queue, frames (0: 1000, Linux's txqueuelen)
 }
 
-// FabricConfig describes a star: Hosts hosts, host r on switch port r.
+// FabricConfig describes the network: a topology (by default a star of
+// Hosts hosts, host r on switch port r, every link Link).
 type FabricConfig struct {
+	// Topology, if set, is the graph of hosts, switches and links; nil is
+	// the star topo.Star(Hosts, Link).
+	Topology  *topo.Topology
 	Hosts     int
 	Transport frames.Transport // V2IPv4 (default), V2IPv6 or V1
 	Link      LinkConfig
 	Timing    SwitchTiming
+	// SwitchMemory is each switch's aggregation memory budget in bytes (0:
+	// no bound).
+	SwitchMemory int64
 	// Netem applies to every link direction; Events go to the directions
-	// their port and dir keys select. Each direction's stage is seeded
-	// from Seed and its place.
+	// their link, or port and dir, keys select. Each direction's stage is
+	// seeded from Seed and its place.
 	Netem  faults.Netem
 	Events []faults.Event
 	Seed   uint64
@@ -35,22 +44,29 @@ type FabricConfig struct {
 	Capture io.Writer
 	// OnSend, if set, sees every frame as its last bit leaves a
 	// transmitter, before the direction's fault stage (a sender-side tap;
-	// the capture shows what receivers got). frame is valid only during
-	// the call.
+	// the capture shows what receivers got). port and dir place the
+	// direction as a fault event's keys do (host port's link, in: towards
+	// the switch; -1 and DirAny off host links). frame is valid only
+	// during the call.
 	OnSend func(port int, dir faults.Dir, at time.Duration, frame []byte)
-	// LearnMACs leaves the switch to learn every MAC, the hosts' too,
-	// instead of entering each host's on its port (replay: a capture's
-	// stations get ports by first appearance).
+	// LearnMACs leaves the switches to learn every MAC, the hosts' too,
+	// instead of routing each host NIC's by the topology (replay: a
+	// capture's stations get ports by first appearance).
 	LearnMACs bool
 }
 
-// Fabric is the emulated network: hosts, their links and the switch, on
-// one virtual clock. Single-threaded: the clock's event loop runs it all.
+// Fabric is the emulated network: hosts, links and switches, on one
+// virtual clock. Single-threaded: the clock's event loop runs it all.
 type Fabric struct {
-	Clock   *vclock.Clock
-	Switch  *Switch
+	Clock *vclock.Clock
+	Topo  *topo.Topology
+	// Switch is the first switch (the star's s0); nil without switches.
+	Switch   *Switch
+	Switches []*Switch
+	// Hosts are each host's first NIC, by host index; NICs every NIC.
 	Hosts   []*Host
-	dirs    []*linkDir // port0-in, port0-out, port1-in, ...
+	NICs    []*Host
+	dirs    []*linkDir // in the topology's direction order (the star: port0-in, port0-out, port1-in, ...)
 	stages  []*faults.Stage
 	capture *capture
 	onSend  func(port int, dir faults.Dir, at time.Duration, frame []byte)
@@ -60,71 +76,170 @@ type Fabric struct {
 // HostMAC, HostIP and HostGID are host r's addresses: a locally
 // administered MAC, 10.0.0.r+1 or fd00::r+1, and for RoCEv1 the link-local
 // GID the MAC gives (EUI-64), as rxe derives it.
-func HostMAC(r int) net.HardwareAddr {
-	return net.HardwareAddr{0x02, 0x1A, 0xE0, 0, byte(r >> 8), byte(r + 1)}
+func HostMAC(r int) net.HardwareAddr { return NICMAC(r, 0) }
+
+// NICMAC is the MAC of host r's NIC n: 02:1a:e0:n:(r+1)>>8:(r+1), so a
+// host's first NIC has the address a star gives host r.
+func NICMAC(r, n int) net.HardwareAddr {
+	return net.HardwareAddr{0x02, 0x1A, 0xE0, byte(n), byte(r >> 8), byte(r + 1)}
 }
 
-func hostAddr(t frames.Transport, r int) netip.Addr {
+func hostAddr(t frames.Transport, r int) netip.Addr { return nicAddr(t, r, 0) }
+
+// nicAddr is host r's NIC n's address: 10.n.(r+1)>>8.(r+1),
+// fd00::n:0:r+1 (n in byte 13), or the MAC's EUI-64 link-local GID.
+func nicAddr(t frames.Transport, r, n int) netip.Addr {
 	switch t {
 	case frames.V2IPv6:
-		return netip.AddrFrom16([16]byte{0: 0xfd, 15: byte(r + 1), 14: byte((r + 1) >> 8)})
+		return netip.AddrFrom16([16]byte{0: 0xfd, 13: byte(n), 15: byte(r + 1), 14: byte((r + 1) >> 8)})
 	case frames.V1:
-		m := HostMAC(r)
+		m := NICMAC(r, n)
 		return netip.AddrFrom16([16]byte{0: 0xfe, 1: 0x80, 8: m[0] ^ 2, 9: m[1], 10: m[2], 11: 0xff, 12: 0xfe, 13: m[3], 14: m[4], 15: m[5]})
 	}
-	return netip.AddrFrom4([4]byte{10, 0, byte((r + 1) >> 8), byte(r + 1)})
+	return netip.AddrFrom4([4]byte{10, byte(n), byte((r + 1) >> 8), byte(r + 1)})
 }
 
-// NewFabric builds the hosts, links, fault stages and switch.
+// StarTopology is the star FabricConfig describes without a Topology.
+func (cfg *FabricConfig) StarTopology() (*topo.Topology, error) {
+	return topo.Star(cfg.Hosts, topo.LinkParams{Rate: cfg.Link.Rate, Latency: cfg.Link.Latency, Queue: cfg.Link.Queue})
+}
+
+// NewFabric builds the hosts, links, fault stages and switches.
 func NewFabric(cfg FabricConfig) (*Fabric, error) {
-	if cfg.Hosts < 1 || cfg.Hosts > 250 {
-		return nil, fmt.Errorf("emu: %d hosts: want 1..250", cfg.Hosts)
+	t := cfg.Topology
+	if t == nil {
+		if cfg.Hosts < 1 || cfg.Hosts > 250 {
+			return nil, fmt.Errorf("emu: %d hosts: want 1..250", cfg.Hosts)
+		}
+		if cfg.Link.Rate <= 0 {
+			return nil, fmt.Errorf("emu: link rate must be positive")
+		}
+		if cfg.Link.Latency < 0 {
+			return nil, fmt.Errorf("emu: negative link latency")
+		}
+		var err error
+		if t, err = cfg.StarTopology(); err != nil {
+			return nil, fmt.Errorf("emu: %v", err)
+		}
 	}
-	if cfg.Link.Rate <= 0 {
-		return nil, fmt.Errorf("emu: link rate must be positive")
+	if err := t.Validate(); err != nil {
+		return nil, fmt.Errorf("emu: %v", err)
 	}
-	if cfg.Link.Latency < 0 {
-		return nil, fmt.Errorf("emu: negative link latency")
+	routes, err := t.Routes()
+	if err != nil {
+		return nil, fmt.Errorf("emu: %v", err)
 	}
 	if cfg.Transport == frames.NotRoCE {
 		cfg.Transport = frames.V2IPv4
 	}
-	if cfg.Link.Queue == 0 {
-		cfg.Link.Queue = 1000
-	}
 	if cfg.Timing == (SwitchTiming{}) {
 		cfg.Timing = DefaultTiming
 	}
-	f := &Fabric{Clock: vclock.New(), onSend: cfg.OnSend}
-	f.Switch = newSwitch(f, cfg.Timing)
-	for r := 0; r < cfg.Hosts; r++ {
-		in := newLinkDir(f, fmt.Sprintf("port%d-in", r), r, faults.DirIn, cfg.Link.Rate, cfg.Link.Latency, cfg.Link.Queue)
-		out := newLinkDir(f, fmt.Sprintf("port%d-out", r), r, faults.DirOut, cfg.Link.Rate, cfg.Link.Latency, cfg.Link.Queue)
-		for _, d := range []*linkDir{in, out} {
-			st := faults.NewStage(r, d.dir, cfg.Netem, cfg.Events, faults.StageSeed(cfg.Seed, r, d.dir))
+	f := &Fabric{Clock: vclock.New(), Topo: t, onSend: cfg.OnSend}
+	// Nodes: a Switch per switch node, a Host per host NIC (a host's i-th
+	// link is its NIC i).
+	sw := map[string]*Switch{}
+	nic := map[string][]*Host{}
+	for i := range t.Nodes {
+		n := &t.Nodes[i]
+		switch n.Kind {
+		case topo.KindSwitch:
+			s := newSwitch(f, n.Name, cfg.Timing)
+			s.MemoryBudget = cfg.SwitchMemory
+			s.ports = make([]egress, len(n.Links))
+			s.names = make([]string, len(n.Links))
+			sw[n.Name] = s
+			f.Switches = append(f.Switches, s)
+		case topo.KindHost:
+			for k := range n.Links {
+				h := newHost(f, n, k, cfg.Transport)
+				nic[n.Name] = append(nic[n.Name], h)
+				f.NICs = append(f.NICs, h)
+			}
+			f.Hosts = append(f.Hosts, nic[n.Name][0])
+		}
+	}
+	if len(f.Switches) > 0 {
+		f.Switch = f.Switches[0]
+	}
+	portOf := func(node string, link int) int { // the node's port (or NIC) a link attaches to
+		n, _ := t.Node(node)
+		for p, l := range n.Links {
+			if l == link {
+				return p
+			}
+		}
+		panic("emu: topology link not on its node") // Validate guarantees it
+	}
+	// Links: two directions each, wired from transmitter to receiver.
+	for i := range t.Links {
+		l := &t.Links[i]
+		q := l.Queue
+		if q == 0 {
+			q = 1000
+		}
+		for k, end := range [2][2]string{{l.A, l.B}, {l.B, l.A}} {
+			from, to := end[0], end[1]
+			name, fd := l.AB, faults.DirIn
+			if k == 1 {
+				name, fd = l.BA, faults.DirOut
+			}
+			// A host's first link is "its" link for port=R dir=in|out:
+			// in goes from the host to the switch.
+			port, dir := -1, faults.DirAny
+			if a, _ := t.Node(l.A); a.Kind == topo.KindHost && a.Links[0] == i {
+				if b, _ := t.Node(l.B); b.Kind == topo.KindSwitch {
+					port, dir = a.Index, fd
+				}
+			}
+			d := newLinkDir(f, name, port, dir, l.Rate, l.Latency, q)
+			st := faults.NewLinkStage(name, port, dir, cfg.Netem, cfg.Events, faults.StageSeed(cfg.Seed, i, fd))
 			f.stages = append(f.stages, st)
 			d.setStage(st)
+			fp, tp := portOf(from, i), portOf(to, i)
+			if s := sw[from]; s != nil {
+				s.ports[fp], s.names[fp] = d, name
+			} else {
+				h := nic[from][fp]
+				h.up, d.src = d, h
+				h.link = name
+			}
+			if s := sw[to]; s != nil {
+				d.recv = func(frame []byte) { s.ingress(tp, frame) }
+			} else {
+				d.recv = nic[to][tp].receive
+			}
+			f.dirs = append(f.dirs, d)
 		}
-		h := newHost(f, r, cfg.Transport)
-		h.up = in
-		port := r
-		in.recv = func(frame []byte) { f.Switch.ingress(port, frame) }
-		out.recv = h.receive
-		in.src = h
-		f.Switch.ports = append(f.Switch.ports, out)
-		if !cfg.LearnMACs {
-			f.Switch.pin([6]byte(h.MAC), r)
-		}
-		f.Hosts = append(f.Hosts, h)
-		f.dirs = append(f.dirs, in, out)
 	}
-	// A spoof event's forgery enters the switch by another port's link,
-	// where the capture shows it.
+	// Routes: every switch knows the ports towards every host NIC.
+	for _, s := range f.Switches {
+		if !cfg.LearnMACs {
+			for _, h := range f.NICs {
+				if hops := routes.NextHops(s.Name, h.Node, h.NIC); len(hops) > 0 {
+					ports := make([]int, len(hops))
+					for i, l := range hops {
+						ports[i] = portOf(s.Name, l)
+					}
+					s.route([6]byte(h.MAC), ports)
+				}
+			}
+		}
+		if len(f.Switches) > 1 {
+			for _, l := range t.FloodPorts(s.Name) {
+				s.flood = append(s.flood, portOf(s.Name, l))
+			}
+		}
+	}
+	// A spoof event's forgery enters the network by another host's link
+	// (its first), where the capture shows it.
 	for _, d := range f.dirs {
 		if d.dir == faults.DirIn && d.stage != nil {
 			d.stage.OnSpoof = func(frame []byte, from int, ev *faults.Event) {
-				if from >= 0 && from < cfg.Hosts {
-					f.dirs[2*from].fly(frame, 0, faults.NoteSpoof, ev)
+				if from >= 0 && from < len(f.Hosts) {
+					if up, ok := f.Hosts[from].up.(*linkDir); ok {
+						up.fly(frame, 0, faults.NoteSpoof, ev)
+					}
 				}
 			}
 		}
@@ -137,6 +252,59 @@ func NewFabric(cfg FabricConfig) (*Fabric, error) {
 		f.capture = c
 	}
 	return f, nil
+}
+
+// HostByName is the NIC a rank placed on name runs on: "h3" is host h3's
+// first NIC, "h3:nic1" its second.
+func (f *Fabric) HostByName(name string) (*Host, bool) {
+	for _, h := range f.NICs {
+		if h.Name == name {
+			return h, true
+		}
+	}
+	return nil, false
+}
+
+// SwitchOf is the switch a host NIC's link leads to, and the port it
+// arrives on there; nil when the NIC's link ends at another host.
+func (f *Fabric) SwitchOf(h *Host) (*Switch, int) {
+	n, _ := f.Topo.Node(h.Node)
+	l := &f.Topo.Links[n.Links[h.NIC]]
+	peer := l.B
+	if peer == h.Node {
+		peer = l.A
+	}
+	for _, s := range f.Switches {
+		if s.Name == peer {
+			pn, _ := f.Topo.Node(peer)
+			for p, li := range pn.Links {
+				if li == n.Links[h.NIC] {
+					return s, p
+				}
+			}
+		}
+	}
+	return nil, -1
+}
+
+// reachable reports whether frames from NIC a reach NIC b: over the link
+// between them, or from a's switch by its routes.
+func (f *Fabric) reachable(a, b *Host) bool {
+	if f.Live() {
+		return true
+	}
+	n, _ := f.Topo.Node(a.Node)
+	li := n.Links[a.NIC]
+	if l := &f.Topo.Links[li]; l.A == b.Node || l.B == b.Node {
+		bn, _ := f.Topo.Node(b.Node)
+		return bn.Links[b.NIC] == li
+	}
+	s, _ := f.SwitchOf(a)
+	if s == nil {
+		return false
+	}
+	_, ok := s.routes[[6]byte(b.MAC)]
+	return ok
 }
 
 // CloseCapture flushes the capture (if any) and reports a write error.

@@ -490,7 +490,7 @@ func TestHostAddresses(t *testing.T) {
 			assert.Equal(t, byte(0x02), h.MAC[0]&0x03, "locally administered unicast")
 			assert.False(t, seen[h.MAC.String()])
 			seen[h.MAC.String()] = true
-			assert.Equal(t, r, h.Rank)
+			assert.Equal(t, r, h.Index)
 			switch tr {
 			case frames.V2IPv4:
 				assert.Equal(t, fmt.Sprintf("10.0.0.%d", r+1), h.IP.String())

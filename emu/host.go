@@ -1,9 +1,11 @@
 package emu
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 
+	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/roce"
 )
@@ -19,11 +21,15 @@ type HostStats struct {
 	Malformed uint64 `json:"malformed"`  // RoCE-looking frames the parser rejected
 }
 
-// Host is a machine with one RoCE NIC on switch port Rank. Its QPs are
-// served round-robin whenever the line is free (the NIC pulls frames, so a
-// host never queues more than it can send).
+// Host is one RoCE NIC of a host node: host h3's first NIC is the Host
+// named "h3", its second "h3:nic1" (a host's i-th link is its NIC i). Its
+// QPs are served round-robin whenever the line is free (the NIC pulls
+// frames, so a host never queues more than it can send).
 type Host struct {
-	Rank      int
+	Name      string // "h3", "h3:nic1"
+	Node      string // the host node's name
+	Index     int    // the host node's index (h3: 3); the addresses derive from it
+	NIC       int    // which of the node's NICs
 	MAC       net.HardwareAddr
 	IP        netip.Addr // the IPv4/IPv6 address, or the RoCEv1 GID
 	Transport frames.Transport
@@ -38,6 +44,7 @@ type Host struct {
 
 	fab       *Fabric
 	up        kicker // the NIC's transmit side: a link direction or a device
+	link      string // the link direction it transmits on
 	live      bool   // the NIC is a device in this process
 	qps       []*roce.QP
 	rr        int
@@ -52,8 +59,12 @@ type Host struct {
 // has some.
 type kicker interface{ kick() }
 
-func newHost(f *Fabric, r int, t frames.Transport) *Host {
-	h := &Host{Rank: r, MAC: HostMAC(r), IP: hostAddr(t, r), Transport: t, PD: roce.NewPD(), fab: f}
+func newHost(f *Fabric, node *topo.Node, nic int, t frames.Transport) *Host {
+	r := node.Index
+	h := &Host{Name: node.Name, Node: node.Name, Index: r, NIC: nic, MAC: NICMAC(r, nic), IP: nicAddr(t, r, nic), Transport: t, PD: roce.NewPD(), fab: f}
+	if nic > 0 {
+		h.Name = fmt.Sprintf("%s:nic%d", node.Name, nic)
+	}
 	copy(h.mac6[:], h.MAC)
 	tm := f.Clock.AfterFunc(0, h.poll)
 	tm.Stop()

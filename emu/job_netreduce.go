@@ -26,19 +26,18 @@ type netReduceJob struct {
 	send   [][]byte // per rank: INA header + tensor chunk, per message slot
 	recv   [][]byte // per rank: the result buffer (its MR)
 	next   []int    // per rank: next message to post
+	ringID uint8
 }
 
-const recvBaseVA = 0x7f00_0000_0000
+func init() { RegisterAlgorithm(NetReduce, func(r *runner) (collective, error) { return newNetReduceJob(r) }) }
 
 func newNetReduceJob(r *runner) (*netReduceJob, error) {
 	cfg := r.cfg
 	j := &netReduceJob{r: r, stride: cfg.MsgLen * cfg.MTU}
 	j.chunk = j.stride - wire.INALen
 	j.msgs = int(netReduceMessages(cfg))
-	if r.fab.Switch != nil {
-		if err := r.fab.Switch.AddRing(NetReduceRing(cfg, r.psns.send)); err != nil {
-			return nil, err
-		}
+	if err := j.installRing(); err != nil {
+		return nil, err
 	}
 	size := j.msgs * j.stride
 	tens := make([]byte, cfg.TensorBytes)
@@ -50,7 +49,7 @@ func newNetReduceJob(r *runner) (*netReduceJob, error) {
 			copy(data, tens[k*j.chunk:])
 			h := wire.INA(buf[k*j.stride:])
 			h.SetTag(wire.INATag)
-			h.SetRingID(0)
+			h.SetRingID(j.ringID)
 			h.SetMsgID(uint8(k))
 			h.SetMsgLen(uint8((len(data) + wire.INALen + cfg.MTU - 1) / cfg.MTU))
 			h.SetRank(uint8(w.rank))
@@ -58,7 +57,7 @@ func newNetReduceJob(r *runner) (*netReduceJob, error) {
 		j.send = append(j.send, buf)
 		res := make([]byte, size)
 		j.recv = append(j.recv, res)
-		w.recvMR = &roce.MR{Addr: recvBaseVA, Buf: res, RKey: 0x1000 + uint32(w.rank), Access: roce.AccessLocalWrite | roce.AccessRemoteWrite}
+		w.recvMR = &roce.MR{Addr: r.recvVA, Buf: res, RKey: r.rkey(w.rank), Access: roce.AccessLocalWrite | roce.AccessRemoteWrite}
 		if err := w.h.PD.Register(w.recvMR); err != nil {
 			return nil, err
 		}
@@ -73,6 +72,44 @@ func newNetReduceJob(r *runner) (*netReduceJob, error) {
 func netReduceMessages(cfg Config) int64 {
 	chunk := int64(cfg.MsgLen*cfg.MTU - wire.INALen)
 	return (cfg.TensorBytes + chunk - 1) / chunk
+}
+
+// installRing sets up the job's ring on the switch every rank's NIC is
+// attached to (on the live backend, the switch in this process, if any).
+// Ranks under different switches would need multi-rack aggregation, which
+// this switch program does not do.
+func (j *netReduceJob) installRing() error {
+	r := j.r
+	if r.fab.Live() {
+		if r.fab.Switch != nil {
+			return r.fab.Switch.AddRing(NetReduceRing(r.cfg, r.psns.send))
+		}
+		return nil
+	}
+	var sw *Switch
+	ports := make([]int, len(r.workers))
+	for i, w := range r.workers {
+		s, p := r.fab.SwitchOf(w.h)
+		switch {
+		case s == nil:
+			return fmt.Errorf("job %s: rank %d's NIC %s is not attached to a switch: NetReduce aggregates in a switch", r.name, i, w.h.Name)
+		case sw != nil && s != sw:
+			return fmt.Errorf("job %s: rank 0 (%s) is under switch %s and rank %d (%s) under %s: NetReduce here aggregates in one switch (multi-rack aggregation is not built yet); place the ranks under one switch or use --mode ring",
+				r.name, r.workers[0].h.Name, sw.Name, i, w.h.Name, s.Name)
+		}
+		sw, ports[i] = s, p
+	}
+	if sw.rings > 255 {
+		return fmt.Errorf("job %s: switch %s already holds 256 rings", r.name, sw.Name)
+	}
+	j.ringID = uint8(sw.rings)
+	ring := NetReduceRing(r.cfg, r.psns.send)
+	ring.ID = j.ringID
+	for i, w := range r.workers {
+		c := &ring.Conns[i]
+		c.Src, c.Dst, c.DestQP, c.Port = w.h.IP, r.workers[(i+1)%len(r.workers)].h.IP, r.recvQPN, ports[i]
+	}
+	return sw.AddRing(ring)
 }
 
 // NetReduceRing is the switch's ring for a NetReduce job: ring 0 with the
@@ -128,7 +165,7 @@ func (j *netReduceJob) post(w *worker) error {
 	succ := j.r.workers[(w.rank+1)%len(j.r.workers)]
 	j.next[w.rank]++
 	return w.sq.PostSend(roce.SendWR{ID: uint64(k), Opcode: roce.WRWriteImm, Local: j.slot(j.send[w.rank], k),
-		RemoteVA: recvBaseVA + uint64(k*j.stride), RKey: succ.recvMR.RKey, Imm: uint32(k), Signaled: true})
+		RemoteVA: j.r.recvVA + uint64(k*j.stride), RKey: succ.recvMR.RKey, Imm: uint32(k), Signaled: true})
 }
 
 func (j *netReduceJob) onCompletion(w *worker) {

@@ -34,6 +34,8 @@ type ringJob struct {
 	arrived [][][]bool // per rank, step, message
 }
 
+func init() { RegisterAlgorithm(Ring, func(r *runner) (collective, error) { return newRingJob(r) }) }
+
 func newRingJob(r *runner) (*ringJob, error) {
 	cfg := r.cfg
 	n := cfg.Workers
@@ -53,7 +55,7 @@ func newRingJob(r *runner) (*ringJob, error) {
 		j.data = append(j.data, append([]byte(nil), in...))
 		rb := make([]byte, j.steps*j.maxC)
 		j.recv = append(j.recv, rb)
-		w.recvMR = &roce.MR{Addr: recvBaseVA, Buf: rb, RKey: 0x1000 + uint32(w.rank), Access: roce.AccessLocalWrite | roce.AccessRemoteWrite}
+		w.recvMR = &roce.MR{Addr: r.recvVA, Buf: rb, RKey: r.rkey(w.rank), Access: roce.AccessLocalWrite | roce.AccessRemoteWrite}
 		if err := w.h.PD.Register(w.recvMR); err != nil {
 			return nil, err
 		}
@@ -123,7 +125,7 @@ func (j *ringJob) post(w *worker, s, m int) error {
 	}
 	succ := j.r.workers[(w.rank+1)%j.n]
 	return w.sq.PostSend(roce.SendWR{ID: uint64(s)<<24 | uint64(m), Opcode: roce.WRWriteImm, Local: local,
-		RemoteVA: recvBaseVA + uint64(s*j.maxC+lo), RKey: succ.recvMR.RKey, Imm: uint32(s)<<24 | uint32(m), Signaled: true})
+		RemoteVA: j.r.recvVA + uint64(s*j.maxC+lo), RKey: succ.recvMR.RKey, Imm: uint32(s)<<24 | uint32(m), Signaled: true})
 }
 
 func (j *ringJob) onCompletion(w *worker) {

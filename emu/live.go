@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/internal/vclock"
 	"github.com/inaemu/inaemu/roce"
@@ -87,16 +88,18 @@ func NewLiveFabric(hosts int, t frames.Transport, timing SwitchTiming, devs Devi
 		}
 	}
 	if len(devs.Switch) > 0 {
-		f.Switch = newSwitch(f, timing)
+		f.Switch = newSwitch(f, "s0", timing)
+		f.Switches = []*Switch{f.Switch}
 		for p, d := range devs.Switch {
 			f.Switch.ports = append(f.Switch.ports, &livePort{f: f, dev: d})
-			f.Switch.pin([6]byte(HostMAC(p)), p) // rank p's NIC sits behind port p
+			f.Switch.names = append(f.Switch.names, d.Name())
+			f.Switch.route([6]byte(HostMAC(p)), []int{p}) // rank p's NIC sits behind port p
 			port := p
 			l.add(d, func(frame []byte) { f.Switch.ingress(port, frame) })
 		}
 	}
 	for r := 0; r < hosts; r++ {
-		h := newHost(f, r, t)
+		h := newHost(f, &topo.Node{Name: fmt.Sprintf("h%d", r), Kind: topo.KindHost, Index: r}, 0, t)
 		h.up = noTx{}
 		if r < len(devs.Hosts) && devs.Hosts[r] != nil {
 			tx := &liveTx{f: f, dev: devs.Hosts[r], src: h, buf: make([]byte, tap.MaxFrame)}
@@ -108,6 +111,7 @@ func NewLiveFabric(hosts int, t frames.Transport, timing SwitchTiming, devs Devi
 		}
 		f.Hosts = append(f.Hosts, h)
 	}
+	f.NICs = f.Hosts
 	return f, nil
 }
 

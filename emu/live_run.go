@@ -30,7 +30,7 @@ func (r *runner) serve() *Result {
 	case err != nil:
 		r.err = &JobError{Msg: err.Error()}
 	}
-	return r.result(0)
+	return r.run.result(0)
 }
 
 // startBarrier makes the processes of a job (a host each, the switch) wait
@@ -181,7 +181,7 @@ func ServeSwitch(ctx context.Context, cfg Config, ports []tap.Device, ready func
 		ready()
 	}
 	err = fab.Serve(ctx, func() bool { return false })
-	rep := SwitchReport{Stats: fab.Switch.Accel.Stats, SwitchStats: fab.Switch.Stats}
+	rep := fab.Switch.report()
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		err = nil
 	}

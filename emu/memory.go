@@ -189,10 +189,31 @@ func cgroupMemory() (limit, used int64, ok bool) {
 	return 0, 0, false
 }
 
-// checkMemory refuses a job whose estimate exceeds the memory it may use:
+// EstimateRunMemory is the memory a run's jobs will need at their peak
+// together: each job's estimate, the emulator's own base once.
+func EstimateRunMemory(cfg Config) MemoryEstimate {
+	jobs, err := cfg.jobConfigs()
+	if err != nil || len(cfg.Jobs) == 0 {
+		return EstimateMemory(cfg)
+	}
+	var e MemoryEstimate
+	for _, j := range jobs {
+		x := EstimateMemory(j.cfg)
+		e.Buffers += x.Buffers
+		e.Queues += x.Queues
+		e.Switch += x.Switch
+		e.Links += x.Links
+		e.Largest = max(e.Largest, x.Largest)
+	}
+	e.Base = memBase
+	e.Total = e.Buffers + e.Queues + e.Switch + e.Links + e.Base
+	return e
+}
+
+// checkMemory refuses a run whose estimate exceeds the memory it may use:
 // cfg.MaxMemory if set (negative: no limit), else AvailableMemory.
-func (c *Config) checkMemory() error {
-	e := EstimateMemory(*c)
+func (c *Config) checkMemory(jobs []jobConfig) error {
+	e := EstimateRunMemory(*c)
 	if e.Largest > math.MaxInt || e.Total < 0 {
 		return fmt.Errorf("the job's buffers (%s) do not fit in this platform's address space; use a smaller --tensor", FormatBytes(e.Largest))
 	}
@@ -216,6 +237,9 @@ func (c *Config) checkMemory() error {
 		hint = fmt.Sprintf("the emulator itself needs about %s", FormatBytes(e.Base))
 	case e.Links: // never the buffers' size otherwise: the switch touches at most half as much, the queues less
 		hint = "use a smaller --latency, netem delay or --queue (every frame on the way holds a buffer)"
+	}
+	if len(jobs) > 1 {
+		return fmt.Errorf("the %d jobs need ≈%s together, %s %s; %s", len(jobs), FormatBytes(e.Total), FormatBytes(limit), what, hint)
 	}
 	return fmt.Errorf("the job needs ≈%s (%d workers × %s × %.1f), %s %s; %s",
 		FormatBytes(e.Total), c.Workers, FormatBytes(c.TensorBytes), float64(e.Total)/float64(int64(c.Workers)*c.TensorBytes),

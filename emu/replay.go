@@ -136,7 +136,7 @@ func ReplayThroughSwitch(recs []pcapio.Record, ifaceNames []string, opt ReplayOp
 		return nil, err
 	}
 	rep.Frames, rep.Ports = len(feed), ports
-	rep.Switch = SwitchReport{Stats: fab.Switch.Accel.Stats, SwitchStats: fab.Switch.Stats}
+	rep.Switch = fab.Switch.report()
 	rep.Emitted = fab.LinkStats().Frames
 	return rep, nil
 }

@@ -6,37 +6,45 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/tensor"
+	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/roce"
 )
 
-// Mode is the allreduce algorithm.
-type Mode uint8
+// Mode names a job's collective algorithm: netreduce, ring, or any other
+// registered with RegisterAlgorithm.
+type Mode string
 
 const (
-	NetReduce Mode = iota // the ring of RC WRITEs through the aggregating switch
-	Ring                  // Ring-AllReduce: reduce-scatter then all-gather; the switch only forwards
+	NetReduce Mode = "netreduce" // the ring of RC WRITEs through the aggregating switch
+	Ring      Mode = "ring"      // Ring-AllReduce: reduce-scatter then all-gather; the switch only forwards
 )
 
-func (m Mode) String() string { return [...]string{"netreduce", "ring"}[m&1] }
-
-// ParseMode reads netreduce or ring.
-func ParseMode(s string) (Mode, error) {
-	switch s {
-	case "netreduce":
-		return NetReduce, nil
-	case "ring":
-		return Ring, nil
+func (m Mode) String() string {
+	if m == "" {
+		return string(NetReduce)
 	}
-	return 0, fmt.Errorf("mode %q: want netreduce or ring", s)
+	return string(m)
 }
 
-// Config is one allreduce job on one fabric.
+// ParseMode reads the name of a registered algorithm (netreduce, ring).
+func ParseMode(s string) (Mode, error) {
+	if _, ok := algorithms[Mode(s)]; ok {
+		return Mode(s), nil
+	}
+	return "", fmt.Errorf("mode %q: want %s", s, strings.Join(AlgorithmNames(), " or "))
+}
+
+// Config is a run: a fabric and its jobs. Without Jobs it is one
+// allreduce job of Workers ranks on hosts h0.. with the settings below;
+// each of Jobs takes those settings unless it sets its own.
 type Config struct {
 	Workers     int
 	Mode        Mode
@@ -66,6 +74,16 @@ type Config struct {
 	// the machine has available, negative: no limit.
 	MaxMemory int64
 	Capture   io.Writer
+	// Topology, if set, is the network (Link fills what it leaves unset);
+	// nil is the star of Workers hosts, host r on switch port r.
+	Topology *topo.Topology
+	// SwitchMemory bounds each switch's aggregation memory (bytes; 0: no
+	// bound): a ring that does not fit is refused at setup.
+	SwitchMemory int64
+	// Jobs, if given, are the run's jobs, placed on the topology's hosts.
+	Jobs []JobSpec
+	// startAt is, in a job's own settings, when it starts.
+	startAt time.Duration
 	// Devices, if set, runs the job on real interfaces (the TAP backend):
 	// wall-clock time, no emulated links, so no faults, capture or link
 	// model; MaxVirtual bounds the wall time. Only the ranks with a device
@@ -120,7 +138,44 @@ type SwitchReport struct {
 	SwitchStats
 }
 
-// Result is what a job did.
+// JobSpec is one job of a run: ranks placed on host NICs, an algorithm, a
+// tensor and a start time. Zero fields take the run's settings.
+type JobSpec struct {
+	Name        string
+	Mode        Mode
+	Ranks       []string // the NIC each rank runs on, in rank order: "h3" (h3's first NIC), "h3:nic1"
+	TensorBytes int64
+	Start       time.Duration // when the job posts its first work requests
+	Window      int
+	MsgLen      int
+	DType       *tensor.DType
+	Release     *netreduce.Release
+}
+
+// JobResult is what one job of a run did.
+type JobResult struct {
+	Name            string    `json:"name"`
+	Mode            string    `json:"mode"`
+	Exact           bool      `json:"exact"`
+	Ranks           []string  `json:"ranks"`
+	Workers         int       `json:"workers"`
+	Bytes           int64     `json:"bytes"`
+	DType           string    `json:"dtype"`
+	StartNS         int64     `json:"start_ns"`
+	VirtualNS       int64     `json:"virtual_ns"` // from its start to its last rank's last result
+	AlgBWGbps       float64   `json:"algbw_gbps"`
+	BusBWGbps       float64   `json:"busbw_gbps"`
+	FramesSent      uint64    `json:"frames_sent"`
+	Retransmissions uint64    `json:"retransmissions"`
+	NAKs            uint64    `json:"naks"`
+	Timeouts        uint64    `json:"timeouts"`
+	Mismatch        *Mismatch `json:"mismatch,omitempty"`
+	Error           string    `json:"error,omitempty"`
+}
+
+// Result is what a run did. With one job its fields are that job's; with
+// several, Jobs has each job's figures and the run's mode, bytes and
+// bandwidths are left out (virtual_ns is the last job's end).
 type Result struct {
 	Exact           bool          `json:"exact"`
 	Mode            string        `json:"mode"`
@@ -147,13 +202,14 @@ type Result struct {
 	Switch          SwitchReport  `json:"switch"`
 	Mismatch        *Mismatch     `json:"mismatch,omitempty"`
 	Error           string        `json:"error,omitempty"`
+	Jobs            []JobResult   `json:"jobs"`
 	Events          int           `json:"events"`
 	WallNS          int64         `json:"wall_ns"`
 	Wall            time.Duration `json:"-"`
 }
 
-// Validate reports a configuration Run would reject, as a *ConfigError.
-func (c *Config) Validate() error {
+// validateSettings is Validate's range check of one job's settings.
+func (c *Config) validateSettings() error {
 	bad := func(f string, a ...any) error { return &ConfigError{fmt.Errorf(f, a...)} }
 	switch {
 	case c.Workers < 2 || c.Workers > netreduce.MaxWorkers:
@@ -185,20 +241,42 @@ func (c *Config) Validate() error {
 	case c.Devices != nil && c.Capture != nil:
 		return bad("--pcap records emulated links; on TAPs capture on the bridges (tshark -i PREFIX-br0 ...)")
 	}
-	return c.validateJob() // durations, fault targets, memory (validate.go)
+	return nil
 }
 
-// job is an allreduce algorithm running on the fabric's hosts.
-type job interface {
-	// start posts the first work requests.
+// collective is a job's algorithm at work. Its Algorithm set up the
+// buffers and memory regions and whatever it needs in the switches; start
+// posts the first work requests; onCompletion reacts to a worker's new
+// completions; check compares every rank's result with the reference.
+type collective interface {
 	start() error
-	// onCompletion handles host r's new completions.
 	onCompletion(w *worker)
-	// check compares every worker's result with the reference.
 	check() *Mismatch
 }
 
-// worker is one rank: a QP to its successor and one from its predecessor.
+// Algorithm makes a job's collective on its runner (whose workers have
+// their QPs, not yet connected).
+type Algorithm func(r *runner) (collective, error)
+
+// algorithms is the open set of collective algorithms, by mode name; each
+// registers itself (RegisterAlgorithm) from its own file.
+var algorithms = map[Mode]Algorithm{}
+
+// RegisterAlgorithm makes an algorithm available as a job mode.
+func RegisterAlgorithm(m Mode, a Algorithm) { algorithms[m] = a }
+
+// AlgorithmNames are the registered modes, sorted.
+func AlgorithmNames() []string {
+	var n []string
+	for m := range algorithms {
+		n = append(n, string(m))
+	}
+	sort.Strings(n)
+	return n
+}
+
+// worker is one rank of a job: a QP to its successor and one from its
+// predecessor, on the NIC the rank is placed on.
 type worker struct {
 	rank     int
 	local    bool // runs in this process (always, but with Devices)
@@ -213,16 +291,32 @@ type worker struct {
 	cqe      [64]roce.Completion
 }
 
-// runner drives one job to its end.
+// runner drives one job: its workers, connections and algorithm.
 type runner struct {
-	cfg     Config
+	run     *run
+	index   int // the job's place in the run: its identifiers derive from it
+	name    string
+	ranks   []string
+	cfg     Config // the job's settings (Workers: its ranks)
 	fab     *Fabric
 	workers []*worker
 	psns    ringPSNs // the connections' initial PSNs, from the seed
-	job     job
+	job     collective
 	err     error
 	started bool          // the job's first work requests are posted
 	startAt time.Duration // when (live: after the start barrier)
+	// Per-job identifiers, so jobs sharing hosts never collide: the QPNs
+	// of every rank's send and receive QP, the receive regions' rkeys and
+	// virtual address.
+	sendQPN, recvQPN uint32
+	recvVA           uint64
+}
+
+// run is a fabric and its jobs.
+type run struct {
+	cfg  Config
+	fab  *Fabric
+	jobs []*runner
 }
 
 // local lists the workers that run in this process.
@@ -236,15 +330,35 @@ func (r *runner) local() []*worker {
 	return l
 }
 
-// QP numbers on every host: rxe hands out 17 first, like a fresh host.
+// QP numbers of the first job on every host (rxe hands out 17 first, like
+// a fresh host); job j's are 2j higher.
 const (
 	sendQPN = 0x11
 	recvQPN = 0x12
 )
 
-// Run builds the fabric, runs the job to its end and checks the result.
-// A *ConfigError means the configuration is unusable; a *JobError that the
-// job failed in the network (the Result then says what happened so far).
+// recvBaseVA is the first job's receive region; job j's is j·2^36 higher
+// (a worker's region is at most a few times its tensor, at most 4 GiB).
+const recvBaseVA = 0x7f00_0000_0000
+
+// rkey is the receive region key of the job's rank.
+func (r *runner) rkey(rank int) uint32 { return 0x1000 + uint32(r.index)<<8 + uint32(rank) }
+
+// jobSeed is job j's seed for its tensors and initial PSNs: the run's own
+// for the first job.
+func jobSeed(seed uint64, j int) uint64 {
+	if j == 0 {
+		return seed
+	}
+	x := seed + uint64(j)*0x9E3779B97F4A7C15
+	x = (x ^ x>>30) * 0xBF58476D1CE4E5B9
+	return x ^ x>>31
+}
+
+// Run builds the fabric, runs the jobs to their end and checks every
+// result. A *ConfigError means the configuration is unusable; a *JobError
+// that a job failed in the network (the Result then says what happened so
+// far).
 func Run(cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -253,90 +367,174 @@ func Run(cfg Config) (*Result, error) {
 		cfg.MaxVirtual = time.Minute
 	}
 	wallStart := time.Now()
-	r, err := newRunner(cfg)
+	u, err := newRun(cfg)
 	if err != nil {
 		return nil, err
 	}
 	var res *Result
-	if r.fab.Live() {
-		res = r.serve()
+	if u.fab.Live() {
+		res = u.jobs[0].serve()
 	} else {
-		if err := r.job.start(); err != nil {
-			return nil, &ConfigError{err}
+		for _, r := range u.jobs {
+			if r.cfg.start() == 0 {
+				if err := r.job.start(); err != nil {
+					return nil, &ConfigError{err}
+				}
+				r.started = true
+				continue
+			}
+			r := r
+			r.startAt = r.cfg.start()
+			u.fab.Clock.AfterFunc(r.startAt, func() {
+				if err := r.job.start(); err != nil {
+					r.err = &JobError{Msg: fmt.Sprintf("job %s: %v", r.name, err)}
+				}
+				r.started = true
+			})
 		}
-		r.started = true
-		res = r.loop()
+		res = u.loop()
 	}
 	res.Wall = time.Since(wallStart)
 	res.WallNS = int64(res.Wall)
-	if cerr := r.fab.CloseCapture(); cerr != nil && r.err == nil {
-		r.err = fmt.Errorf("capture: %w", cerr)
+	runErr := u.err()
+	if cerr := u.fab.CloseCapture(); cerr != nil && runErr == nil {
+		runErr = fmt.Errorf("capture: %w", cerr)
 	}
-	if r.err != nil {
-		res.Error = r.err.Error()
+	if runErr != nil {
+		res.Error = runErr.Error()
 		var je *JobError
-		if !errors.As(r.err, &je) {
-			return res, &JobError{Msg: r.err.Error()}
+		if !errors.As(runErr, &je) {
+			return res, &JobError{Msg: runErr.Error()}
 		}
-		return res, r.err
+		return res, runErr
 	}
-	res.Mismatch = r.job.check()
-	res.Exact = res.Mismatch == nil
+	res.Exact = true
+	for i, r := range u.jobs {
+		m := r.job.check()
+		res.Jobs[i].Mismatch, res.Jobs[i].Exact = m, m == nil
+		if m != nil && res.Mismatch == nil {
+			res.Mismatch, res.Exact = m, false
+		}
+	}
 	return res, nil
 }
 
-// newRunner builds the fabric, the workers' QPs and buffers, the job and
-// the connections; the job is ready to start.
-func newRunner(cfg Config) (*runner, error) {
+// start is when a job's first work requests go (JobSpec.Start).
+func (c *Config) start() time.Duration { return c.startAt }
+
+// newRun builds the fabric, and for every job the workers' QPs and
+// buffers, its collective and its connections; the jobs are ready to start.
+func newRun(cfg Config) (*run, error) {
+	if cfg.MaxVirtual == 0 {
+		cfg.MaxVirtual = time.Minute
+	}
+	specs, err := cfg.jobConfigs()
+	if err != nil {
+		return nil, err
+	}
 	var fab *Fabric
-	var err error
 	if cfg.Devices != nil {
 		fab, err = NewLiveFabric(cfg.Workers, cfg.Transport, cfg.Timing, *cfg.Devices)
 	} else {
-		fab, err = NewFabric(FabricConfig{Hosts: cfg.Workers, Transport: cfg.Transport, Link: cfg.Link, Timing: cfg.Timing,
-			Netem: cfg.Netem, Events: cfg.Events, Seed: cfg.Seed, Capture: cfg.Capture})
+		fab, err = NewFabric(FabricConfig{Topology: cfg.Topology, Hosts: cfg.Workers, Transport: cfg.Transport, Link: cfg.Link, Timing: cfg.Timing,
+			SwitchMemory: cfg.SwitchMemory, Netem: cfg.Netem, Events: cfg.Events, Seed: cfg.Seed, Capture: cfg.Capture})
 	}
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
-	r := &runner{cfg: cfg, fab: fab, psns: initialPSNs(cfg.Seed, cfg.Workers)}
-	for i, h := range fab.Hosts {
-		r.workers = append(r.workers, &worker{rank: i, h: h, sq: h.NewQP(sendQPN), rq: h.NewQP(recvQPN), local: !fab.Live() || h.live})
-	}
-	if len(r.local()) == 0 {
-		fab.Close()
-		return nil, &ConfigError{errors.New("no worker has a device: nothing would run here")}
-	}
-	switch cfg.Mode {
-	case NetReduce:
-		r.job, err = newNetReduceJob(r)
-	default:
-		r.job, err = newRingJob(r)
-	}
-	if err != nil {
+	u := &run{cfg: cfg, fab: fab}
+	fail := func(err error) (*run, error) {
 		fab.Close()
 		return nil, &ConfigError{err}
 	}
-	if err := r.connect(); err != nil {
-		fab.Close()
-		return nil, &ConfigError{err}
+	var hosts []*Host                 // the NICs the jobs use, in order of first use
+	onHost := map[*Host][]*worker{} // the workers on each
+	for j, js := range specs {
+		r := &runner{run: u, index: j, name: js.name, ranks: js.ranks, cfg: js.cfg, fab: fab,
+			sendQPN: sendQPN + 2*uint32(j), recvQPN: recvQPN + 2*uint32(j), recvVA: recvBaseVA + uint64(j)<<36}
+		r.psns = initialPSNs(r.cfg.Seed, len(js.ranks))
+		for i, name := range js.ranks {
+			h, ok := fab.HostByName(name)
+			if !ok {
+				return fail(fmt.Errorf("job %s: rank %d is placed on %q, which the topology does not have", r.name, i, name))
+			}
+			w := &worker{rank: i, h: h, sq: h.NewQP(r.sendQPN), rq: h.NewQP(r.recvQPN), local: !fab.Live() || h.live}
+			r.workers = append(r.workers, w)
+			if onHost[h] == nil {
+				hosts = append(hosts, h)
+			}
+			onHost[h] = append(onHost[h], w)
+		}
+		if len(r.local()) == 0 {
+			return fail(errors.New("no worker has a device: nothing would run here"))
+		}
+		alg := algorithms[r.cfg.Mode]
+		if alg == nil {
+			return fail(fmt.Errorf("job %s: no algorithm %q", r.name, r.cfg.Mode))
+		}
+		if r.job, err = alg(r); err != nil {
+			return fail(err)
+		}
+		if err := r.connect(); err != nil {
+			return fail(err)
+		}
+		u.jobs = append(u.jobs, r)
 	}
-	for _, w := range r.local() {
-		w := w
-		w.h.OnCompletion = func() { r.poll(w) }
+	for _, h := range hosts {
+		ws := onHost[h]
+		if !ws[0].local {
+			continue
+		}
+		if len(ws) == 1 {
+			w, r := ws[0], u.jobOf(ws[0])
+			h.OnCompletion = func() { r.poll(w) }
+		} else {
+			h.OnCompletion = func() {
+				for _, w := range ws {
+					u.jobOf(w).poll(w)
+				}
+			}
+		}
 		if !fab.Live() {
-			w.h.SendControl(w.h.GratuitousARP())
+			h.SendControl(h.GratuitousARP())
 		}
 	}
-	return r, nil
+	return u, nil
+}
+
+// jobOf is the job a worker belongs to.
+func (u *run) jobOf(w *worker) *runner {
+	for _, r := range u.jobs {
+		if w.rank < len(r.workers) && r.workers[w.rank] == w {
+			return r
+		}
+	}
+	return nil
+}
+
+// err is the first job's error.
+func (u *run) err() error {
+	for _, r := range u.jobs {
+		if r.err != nil {
+			return r.err
+		}
+	}
+	return nil
 }
 
 // connect makes the ring of RC connections (the job has set up its
 // buffers): rank r's send QP to rank r+1's receive QP. Initial PSNs are
-// drawn from the seed.
+// drawn from the seed. Each connection must have a path through the
+// fabric.
 func (r *runner) connect() error {
 	psns := r.psns
-	n := r.cfg.Workers
+	n := len(r.workers)
+	for _, w := range r.workers {
+		succ := r.workers[(w.rank+1)%n]
+		if !r.fab.reachable(w.h, succ.h) || !r.fab.reachable(succ.h, w.h) {
+			return fmt.Errorf("job %s: rank %d (%s) and rank %d (%s) have no path between them in the topology", r.name, w.rank, w.h.Name, succ.rank, succ.h.Name)
+		}
+	}
 	// Queues deep enough for everything the job posts (the job posts every
 	// receive up front, so no RNR NAK ever slows it).
 	maxWR := 1
@@ -348,7 +546,7 @@ func (r *runner) connect() error {
 	for _, w := range r.workers {
 		sc := base
 		sc.SQPSN, sc.RQPSN = psns.send[w.rank], psns.sendR[w.rank] // only ACKs arrive on a send QP
-		if err := w.sq.Connect(w.h.PathTo(r.workers[(w.rank+1)%n].h, recvQPN), sc); err != nil {
+		if err := w.sq.Connect(w.h.PathTo(r.workers[(w.rank+1)%n].h, r.recvQPN), sc); err != nil {
 			return err
 		}
 	}
@@ -356,7 +554,7 @@ func (r *runner) connect() error {
 		pred := r.workers[(w.rank+n-1)%n]
 		rc := base
 		rc.SQPSN, rc.RQPSN = psns.recv[w.rank], pred.sq.Config().SQPSN
-		if err := w.rq.Connect(w.h.PathTo(pred.h, sendQPN), rc); err != nil {
+		if err := w.rq.Connect(w.h.PathTo(pred.h, r.sendQPN), rc); err != nil {
 			return err
 		}
 	}
@@ -396,13 +594,18 @@ func (r *runner) fail(w *worker, q *roce.QP, c roce.Completion, what string) {
 	if r.err != nil {
 		return
 	}
-	peer := (w.rank + 1) % r.cfg.Workers
+	n := len(r.workers)
+	peer := (w.rank + 1) % n
 	dir := "send QP to rank"
 	if q == w.rq {
-		peer, dir = (w.rank+r.cfg.Workers-1)%r.cfg.Workers, "receive QP from rank"
+		peer, dir = (w.rank+n-1)%n, "receive QP from rank"
 	}
-	r.err = &JobError{Msg: fmt.Sprintf("rank %d %s %d (QPN %#x): %s completed with %s at %v (%s)",
-		w.rank, dir, peer, q.QPN(), what, c.Status, r.fab.Clock.Now(), qpCounters(q)),
+	job := ""
+	if len(r.run.jobs) > 1 || r.index > 0 {
+		job = "job " + r.name + ": "
+	}
+	r.err = &JobError{Msg: fmt.Sprintf("%srank %d %s %d (QPN %#x): %s completed with %s at %v (%s)",
+		job, w.rank, dir, peer, q.QPN(), what, c.Status, r.fab.Clock.Now(), qpCounters(q)),
 		QP: &QPFailure{Rank: w.rank, Peer: peer, Send: q == w.sq, Status: c.Status}}
 }
 
@@ -423,22 +626,56 @@ func (r *runner) finished() bool {
 	return true
 }
 
-// loop runs the event loop until the job is done, fails or runs out of
-// virtual time, and fills in the counters.
-func (r *runner) loop() *Result {
-	c := r.fab.Clock
+// running reports whether no job has failed and some job has work left.
+func (u *run) running() bool {
+	done := true
+	for _, r := range u.jobs {
+		if r.err != nil {
+			return false
+		}
+		done = done && r.finished()
+	}
+	return !done
+}
+
+// loop runs the event loop until every job is done, one fails or they run
+// out of virtual time, and fills in the counters.
+func (u *run) loop() *Result {
+	c := u.fab.Clock
 	events := 0
-	for r.err == nil && !r.finished() {
+	for u.running() {
 		if !c.Step() {
-			r.err = &JobError{Msg: fmt.Sprintf("job stalled at %v: nothing left to happen but %s", c.Now(), r.progress())}
+			r := u.unfinished()
+			r.err = &JobError{Msg: fmt.Sprintf("job stalled at %v: nothing left to happen but %s", c.Now(), u.progress())}
 			break
 		}
 		events++
-		if c.Now() > r.cfg.MaxVirtual {
-			r.err = &JobError{Msg: fmt.Sprintf("job did not finish within %v of virtual time: %s", r.cfg.MaxVirtual, r.progress())}
+		if c.Now() > u.cfg.MaxVirtual {
+			u.unfinished().err = &JobError{Msg: fmt.Sprintf("job did not finish within %v of virtual time: %s", u.cfg.MaxVirtual, u.progress())}
 		}
 	}
-	return r.result(events)
+	return u.result(events)
+}
+
+// unfinished is the first job that has not finished.
+func (u *run) unfinished() *runner {
+	for _, r := range u.jobs {
+		if !r.finished() {
+			return r
+		}
+	}
+	return u.jobs[0]
+}
+
+func (u *run) progress() string {
+	s := ""
+	for _, r := range u.jobs {
+		if len(u.jobs) > 1 {
+			s += " job " + r.name + ":"
+		}
+		s += r.progress()
+	}
+	return s
 }
 
 func (r *runner) progress() string {
@@ -449,47 +686,113 @@ func (r *runner) progress() string {
 	return s
 }
 
-func (r *runner) result(events int) *Result {
-	cfg := r.cfg
-	res := &Result{Mode: cfg.Mode.String(), Workers: cfg.Workers, Bytes: cfg.TensorBytes, DType: cfg.DType.String(),
-		Transport: cfg.Transport.String(), NIC: cfg.NIC.String(), Seed: cfg.Seed, Events: events, Backend: "emu"}
-	if r.fab.Live() {
+// result is the run's figures: with one job, that job's (as before jobs
+// were a list), with several, the sums and each job's own.
+func (u *run) result(events int) *Result {
+	cfg := u.cfg
+	res := &Result{Transport: cfg.Transport.String(), NIC: cfg.NIC.String(), Seed: cfg.Seed, Events: events, Backend: "emu"}
+	if u.fab.Live() {
 		res.Backend = "tap"
 	}
-	for _, w := range r.local() {
-		res.Ranks = append(res.Ranks, w.rank)
+	seen := map[*Host]bool{}
+	var end time.Duration
+	var modes []string
+	for _, r := range u.jobs {
+		jr := r.jobResult()
+		res.Jobs = append(res.Jobs, jr)
+		modes = append(modes, jr.Mode)
+		res.Workers += jr.Workers
+		res.Retransmissions += jr.Retransmissions
+		res.NAKs += jr.NAKs
+		res.Timeouts += jr.Timeouts
+		end = max(end, time.Duration(jr.StartNS+jr.VirtualNS))
+		for _, w := range r.workers {
+			if !seen[w.h] {
+				seen[w.h] = true
+				res.FramesSent += w.h.Stats.RoCESent + w.h.Stats.CtrlSent
+			}
+			for _, q := range []*roce.QP{w.sq, w.rq} {
+				res.ICRCDrops += q.Counters.RxICRCErrors
+			}
+		}
 	}
-	if cfg.Mode == NetReduce {
-		res.Release = cfg.Release.String()
+	if len(u.jobs) == 1 {
+		r, jr := u.jobs[0], res.Jobs[0]
+		res.Mode, res.Bytes, res.DType = jr.Mode, jr.Bytes, jr.DType
+		res.VirtualNS, res.AlgBWGbps, res.BusBWGbps = jr.VirtualNS, jr.AlgBWGbps, jr.BusBWGbps
+		for _, w := range r.local() {
+			res.Ranks = append(res.Ranks, w.rank)
+		}
+		if r.cfg.Mode == NetReduce {
+			res.Release = r.cfg.Release.String()
+		}
+	} else {
+		res.Mode = strings.Join(modes, "+")
+		res.VirtualNS = int64(end)
+	}
+	for _, s := range u.fab.Switches {
+		if s.Accel != nil {
+			addStats(&res.Switch.Stats, s.Accel.Stats)
+		}
+		x := s.Stats
+		res.Switch.Frames += x.Frames
+		res.Switch.Forwarded += x.Forwarded
+		res.Switch.Flooded += x.Flooded
+		res.Switch.Filtered += x.Filtered
+		res.Switch.Emitted += x.Emitted
+	}
+	res.ICRCDrops += res.Switch.ICRCDrops
+	res.Faults = u.fab.FaultStats()
+	res.FaultDrops = res.Faults.Lost + res.Faults.Dropped
+	res.QueueDrops = u.fab.LinkStats().QueueDrops
+	return res
+}
+
+// addStats adds one accelerator's counters to a sum.
+func addStats(s *netreduce.Stats, x netreduce.Stats) {
+	s.Packets += x.Packets
+	s.Aggregations += x.Aggregations
+	s.ResultPackets += x.ResultPackets
+	s.ResultResends += x.ResultResends
+	s.CLTMisses += x.CLTMisses
+	s.CLTUpdates += x.CLTUpdates
+	s.StaleFirsts += x.StaleFirsts
+	s.ICRCDrops += x.ICRCDrops
+	s.FirstLostDrops += x.FirstLostDrops
+	s.StaleForwards += x.StaleForwards
+	s.WindowDrops += x.WindowDrops
+	s.BadDrops += x.BadDrops
+	s.PortDrops += x.PortDrops
+}
+
+// jobResult is one job's figures.
+func (r *runner) jobResult() JobResult {
+	cfg := r.cfg
+	jr := JobResult{Name: r.name, Mode: cfg.Mode.String(), Ranks: r.ranks, Workers: len(r.workers), Bytes: cfg.TensorBytes,
+		DType: cfg.DType.String(), StartNS: int64(r.startAt)}
+	if r.err != nil {
+		jr.Error = r.err.Error()
 	}
 	var done time.Duration
 	for _, w := range r.workers {
 		done = max(done, w.doneAt)
-		res.FramesSent += w.h.Stats.RoCESent + w.h.Stats.CtrlSent
 		for _, q := range []*roce.QP{w.sq, w.rq} {
 			k := q.Counters
-			res.Retransmissions += k.RetransmittedPkts
-			res.NAKs += k.OutOfSequence + k.SendRNRErr + k.RemoteErrors
-			res.Timeouts += k.LocalAckTimeoutErr
-			res.ICRCDrops += k.RxICRCErrors
+			jr.FramesSent += k.SentPkts
+			jr.Retransmissions += k.RetransmittedPkts
+			jr.NAKs += k.OutOfSequence + k.SendRNRErr + k.RemoteErrors
+			jr.Timeouts += k.LocalAckTimeoutErr
 		}
 	}
 	if done > 0 {
 		done -= r.startAt
 	}
-	res.VirtualNS = int64(done)
+	jr.VirtualNS = int64(done)
 	if done > 0 {
-		res.AlgBWGbps = float64(cfg.TensorBytes) * 8 / float64(done)
-		res.BusBWGbps = res.AlgBWGbps * 2 * float64(cfg.Workers-1) / float64(cfg.Workers)
+		jr.AlgBWGbps = float64(cfg.TensorBytes) * 8 / float64(done)
+		jr.BusBWGbps = jr.AlgBWGbps * 2 * float64(len(r.workers)-1) / float64(len(r.workers))
 	}
-	if r.fab.Switch != nil {
-		res.Switch = SwitchReport{Stats: r.fab.Switch.Accel.Stats, SwitchStats: r.fab.Switch.Stats}
-		res.ICRCDrops += res.Switch.ICRCDrops
-	}
-	res.Faults = r.fab.FaultStats()
-	res.FaultDrops = res.Faults.Lost + res.Faults.Dropped
-	res.QueueDrops = r.fab.LinkStats().QueueDrops
-	return res
+	return jr
 }
 
 // drain polls a worker's CQs, handing each completion to f; an error

@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/inaemu/inaemu/emu/netreduce"
@@ -33,25 +34,57 @@ type SwitchStats struct {
 	Forwarded uint64 `json:"forwarded"` // sent to the learned port
 	Flooded   uint64 `json:"flooded"`   // destination unknown or broadcast
 	Filtered  uint64 `json:"filtered"`  // destination is the ingress port
-	Emitted   uint64 `json:"emitted"`   // result frames from the accelerator
+	Emitted   uint64 `json:"emitted"`   // frames the programs sent
 }
 
-// Switch is an L2 switch with the NetReduce accelerator: stage 1 learns the
-// source MAC's port, stage 2 parses RoCE frames and looks them up in the
-// accelerator's CLT, stage 3 aggregates, stage 4 queues the output on the
-// egress port after the path's latency. Frames that are not aggregation
-// traffic are forwarded by learned MAC like on any switch.
+// Program is a switch program: the pipeline hands it every RoCE frame it
+// parsed, and it consumes the frame or lets the pipeline forward it. The
+// NetReduce accelerator is the first; others (multi-rack translation,
+// aggregator pools) install beside it. A program owns its memory.
+type Program interface {
+	// Name says what the program is ("netreduce").
+	Name() string
+	// Process sees a frame that entered by port, parsed into v (which it
+	// may re-use). It reports whether it consumed the frame (absorbed,
+	// answered or dropped it); if not, the pipeline forwards it. Frames it
+	// sends go to emit, with their processing latency, before it returns.
+	Process(v *frames.View, port int, emit ProgramEmit) bool
+	// MemoryBytes is the switch memory the program holds.
+	MemoryBytes() int64
+}
+
+// ProgramEmit takes a frame a program sends (valid only during the call)
+// and the time it spent in the pipeline; the switch forwards it by its
+// destination, never filtering it against the ingress port (a result may
+// go back out its trigger's port).
+type ProgramEmit func(frame []byte, lat time.Duration)
+
+// Switch is a switch with installed programs: stage 1 learns the source
+// MAC's port, stage 2 parses RoCE frames and offers them to the programs,
+// stage 3 queues the output on the egress port after the path's latency.
+// Frames the programs do not consume go by the topology's routes (a host
+// NIC's MAC: the ports on shortest paths to it, one chosen per flow, as
+// ECMP does), else by learned MAC, else flood.
 type Switch struct {
-	Accel  *netreduce.Accelerator
-	Stats  SwitchStats
-	timing SwitchTiming
-	aggLat time.Duration
-	fab    *Fabric
-	ports  []egress // each port's transmit side: a link direction or a device
-	macs   map[[6]byte]int
-	pinned map[[6]byte]bool // entries the topology gave (hosts' MACs): never relearned
-	view   frames.View
-	emitFn netreduce.Emit
+	Name string
+	// Accel is the NetReduce accelerator once a ring was added (nil before).
+	Accel *netreduce.Accelerator
+	Stats SwitchStats
+	// MemoryBudget bounds the aggregation memory of the programs (bytes;
+	// 0: no bound).
+	MemoryBudget int64
+
+	timing   SwitchTiming
+	fab      *Fabric
+	ports    []egress // each port's transmit side: a link direction or a device
+	names    []string // each port's egress link direction, for messages
+	macs     map[[6]byte]int
+	routes   map[[6]byte][]int // host NIC MACs: the ports on shortest paths
+	flood    []int             // the ports a flooded frame leaves by (nil: all)
+	programs []Program
+	rings    int // NetReduce rings added
+	view     frames.View
+	emitFn   ProgramEmit
 }
 
 // egress is a switch port's transmit side: it takes a copy of frame, to
@@ -60,30 +93,98 @@ type egress interface {
 	push(frame []byte, ready time.Duration) bool
 }
 
-func newSwitch(f *Fabric, t SwitchTiming) *Switch {
-	s := &Switch{Accel: netreduce.New(), timing: t, aggLat: t.AggregateFixed, fab: f, macs: map[[6]byte]int{}, pinned: map[[6]byte]bool{}}
+func newSwitch(f *Fabric, name string, t SwitchTiming) *Switch {
+	s := &Switch{Name: name, timing: t, fab: f, macs: map[[6]byte]int{}, routes: map[[6]byte][]int{}}
 	s.emitFn = s.emit
 	return s
 }
 
-// AddRing sets up an aggregator array (see netreduce.Accelerator.AddRing).
-// The aggregation latency follows the ring's arithmetic (the switch uses
-// the floating-point figure once any ring adds floats).
+// Install adds a program after those already installed.
+func (s *Switch) Install(p Program) { s.programs = append(s.programs, p) }
+
+// Programs are the installed programs, in pipeline order.
+func (s *Switch) Programs() []Program { return s.programs }
+
+// MemoryBytes is the aggregation memory the programs hold.
+func (s *Switch) MemoryBytes() int64 {
+	var n int64
+	for _, p := range s.programs {
+		n += p.MemoryBytes()
+	}
+	return n
+}
+
+// AddRing sets up a NetReduce ring's aggregator array (see
+// netreduce.Accelerator.AddRing), installing the accelerator on first use.
+// A ring that does not fit the switch's memory budget is refused.
 func (s *Switch) AddRing(cfg netreduce.RingConfig) error {
+	if s.MemoryBudget > 0 {
+		used, need := s.MemoryBytes(), cfg.MemoryBytes()
+		if used+need > s.MemoryBudget {
+			return fmt.Errorf("switch %s: ring %d needs %s of aggregation memory (2×window %d×msg-len %d aggregators × (%d ranks' frame slots + the sum)) and %s of the %s budget is in use: raise --switch-memory or lower --window/--msg-len/--mtu",
+				s.Name, cfg.ID, FormatBytes(need), cfg.Window, cfg.MsgLen, cfg.Workers, FormatBytes(used), FormatBytes(s.MemoryBudget))
+		}
+	}
+	if s.Accel == nil {
+		s.Accel = netreduce.New()
+		s.Install(&netReduceProgram{a: s.Accel, timing: s.timing})
+	}
 	if err := s.Accel.AddRing(cfg); err != nil {
 		return err
 	}
-	if cfg.DType.Float() {
-		s.aggLat = s.timing.AggregateFloat
-	}
+	s.rings++
 	return nil
 }
 
-// pin enters a host's MAC on its port as a static entry, as a topology
-// that knows where each host sits does; learning never moves it.
-func (s *Switch) pin(mac [6]byte, port int) {
-	s.macs[mac], s.pinned[mac] = port, true
+// netReduceProgram puts the accelerator in the pipeline. Its results take
+// the aggregation latency of their ring's arithmetic, re-sent results the
+// resend path's.
+type netReduceProgram struct {
+	a      *netreduce.Accelerator
+	timing SwitchTiming
+	emit   ProgramEmit
+	emitFn netreduce.Emit
 }
+
+func (p *netReduceProgram) Name() string       { return "netreduce" }
+func (p *netReduceProgram) MemoryBytes() int64 { return p.a.MemoryBytes() }
+
+func (p *netReduceProgram) Process(v *frames.View, port int, emit ProgramEmit) bool {
+	if p.emitFn == nil {
+		p.emitFn = p.onEmit
+	}
+	p.emit = emit
+	switch p.a.Process(v, port, p.emitFn) {
+	case netreduce.NotINA, netreduce.Stale:
+		return false
+	}
+	return true // absorbed, answered or dropped
+}
+
+func (p *netReduceProgram) onEmit(frame []byte, kind netreduce.Kind, ring *netreduce.RingConfig) {
+	lat := p.timing.AggregateFixed
+	switch {
+	case kind == netreduce.KindResend:
+		lat = p.timing.Resend
+	case ring.DType.Float():
+		lat = p.timing.AggregateFloat
+	}
+	p.emit(frame, lat)
+}
+
+// report is the switch's counters and its accelerator's (zero without one).
+func (s *Switch) report() SwitchReport {
+	r := SwitchReport{SwitchStats: s.Stats}
+	if s.Accel != nil {
+		r.Stats = s.Accel.Stats
+	}
+	return r
+}
+
+// route enters a host NIC's MAC with the ports on shortest paths to it,
+// as a topology that knows where each host sits does; learning never
+// moves it.
+func (s *Switch) route(mac [6]byte, ports []int) { s.routes[mac] = ports }
 
 // Ports is the number of ports.
 func (s *Switch) Ports() int { return len(s.ports) }
@@ -93,42 +194,48 @@ func (s *Switch) ingress(port int, frame []byte) {
 	if len(frame) < 14 {
 		return
 	}
-	// Stage 1: port learning (unicast sources only; never for a pinned
+	// Stage 1: port learning (unicast sources only; never for a routed
 	// host MAC, which a corrupted or forged source address would otherwise
 	// steal from its port, black-holing the host's traffic until it sends
 	// again, and a host that has finished sends nothing).
 	if frame[6]&1 == 0 {
 		src := [6]byte(frame[6:12])
-		if p, ok := s.macs[src]; (!ok || p != port) && !s.pinned[src] {
-			s.macs[src] = port
+		if _, routed := s.routes[src]; !routed {
+			if p, ok := s.macs[src]; !ok || p != port {
+				s.macs[src] = port
+			}
 		}
 	}
-	// Stages 2-3: parsing, CLT, aggregation.
-	if s.view.Parse(frame) == nil {
-		switch s.Accel.Process(&s.view, port, s.emitFn) {
-		case netreduce.NotINA, netreduce.Stale:
-		default:
-			return // absorbed, answered or dropped by the accelerator
+	// Stage 2: parsing and the programs.
+	if len(s.programs) > 0 && s.view.Parse(frame) == nil {
+		for _, p := range s.programs {
+			if p.Process(&s.view, port, s.emitFn) {
+				return
+			}
 		}
 	}
 	s.forward(port, frame, s.timing.Forward)
 }
 
-// emit routes what the accelerator sends.
-func (s *Switch) emit(frame []byte, kind netreduce.Kind) {
+// emit forwards what a program sends.
+func (s *Switch) emit(frame []byte, lat time.Duration) {
 	s.Stats.Emitted++
-	lat := s.aggLat
-	if kind == netreduce.KindResend {
-		lat = s.timing.Resend
-	}
-	s.forward(-1, frame, lat) // never filtered: a result may go back out its trigger's port
+	s.forward(-1, frame, lat)
 }
 
-// forward is stage 4: the learned port, or every other port.
+// forward is stage 3: the route or learned port, or flood.
 func (s *Switch) forward(in int, frame []byte, lat time.Duration) {
 	ready := s.fab.Clock.Now() + lat
 	if frame[0]&1 == 0 {
-		if p, ok := s.macs[[6]byte(frame[0:6])]; ok {
+		dst := [6]byte(frame[0:6])
+		p, ok := s.macs[dst]
+		if hops, routed := s.routes[dst]; routed {
+			p, ok = hops[0], true
+			if len(hops) > 1 {
+				p = hops[flowHash(frame)%uint32(len(hops))]
+			}
+		}
+		if ok {
 			if p == in {
 				s.Stats.Filtered++
 				return
@@ -139,9 +246,44 @@ func (s *Switch) forward(in int, frame []byte, lat time.Duration) {
 		}
 	}
 	s.Stats.Flooded++
-	for p, d := range s.ports {
+	if s.flood == nil {
+		for p, d := range s.ports {
+			if p != in {
+				d.push(frame, ready)
+			}
+		}
+		return
+	}
+	for _, p := range s.flood {
 		if p != in {
-			d.push(frame, ready)
+			s.ports[p].push(frame, ready)
 		}
 	}
+}
+
+// flowHash is the ECMP hash of a frame's flow: FNV-1a over the addresses
+// and the UDP ports for RoCEv2 (the UDP source port is what RoCEv2 varies
+// per QP for exactly this), the GIDs and destination QP for RoCEv1, the
+// MACs otherwise. All frames of one connection take one path.
+func flowHash(f []byte) uint32 {
+	switch {
+	case len(f) >= 38 && f[12] == 0x08 && f[13] == 0x00: // IPv4: addresses, UDP ports
+		return fnv1a(fnvBasis, f[26:38])
+	case len(f) >= 58 && f[12] == 0x86 && f[13] == 0xDD: // IPv6
+		return fnv1a(fnvBasis, f[22:58])
+	case len(f) >= 62 && f[12] == 0x89 && f[13] == 0x15: // RoCEv1: GRH GIDs, BTH destination QP
+		return fnv1a(fnv1a(fnvBasis, f[22:54]), f[59:62])
+	}
+	return fnv1a(fnvBasis, f[0:12])
+}
+
+const fnvBasis = 2166136261
+
+// fnv1a continues a 32-bit FNV-1a hash over b (inline: hash/fnv's
+// interface would allocate per frame).
+func fnv1a(h uint32, b []byte) uint32 {
+	for _, c := range b {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return h
 }

@@ -2,18 +2,20 @@ package emu
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/internal/units"
 )
 
-// validateJob is the part of Validate that looks at the job as a whole,
-// after the range checks of each setting: durations within
+// validateRun is the part of Validate that looks at the run as a whole,
+// after the range checks of each job's settings: durations within
 // faults.MaxDuration (a Config built in code, not parsed, may hold
-// anything), faults that can match something in this job, and the memory
-// the job needs against the memory there is (see checkMemory).
-func (c *Config) validateJob() error {
+// anything), faults that can match something in this run, and the memory
+// the jobs need against the memory there is (see checkMemory).
+func (c *Config) validateRun(jobs []jobConfig) error {
 	bad := func(f string, a ...any) error { return &ConfigError{fmt.Errorf(f, a...)} }
 	for _, d := range []struct {
 		name string
@@ -23,45 +25,79 @@ func (c *Config) validateJob() error {
 			return bad("%s %v: want 0..%v", d.name, d.v, faults.MaxDuration)
 		}
 	}
-	if c.Mode == NetReduce {
-		// The switch tells a packet's message by its signed 24-bit PSN
-		// distance, exact while a connection spans fewer than 2^23 PSNs.
-		if n := netReduceMessages(*c) * int64(c.MsgLen); n >= 1<<23 {
-			return bad("--tensor %s at --mtu %d: each ring connection would carry %d packets; the 24-bit PSN space allows fewer than 2^23 (%d) for the switch to place every packet: use a larger --mtu or a smaller --tensor",
-				units.FormatSize(c.TensorBytes), c.MTU, n, 1<<23)
+	for _, j := range jobs {
+		if j.cfg.start() > faults.MaxDuration {
+			return bad("job %s: start %v: want 0..%v", j.name, j.cfg.start(), faults.MaxDuration)
+		}
+		if j.cfg.Mode == NetReduce {
+			// The switch tells a packet's message by its signed 24-bit PSN
+			// distance, exact while a connection spans fewer than 2^23 PSNs.
+			if n := netReduceMessages(j.cfg) * int64(j.cfg.MsgLen); n >= 1<<23 {
+				return bad("--tensor %s at --mtu %d: each ring connection would carry %d packets; the 24-bit PSN space allows fewer than 2^23 (%d) for the switch to place every packet: use a larger --mtu or a smaller --tensor",
+					units.FormatSize(j.cfg.TensorBytes), j.cfg.MTU, n, 1<<23)
+			}
 		}
 	}
+	t, err := c.topology()
+	if err != nil {
+		return &ConfigError{err}
+	}
 	for i := range c.Events {
-		if err := c.checkEvent(&c.Events[i]); err != nil {
+		if err := c.checkEvent(&c.Events[i], t, jobs); err != nil {
 			return &ConfigError{err}
 		}
 	}
-	if err := c.checkMemory(); err != nil {
+	if err := c.checkMemory(jobs); err != nil {
 		return &ConfigError{err}
 	}
 	return nil
 }
 
-// checkEvent refuses a fault that names a port or a QP the job does not
-// have: it would never fire, and the run would pass for a run with the
-// fault.
-func (c *Config) checkEvent(ev *faults.Event) error {
+// checkEvent refuses a fault that names a link, a port or a QP the run
+// does not have: it would never fire, and the run would pass for a run
+// with the fault.
+func (c *Config) checkEvent(ev *faults.Event, t *topo.Topology, jobs []jobConfig) error {
 	spec := ev.Spec
 	if spec == "" {
 		spec = ev.Action.String()
 	}
+	hosts := len(t.Hosts())
+	qpns := []string{}
+	qpOK, netReduce := ev.QP < 0, false
+	for j, jc := range jobs {
+		s, r := int64(sendQPN+2*j), int64(recvQPN+2*j)
+		qpOK = qpOK || ev.QP == s || ev.QP == r
+		qpns = append(qpns, fmt.Sprintf("%#x and %#x (job %s)", s, r, jc.name))
+		netReduce = netReduce || jc.cfg.Mode == NetReduce
+	}
+	portKey := "the job's switch ports are 0..%d (port R faces rank R)"
+	if c.Topology != nil {
+		portKey = "port=R names host hR's first link: the topology's hosts are 0..%d"
+	}
 	switch {
-	case ev.Port >= c.Workers:
-		return fmt.Errorf("--fault %q: port=%d: the job's switch ports are 0..%d (port R faces rank R)", spec, ev.Port, c.Workers-1)
-	case ev.Action == faults.ActSpoof && c.Mode != NetReduce:
+	case ev.Link != "":
+		if _, _, ok := t.Direction(ev.Link); !ok {
+			names := t.DirectionNames()
+			if len(names) > 8 {
+				names = append(names[:8:8], "...")
+			}
+			return fmt.Errorf("--fault %q: link=%s: the topology has no such link direction (%s; inaemu topo show lists them)", spec, ev.Link, strings.Join(names, ", "))
+		}
+	case ev.Port >= hosts:
+		return fmt.Errorf("--fault %q: port=%d: "+portKey, spec, ev.Port, hosts-1)
+	case ev.Action == faults.ActSpoof && !netReduce:
 		return fmt.Errorf("--fault %q: spoof forges aggregation frames for the switch to refuse; in ring mode no switch program checks them and a forged WRITE is simply written (use --mode netreduce)", spec)
-	case ev.Action == faults.ActSpoof && ev.From >= c.Workers:
-		return fmt.Errorf("--fault %q: spoof=%d: the job's switch ports are 0..%d (port R faces rank R)", spec, ev.From, c.Workers-1)
-	case ev.QP >= 0 && ev.QP != sendQPN && ev.QP != recvQPN:
-		return fmt.Errorf("--fault %q: qp=%#x: the job's QPs are %#x (every host's send QP: ACKs and NAKs arrive there) and %#x (its receive QP: requests arrive there)",
-			spec, ev.QP, sendQPN, recvQPN)
+	case ev.Action == faults.ActSpoof && ev.From >= hosts:
+		return fmt.Errorf("--fault %q: spoof=%d: "+portKey, spec, ev.From, hosts-1)
 	case ev.Action == faults.ActDelay && (ev.Delay <= 0 || ev.Delay > faults.MaxDuration):
 		return fmt.Errorf("--fault %q: delay %v: want more than 0 and at most %v", spec, ev.Delay, faults.MaxDuration)
+	}
+	if !qpOK {
+		if len(jobs) == 1 {
+			return fmt.Errorf("--fault %q: qp=%#x: the job's QPs are %#x (every host's send QP: ACKs and NAKs arrive there) and %#x (its receive QP: requests arrive there)",
+				spec, ev.QP, sendQPN, recvQPN)
+		}
+		return fmt.Errorf("--fault %q: qp=%#x: the jobs' QPs are %s (send QP, receive QP)", spec, ev.QP, strings.Join(qpns, ", "))
 	}
 	return nil
 }

@@ -68,7 +68,7 @@ func BenchmarkAggregate8x1KiB(b *testing.B) {
 		var acc *netreduce.Accelerator
 		var v frames.View
 		emits := 0
-		emit := func([]byte, netreduce.Kind) { emits++ }
+		emit := func([]byte, netreduce.Kind, *netreduce.RingConfig) { emits++ }
 		i := 0
 		// restart gives a fresh accelerator and feeds it the stream's first
 		// round (CLT entries are created there), outside the timer.

@@ -139,9 +139,10 @@ const (
 	KindResend             // a gradient packet met a completed aggregator
 )
 
-// Emit receives a frame the accelerator sends; it is valid only during the
-// call.
-type Emit func(frame []byte, kind Kind)
+// Emit receives a frame the accelerator sends, why, and the ring it
+// belongs to (its processing latency follows the ring's arithmetic); the
+// frame is valid only during the call.
+type Emit func(frame []byte, kind Kind, ring *RingConfig)
 
 // Verdict is what became of a frame handed to Process.
 type Verdict uint8
@@ -307,6 +308,24 @@ func (a *Accelerator) AddRing(cfg RingConfig) error {
 	return nil
 }
 
+// MemoryBytes is what a ring's aggregator array takes in the switch:
+// 2·Window·MsgLen aggregators, each holding one frame slot per rank (a
+// packet's headers are kept to answer on its connection) and the sum.
+func (c RingConfig) MemoryBytes() int64 {
+	return int64(2*c.Window*c.MsgLen) * int64(c.Workers*(c.MTU+slotOverhead)+c.MTU)
+}
+
+// MemoryBytes is the memory of every ring's aggregator array.
+func (a *Accelerator) MemoryBytes() int64 {
+	var n int64
+	for _, r := range a.rings {
+		if r != nil {
+			n += r.cfg.MemoryBytes()
+		}
+	}
+	return n
+}
+
 // Released is the number of leading messages of ring id whose aggregators
 // are free again (Safe rule); -1 if there is no such ring.
 func (a *Accelerator) Released(id uint8) int64 {
@@ -460,7 +479,7 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 		copy(out[v.PayloadOffset()+len(pay)-len(data):], g.sum[:g.dataLen])
 		a.fixICRC(out)
 		a.Stats.ResultResends++
-		emit(out, KindResend)
+		emit(out, KindResend, &r.cfg)
 		return Resent
 	}
 	if g.bitmap != 0 && len(data) != g.dataLen {
@@ -489,7 +508,7 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 		copy(f[g.dataOff[k]:], sum)
 		a.fixICRC(f)
 		a.Stats.ResultPackets++
-		emit(f, KindResult)
+		emit(f, KindResult, &r.cfg)
 	}
 	return Aggregated
 }

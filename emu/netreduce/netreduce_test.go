@@ -125,7 +125,7 @@ func newCluster(t testing.TB, cfg netreduce.RingConfig) *cluster {
 	c := &cluster{t: t, cfg: cfg, acc: netreduce.New(), seed: 1}
 	require.NoError(t, c.acc.AddRing(cfg))
 	c.addBuilders()
-	c.emit = func(f []byte, k netreduce.Kind) {
+	c.emit = func(f []byte, k netreduce.Kind, _ *netreduce.RingConfig) {
 		c.out = append(c.out, emitted{append([]byte(nil), f...), k})
 	}
 	return c
@@ -1120,7 +1120,7 @@ func TestSteadyStateAllocatesNothing(t *testing.T) {
 		}
 	}
 	emits := 0
-	emit := func(f []byte, k netreduce.Kind) { emits++ }
+	emit := func(f []byte, k netreduce.Kind, _ *netreduce.RingConfig) { emits++ }
 	var v frames.View
 	next := 0
 	round := func() {

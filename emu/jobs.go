@@ -1,0 +1,128 @@
+package emu
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/inaemu/inaemu/emu/topo"
+)
+
+// jobConfig is one job of a run, resolved: its name, the NICs its ranks
+// run on, and its settings as a Config (Workers: its rank count, Seed: the
+// job's own, see jobSeed).
+type jobConfig struct {
+	name  string
+	ranks []string
+	cfg   Config
+}
+
+// topology is the run's network: cfg.Topology or the star of Workers
+// hosts.
+func (c *Config) topology() (*topo.Topology, error) {
+	if c.Topology != nil {
+		return c.Topology, nil
+	}
+	return topo.Star(c.Workers, topo.LinkParams{Rate: c.Link.Rate, Latency: c.Link.Latency, Queue: c.Link.Queue})
+}
+
+// jobConfigs resolves the run's jobs: Jobs, each with the run's settings
+// where it sets none, or without Jobs one job of Workers ranks on the
+// topology's first hosts.
+func (c *Config) jobConfigs() ([]jobConfig, error) {
+	bad := func(f string, a ...any) error { return &ConfigError{fmt.Errorf(f, a...)} }
+	base := *c
+	base.Jobs = nil
+	if len(c.Jobs) == 0 {
+		ranks := make([]string, c.Workers)
+		for i := range ranks {
+			ranks[i] = fmt.Sprintf("h%d", i)
+		}
+		if c.Topology != nil {
+			hs := c.Topology.Hosts()
+			if c.Workers > len(hs) {
+				return nil, bad("--workers %d: the topology has %d hosts", c.Workers, len(hs))
+			}
+			for i := range ranks {
+				ranks[i] = hs[i].Name
+			}
+		}
+		return []jobConfig{{name: "job0", ranks: ranks, cfg: base}}, nil
+	}
+	if c.Devices != nil && len(c.Jobs) > 1 {
+		return nil, bad("the TAP backend runs one job")
+	}
+	var out []jobConfig
+	names := map[string]bool{}
+	for i, js := range c.Jobs {
+		name := js.Name
+		if name == "" {
+			name = fmt.Sprintf("job%d", i)
+		}
+		if names[name] {
+			return nil, bad("job %q: two jobs have that name", name)
+		}
+		names[name] = true
+		if len(js.Ranks) < 2 {
+			return nil, bad("job %s: ranks: want at least two host NICs (e.g. [h0, h1])", name)
+		}
+		seen := map[string]bool{}
+		for _, h := range js.Ranks {
+			if seen[h] {
+				return nil, bad("job %s: %s holds two ranks (one rank per NIC)", name, h)
+			}
+			seen[h] = true
+		}
+		if js.Start < 0 {
+			return nil, bad("job %s: start %v: must not be negative", name, js.Start)
+		}
+		j := base
+		j.Workers = len(js.Ranks)
+		j.Seed = jobSeed(c.Seed, i)
+		j.startAt = js.Start
+		if js.Mode != "" {
+			j.Mode = js.Mode
+		}
+		if js.TensorBytes != 0 {
+			j.TensorBytes = js.TensorBytes
+		}
+		if js.Window != 0 {
+			j.Window = js.Window
+		}
+		if js.MsgLen != 0 {
+			j.MsgLen = js.MsgLen
+		}
+		if js.DType != nil {
+			j.DType = *js.DType
+		}
+		if js.Release != nil {
+			j.Release = *js.Release
+		}
+		out = append(out, jobConfig{name: name, ranks: append([]string(nil), js.Ranks...), cfg: j})
+	}
+	return out, nil
+}
+
+// Validate reports a configuration Run would reject, as a *ConfigError:
+// each job's settings, then the run as a whole (durations, fault targets,
+// the memory the jobs need).
+func (c *Config) Validate() error {
+	if c.Mode == "" {
+		c.Mode = NetReduce
+	}
+	jobs, err := c.jobConfigs()
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		if err := j.cfg.validateSettings(); err != nil {
+			if len(c.Jobs) > 0 {
+				return &ConfigError{fmt.Errorf("job %s: %v", j.name, strings.TrimPrefix(err.Error(), "job "))}
+			}
+			return err
+		}
+		if _, ok := algorithms[j.cfg.Mode]; !ok {
+			return &ConfigError{fmt.Errorf("job %s: mode %q: want %s", j.name, j.cfg.Mode, strings.Join(AlgorithmNames(), " or "))}
+		}
+	}
+	return c.validateRun(jobs) // durations, fault targets, memory (validate.go)
+}

@@ -1,0 +1,247 @@
+package emu
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/inaemu/inaemu/emu/topo"
+	"github.com/inaemu/inaemu/faults"
+	"github.com/inaemu/inaemu/internal/pcapio"
+)
+
+func tenG() topo.LinkParams { return topo.LinkParams{Rate: 10e9, Latency: time.Microsecond} }
+
+func mustTopo(t *testing.T) func(*topo.Topology, error) *topo.Topology {
+	return func(tp *topo.Topology, err error) *topo.Topology {
+		t.Helper()
+		require.NoError(t, err)
+		return tp
+	}
+}
+
+func runOK(t *testing.T, cfg Config) *Result {
+	t.Helper()
+	res, err := Run(cfg)
+	require.NoError(t, err)
+	require.True(t, res.Exact, "mismatch %+v", res.Mismatch)
+	for _, j := range res.Jobs {
+		require.True(t, j.Exact, "job %s", j.Name)
+	}
+	return res
+}
+
+// The default run and the same run written as an explicit star topology
+// write byte-identical captures.
+func TestExplicitStarIsTheDefault(t *testing.T) {
+	for _, mode := range []Mode{NetReduce, Ring} {
+		cfg := DefaultConfig()
+		cfg.Mode, cfg.Workers, cfg.TensorBytes, cfg.MsgLen, cfg.Seed = mode, 5, 128<<10, 8, 4
+		n, err := faults.ParseNetem("loss 0.5% reorder 2% gap 3")
+		require.NoError(t, err)
+		cfg.Netem = n
+		var a, b bytes.Buffer
+		cfg.Capture = &a
+		runOK(t, cfg)
+		cfg.Capture = &b
+		cfg.Topology = mustTopo(t)(topo.Star(5, tenG()))
+		runOK(t, cfg)
+		require.True(t, bytes.Equal(a.Bytes(), b.Bytes()), "%v: explicit star capture differs", mode)
+	}
+}
+
+// Two NetReduce jobs on one star switch with disjoint hosts: each exact,
+// each within 0.5 % of its virtual time alone, on rings 0 and 1.
+func TestTwoNetReduceJobsShareASwitch(t *testing.T) {
+	base := DefaultConfig()
+	base.Workers, base.TensorBytes, base.Seed = 8, 1<<20, 3
+	a := JobSpec{Name: "a", Mode: NetReduce, Ranks: []string{"h0", "h1", "h2", "h3"}}
+	b := JobSpec{Name: "b", Mode: NetReduce, Ranks: []string{"h4", "h5", "h6", "h7"}}
+	both := base
+	both.Jobs = []JobSpec{a, b}
+	res := runOK(t, both)
+	require.Len(t, res.Jobs, 2)
+	// 1 MiB in messages of 170 KiB less the 8-byte INA header: six full
+	// ones and 4144 + 8 bytes (5 packets) in the seventh; one aggregation
+	// per packet, per ring.
+	assert.Equal(t, uint64(2*(6*170+5)), res.Switch.Aggregations, "both rings aggregated every packet")
+	for i, js := range []JobSpec{a, b} {
+		solo := base
+		solo.Jobs = []JobSpec{js}
+		alone := runOK(t, solo)
+		got, want := float64(res.Jobs[i].VirtualNS), float64(alone.Jobs[0].VirtualNS)
+		assert.InDelta(t, 1, got/want, 0.005, "job %s: %v together, %v alone", js.Name, time.Duration(got), time.Duration(want))
+	}
+}
+
+// Jobs on shared hosts get their own QPNs, rkeys and ring: a NetReduce and
+// a ring job on the same four hosts, the second starting 50 µs later.
+func TestJobsShareHosts(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Workers, cfg.TensorBytes, cfg.Seed = 4, 256<<10, 9
+	cfg.Jobs = []JobSpec{
+		{Name: "nr", Mode: NetReduce, Ranks: []string{"h0", "h1", "h2", "h3"}},
+		{Name: "ring", Mode: Ring, Ranks: []string{"h3", "h2", "h1", "h0"}, Start: 50 * time.Microsecond},
+	}
+	var buf bytes.Buffer
+	cfg.Capture = &buf
+	res := runOK(t, cfg)
+	assert.Equal(t, int64(50000), res.Jobs[1].StartNS)
+	assert.Greater(t, res.Jobs[1].VirtualNS, int64(0))
+	assert.Equal(t, "netreduce+ring", res.Mode)
+	// Every RoCE frame's destination QP is one of the two jobs'.
+	qpns := map[uint32]int{}
+	r, err := pcapio.NewReader("capture", &buf)
+	require.NoError(t, err)
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			break
+		}
+		if len(rec.Data) > 58 && rec.Data[12] == 0x08 && rec.Data[13] == 0x00 {
+			qpns[uint32(rec.Data[47])<<16|uint32(rec.Data[48])<<8|uint32(rec.Data[49])]++
+		}
+	}
+	for q := range qpns {
+		assert.Contains(t, []uint32{0x11, 0x12, 0x13, 0x14}, q)
+	}
+	assert.Len(t, qpns, 4)
+}
+
+func spineLeaf(t *testing.T, uplink float64, spines int) *topo.Topology {
+	up := tenG()
+	up.Rate = uplink
+	return mustTopo(t)(topo.SpineLeaf(2, 4, spines, tenG(), up))
+}
+
+// Ring-AllReduce over a non-blocking spine-leaf (2 leaves × 4 hosts, 40G
+// uplink) runs within 3 % of the same ring on a star; with every ring
+// connection crossing a 2:1 oversubscribed uplink it runs at about half.
+func TestRingOverSpineLeaf(t *testing.T) {
+	base := DefaultConfig()
+	base.Mode, base.Workers, base.TensorBytes, base.Seed = Ring, 8, 2<<20, 5
+	star := runOK(t, base).AlgBWGbps
+	seq := []string{"h0", "h1", "h2", "h3", "h4", "h5", "h6", "h7"}
+	cross := []string{"h0", "h4", "h1", "h5", "h2", "h6", "h3", "h7"} // every connection crosses the spine
+	for _, c := range []struct {
+		name   string
+		uplink float64
+		ranks  []string
+		lo, hi float64
+	}{
+		{"non-blocking, racks in order", 40e9, seq, 0.97, 1.03},
+		{"non-blocking, every hop across", 40e9, cross, 0.97, 1.03},
+		{"2:1, racks in order (two flows cross)", 20e9, seq, 0.97, 1.03},
+		{"2:1, every hop across", 20e9, cross, 0.45, 0.55},
+	} {
+		cfg := base
+		cfg.Topology = spineLeaf(t, c.uplink, 1)
+		cfg.Jobs = []JobSpec{{Name: "ring", Ranks: c.ranks}}
+		res := runOK(t, cfg)
+		ratio := res.Jobs[0].AlgBWGbps / star
+		t.Logf("%s: %.3f Gb/s, %.3f of the star's %.3f (retransmissions %d, queue drops %d)", c.name, res.Jobs[0].AlgBWGbps, ratio, star, res.Retransmissions, res.QueueDrops)
+		assert.True(t, ratio >= c.lo && ratio <= c.hi, "%s: algbw ratio %.3f, want %.2f..%.2f", c.name, ratio, c.lo, c.hi)
+	}
+}
+
+// Two spines: flows spread over both (ECMP by flow hash), each connection
+// on one path (no reordering, so no NAK without faults).
+func TestECMPSpreadsFlows(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Mode, cfg.Workers, cfg.TensorBytes, cfg.Seed = Ring, 8, 1<<20, 2
+	cfg.Topology = spineLeaf(t, 20e9, 2)
+	cfg.Jobs = []JobSpec{{Name: "ring", Ranks: []string{"h0", "h4", "h1", "h5", "h2", "h6", "h3", "h7"}}}
+	u := startJob(t, cfg)
+	res := u.loop()
+	require.NoError(t, u.err())
+	assert.Zero(t, res.NAKs)
+	used := 0
+	for _, d := range u.fab.dirs {
+		if d.name == "leaf0-spine0" || d.name == "leaf0-spine1" {
+			assert.Greater(t, d.Stats.Frames, uint64(0), d.name)
+			used++
+		}
+	}
+	assert.Equal(t, 2, used)
+}
+
+// A fault aimed at a link by name fires there, and the capture has one
+// interface per link direction, named after it.
+func TestFaultByLinkName(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Mode, cfg.Workers, cfg.TensorBytes, cfg.Seed, cfg.Timeout = Ring, 8, 256<<10, 1, 8
+	cfg.Topology = spineLeaf(t, 40e9, 1)
+	ev, err := faults.Parse("drop link=leaf0-spine0 class=data nth=3")
+	require.NoError(t, err)
+	cfg.Events = []faults.Event{ev}
+	var buf bytes.Buffer
+	cfg.Capture = &buf
+	res := runOK(t, cfg)
+	assert.Equal(t, uint64(1), res.Faults.Dropped)
+	assert.Greater(t, res.Retransmissions, uint64(0))
+	r, err := pcapio.NewReader("capture", &buf)
+	require.NoError(t, err)
+	comments := 0
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			break
+		}
+		if pcapio.IsGhost(rec.Comments) {
+			comments++
+			assert.Equal(t, "leaf0-spine0", r.Interfaces()[rec.Info.InterfaceIndex], "the dropped frame is on the named link")
+		}
+	}
+	assert.Equal(t, 1, comments)
+	assert.Contains(t, r.Interfaces(), "h3-leaf0")
+	assert.Contains(t, r.Interfaces(), "spine0-leaf1")
+
+	bad := cfg
+	ev, err = faults.Parse("drop link=leaf0-spine9")
+	require.NoError(t, err)
+	bad.Events = []faults.Event{ev}
+	_, err = Run(bad)
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Contains(t, err.Error(), "no such link direction")
+}
+
+// A ring that does not fit the switch's aggregation memory is refused at
+// setup, with the numbers.
+func TestSwitchMemoryBudget(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Workers, cfg.TensorBytes = 4, 64<<10
+	need := NetReduceRing(cfg, nil).MemoryBytes() // 2·2·170 aggregators × (4·(1024+160) + 1024)
+	assert.Equal(t, int64(2*2*170*(4*(1024+160)+1024)), need)
+	cfg.SwitchMemory = need
+	runOK(t, cfg)
+	cfg.SwitchMemory = need - 1
+	_, err := Run(cfg)
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Contains(t, err.Error(), "needs 3.7 MiB of aggregation memory")
+	// Two jobs: the second ring does not fit beside the first.
+	cfg.Workers, cfg.SwitchMemory = 8, need+need/2
+	cfg.Jobs = []JobSpec{{Name: "a", Ranks: []string{"h0", "h1", "h2", "h3"}}, {Name: "b", Ranks: []string{"h4", "h5", "h6", "h7"}}}
+	_, err = Run(cfg)
+	require.ErrorAs(t, err, &ce)
+	assert.Contains(t, err.Error(), "switch s0: ring 1")
+}
+
+// NetReduce ranks under two leaves would need multi-rack aggregation: the
+// job is refused, naming the switches.
+func TestNetReduceAcrossLeavesRefused(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Workers, cfg.TensorBytes = 8, 64<<10
+	cfg.Topology = spineLeaf(t, 40e9, 1)
+	_, err := Run(cfg)
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Contains(t, err.Error(), "under switch leaf0")
+	// Under one leaf it runs.
+	cfg.Jobs = []JobSpec{{Name: "rack1", Ranks: []string{"h4", "h5", "h6", "h7"}}}
+	runOK(t, cfg)
+}
