@@ -12,6 +12,7 @@ import (
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/internal/pcapio"
 	"github.com/inaemu/inaemu/roce"
 )
 
@@ -288,7 +289,7 @@ func budgetExceeded(c aggCase, rel netreduce.Release, je *emu.JobError) string {
 	hits := map[key]int{}
 	var v frames.View
 	for _, r := range recs {
-		destroyed, copied := emu.IsGhost(r.Comments), false
+		destroyed, copied := pcapio.IsGhost(r.Comments), false
 		for _, cm := range r.Comments {
 			destroyed = destroyed || strings.Contains(cm, "corrupt")
 			copied = copied || strings.Contains(cm, "duplicate")

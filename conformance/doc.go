@@ -1,5 +1,5 @@
 // Package conformance holds the property suites behind `inaemu
-// conformance` and the capture checker behind `inaemu check`.
+// conformance`.
 //
 // The suites (gopter generators, one case per (seed, index)) run generated
 // jobs and fault schedules through the emulator and check three things:
@@ -10,8 +10,7 @@
 // error passes the aggregation property only when the run's fault log
 // proves the retries ran out (see budgetExceeded).
 //
-// The checker (Check, CheckFile) reads any pcap or pcapng and judges
-// ICRCs, the go-back-N rules per connection and vantage point, and
-// NetReduce result sums; it depends on wire formats only, so it judges
-// captures from any device.
+// The capture checker behind `inaemu check` is package capcheck, which
+// depends on wire formats only; its tests against fresh emulator
+// captures live here, with the emulator.
 package conformance

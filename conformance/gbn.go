@@ -300,7 +300,7 @@ func lastFault(recs []pcapio.Record) time.Duration {
 	var t time.Duration
 	for _, r := range recs {
 		for _, c := range r.Comments {
-			if strings.HasPrefix(c, emu.FaultCommentPrefix) {
+			if strings.HasPrefix(c, pcapio.FaultCommentPrefix) {
 				t = max(t, time.Duration(r.Info.Timestamp.UnixNano()))
 			}
 		}

@@ -57,7 +57,7 @@ func ghostOrFaulted(r pcapio.Record) (ghost, corrupt bool) {
 	for _, c := range r.Comments {
 		corrupt = corrupt || strings.Contains(c, "corrupt")
 	}
-	return emu.IsGhost(r.Comments), corrupt
+	return pcapio.IsGhost(r.Comments), corrupt
 }
 
 var transports = []string{"v2-ipv4", "v2-ipv6", "v1"}

@@ -3,7 +3,6 @@ package emu
 import (
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/inaemu/inaemu/faults"
@@ -38,33 +37,15 @@ func newCapture(out io.Writer, dirs []*linkDir) (*capture, error) {
 	return &capture{w: w}, nil
 }
 
-// Capture comments are machine-readable: FaultCommentPrefix, the names
-// of what was done, the event's spec if one fired, and GhostComment on
-// frames that were not delivered.
-const (
-	FaultCommentPrefix = "inaemu: fault="
-	GhostComment       = "(not delivered)"
-)
-
-// IsGhost reports whether a capture record's comments mark it as a frame a
-// fault dropped, written where it would have arrived: it was never
-// delivered (nor, past the fault, on the wire).
-func IsGhost(comments []string) bool {
-	for _, c := range comments {
-		if strings.Contains(c, GhostComment) {
-			return true
-		}
-	}
-	return false
-}
-
+// faultComment is a frame's annotation in the capture format's
+// machine-readable form (pcapio.FaultCommentPrefix, pcapio.GhostComment).
 func faultComment(note faults.Note, ev *faults.Event, dropped bool) string {
-	s := FaultCommentPrefix + note.String()
+	s := pcapio.FaultCommentPrefix + note.String()
 	if ev != nil {
 		s += fmt.Sprintf(" spec=%q", ev.Spec)
 	}
 	if dropped {
-		s += " " + GhostComment
+		s += " " + pcapio.GhostComment
 	}
 	return s
 }

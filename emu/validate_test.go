@@ -270,7 +270,7 @@ func TestReplayLearnsMACsByFirstAppearance(t *testing.T) {
 		if err != nil {
 			break
 		}
-		if name := rd.Interfaces()[r.Info.InterfaceIndex]; strings.HasSuffix(name, "-in") && !IsGhost(r.Comments) {
+		if name := rd.Interfaces()[r.Info.InterfaceIndex]; strings.HasSuffix(name, "-in") && !pcapio.IsGhost(r.Comments) {
 			r.Info.InterfaceIndex = 0
 			in = append(in, r)
 		}

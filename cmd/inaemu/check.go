@@ -6,12 +6,12 @@ import (
 	"io"
 	"strings"
 
-	"github.com/inaemu/inaemu/conformance"
+	"github.com/inaemu/inaemu/capcheck"
 	"github.com/inaemu/inaemu/emu/tensor"
 )
 
 // pairFlags collects repeated --pair values.
-type pairFlags []conformance.QPPair
+type pairFlags []capcheck.QPPair
 
 func (p *pairFlags) String() string {
 	s := make([]string, len(*p))
@@ -22,7 +22,7 @@ func (p *pairFlags) String() string {
 }
 
 func (p *pairFlags) Set(v string) error {
-	x, err := conformance.ParseQPPair(v)
+	x, err := capcheck.ParseQPPair(v)
 	if err != nil {
 		return err
 	}
@@ -38,7 +38,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	dtype := fs.String("dtype", "f32", "element `TYPE` of NetReduce payloads for the agg-sum rule: f32, i32 or f16")
 	downstream := fs.Bool("downstream", false, "single-interface captures may be downstream of loss (taken at a receiver or mid-path): do not apply the sender rule psn-order there")
 	linkTaps := fs.Bool("link-taps", false, "every interface is the link of one host (a capture per host link): agg-sum tells directions apart by the host's MAC; interfaces named PREFIX-brN (the TAP backend's bridges) are taken so without it")
-	inFlight := fs.Duration("in-flight", conformance.DefaultInFlight, "how long frames may be on the way between the capture point and a requester, both ways: psn-order lets a requester act on responses captured within this window before its packet as if they had not reached it yet")
+	inFlight := fs.Duration("in-flight", capcheck.DefaultInFlight, "how long frames may be on the way between the capture point and a requester, both ways: psn-order lets a requester act on responses captured within this window before its packet as if they had not reached it yet")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return flagExit(err)
@@ -60,7 +60,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if w == 0 {
 		w = -1 // CheckOptions: 0 is the default, negative is no window
 	}
-	rep, err := conformance.CheckFile(pos[0], conformance.CheckOptions{Pairs: pairs, DType: dt, Downstream: *downstream, InFlight: w, LinkTaps: *linkTaps})
+	rep, err := capcheck.CheckFile(pos[0], capcheck.CheckOptions{Pairs: pairs, DType: dt, Downstream: *downstream, InFlight: w, LinkTaps: *linkTaps})
 	if err != nil {
 		fmt.Fprintf(stderr, "inaemu check: %v\n", err)
 		return exitUsage

@@ -15,14 +15,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/inaemu/inaemu/conformance"
+	"github.com/inaemu/inaemu/capcheck"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
 	"github.com/inaemu/inaemu/internal/pcapio"
 )
 
-// The golden captures are made by the conformance tests (see
-// conformance/check_test.go); these tests run the CLI on them.
+// The golden captures are made by the capture checker's tests (see
+// capcheck/check_test.go; the emulator's by conformance/capcheck_test.go);
+// these tests run the CLI on them.
 func checkGolden(name string) string { return filepath.Join("..", "..", "testdata", "check", name) }
 
 var checkLineRE = regexp.MustCompile(`^(icrc|psn-order|nak-psn|extra-nak|ack-regress|agg-sum) frame \d+ qp 0x[0-9a-f]{6} psn \d+: \S.*$`)
@@ -116,7 +117,7 @@ func TestCheckUsageAndInputErrors(t *testing.T) {
 }
 
 // TestCheckJSON: one object, the documented keys, and exactly what the
-// conformance package's Report marshals to.
+// capcheck package's Report marshals to.
 func TestCheckJSON(t *testing.T) {
 	path := checkGolden("netreduce_faults.pcapng")
 	code, out, errOut := runCLI("check", path, "--json")
@@ -163,7 +164,7 @@ func TestCheckJSON(t *testing.T) {
 		assert.Contains(t, s0, k)
 	}
 
-	rep, err := conformance.CheckFile(path, conformance.CheckOptions{})
+	rep, err := capcheck.CheckFile(path, capcheck.CheckOptions{})
 	require.NoError(t, err)
 	want, err := json.Marshal(rep)
 	require.NoError(t, err)

@@ -159,7 +159,7 @@ func replayOnto(fs *cmdFlags, file, iface, from string, pps float64, topspeed, t
 	start := time.Now()
 	var first time.Time
 	for _, r := range recs {
-		if emu.IsGhost(r.Comments) || (from != "" && (r.Info.InterfaceIndex >= len(names) || names[r.Info.InterfaceIndex] != from)) {
+		if pcapio.IsGhost(r.Comments) || (from != "" && (r.Info.InterfaceIndex >= len(names) || names[r.Info.InterfaceIndex] != from)) {
 			rep.Skipped++
 			continue
 		}

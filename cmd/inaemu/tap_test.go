@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/inaemu/inaemu/conformance"
+	"github.com/inaemu/inaemu/capcheck"
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/internal/pcapio"
@@ -368,12 +368,12 @@ func multiProcessJobOverTAPs(t *testing.T, topo tap.Topology, bin string, retry 
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); <-tick.C {
-		if c, err := conformance.CheckFile(pcap, conformance.CheckOptions{}); err == nil && c.AggChecked >= int(rep.Switch.ResultPackets) {
+		if c, err := capcheck.CheckFile(pcap, capcheck.CheckOptions{}); err == nil && c.AggChecked >= int(rep.Switch.ResultPackets) {
 			break
 		}
 	}
 	shark.stop(t, syscall.SIGINT)
-	chk, err := conformance.CheckFile(pcap, conformance.CheckOptions{})
+	chk, err := capcheck.CheckFile(pcap, capcheck.CheckOptions{})
 	require.NoError(t, err)
 	if retry && retransmitted == 0 && (!chk.Conforms || chk.AggUnchecked > 0 || chk.AggChecked < int(rep.Switch.ResultPackets)) {
 		return false
@@ -525,7 +525,7 @@ func TestReplayOntoTAP(t *testing.T) {
 	var span time.Duration
 	var first time.Time
 	for _, r := range recs {
-		if names[r.Info.InterfaceIndex] == "port0-in" && !emu.IsGhost(r.Comments) {
+		if names[r.Info.InterfaceIndex] == "port0-in" && !pcapio.IsGhost(r.Comments) {
 			if first.IsZero() {
 				first = r.Info.Timestamp
 			}

@@ -1,4 +1,4 @@
-package conformance
+package capcheck
 
 import (
 	"bytes"
@@ -91,7 +91,9 @@ func linkHostMACs(recs []pcapio.Record, fs []checkFrame, link []bool) map[int][6
 	return host
 }
 
-func checkAggregation(recs []pcapio.Record, fs []checkFrame, names []string, linkTaps bool, dt tensor.DType, rep *Report) {
+// checkAggregation applies agg-sum. hostLink marks the A-B and B-A
+// interfaces of host links, whose side (sideIn or sideOut) is in ifaceSide.
+func checkAggregation(recs []pcapio.Record, fs []checkFrame, names []string, ifaceSide []uint8, hostLink []bool, linkTaps bool, dt tensor.DType, rep *Report) {
 	side := make([]uint8, len(names))
 	link := make([]bool, len(names))
 	any := false
@@ -101,6 +103,12 @@ func checkAggregation(recs []pcapio.Record, fs []checkFrame, names []string, lin
 			side[i], any = sideIn, true
 		case strings.HasSuffix(n, "-out"):
 			side[i] = sideOut
+		case hostLink[i]:
+			side[i] = ifaceSide[i]
+			any = any || side[i] == sideIn
+		case ifaceSide[i] == sideFwd || ifaceSide[i] == sideRev:
+			// A link between switches: neither contributions reaching an
+			// aggregating switch from a host nor results on their way to one.
 		case isLinkTap(n, linkTaps):
 			link[i], any = true, true
 		}

@@ -1,11 +1,10 @@
-package conformance
+package capcheck
 
 import (
 	"fmt"
 	"math"
 	"net/netip"
 	"sort"
-	"strings"
 
 	"github.com/inaemu/inaemu/frames/wire"
 )
@@ -13,8 +12,11 @@ import (
 // Interface sides of a merged vantage point.
 const (
 	sideTap uint8 = iota // a single-interface vantage point
-	sideIn               // X-in: host X → switch
-	sideOut              // X-out: switch → host X
+	sideIn               // X-in: host X → switch (or a host link's A-B)
+	sideOut              // X-out: switch → host X (or its B-A)
+	sideFwd              // A-B of a link between switches (A < B)
+	sideRev              // B-A of a link between switches
+	nSides
 )
 
 // checkPosition is where a vantage point watches a connection from.
@@ -25,10 +27,11 @@ const (
 	posSender                          // the sender's link
 	posReceiver                        // the receiver's link
 	posDownstream                      // a tap that may be downstream of loss
+	posMidPath                         // a link between switches
 )
 
 func (p checkPosition) String() string {
-	return [...]string{"tap", "sender", "receiver", "downstream"}[p]
+	return [...]string{"tap", "sender", "receiver", "downstream", "mid-path"}[p]
 }
 
 // judgesSender: psn-order and the sender-side latencies apply.
@@ -44,11 +47,14 @@ type checker struct {
 	ifaceNames []string
 	ifaceVP    []*checkVantage
 	ifaceSide  []uint8
-	vantages   []*checkVantage
-	retrans    []int64
-	nakGen     []int64
-	nakResp    []int64
-	inFlight   int64 // ns
+	// ifaceHostLink: the interface is an A-B or B-A direction of a host's
+	// link (orientHostLinks); agg-sum takes its side as X-in's or X-out's.
+	ifaceHostLink []bool
+	vantages      []*checkVantage
+	retrans       []int64
+	nakGen        []int64
+	nakResp       []int64
+	inFlight      int64 // ns
 }
 
 type checkVantage struct {
@@ -79,17 +85,14 @@ func newChecker(opt CheckOptions, fs []checkFrame, rep *Report) *checker {
 	return &checker{opt: opt, fs: fs, rep: rep, ifaceNames: names, inFlight: int64(max(w, 0))}
 }
 
-// buildVantages maps interfaces to vantage points, merging X-in and X-out.
+// buildVantages maps interfaces to vantage points, merging X-in with
+// X-out and A-B with B-A.
 func (c *checker) buildVantages(recsMAC func(i int) (dst, src [6]byte, ok bool)) {
 	n := len(c.ifaceNames)
 	c.ifaceVP = make([]*checkVantage, n)
 	c.ifaceSide = make([]uint8, n)
-	byName := map[string]int{}
-	for i, name := range c.ifaceNames {
-		if _, dup := byName[name]; !dup {
-			byName[name] = i
-		}
-	}
+	c.ifaceHostLink = make([]bool, n)
+	links := pairLinkNames(c.ifaceNames)
 	used := make([]bool, n)
 	for i := range c.fs {
 		used[c.fs[i].iface] = true
@@ -109,18 +112,13 @@ func (c *checker) buildVantages(recsMAC func(i int) (dst, src [6]byte, ok bool))
 			continue
 		}
 		vpName, side := name, sideTap
-		if base, ok := strings.CutSuffix(name, "-in"); ok && base != "" {
-			if j, ok := byName[base+"-out"]; ok && j != i {
-				vpName, side = base, sideIn
-			}
-		} else if base, ok := strings.CutSuffix(name, "-out"); ok && base != "" {
-			if j, ok := byName[base+"-in"]; ok && j != i {
-				vpName, side = base, sideOut
-			}
+		if l, ok := links[name]; ok {
+			vpName, side = l.vp, l.side
 		}
 		c.ifaceVP[i] = get(vpName)
 		c.ifaceSide[i] = side
 	}
+	c.orientHostLinks(recsMAC)
 	c.markNotForHost(recsMAC)
 	// Each interface in capture order; a merged vantage point interleaves
 	// its two interfaces by timestamp (ties: capture order).
@@ -236,7 +234,14 @@ func (c *checker) discover() {
 // on, the one most of its frames are on: a frame can show up on the other
 // side too when the switch floods it (a corrupted destination MAC), and
 // that copy is not the stream's traffic on this link.
-func (c *checker) position(sides [3]int, responses bool) (uint8, checkPosition) {
+func (c *checker) position(sides [nSides]int, responses bool) (uint8, checkPosition) {
+	if sides[sideFwd] > 0 || sides[sideRev] > 0 {
+		side := sideFwd
+		if sides[sideRev] > sides[sideFwd] {
+			side = sideRev
+		}
+		return side, posMidPath
+	}
 	if sides[sideIn] == 0 && sides[sideOut] == 0 {
 		if c.opt.Downstream {
 			return sideTap, posDownstream
@@ -424,8 +429,8 @@ type checkResp struct {
 	vp    *checkVantage
 	key   checkStreamKey
 	req   *checkReq
-	sides [3]int // frames per interface side
-	side  uint8  // the side its frames are judged on
+	sides [nSides]int // frames per interface side
+	side  uint8       // the side its frames are judged on
 	pos   checkPosition
 
 	acks, naks, others int
@@ -475,8 +480,8 @@ type checkReq struct {
 	vp    *checkVantage
 	key   checkStreamKey
 	resp  *checkResp
-	sides [3]int // frames per interface side
-	side  uint8  // the side its frames are judged on
+	sides [nSides]int // frames per interface side
+	side  uint8       // the side its frames are judged on
 	pos   checkPosition
 
 	data, retx int

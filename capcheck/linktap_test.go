@@ -1,27 +1,24 @@
-package conformance_test
+package capcheck_test
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/inaemu/inaemu/conformance"
-	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/capcheck"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
 	"github.com/inaemu/inaemu/internal/pcapio"
 )
 
 // Link taps: one interface per host link (a capture on the TAP backend's
-// bridges PREFIX-brR), both directions on it. The tests below turn a clean
-// emulated NetReduce capture (portR-in and portR-out) into such a capture
-// and check that agg-sum verifies exactly the results it verified on the
-// original.
+// bridges PREFIX-brR), both directions on it. The tests below turn the
+// clean emulated NetReduce capture netreduce_clean.pcapng (portR-in and
+// portR-out) into such a capture and check that agg-sum verifies exactly
+// the results it verified on the original.
 
 const ltWorkers = 4
 
@@ -31,27 +28,16 @@ const ltWorkers = 4
 type ltRun struct {
 	recs  []pcapio.Record
 	names []string
-	ref   *conformance.Report
+	ref   *capcheck.Report
 	// results: good-ICRC WRITE data frames on portR-out interfaces, the
 	// frames agg-sum has to check (counted without the checker).
 	results int
 }
 
-func ltEmu(t *testing.T) ltRun {
+func ltClean(t *testing.T) ltRun {
 	t.Helper()
-	b := chkEmu(t, emu.NetReduce, 31, "")
-	r, err := pcapio.NewReader("run.pcapng", bytes.NewReader(b))
+	recs, names, err := pcapio.ReadAllNamed(chkGoldenPath("netreduce_clean.pcapng"))
 	require.NoError(t, err)
-	var recs []pcapio.Record
-	for {
-		rec, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		require.NoError(t, err)
-		recs = append(recs, rec)
-	}
-	names := r.Interfaces()
 	require.Len(t, names, 2*ltWorkers)
 	for _, n := range names {
 		var p int
@@ -66,7 +52,7 @@ func ltEmu(t *testing.T) ltRun {
 			run.results++
 		}
 	}
-	run.ref = conformance.Check(recs, conformance.CheckOptions{Interfaces: names})
+	run.ref = capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names})
 	require.True(t, run.ref.Conforms, "%v", run.ref.Violations)
 	require.Positive(t, run.ref.AggChecked)
 	// In a clean run every result leaving the switch is a checked sum.
@@ -147,9 +133,9 @@ func ltHostMACs(t *testing.T, run ltRun) [][6]byte {
 }
 
 func TestCheckLinkTapBridgeNames(t *testing.T) {
-	run := ltEmu(t)
+	run := ltClean(t)
 	recs, names := ltMerge(t, run, ltBridge)
-	rep := conformance.Check(recs, conformance.CheckOptions{Interfaces: names})
+	rep := capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names})
 	assert.True(t, rep.Conforms)
 	assert.Empty(t, rep.Violations)
 	assert.Equal(t, len(run.recs), rep.Frames)
@@ -159,7 +145,7 @@ func TestCheckLinkTapBridgeNames(t *testing.T) {
 	assert.Zero(t, rep.AggForwarded)
 	assert.Equal(t, names, rep.VantagePoints)
 	// LinkTaps changes nothing for bridge names.
-	rep = conformance.Check(recs, conformance.CheckOptions{Interfaces: names, LinkTaps: true})
+	rep = capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names, LinkTaps: true})
 	assert.Empty(t, rep.Violations)
 	assert.Equal(t, run.results, rep.AggChecked)
 	assert.Zero(t, rep.AggUnchecked)
@@ -167,7 +153,7 @@ func TestCheckLinkTapBridgeNames(t *testing.T) {
 
 // TestCheckLinkTapNameSuffix: only names ending in -br<digits> are bridges.
 func TestCheckLinkTapNameSuffix(t *testing.T) {
-	run := ltEmu(t)
+	run := ltClean(t)
 	for _, tc := range []struct {
 		name   func(r int) string
 		bridge bool
@@ -183,7 +169,7 @@ func TestCheckLinkTapNameSuffix(t *testing.T) {
 	} {
 		recs, names := ltMerge(t, run, tc.name)
 		t.Run(names[0], func(t *testing.T) {
-			rep := conformance.Check(recs, conformance.CheckOptions{Interfaces: names})
+			rep := capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names})
 			assert.Empty(t, rep.Violations)
 			if tc.bridge {
 				assert.Equal(t, run.results, rep.AggChecked)
@@ -191,7 +177,7 @@ func TestCheckLinkTapNameSuffix(t *testing.T) {
 				assert.Zero(t, rep.AggChecked)
 			}
 			assert.Zero(t, rep.AggUnchecked)
-			rep = conformance.Check(recs, conformance.CheckOptions{Interfaces: names, LinkTaps: true})
+			rep = capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names, LinkTaps: true})
 			assert.Empty(t, rep.Violations)
 			assert.Equal(t, run.results, rep.AggChecked)
 			assert.Zero(t, rep.AggUnchecked)
@@ -201,13 +187,13 @@ func TestCheckLinkTapNameSuffix(t *testing.T) {
 
 // TestCheckLinkTapOption: plain interface names need LinkTaps.
 func TestCheckLinkTapOption(t *testing.T) {
-	run := ltEmu(t)
+	run := ltClean(t)
 	recs, names := ltMerge(t, run, ltLink)
-	rep := conformance.Check(recs, conformance.CheckOptions{Interfaces: names})
+	rep := capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names})
 	assert.Empty(t, rep.Violations)
 	assert.Zero(t, rep.AggChecked)
 	assert.Zero(t, rep.AggUnchecked)
-	rep = conformance.Check(recs, conformance.CheckOptions{Interfaces: names, LinkTaps: true})
+	rep = capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names, LinkTaps: true})
 	assert.True(t, rep.Conforms)
 	assert.Empty(t, rep.Violations)
 	assert.Equal(t, run.ref.AggChecked, rep.AggChecked)
@@ -218,15 +204,15 @@ func TestCheckLinkTapOption(t *testing.T) {
 // TestCheckLinkTapInterfaceOrder: dumpcap need not interleave its
 // interfaces; all of link 0, then link 1, ... still checks every result.
 func TestCheckLinkTapInterfaceOrder(t *testing.T) {
-	run := ltEmu(t)
+	run := ltClean(t)
 	merged, _ := ltMerge(t, run, ltBridge)
 	for _, tc := range []struct {
 		label string
 		name  func(r int) string
-		opt   conformance.CheckOptions
+		opt   capcheck.CheckOptions
 	}{
-		{"bridges", ltBridge, conformance.CheckOptions{}},
-		{"link-taps", ltLink, conformance.CheckOptions{LinkTaps: true}},
+		{"bridges", ltBridge, capcheck.CheckOptions{}},
+		{"link-taps", ltLink, capcheck.CheckOptions{LinkTaps: true}},
 	} {
 		t.Run(tc.label, func(t *testing.T) {
 			var recs []pcapio.Record
@@ -249,7 +235,7 @@ func TestCheckLinkTapInterfaceOrder(t *testing.T) {
 			for r := 0; r < ltWorkers; r++ {
 				opt.Interfaces = append(opt.Interfaces, tc.name(r))
 			}
-			rep := conformance.Check(recs, opt)
+			rep := capcheck.Check(recs, opt)
 			assert.Empty(t, rep.Violations)
 			assert.Equal(t, run.ref.AggChecked, rep.AggChecked)
 			assert.Zero(t, rep.AggUnchecked)
@@ -261,7 +247,7 @@ func TestCheckLinkTapInterfaceOrder(t *testing.T) {
 // recomputed) on a link tap is the one agg-sum violation, whether it is a
 // middle packet or the first packet, whose data follow the INA header.
 func TestCheckLinkTapAggSum(t *testing.T) {
-	run := ltEmu(t)
+	run := ltClean(t)
 	macs := ltHostMACs(t, run)
 	merged, names := ltMerge(t, run, ltBridge)
 	for _, tc := range []struct {
@@ -296,11 +282,11 @@ func TestCheckLinkTapAggSum(t *testing.T) {
 				break
 			}
 			require.Positive(t, changed)
-			for _, opt := range []conformance.CheckOptions{{Interfaces: names}, {Interfaces: names, LinkTaps: true}} {
-				rep := conformance.Check(recs, opt)
+			for _, opt := range []capcheck.CheckOptions{{Interfaces: names}, {Interfaces: names, LinkTaps: true}} {
+				rep := capcheck.Check(recs, opt)
 				require.Len(t, rep.Violations, 1, "%v", rep.Violations)
 				got := rep.Violations[0]
-				assert.Equal(t, conformance.RuleAggSum, got.Rule)
+				assert.Equal(t, capcheck.RuleAggSum, got.Rule)
 				assert.Equal(t, changed, got.Frame)
 				assert.Contains(t, got.Detail, "element 1")
 				assert.False(t, rep.Conforms)

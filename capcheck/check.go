@@ -1,4 +1,4 @@
-package conformance
+package capcheck
 
 import (
 	"encoding/binary"
@@ -10,31 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
 	"github.com/inaemu/inaemu/internal/pcapio"
 )
-
-// The capture checker behind `inaemu check`.
-//
-// Check reads a capture taken anywhere (a capture may miss frames lost
-// before it) and reports every violation it can prove:
-//
-//   - icrc: a RoCE frame whose ICRC is wrong.
-//   - psn-order: a requester sent a data packet that is neither the next
-//     PSN, nor a retransmission starting at a pending NAK's PSN, nor (with
-//     no NAK pending) a timeout retransmission from an unacknowledged PSN.
-//   - nak-psn: a NAK-sequence-error that does not carry the first missing
-//     PSN, as far as the capture proves it.
-//   - extra-nak: a second NAK for a gap not yet repaired.
-//   - ack-regress: an ACK behind an earlier ACK of the same connection.
-//   - agg-sum: a NetReduce result that is not the rank-order sum of the
-//     contributions seen at the switch.
-//
-// Vantage points, connections, pairing, where each rule is applied and why
-// it is sound there are described on Check.
 
 // Rule names carried by violations.
 const (
@@ -303,17 +283,36 @@ func isRequestOp(op wire.Opcode) bool {
 
 // Check checks a capture's records.
 //
-// Vantage points. A pcapng interface is one vantage point, except that two
-// interfaces named X-in and X-out (inaemu's portR-in, host R → switch, and
-// portR-out, switch → host R) are merged into one vantage point X, the
-// link of host R, so that a requester's data and the ACKs it receives are
-// seen together. A classic pcap file is one vantage point. Every rule is
-// evaluated per vantage point, frames in capture order; a merged vantage
-// point interleaves its two interfaces by timestamp (ties in capture
-// order), each interface keeping its own capture order.
+// Vantage points. A pcapng interface is one vantage point, except that the
+// two directions of a link, when both are named, are merged into one, so
+// that a requester's data and the ACKs it receives are seen together:
 //
-// Ghosts. A frame whose first comment contains "(not delivered)" is a
-// frame a fault dropped before the capture point. Ghosts are counted in
+//   - X-in and X-out (the star's portR-in, host R → switch, and portR-out,
+//     switch → host R) merge into vantage point X, the link of host R.
+//   - A-B and B-A (the link directions of any topology: h3-leaf0 and
+//     leaf0-h3, leaf0-spine0 and spine0-leaf0; a parallel link's A-B#1 and
+//     B-A#1) merge into vantage point A~B (A~B#1), the node names in byte
+//     order. Names are paired one to one, X-in/X-out first; a name with
+//     several hyphens tries its splits left to right. Whether the link is
+//     a host's, and which direction leaves the host, is read from MACs,
+//     as for link taps (see agg-sum): direction D goes host → switch when
+//     one unicast MAC, the host's, is the source of at least nine in ten
+//     of D's frames with a unicast source and the destination of at least
+//     nine in ten of the reverse direction's frames with a unicast
+//     destination (the rest: frames a switch floods). If exactly one
+//     direction qualifies, D is taken as X-in and the reverse as X-out in
+//     everything below. Otherwise the pair is a link between switches:
+//     several hosts' frames cross it, or, as on a host's link in a
+//     two-host network, its two ends only talk to each other and MACs
+//     cannot tell which is the host.
+//
+// A classic pcap file is one vantage point. Every rule is evaluated per
+// vantage point, frames in capture order; a merged vantage point
+// interleaves its two interfaces by timestamp (ties in capture order),
+// each interface keeping its own capture order.
+//
+// Ghosts. A frame with a comment containing pcapio.GhostComment ("(not
+// delivered)") is a frame a fault dropped before the capture point. Ghosts are counted in
 // frames and ghosts and are excluded from every rule: they are never
 // reported, never count as received by anyone, never repair a gap, never
 // contribute to or count as a NetReduce result. The one use made of them
@@ -338,14 +337,16 @@ func isRequestOp(op wire.Opcode) bool {
 // (the request stream's data are on an X-in interface), from the
 // receiver's link (data on X-out; a stream is judged on the side most of
 // its frames are on, since a switch that floods a frame with a corrupted
-// destination MAC echoes it onto the other side), or from a tap (a single-interface
-// vantage point or a pcap file, assumed to see every packet the sender
-// transmits, like a mirror port next to the sender; with
-// CheckOptions.Downstream a tap may be downstream of loss and is
-// "downstream"). psn-order, which judges the sender, is applied at the
-// sender's link and at taps only: downstream of a loss a skipped PSN and a
-// lost one look the same, and NetReduce results leave the switch in
-// completion order, not the sender's order. An unreadable frame on the
+// destination MAC echoes it onto the other side), from a tap (a
+// single-interface vantage point or a pcap file, assumed to see every
+// packet the sender transmits, like a mirror port next to the sender;
+// with CheckOptions.Downstream a tap may be downstream of loss and is
+// "downstream"), or from a link between switches ("mid-path": judged,
+// like the receiver's link, on the direction most of its frames are on).
+// psn-order, which judges the sender, is applied at the sender's link and
+// at taps only: downstream of a loss a skipped PSN and a lost one look
+// the same, and NetReduce results leave the switch in completion order,
+// not the sender's order. An unreadable frame on the
 // interface (a bad ICRC, a malformed RoCE frame, or a frame that is neither
 // RoCE nor plainly other traffic such as ARP, LLDP or TCP: a bit error in
 // the EtherType, IP protocol or UDP port makes one) may have been any
@@ -382,15 +383,17 @@ func isRequestOp(op wire.Opcode) bool {
 // delivered data packets seen here bound that PSN from above: at the
 // receiver's link (and a tap declared downstream) the responder gets them
 // in this order, and replaying a go-back-N responder over them gives the
-// bound; elsewhere it may get them in another order (a NetReduce switch
-// emits results as its aggregators complete), and the bound is the first
-// PSN, from the first one seen, that never passed here. ACKs and NAKs
+// bound; elsewhere (mid-path too: an aggregating switch may lie beyond)
+// it may get them in another order (a NetReduce switch emits results as
+// its aggregators complete), and the bound is the first PSN, from the
+// first one seen, that never passed here. ACKs and NAKs
 // raise the bound. A NAK beyond the bound asks for a PSN after one the
 // responder cannot have received. A NAK at or before the highest PSN
 // already acknowledged (by an ACK, or by an earlier NAK within bounds)
 // asks for a PSN the responder had received. A NAK below the bound is
 // accepted: the PSN may have been lost after the vantage point. This is
-// sound at the sender's link, at the receiver's link and at any tap.
+// sound at the sender's link, at the receiver's link, mid-path and at any
+// tap.
 //
 // extra-nak. A second NAK with the PSN of the previous NAK, when no
 // delivered good-ICRC data packet with that PSN passed this vantage point
@@ -403,8 +406,13 @@ func isRequestOp(op wire.Opcode) bool {
 // Re-ACKs with the same PSN are fine. Applies to unpaired response
 // streams too.
 //
-// agg-sum. Frames on X-in interfaces are what reaches the switch, on
-// X-out what leaves it. A WRITE FIRST/ONLY on X-in whose payload starts
+// agg-sum. Frames on X-in interfaces (and the host → switch direction of
+// a host's A-B link) are what reaches the switch, on X-out what leaves
+// it. On a link tap, an interface carrying both directions of one host's
+// link (a TAP backend bridge PREFIX-brN, or any single interface with
+// CheckOptions.LinkTaps), a frame from the host's MAC (the unicast
+// address in the most frames there) reaches the switch and a frame to it
+// leaves the switch. Links between switches are skipped. A WRITE FIRST/ONLY on X-in whose payload starts
 // with the INA header registers its connection (ring, rank, message id
 // extended past 8 bits, first PSN, packets); later WRITE packets of the
 // connection are placed at (message, PSN - first PSN) of the message
@@ -432,7 +440,7 @@ func Check(recs []pcapio.Record, opt CheckOptions) *Report {
 		r := &recs[i]
 		f := &fs[i]
 		f.idx, f.ts, f.iface = i, r.Info.Timestamp.UnixNano(), r.Info.InterfaceIndex
-		f.ghost = emu.IsGhost(r.Comments)
+		f.ghost = pcapio.IsGhost(r.Comments)
 		if f.ghost {
 			rep.Ghosts++
 		}
@@ -485,7 +493,7 @@ func Check(recs []pcapio.Record, opt CheckOptions) *Report {
 		c.runVantage(vp)
 	}
 	c.countConnections()
-	checkAggregation(recs, fs, c.ifaceNames, opt.LinkTaps, opt.DType, rep)
+	checkAggregation(recs, fs, c.ifaceNames, c.ifaceSide, c.ifaceHostLink, opt.LinkTaps, opt.DType, rep)
 	c.finish()
 
 	sort.SliceStable(rep.Violations, func(i, j int) bool {

@@ -1,0 +1,161 @@
+package conformance_test
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/inaemu/inaemu/capcheck"
+	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/faults"
+	"github.com/inaemu/inaemu/internal/pcapio"
+)
+
+// The capture checker (package capcheck) against the emulator's captures.
+// They live here, not in capcheck, because capcheck depends on wire
+// formats only and its tests never run the emulator: they judge the
+// captures this file writes as goldens.
+
+var updateGoldens = flag.Bool("update", false, "rewrite the emulator's golden captures in testdata/check")
+
+// ckDir holds the checker's golden captures (see capcheck's tests).
+const ckDir = "../testdata/check"
+
+func ckEmu(t *testing.T, mode emu.Mode, seed uint64, netem string, events ...string) []byte {
+	t.Helper()
+	cfg := emu.DefaultConfig()
+	cfg.Workers, cfg.TensorBytes, cfg.MsgLen, cfg.Mode, cfg.Seed = 4, 64<<10, 8, mode, seed
+	if netem != "" {
+		n, err := faults.ParseNetem(netem)
+		require.NoError(t, err)
+		cfg.Netem = n
+	}
+	for _, e := range events {
+		ev, err := faults.Parse(e)
+		require.NoError(t, err)
+		cfg.Events = append(cfg.Events, ev)
+	}
+	var buf bytes.Buffer
+	cfg.Capture = &buf
+	res, err := emu.Run(cfg)
+	require.NoError(t, err)
+	require.True(t, res.Exact)
+	return buf.Bytes()
+}
+
+func ckReport(t *testing.T, b []byte) *capcheck.Report {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "run.pcapng")
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+	rep, err := capcheck.CheckFile(path, capcheck.CheckOptions{})
+	require.NoError(t, err)
+	return rep
+}
+
+// TestCheckEmulatorCaptures: the emulator's golden captures, made afresh,
+// judge as the goldens are asserted to in capcheck (a clean NetReduce job
+// conforms with every result checked; under loss, drops, duplicates,
+// reordering and corruption the only violations are the ICRCs of the
+// frames the faults corrupted; a faulted ring job conforms). With -update
+// they are written to testdata/check; then rewrite capcheck's agg_sum
+// golden, which is derived from netreduce_clean:
+//
+//	go test ./conformance -run TestCheckEmulatorCaptures -update
+//	go test ./capcheck -run TestCheckGolden -update
+func TestCheckEmulatorCaptures(t *testing.T) {
+	for _, tc := range []struct {
+		file   string
+		make   func(t *testing.T) []byte
+		faults bool
+	}{
+		{"netreduce_clean.pcapng", func(t *testing.T) []byte { return ckEmu(t, emu.NetReduce, 1, "") }, false},
+		{"netreduce_faults.pcapng", func(t *testing.T) []byte {
+			return ckEmu(t, emu.NetReduce, 3, "loss 1%",
+				"drop port=1 dir=in class=data nth=7",
+				"corrupt port=2 dir=in class=data nth=12",
+				"corrupt port=0 dir=out class=data nth=30",
+				"corrupt port=3 dir=in class=ack nth=4",
+				"dup port=3 dir=in class=data every=25",
+				"hold=2 port=1 dir=out class=data every=30",
+				"drop class=nak nth=1")
+		}, true},
+		{"ring_fault.pcapng", func(t *testing.T) []byte {
+			return ckEmu(t, emu.Ring, 5, "loss 0.5%", "drop port=1 dir=in class=data nth=9", "drop port=2 dir=out class=ack nth=2")
+		}, false},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			b := tc.make(t)
+			if *updateGoldens {
+				require.NoError(t, os.MkdirAll(ckDir, 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(ckDir, tc.file), b, 0o644))
+			}
+			rep := ckReport(t, b)
+			if !tc.faults {
+				assert.Empty(t, rep.Violations)
+				if strings.HasPrefix(tc.file, "netreduce") {
+					assert.Positive(t, rep.AggChecked)
+					assert.Zero(t, rep.AggUnchecked)
+				}
+				return
+			}
+			// The corrupted frames: those with a corrupt comment, and
+			// byte-exact copies of them further on (the switch forwards an
+			// ACK unchanged).
+			recs, err := pcapio.NewReader("run.pcapng", bytes.NewReader(b))
+			require.NoError(t, err)
+			var corrupted []int
+			var bad [][]byte
+			for i := 0; ; i++ {
+				r, err := recs.Next()
+				if err != nil {
+					break
+				}
+				switch {
+				case pcapio.IsGhost(r.Comments):
+				case len(r.Comments) > 0 && strings.Contains(r.Comments[0], "corrupt"):
+					corrupted = append(corrupted, i)
+					bad = append(bad, r.Data)
+				default:
+					for _, c := range bad {
+						if bytes.Equal(c, r.Data) {
+							corrupted = append(corrupted, i)
+							break
+						}
+					}
+				}
+			}
+			var got []int
+			for _, v := range rep.Violations {
+				assert.Equal(t, capcheck.RuleICRC, v.Rule, "%v", v)
+				got = append(got, v.Frame)
+			}
+			assert.Equal(t, corrupted, got)
+			assert.Positive(t, rep.Ghosts)
+			assert.Positive(t, rep.AggChecked)
+		})
+	}
+}
+
+// TestCheckLiveEmu: captures of faulted emulator runs conform (apart from
+// the ICRCs of corrupted frames) from every vantage point.
+func TestCheckLiveEmu(t *testing.T) {
+	for _, tc := range []struct {
+		mode emu.Mode
+		seed uint64
+	}{{emu.NetReduce, 11}, {emu.NetReduce, 12}, {emu.Ring, 13}} {
+		t.Run(fmt.Sprintf("%v-%d", tc.mode, tc.seed), func(t *testing.T) {
+			rep := ckReport(t, ckEmu(t, tc.mode, tc.seed, "loss 2% corrupt 0.5%", "dup class=data every=40"))
+			for _, v := range rep.Violations {
+				assert.Equal(t, capcheck.RuleICRC, v.Rule, "%v", v)
+			}
+			assert.Equal(t, rep.BadICRC, len(rep.Violations))
+		})
+	}
+}
