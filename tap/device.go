@@ -6,17 +6,20 @@
 // it. Open attaches to a TAP with github.com/songgao/water; Pipe makes a
 // channel-backed pair for tests that need no privileges. Topology, Up and
 // Down create and remove the persistent TAPs and the bridges that join
-// them, through netlink.
+// them, through netlink; an Injector sends frames out of an interface
+// through a raw socket.
+//
+// TAPs, netlink and raw AF_PACKET sockets are Linux's: the package builds
+// everywhere, but on other systems Open, Usable, Up, Down, Remove, WaitUp
+// and NewInjector return an error wrapping ErrNeedLinux. Device, Pipe and
+// Topology's names work on every system.
 package tap
 
 import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
-
-	"github.com/songgao/water"
 )
 
 // MaxFrame bounds the frames a Device carries: MTU 4096 plus every header,
@@ -37,72 +40,20 @@ type Device interface {
 	Close() error
 }
 
-// Open attaches to the TAP interface name, creating it (persistent) if it
-// does not exist. Frames carry no packet-information header.
-func Open(name string) (Device, error) {
-	if err := Usable(); err != nil {
-		return nil, err
-	}
-	ifc, err := water.New(water.Config{DeviceType: water.TAP,
-		PlatformSpecificParams: water.PlatformSpecificParams{Name: name, Persist: true}})
-	if err != nil {
-		return nil, fmt.Errorf("tap %s: %w", name, err)
-	}
-	return &waterDevice{ifc: ifc}, nil
-}
-
-type waterDevice struct{ ifc *water.Interface }
-
-func (d *waterDevice) Name() string { return d.ifc.Name() }
-
-func (d *waterDevice) ReadFrame(buf []byte) (int, error) {
-	n, err := d.ifc.Read(buf)
-	if err != nil {
-		return 0, fmt.Errorf("tap %s: read: %w", d.ifc.Name(), err)
-	}
-	return n, nil
-}
-
-func (d *waterDevice) WriteFrame(frame []byte) error {
-	if _, err := d.ifc.Write(frame); err != nil {
-		return fmt.Errorf("tap %s: write: %w", d.ifc.Name(), err)
-	}
-	return nil
-}
-
-func (d *waterDevice) Close() error { return d.ifc.Close() }
-
 // ErrNoPrivilege is wrapped by Usable's error when this process cannot make
 // or attach TAPs (no /dev/net/tun, or no CAP_NET_ADMIN).
 var ErrNoPrivilege = errors.New("TAP devices need /dev/net/tun and CAP_NET_ADMIN (run as root)")
 
-// Usable reports whether this process can create and configure TAPs.
-func Usable() error {
-	f, err := os.OpenFile("/dev/net/tun", os.O_RDWR, 0)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrNoPrivilege, err)
-	}
-	f.Close()
-	if !hasNetAdmin() {
-		return fmt.Errorf("%w: this process lacks CAP_NET_ADMIN", ErrNoPrivilege)
-	}
-	return nil
-}
+// ErrNeedLinux is wrapped by the error of everything that needs TAP
+// devices, netlink or raw sockets, on a system other than Linux. It also
+// matches errors.ErrUnsupported: no privilege or installation provides
+// TAPs there (test helpers skip rather than fail).
+var ErrNeedLinux error = needLinuxError{}
 
-// hasNetAdmin reads the effective capability set (bit 12, CAP_NET_ADMIN).
-func hasNetAdmin() bool {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return false
-	}
-	var caps uint64
-	for _, line := range strings.Split(string(b), "\n") {
-		if _, err := fmt.Sscanf(line, "CapEff:\t%x", &caps); err == nil {
-			return caps&(1<<12) != 0
-		}
-	}
-	return false
-}
+type needLinuxError struct{}
+
+func (needLinuxError) Error() string        { return "TAP devices need Linux" }
+func (needLinuxError) Is(target error) bool { return target == errors.ErrUnsupported }
 
 // Pipe returns two fakes joined back to back, like two TAPs on one bridge:
 // a frame written to one is read from the other. Each direction buffers

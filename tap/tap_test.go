@@ -3,6 +3,7 @@ package tap
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -50,6 +51,16 @@ func TestPipeReadUnblocksOnClose(t *testing.T) {
 	}()
 	require.NoError(t, a.Close())
 	require.True(t, errors.Is(<-done, os.ErrClosed))
+}
+
+// TestErrNeedLinux: the error off Linux reads as one line and is also
+// errors.ErrUnsupported, which test helpers skip on even under CI.
+func TestErrNeedLinux(t *testing.T) {
+	err := fmt.Errorf("tap: %w (this is plan9)", ErrNeedLinux)
+	require.EqualError(t, err, "tap: TAP devices need Linux (this is plan9)")
+	require.ErrorIs(t, err, ErrNeedLinux)
+	require.ErrorIs(t, err, errors.ErrUnsupported)
+	require.NotErrorIs(t, ErrNoPrivilege, errors.ErrUnsupported)
 }
 
 func TestTopologyNames(t *testing.T) {

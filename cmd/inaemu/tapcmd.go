@@ -19,7 +19,7 @@ import (
 )
 
 // exitNoPrivilege: TAP devices cannot be made or opened here (no
-// /dev/net/tun or no CAP_NET_ADMIN).
+// /dev/net/tun, no CAP_NET_ADMIN, or a system other than Linux).
 const exitNoPrivilege = 4
 
 // tapTimeout is the QPs' ACK timeout exponent on TAPs unless --timeout is
@@ -44,7 +44,7 @@ func needTAP(fs *cmdFlags) int {
 func tapFailure(fs *cmdFlags, err error) int {
 	fmt.Fprintf(fs.stderr, "inaemu %s: %v\n", fs.name, err)
 	switch {
-	case errors.Is(err, tap.ErrNoPrivilege):
+	case errors.Is(err, tap.ErrNoPrivilege), errors.Is(err, tap.ErrNeedLinux):
 		return exitNoPrivilege
 	case errors.Is(err, errNoInterface):
 		return exitUsage
