@@ -293,18 +293,25 @@ func isRequestOp(op wire.Opcode) bool {
 //     leaf0-h3, leaf0-spine0 and spine0-leaf0; a parallel link's A-B#1 and
 //     B-A#1) merge into vantage point A~B (A~B#1), the node names in byte
 //     order. Names are paired one to one, X-in/X-out first; a name with
-//     several hyphens tries its splits left to right. Whether the link is
-//     a host's, and which direction leaves the host, is read from MACs,
-//     as for link taps (see agg-sum): direction D goes host → switch when
-//     one unicast MAC, the host's, is the source of at least nine in ten
-//     of D's frames with a unicast source and the destination of at least
-//     nine in ten of the reverse direction's frames with a unicast
-//     destination (the rest: frames a switch floods). If exactly one
-//     direction qualifies, D is taken as X-in and the reverse as X-out in
-//     everything below. Otherwise the pair is a link between switches:
-//     several hosts' frames cross it, or, as on a host's link in a
-//     two-host network, its two ends only talk to each other and MACs
-//     cannot tell which is the host.
+//     several hyphens tries its splits left to right.
+//
+// Whether an A~B pair is a host's link, and which direction leaves the
+// host, is read from MACs, as for link taps (see agg-sum): direction D
+// may leave host M when M is the source of at least nine in ten of D's
+// frames with a unicast source and the destination of at least nine in
+// ten of the reverse direction's frames with a unicast destination (the
+// rest: frames a switch floods). That also holds on a link further on
+// that carries only M's traffic (the uplink of a leaf switch with one
+// host), and both ways on a host's link in a two-host network; a frame
+// crosses its sender's link before any other, so D is ruled out when
+// more of M's frames on D that were captured on other interfaces too were
+// captured elsewhere first than on D first. If exactly one reading
+// remains, D is taken as X-in and the reverse as X-out in everything
+// below. Otherwise the pair is watched as a link between switches:
+// several hosts' frames cross it, it carries one host's frames further
+// on, or both readings remain (a two-host network's host link captured
+// alone). A link captured alone gives no first-seen evidence: a one-host
+// leaf's uplink captured without the host's link reads as that host's.
 //
 // A classic pcap file is one vantage point. Every rule is evaluated per
 // vantage point, frames in capture order; a merged vantage point
@@ -480,13 +487,7 @@ func Check(recs []pcapio.Record, opt CheckOptions) *Report {
 	}
 
 	c := newChecker(opt, fs, rep)
-	c.buildVantages(func(i int) (dst, src [6]byte, ok bool) {
-		d := recs[i].Data
-		if len(d) < 12 {
-			return dst, src, false
-		}
-		return [6]byte(d[0:6]), [6]byte(d[6:12]), true
-	})
+	c.buildVantages(func(i int) []byte { return recs[i].Data })
 	c.discover()
 	c.pairAll()
 	for _, vp := range c.vantages {

@@ -78,17 +78,33 @@ func pairLinkNames(names []string) map[string]linkName {
 // on a link between switches the traffic of several hosts mixes.
 const hostLinkShare = 0.9
 
+// hostCandidate is a way to read a link as a host's: dir (0: sideFwd, 1:
+// sideRev) leaves host mac.
+type hostCandidate struct {
+	mac [6]byte
+	dir int
+}
+
 // orientHostLinks decides, for every vantage point merged from A-B and
-// B-A, whether it is a host's link and which direction leaves the host:
-// direction D goes host → switch when one unicast MAC is the source of at
-// least hostLinkShare of D's frames and the destination of at least
-// hostLinkShare of the reverse direction's (both directions carrying
-// such frames). When exactly one direction qualifies its interfaces
-// become sideIn and the reverse's sideOut, as X-in and X-out; otherwise
-// (a link between switches, or one whose two ends each talk only to the
-// other, such as a host's link in a two-host network, which MACs cannot
-// orient) they stay sideFwd and sideRev: a link between switches.
-func (c *checker) orientHostLinks(macs func(i int) (dst, src [6]byte, ok bool)) {
+// B-A, whether it is a host's link and which direction leaves the host.
+//
+// By MACs, direction D may leave host M when M is the source of at least
+// hostLinkShare of D's frames with a unicast source and the destination
+// of at least hostLinkShare of the reverse direction's frames with a
+// unicast destination (both directions carrying such frames). That holds
+// on M's own link, but also on every link further on that carries only
+// M's traffic (a leaf switch's uplink when M is the leaf's one host), and
+// on a host's link in a two-host network it holds both ways. Where frames
+// were seen first tells them apart: a frame crosses its sender's link
+// before any other, so D is ruled out when more of M's frames on D (that
+// were captured on other interfaces too) were captured elsewhere first
+// than on D first. A capture of one link alone gives no such evidence and
+// the MAC reading stands.
+//
+// When exactly one reading remains, that direction becomes sideIn and the
+// reverse sideOut, as X-in and X-out. Otherwise the pair stays sideFwd
+// and sideRev: a link between switches, or one the capture cannot orient.
+func (c *checker) orientHostLinks(data func(i int) []byte) {
 	type dirCount struct {
 		src, dst   map[[6]byte]int
 		nSrc, nDst int
@@ -99,10 +115,11 @@ func (c *checker) orientHostLinks(macs func(i int) (dst, src [6]byte, ok bool)) 
 		if side != sideFwd && side != sideRev {
 			continue
 		}
-		dst, src, ok := macs(i)
-		if !ok {
+		d := data(i)
+		if len(d) < 12 {
 			continue
 		}
+		dst, src := [6]byte(d[0:6]), [6]byte(d[6:12])
 		vp := c.ifaceVP[c.fs[i].iface]
 		cs := count[vp]
 		if cs == nil {
@@ -112,36 +129,80 @@ func (c *checker) orientHostLinks(macs func(i int) (dst, src [6]byte, ok bool)) 
 			}
 			count[vp] = cs
 		}
-		d := &cs[side-sideFwd]
+		dc := &cs[side-sideFwd]
 		if src[0]&1 == 0 {
-			d.src[src]++
-			d.nSrc++
+			dc.src[src]++
+			dc.nSrc++
 		}
 		if dst[0]&1 == 0 {
-			d.dst[dst]++
-			d.nDst++
+			dc.dst[dst]++
+			dc.nDst++
 		}
 	}
-	// fromHost: direction up leaves a host for the switch, direction down
-	// the reverse.
-	fromHost := func(up, down *dirCount) bool {
-		if up.nSrc == 0 || down.nDst == 0 {
-			return false
-		}
-		host := mostCommonMAC(up.src)
-		return float64(up.src[host]) >= hostLinkShare*float64(up.nSrc) &&
-			float64(down.dst[host]) >= hostLinkShare*float64(down.nDst)
-	}
+	cands := map[*checkVantage][]hostCandidate{}
 	for vp, cs := range count {
-		fwdUp, revUp := fromHost(&cs[0], &cs[1]), fromHost(&cs[1], &cs[0])
-		if fwdUp == revUp {
+		for dir := range 2 {
+			up, down := &cs[dir], &cs[1-dir]
+			if up.nSrc == 0 || down.nDst == 0 {
+				continue
+			}
+			host := mostCommonMAC(up.src)
+			if float64(up.src[host]) >= hostLinkShare*float64(up.nSrc) && float64(down.dst[host]) >= hostLinkShare*float64(down.nDst) {
+				cands[vp] = append(cands[vp], hostCandidate{host, dir})
+			}
+		}
+	}
+	if len(cands) == 0 {
+		return
+	}
+	// One pass over the frames: votes of each reading, here (first
+	// captured on this direction) and elsewhere.
+	type candKey struct {
+		vp  *checkVantage
+		dir int
+		mac [6]byte
+	}
+	votes := map[candKey]*[2]int{}
+	for vp, cc := range cands {
+		for _, h := range cc {
+			votes[candKey{vp, h.dir, h.mac}] = &[2]int{}
+		}
+	}
+	first := c.firstSightings(data)
+	for i := range c.fs {
+		f := &c.fs[i]
+		side := c.ifaceSide[f.iface]
+		d := data(i)
+		if (side != sideFwd && side != sideRev) || len(d) < 12 {
+			continue
+		}
+		v := votes[candKey{c.ifaceVP[f.iface], int(side - sideFwd), [6]byte(d[6:12])}]
+		if v == nil {
+			continue
+		}
+		switch s := first[frameHash(d)]; {
+		case !s.shared:
+		case c.ifaceVP[s.iface] == c.ifaceVP[f.iface] && c.ifaceSide[s.iface] == side:
+			v[0]++
+		default:
+			v[1]++
+		}
+	}
+	for vp, cc := range cands {
+		var keep []hostCandidate
+		for _, h := range cc {
+			if v := votes[candKey{vp, h.dir, h.mac}]; v[1] <= v[0] {
+				keep = append(keep, h)
+			}
+		}
+		if len(keep) != 1 {
 			continue // between switches, or not to be told apart
 		}
 		for i, v := range c.ifaceVP {
 			if v != vp {
 				continue
 			}
-			if (c.ifaceSide[i] == sideFwd) == fwdUp {
+			if c.ifaceSide[i] == sideFwd+uint8(keep[0].dir) {
 				c.ifaceSide[i] = sideIn
 			} else {
 				c.ifaceSide[i] = sideOut
@@ -149,4 +210,47 @@ func (c *checker) orientHostLinks(macs func(i int) (dst, src [6]byte, ok bool)) 
 			c.ifaceHostLink[i] = true
 		}
 	}
+}
+
+// sighting is where a frame's bytes were captured first (earliest
+// timestamp, ties in capture order) and whether they were captured on
+// more than one interface.
+type sighting struct {
+	iface  int
+	ts     int64
+	idx    int
+	shared bool
+}
+
+// firstSightings indexes every frame of the capture by its bytes.
+func (c *checker) firstSightings(data func(i int) []byte) map[uint64]sighting {
+	m := make(map[uint64]sighting, len(c.fs))
+	for i := range c.fs {
+		f := &c.fs[i]
+		h := frameHash(data(i))
+		s, ok := m[h]
+		if !ok {
+			m[h] = sighting{iface: f.iface, ts: f.ts, idx: i}
+			continue
+		}
+		if f.iface != s.iface {
+			s.shared = true
+		}
+		if f.ts < s.ts || (f.ts == s.ts && i < s.idx) {
+			s.iface, s.ts, s.idx = f.iface, f.ts, i
+		}
+		m[h] = s
+	}
+	return m
+}
+
+// frameHash is a 64-bit FNV-1a hash of a frame's bytes and length; equal
+// hashes are taken as equal frames (a collision among a capture's frames
+// is far less likely than a bit error on the wire).
+func frameHash(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, x := range b {
+		h = (h ^ uint64(x)) * 1099511628211
+	}
+	return (h ^ uint64(len(b))) * 1099511628211
 }

@@ -128,34 +128,123 @@ func TestCheckHostLinkOrientation(t *testing.T) {
 	}
 }
 
-// TestCheckTwoHostLinkUnoriented: on a host's link in a two-host network
-// both ends only talk to each other, so MACs cannot tell which one is the
-// host: the pair is watched mid-path (no psn-order), where an X-in/X-out
-// pair would judge the sender.
-func TestCheckTwoHostLinkUnoriented(t *testing.T) {
+// TestCheckTwoHostNetwork: in a two-host network both ends of a host's
+// link only talk to each other, so MACs read it both ways. With both host
+// links captured, where frames were seen first decides: host 1's frames
+// cross h1-s0 before s0-h2, host 2's h2-s0 before s0-h1. Host 1 skips PSN
+// 101: psn-order at its link, as on h1-in/h1-out. One link captured alone
+// cannot be oriented and is watched mid-path (no psn-order).
+func TestCheckTwoHostNetwork(t *testing.T) {
 	for _, tc := range []struct {
-		up, down, vp, pos string
-		want              []chkWant
+		label    string
+		names    []string // h1 → switch, switch → h1, h2 → switch, switch → h2
+		vps, pos []string
+		want     []chkWant
 	}{
-		{"h1-s0", "s0-h1", "h1~s0", "mid-path", []chkWant{}},
-		{"h1-in", "h1-out", "h1", "sender", []chkWant{{"psn-order", 1, 102}}},
+		{"both links", []string{"h1-s0", "s0-h1", "h2-s0", "s0-h2"}, []string{"h1~s0", "h2~s0"}, []string{"sender", "receiver"}, []chkWant{{"psn-order", 2, 102}}},
+		{"in-out", []string{"h1-in", "h1-out", "h2-in", "h2-out"}, []string{"h1", "h2"}, []string{"sender", "receiver"}, []chkWant{{"psn-order", 2, 102}}},
+		{"one link alone", []string{"h1-s0", "s0-h1", "", ""}, []string{"h1~s0"}, []string{"mid-path"}, []chkWant{}},
 	} {
-		t.Run(tc.vp, func(t *testing.T) {
-			c := chkNewCapture(tc.up, tc.down)
+		t.Run(tc.label, func(t *testing.T) {
+			var names []string
+			for _, n := range tc.names {
+				if n != "" {
+					names = append(names, n)
+				}
+			}
+			c := chkNewCapture(names...)
+			add := func(i int, frame []byte) {
+				if tc.names[i] != "" {
+					c.add(tc.names[i], us, frame)
+				}
+			}
 			a := chkNewConn(t, 1, 2, 0x12, 0x11)
-			c.add(tc.up, us, a.data(100, false)) // 0
-			c.add(tc.up, us, a.data(102, false)) // 1: skips 101
-			c.add(tc.down, us, a.nak(101))       // 2
-			c.add(tc.up, us, a.data(101, false)) // 3
-			c.add(tc.up, us, a.data(102, true))  // 4
-			c.add(tc.down, us, a.ack(102))       // 5
+			for _, p := range []uint32{100, 102} { // 101 never sent
+				f := a.data(p, false)
+				add(0, f)
+				add(3, f)
+			}
+			nak := a.nak(101)
+			add(2, nak)
+			add(1, nak)
+			for _, p := range []uint32{101, 102} {
+				f := a.data(p, p == 102)
+				add(0, f)
+				add(3, f)
+			}
+			ack := a.ack(102)
+			add(2, ack)
+			add(1, ack)
 			recs, names := chkRecords(t, c)
 			rep := capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names})
+			assert.Equal(t, tc.vps, rep.VantagePoints)
 			assert.Equal(t, tc.want, chkViolations(rep))
-			require.Len(t, rep.Streams, 1)
-			assert.Equal(t, tc.pos, rep.Streams[0].Position)
+			var pos []string
+			for _, s := range rep.Streams {
+				pos = append(pos, s.Position)
+			}
+			assert.Equal(t, tc.pos, pos)
 		})
 	}
+}
+
+// TestCheckOneHostLeafUplink: host 1 is leaf1's only host, so every frame
+// on leaf1-spine0 is from or to it, as on its own link h1-leaf1. Its
+// frames were captured on h1-leaf1 first: that is its link (it loses PSN
+// 101 there, a ghost), and the uplink is watched mid-path, where the hole
+// is no psn-order violation. Captured alone, the uplink reads as host 1's
+// link and the hole as a skip: a capture of one link cannot tell.
+func TestCheckOneHostLeafUplink(t *testing.T) {
+	build := func(withHostLink bool) *chkCapture {
+		c := chkNewCapture("leaf1-spine0", "spine0-leaf1")
+		if withHostLink {
+			c = chkNewCapture("h1-leaf1", "leaf1-h1", "leaf1-spine0", "spine0-leaf1")
+		}
+		a := chkNewConn(t, 1, 3, 0x12, 0x11)       // host 1 sends to host 3
+		b := chkNewConn(t, 5, 1, 0x52, 0x51)       // and answers host 5
+		up := func(f []byte, comments ...string) { // host 1 → leaf1 → spine0
+			if withHostLink {
+				c.add("h1-leaf1", us, f, comments...)
+			}
+			if len(comments) == 0 {
+				c.add("leaf1-spine0", us, f)
+			}
+		}
+		down := func(f []byte) { // spine0 → leaf1 → host 1
+			c.add("spine0-leaf1", us, f)
+			if withHostLink {
+				c.add("leaf1-h1", us, f)
+			}
+		}
+		up(a.data(100, false))
+		up(a.data(101, false), chkGhost) // lost on host 1's link
+		up(a.data(102, false))
+		down(b.data(500, false))
+		down(a.nak(101))
+		up(b.ack(500))
+		up(a.data(101, false))
+		up(a.data(102, true))
+		down(a.ack(102))
+		return c
+	}
+	recs, names := chkRecords(t, build(true))
+	rep := capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names})
+	assert.Equal(t, []string{"h1~leaf1", "leaf1~spine0"}, rep.VantagePoints)
+	assert.Empty(t, rep.Violations)
+	pos := map[string]string{}
+	for _, s := range rep.Streams {
+		pos[s.Vantage+" "+s.Src] = s.Position
+	}
+	assert.Equal(t, map[string]string{
+		"h1~leaf1 10.0.0.1": "sender", "h1~leaf1 10.0.0.5": "receiver",
+		"leaf1~spine0 10.0.0.1": "mid-path", "leaf1~spine0 10.0.0.5": "mid-path",
+	}, pos)
+
+	recs, names = chkRecords(t, build(false))
+	rep = capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names})
+	require.Len(t, rep.Violations, 1)
+	assert.Equal(t, capcheck.RulePSNOrder, rep.Violations[0].Rule)
+	assert.Equal(t, uint32(102), rep.Violations[0].PSN)
 }
 
 // TestCheckSwitchLink: leaf0-spine0 and spine0-leaf0 carry two hosts'

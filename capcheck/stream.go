@@ -87,7 +87,7 @@ func newChecker(opt CheckOptions, fs []checkFrame, rep *Report) *checker {
 
 // buildVantages maps interfaces to vantage points, merging X-in with
 // X-out and A-B with B-A.
-func (c *checker) buildVantages(recsMAC func(i int) (dst, src [6]byte, ok bool)) {
+func (c *checker) buildVantages(data func(i int) []byte) {
 	n := len(c.ifaceNames)
 	c.ifaceVP = make([]*checkVantage, n)
 	c.ifaceSide = make([]uint8, n)
@@ -118,8 +118,14 @@ func (c *checker) buildVantages(recsMAC func(i int) (dst, src [6]byte, ok bool))
 		c.ifaceVP[i] = get(vpName)
 		c.ifaceSide[i] = side
 	}
-	c.orientHostLinks(recsMAC)
-	c.markNotForHost(recsMAC)
+	c.orientHostLinks(data)
+	c.markNotForHost(func(i int) (dst, src [6]byte, ok bool) {
+		d := data(i)
+		if len(d) < 12 {
+			return dst, src, false
+		}
+		return [6]byte(d[0:6]), [6]byte(d[6:12]), true
+	})
 	// Each interface in capture order; a merged vantage point interleaves
 	// its two interfaces by timestamp (ties: capture order).
 	perIface := make([][]int, n)
