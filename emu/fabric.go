@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
 	"time"
 
+	"github.com/inaemu/inaemu/emu/nic"
+	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/frames"
@@ -30,7 +31,7 @@ type FabricConfig struct {
 	Hosts     int
 	Transport frames.Transport // V2IPv4 (default), V2IPv6 or V1
 	Link      LinkConfig
-	Timing    SwitchTiming
+	Timing    switching.Timing
 	// SwitchMemory is each switch's aggregation memory budget in bytes (0:
 	// no bound).
 	SwitchMemory int64
@@ -61,11 +62,11 @@ type Fabric struct {
 	Clock *vclock.Clock
 	Topo  *topo.Topology
 	// Switch is the first switch (the star's s0); nil without switches.
-	Switch   *Switch
-	Switches []*Switch
+	Switch   *switching.Switch
+	Switches []*switching.Switch
 	// Hosts are each host's first NIC, by host index; NICs every NIC.
-	Hosts   []*Host
-	NICs    []*Host
+	Hosts   []*nic.NIC
+	NICs    []*nic.NIC
 	dirs    []*linkDir // in the topology's direction order (the star: port0-in, port0-out, port1-in, ...)
 	stages  []*faults.Stage
 	capture *capture
@@ -73,31 +74,8 @@ type Fabric struct {
 	live    *liveIO // set when hosts and switch run on devices (NewLiveFabric)
 }
 
-// HostMAC, HostIP and HostGID are host r's addresses: a locally
-// administered MAC, 10.0.0.r+1 or fd00::r+1, and for RoCEv1 the link-local
-// GID the MAC gives (EUI-64), as rxe derives it.
-func HostMAC(r int) net.HardwareAddr { return NICMAC(r, 0) }
-
-// NICMAC is the MAC of host r's NIC n: 02:1a:e0:n:(r+1)>>8:(r+1), so a
-// host's first NIC has the address a star gives host r.
-func NICMAC(r, n int) net.HardwareAddr {
-	return net.HardwareAddr{0x02, 0x1A, 0xE0, byte(n), byte(r >> 8), byte(r + 1)}
-}
-
-func hostAddr(t frames.Transport, r int) netip.Addr { return nicAddr(t, r, 0) }
-
-// nicAddr is host r's NIC n's address: 10.n.(r+1)>>8.(r+1),
-// fd00::n:0:r+1 (n in byte 13), or the MAC's EUI-64 link-local GID.
-func nicAddr(t frames.Transport, r, n int) netip.Addr {
-	switch t {
-	case frames.V2IPv6:
-		return netip.AddrFrom16([16]byte{0: 0xfd, 13: byte(n), 15: byte(r + 1), 14: byte((r + 1) >> 8)})
-	case frames.V1:
-		m := NICMAC(r, n)
-		return netip.AddrFrom16([16]byte{0: 0xfe, 1: 0x80, 8: m[0] ^ 2, 9: m[1], 10: m[2], 11: 0xff, 12: 0xfe, 13: m[3], 14: m[4], 15: m[5]})
-	}
-	return netip.AddrFrom4([4]byte{10, byte(n), byte((r + 1) >> 8), byte(r + 1)})
-}
+// HostMAC is host r's first NIC's MAC (see nic.MAC).
+func HostMAC(r int) net.HardwareAddr { return nic.MAC(r, 0) }
 
 // StarTopology is the star FabricConfig describes without a Topology.
 func (cfg *FabricConfig) StarTopology() (*topo.Topology, error) {
@@ -132,31 +110,26 @@ func NewFabric(cfg FabricConfig) (*Fabric, error) {
 	if cfg.Transport == frames.NotRoCE {
 		cfg.Transport = frames.V2IPv4
 	}
-	if cfg.Timing == (SwitchTiming{}) {
-		cfg.Timing = DefaultTiming
-	}
 	f := &Fabric{Clock: vclock.New(), Topo: t, onSend: cfg.OnSend}
 	// Nodes: a Switch per switch node, a Host per host NIC (a host's i-th
 	// link is its NIC i).
-	sw := map[string]*Switch{}
-	nic := map[string][]*Host{}
+	sw := map[string]*switching.Switch{}
+	nics := map[string][]*nic.NIC{}
 	for i := range t.Nodes {
 		n := &t.Nodes[i]
 		switch n.Kind {
 		case topo.KindSwitch:
-			s := newSwitch(f, n.Name, cfg.Timing)
+			s := switching.New(f.Clock, n.Name, cfg.Timing)
 			s.MemoryBudget = cfg.SwitchMemory
-			s.ports = make([]egress, len(n.Links))
-			s.names = make([]string, len(n.Links))
 			sw[n.Name] = s
 			f.Switches = append(f.Switches, s)
 		case topo.KindHost:
 			for k := range n.Links {
-				h := newHost(f, n, k, cfg.Transport)
-				nic[n.Name] = append(nic[n.Name], h)
+				h := nic.New(f.Clock, n.Name, n.Index, k, cfg.Transport)
+				nics[n.Name] = append(nics[n.Name], h)
 				f.NICs = append(f.NICs, h)
 			}
-			f.Hosts = append(f.Hosts, nic[n.Name][0])
+			f.Hosts = append(f.Hosts, nics[n.Name][0])
 		}
 	}
 	if len(f.Switches) > 0 {
@@ -198,16 +171,16 @@ func NewFabric(cfg FabricConfig) (*Fabric, error) {
 			d.setStage(st)
 			fp, tp := portOf(from, i), portOf(to, i)
 			if s := sw[from]; s != nil {
-				s.ports[fp], s.names[fp] = d, name
+				s.SetPort(fp, d, name)
 			} else {
-				h := nic[from][fp]
-				h.up, d.src = d, h
-				h.link = name
+				h := nics[from][fp]
+				h.Attach(d)
+				d.src = h
 			}
 			if s := sw[to]; s != nil {
-				d.recv = func(frame []byte) { s.ingress(tp, frame) }
+				d.recv = func(frame []byte) { s.Ingress(tp, frame) }
 			} else {
-				d.recv = nic[to][tp].receive
+				d.recv = nics[to][tp].Receive
 			}
 			f.dirs = append(f.dirs, d)
 		}
@@ -216,19 +189,21 @@ func NewFabric(cfg FabricConfig) (*Fabric, error) {
 	for _, s := range f.Switches {
 		if !cfg.LearnMACs {
 			for _, h := range f.NICs {
-				if hops := routes.NextHops(s.Name, h.Node, h.NIC); len(hops) > 0 {
+				if hops := routes.NextHops(s.Name, h.Host, h.Port); len(hops) > 0 {
 					ports := make([]int, len(hops))
 					for i, l := range hops {
 						ports[i] = portOf(s.Name, l)
 					}
-					s.route([6]byte(h.MAC), ports)
+					s.Route([6]byte(h.MAC), ports)
 				}
 			}
 		}
 		if len(f.Switches) > 1 {
+			var flood []int
 			for _, l := range t.FloodPorts(s.Name) {
-				s.flood = append(s.flood, portOf(s.Name, l))
+				flood = append(flood, portOf(s.Name, l))
 			}
+			s.SetFlood(flood)
 		}
 	}
 	// A spoof event's forgery enters the network by another host's link
@@ -237,7 +212,7 @@ func NewFabric(cfg FabricConfig) (*Fabric, error) {
 		if d.dir == faults.DirIn && d.stage != nil {
 			d.stage.OnSpoof = func(frame []byte, from int, ev *faults.Event) {
 				if from >= 0 && from < len(f.Hosts) {
-					if up, ok := f.Hosts[from].up.(*linkDir); ok {
+					if up := f.uplink(f.Hosts[from]); up != nil {
 						up.fly(frame, 0, faults.NoteSpoof, ev)
 					}
 				}
@@ -256,7 +231,7 @@ func NewFabric(cfg FabricConfig) (*Fabric, error) {
 
 // HostByName is the NIC a rank placed on name runs on: "h3" is host h3's
 // first NIC, "h3:nic1" its second.
-func (f *Fabric) HostByName(name string) (*Host, bool) {
+func (f *Fabric) HostByName(name string) (*nic.NIC, bool) {
 	for _, h := range f.NICs {
 		if h.Name == name {
 			return h, true
@@ -267,18 +242,18 @@ func (f *Fabric) HostByName(name string) (*Host, bool) {
 
 // SwitchOf is the switch a host NIC's link leads to, and the port it
 // arrives on there; nil when the NIC's link ends at another host.
-func (f *Fabric) SwitchOf(h *Host) (*Switch, int) {
-	n, _ := f.Topo.Node(h.Node)
-	l := &f.Topo.Links[n.Links[h.NIC]]
+func (f *Fabric) SwitchOf(h *nic.NIC) (*switching.Switch, int) {
+	n, _ := f.Topo.Node(h.Host)
+	l := &f.Topo.Links[n.Links[h.Port]]
 	peer := l.B
-	if peer == h.Node {
+	if peer == h.Host {
 		peer = l.A
 	}
 	for _, s := range f.Switches {
 		if s.Name == peer {
 			pn, _ := f.Topo.Node(peer)
 			for p, li := range pn.Links {
-				if li == n.Links[h.NIC] {
+				if li == n.Links[h.Port] {
 					return s, p
 				}
 			}
@@ -287,24 +262,33 @@ func (f *Fabric) SwitchOf(h *Host) (*Switch, int) {
 	return nil, -1
 }
 
+// uplink is the link direction a NIC transmits on.
+func (f *Fabric) uplink(h *nic.NIC) *linkDir {
+	for _, d := range f.dirs {
+		if d.src == h {
+			return d
+		}
+	}
+	return nil
+}
+
 // reachable reports whether frames from NIC a reach NIC b: over the link
 // between them, or from a's switch by its routes.
-func (f *Fabric) reachable(a, b *Host) bool {
+func (f *Fabric) reachable(a, b *nic.NIC) bool {
 	if f.Live() {
 		return true
 	}
-	n, _ := f.Topo.Node(a.Node)
-	li := n.Links[a.NIC]
-	if l := &f.Topo.Links[li]; l.A == b.Node || l.B == b.Node {
-		bn, _ := f.Topo.Node(b.Node)
-		return bn.Links[b.NIC] == li
+	n, _ := f.Topo.Node(a.Host)
+	li := n.Links[a.Port]
+	if l := &f.Topo.Links[li]; l.A == b.Host || l.B == b.Host {
+		bn, _ := f.Topo.Node(b.Host)
+		return bn.Links[b.Port] == li
 	}
 	s, _ := f.SwitchOf(a)
 	if s == nil {
 		return false
 	}
-	_, ok := s.routes[[6]byte(b.MAC)]
-	return ok
+	return s.Routed([6]byte(b.MAC))
 }
 
 // CloseCapture flushes the capture (if any) and reports a write error.

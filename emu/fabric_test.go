@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/internal/pcapio"
@@ -123,7 +124,7 @@ func TestLinkTimingSingleFrame(t *testing.T) {
 			// Switch → host 1: forwarding latency, serialisation again,
 			// propagation again (store and forward), counted from the
 			// instant the frame reached the switch.
-			want2 := new(big.Rat).Add(psOf((*atSwitch)[0].at+DefaultTiming.Forward+tc.lat), wirePs(1, tc.n, tc.rate))
+			want2 := new(big.Rat).Add(psOf((*atSwitch)[0].at+switching.DefaultTiming.Forward+tc.lat), wirePs(1, tc.n, tc.rate))
 			assertCausal(t, "at host 1", (*atHost1)[0].at, want2)
 			assert.Equal(t, tc.n, (*atHost1)[0].n)
 		})
@@ -163,7 +164,7 @@ func TestLinkTimingBackToBackNoDrift(t *testing.T) {
 			// serialisations on a 1 ns clock), but no drift.
 			for k, a := range *atHost1 {
 				require.Equal(t, k, a.seq)
-				ideal := new(big.Rat).Add(wirePs(int64(k+2), tc.n, tc.rate), psOf(2*lat+DefaultTiming.Forward))
+				ideal := new(big.Rat).Add(wirePs(int64(k+2), tc.n, tc.rate), psOf(2*lat+switching.DefaultTiming.Forward))
 				diff, _ := new(big.Rat).Sub(psOf(a.at), ideal).Float64()
 				require.True(t, diff > -1000 && diff < 2000, "frame %d at host 1: %v, ideal %s ps (diff %.0f ps)", k, a.at, ideal.FloatString(0), diff)
 			}
@@ -180,8 +181,8 @@ func TestLinkTimingBackToBackNoDrift(t *testing.T) {
 
 // The switch's forwarding latency is the configured one, not a constant.
 func TestSwitchForwardLatency(t *testing.T) {
-	for _, fwd := range []time.Duration{DefaultTiming.Forward, 777 * time.Nanosecond, 3 * time.Microsecond} {
-		timing := DefaultTiming
+	for _, fwd := range []time.Duration{switching.DefaultTiming.Forward, 777 * time.Nanosecond, 3 * time.Microsecond} {
+		timing := switching.DefaultTiming
 		timing.Forward = fwd
 		f, err := NewFabric(FabricConfig{Hosts: 2, Link: LinkConfig{Rate: 10e9, Latency: time.Microsecond}, Timing: timing})
 		require.NoError(t, err)
@@ -291,7 +292,7 @@ func TestEgressQueueTailDrop(t *testing.T) {
 	out := dirOf(t, f, "port1-out")
 	got := recordArrivals(f, out)
 	for i := 0; i < 8; i++ {
-		ok := out.push(testFrame(broadcast, f.Hosts[0].MAC, 100, i), 0)
+		ok := out.Push(testFrame(broadcast, f.Hosts[0].MAC, 100, i), 0)
 		assert.Equal(t, i < 5, ok, "push %d", i)
 	}
 	assert.Equal(t, uint64(3), out.Stats.QueueDrops)
@@ -490,7 +491,7 @@ func TestHostAddresses(t *testing.T) {
 			assert.Equal(t, byte(0x02), h.MAC[0]&0x03, "locally administered unicast")
 			assert.False(t, seen[h.MAC.String()])
 			seen[h.MAC.String()] = true
-			assert.Equal(t, r, h.Index)
+			assert.Equal(t, r, h.HostIndex)
 			switch tr {
 			case frames.V2IPv4:
 				assert.Equal(t, fmt.Sprintf("10.0.0.%d", r+1), h.IP.String())

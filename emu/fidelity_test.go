@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/internal/units"
 	"github.com/inaemu/inaemu/roce"
 )
@@ -108,7 +109,7 @@ func TestFidelityWindowBDP(t *testing.T) {
 			// payload + ICRC 4, plus 24 B of preamble, FCS and gap.
 			pktWire := float64(14+20+8+12+1024+4+24) * 8 / rate // seconds
 			msgTime := float64(tc.msgLen) * pktWire
-			rttPkt := 2*(pktWire+tc.latency.Seconds()) + DefaultTiming.AggregateFloat.Seconds()
+			rttPkt := 2*(pktWire+tc.latency.Seconds()) + switching.DefaultTiming.AggregateFloat.Seconds()
 			rttMsg := msgTime - pktWire + rttPkt // the last packet's serialization is in both
 			nStar := int(math.Ceil(rttMsg * rate / (float64(tc.msgLen) * pktWire * rate)))
 			tput := map[int]float64{}

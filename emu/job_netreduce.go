@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/inaemu/inaemu/emu/netreduce"
+	"github.com/inaemu/inaemu/emu/nic"
+	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames/wire"
 	"github.com/inaemu/inaemu/roce"
@@ -29,7 +31,9 @@ type netReduceJob struct {
 	ringID uint8
 }
 
-func init() { RegisterAlgorithm(NetReduce, func(r *runner) (collective, error) { return newNetReduceJob(r) }) }
+func init() {
+	RegisterAlgorithm(NetReduce, func(r *runner) (collective, error) { return newNetReduceJob(r) })
+}
 
 func newNetReduceJob(r *runner) (*netReduceJob, error) {
 	cfg := r.cfg
@@ -86,7 +90,7 @@ func (j *netReduceJob) installRing() error {
 		}
 		return nil
 	}
-	var sw *Switch
+	var sw *switching.Switch
 	ports := make([]int, len(r.workers))
 	for i, w := range r.workers {
 		s, p := r.fab.SwitchOf(w.h)
@@ -99,10 +103,10 @@ func (j *netReduceJob) installRing() error {
 		}
 		sw, ports[i] = s, p
 	}
-	if sw.rings > 255 {
+	if sw.Rings() > 255 {
 		return fmt.Errorf("job %s: switch %s already holds 256 rings", r.name, sw.Name)
 	}
-	j.ringID = uint8(sw.rings)
+	j.ringID = uint8(sw.Rings())
 	ring := NetReduceRing(r.cfg, r.psns.send)
 	ring.ID = j.ringID
 	for i, w := range r.workers {
@@ -124,7 +128,7 @@ func (j *netReduceJob) installRing() error {
 func NetReduceRing(cfg Config, startPSNs []uint32) netreduce.RingConfig {
 	var conns []netreduce.Conn
 	for r := 0; r < cfg.Workers; r++ {
-		c := netreduce.Conn{Src: hostAddr(cfg.Transport, r), Dst: hostAddr(cfg.Transport, (r+1)%cfg.Workers),
+		c := netreduce.Conn{Src: nic.Addr(cfg.Transport, r, 0), Dst: nic.Addr(cfg.Transport, (r+1)%cfg.Workers, 0),
 			DestQP: recvQPN, Rank: r, Port: r}
 		if startPSNs != nil {
 			c.StartPSN, c.HasStart = startPSNs[r], true

@@ -32,7 +32,7 @@ type LinkStats struct {
 // txSource is a transmitter that is asked for its next frame when the line
 // is free (a NIC): it writes the frame into buf and returns its length, or 0.
 type txSource interface {
-	nextFrame(buf []byte) int
+	NextFrame(buf []byte) int
 }
 
 type queued struct {
@@ -125,13 +125,13 @@ func (d *linkDir) getBuf() []byte {
 
 func (d *linkDir) putBuf(b []byte) { d.pool = append(d.pool, b[:cap(b)]) }
 
-// kick tells a pull-source direction that its source has a frame. It never
+// Kick tells a pull-source direction that its source has a frame. It never
 // calls the source at once (the source may be in the middle of an update).
-func (d *linkDir) kick() { d.wake(d.fab.Clock.Now()) }
+func (d *linkDir) Kick() { d.wake(d.fab.Clock.Now()) }
 
-// push queues a copy of frame for transmission no earlier than ready (the
+// Push queues a copy of frame for transmission no earlier than ready (the
 // switch's processing latency); a full queue drops it at the tail.
-func (d *linkDir) push(frame []byte, ready time.Duration) bool {
+func (d *linkDir) Push(frame []byte, ready time.Duration) bool {
 	if len(d.q) >= d.qLimit {
 		d.Stats.QueueDrops++
 		return false
@@ -188,7 +188,7 @@ func (d *linkDir) start() {
 		d.q[len(d.q)-1] = queued{}
 		d.q = d.q[:len(d.q)-1]
 	} else if d.src != nil {
-		n = d.src.nextFrame(d.txBuf)
+		n = d.src.NextFrame(d.txBuf)
 	}
 	if n == 0 {
 		if d.stage != nil && d.stage.Pending() > 0 {

@@ -8,7 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/inaemu/inaemu/emu/topo"
+	"github.com/inaemu/inaemu/emu/nic"
+	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/internal/vclock"
 	"github.com/inaemu/inaemu/roce"
@@ -59,7 +60,7 @@ type rxFrame struct {
 // NewLiveFabric builds a fabric on devices: hosts with a device run here,
 // the others only lend their addresses (they run elsewhere); the switch
 // runs here when it has ports. Call Serve to run it, Close to stop.
-func NewLiveFabric(hosts int, t frames.Transport, timing SwitchTiming, devs Devices) (*Fabric, error) {
+func NewLiveFabric(hosts int, t frames.Transport, timing switching.Timing, devs Devices) (*Fabric, error) {
 	if hosts < 1 || hosts > 250 {
 		return nil, fmt.Errorf("emu: %d hosts: want 1..250", hosts)
 	}
@@ -71,9 +72,6 @@ func NewLiveFabric(hosts int, t frames.Transport, timing SwitchTiming, devs Devi
 	}
 	if t == frames.NotRoCE {
 		t = frames.V2IPv4
-	}
-	if timing == (SwitchTiming{}) {
-		timing = DefaultTiming
 	}
 	f := &Fabric{Clock: vclock.New()}
 	l := &liveIO{start: time.Now(), rx: make(chan rxFrame, liveBuffers), free: make(chan []byte, liveBuffers),
@@ -88,26 +86,25 @@ func NewLiveFabric(hosts int, t frames.Transport, timing SwitchTiming, devs Devi
 		}
 	}
 	if len(devs.Switch) > 0 {
-		f.Switch = newSwitch(f, "s0", timing)
-		f.Switches = []*Switch{f.Switch}
+		f.Switch = switching.New(f.Clock, "s0", timing)
+		f.Switches = []*switching.Switch{f.Switch}
 		for p, d := range devs.Switch {
-			f.Switch.ports = append(f.Switch.ports, &livePort{f: f, dev: d})
-			f.Switch.names = append(f.Switch.names, d.Name())
-			f.Switch.route([6]byte(HostMAC(p)), []int{p}) // rank p's NIC sits behind port p
+			f.Switch.SetPort(p, &livePort{f: f, dev: d}, d.Name())
+			f.Switch.Route([6]byte(HostMAC(p)), []int{p}) // rank p's NIC sits behind port p
 			port := p
-			l.add(d, func(frame []byte) { f.Switch.ingress(port, frame) })
+			l.add(d, func(frame []byte) { f.Switch.Ingress(port, frame) })
 		}
 	}
 	for r := 0; r < hosts; r++ {
-		h := newHost(f, &topo.Node{Name: fmt.Sprintf("h%d", r), Kind: topo.KindHost, Index: r}, 0, t)
-		h.up = noTx{}
+		h := nic.New(f.Clock, fmt.Sprintf("h%d", r), r, 0, t)
+		h.Attach(noTx{})
 		if r < len(devs.Hosts) && devs.Hosts[r] != nil {
 			tx := &liveTx{f: f, dev: devs.Hosts[r], src: h, buf: make([]byte, tap.MaxFrame)}
 			tx.timer = f.Clock.AfterFunc(0, tx.drain)
 			tx.timer.Stop()
-			h.up = tx
-			h.live = true
-			l.add(devs.Hosts[r], h.receive)
+			h.Attach(tx)
+			h.Live = true
+			l.add(devs.Hosts[r], h.Receive)
 		}
 		f.Hosts = append(f.Hosts, h)
 	}
@@ -249,7 +246,7 @@ type liveTx struct {
 	pending bool
 }
 
-func (t *liveTx) kick() {
+func (t *liveTx) Kick() {
 	if !t.pending {
 		t.pending = true
 		t.timer.Reset(0)
@@ -259,7 +256,7 @@ func (t *liveTx) kick() {
 func (t *liveTx) drain() {
 	t.pending = false
 	for range liveBurst {
-		n := t.src.nextFrame(t.buf)
+		n := t.src.NextFrame(t.buf)
 		if n == 0 {
 			return
 		}
@@ -268,13 +265,13 @@ func (t *liveTx) drain() {
 			return
 		}
 	}
-	t.kick() // more to send: after the frames read meanwhile
+	t.Kick() // more to send: after the frames read meanwhile
 }
 
 // noTx is the NIC of a host that runs in another process.
 type noTx struct{}
 
-func (noTx) kick() {}
+func (noTx) Kick() {}
 
 // livePort is a switch port on a device: frames leave at once (the
 // switch's processing latency is whatever this process takes).
@@ -283,7 +280,7 @@ type livePort struct {
 	dev tap.Device
 }
 
-func (p *livePort) push(frame []byte, _ time.Duration) bool {
+func (p *livePort) Push(frame []byte, _ time.Duration) bool {
 	if err := p.dev.WriteFrame(frame); err != nil {
 		p.f.live.fail(err)
 		return false

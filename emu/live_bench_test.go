@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inaemu/inaemu/emu/nic"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
 	"github.com/inaemu/inaemu/tap"
@@ -128,7 +129,7 @@ func measurePort(b *testing.B, topo tap.Topology, hosts []tap.Device, serve func
 		go func() { // rank r's sender: message m, built as it goes
 			defer wg.Done()
 			bld, err := frames.NewBuilder(frames.Path{Transport: frames.V2IPv4, SrcMAC: HostMAC(r), DstMAC: HostMAC(1 - r),
-				SrcIP: hostAddr(frames.V2IPv4, r), DstIP: hostAddr(frames.V2IPv4, 1-r), DestQP: recvQPN})
+				SrcIP: nic.Addr(frames.V2IPv4, r, 0), DstIP: nic.Addr(frames.V2IPv4, 1-r, 0), DestQP: recvQPN})
 			if err != nil {
 				fail("%v", err)
 				return

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/tap"
 )
 
@@ -160,28 +161,28 @@ func arpReply(f []byte, to []byte) []byte {
 // faces rank r) until ctx ends, then reports what it did. In NetReduce
 // mode the switch holds the job's ring; in ring mode it only forwards.
 // ready, if set, runs once the ports are open and the ring is set up.
-func ServeSwitch(ctx context.Context, cfg Config, ports []tap.Device, ready func()) (SwitchReport, error) {
+func ServeSwitch(ctx context.Context, cfg Config, ports []tap.Device, ready func()) (switching.Report, error) {
 	if err := cfg.Validate(); err != nil {
-		return SwitchReport{}, err
+		return switching.Report{}, err
 	}
 	if len(ports) != cfg.Workers {
-		return SwitchReport{}, &ConfigError{fmt.Errorf("%d ports for %d workers", len(ports), cfg.Workers)}
+		return switching.Report{}, &ConfigError{fmt.Errorf("%d ports for %d workers", len(ports), cfg.Workers)}
 	}
 	fab, err := NewLiveFabric(cfg.Workers, cfg.Transport, cfg.Timing, Devices{Switch: ports})
 	if err != nil {
-		return SwitchReport{}, &ConfigError{err}
+		return switching.Report{}, &ConfigError{err}
 	}
 	defer fab.Close()
 	if cfg.Mode == NetReduce {
 		if err := fab.Switch.AddRing(NetReduceRing(cfg, nil)); err != nil {
-			return SwitchReport{}, &ConfigError{err}
+			return switching.Report{}, &ConfigError{err}
 		}
 	}
 	if ready != nil {
 		ready()
 	}
 	err = fab.Serve(ctx, func() bool { return false })
-	rep := fab.Switch.report()
+	rep := fab.Switch.Report()
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		err = nil
 	}

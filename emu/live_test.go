@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/tap"
 	"github.com/stretchr/testify/require"
@@ -76,7 +77,7 @@ func TestLiveSplitAcrossRunners(t *testing.T) {
 			const n = 3
 			hosts, ports := pipeStar(n)
 			ctx, cancel := context.WithCancel(context.Background())
-			swDone := make(chan SwitchReport, 1)
+			swDone := make(chan switching.Report, 1)
 			ready := make(chan struct{})
 			go func() {
 				rep, err := ServeSwitch(ctx, liveConfig(mode, n), ports, func() { close(ready) })

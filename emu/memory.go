@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/inaemu/inaemu/internal/units"
 	"github.com/inaemu/inaemu/roce"
 )
 
@@ -215,7 +216,7 @@ func EstimateRunMemory(cfg Config) MemoryEstimate {
 func (c *Config) checkMemory(jobs []jobConfig) error {
 	e := EstimateRunMemory(*c)
 	if e.Largest > math.MaxInt || e.Total < 0 {
-		return fmt.Errorf("the job's buffers (%s) do not fit in this platform's address space; use a smaller --tensor", FormatBytes(e.Largest))
+		return fmt.Errorf("the job's buffers (%s) do not fit in this platform's address space; use a smaller --tensor", units.FormatBytes(e.Largest))
 	}
 	limit, what := c.MaxMemory, "allowed by --max-memory"
 	if limit < 0 {
@@ -234,31 +235,14 @@ func (c *Config) checkMemory(jobs []jobConfig) error {
 	hint := "use fewer workers or a smaller --tensor"
 	switch max(e.Buffers, e.Links, e.Base) {
 	case e.Base:
-		hint = fmt.Sprintf("the emulator itself needs about %s", FormatBytes(e.Base))
+		hint = fmt.Sprintf("the emulator itself needs about %s", units.FormatBytes(e.Base))
 	case e.Links: // never the buffers' size otherwise: the switch touches at most half as much, the queues less
 		hint = "use a smaller --latency, netem delay or --queue (every frame on the way holds a buffer)"
 	}
 	if len(jobs) > 1 {
-		return fmt.Errorf("the %d jobs need ≈%s together, %s %s; %s", len(jobs), FormatBytes(e.Total), FormatBytes(limit), what, hint)
+		return fmt.Errorf("the %d jobs need ≈%s together, %s %s; %s", len(jobs), units.FormatBytes(e.Total), units.FormatBytes(limit), what, hint)
 	}
 	return fmt.Errorf("the job needs ≈%s (%d workers × %s × %.1f), %s %s; %s",
-		FormatBytes(e.Total), c.Workers, FormatBytes(c.TensorBytes), float64(e.Total)/float64(int64(c.Workers)*c.TensorBytes),
-		FormatBytes(limit), what, hint)
-}
-
-// FormatBytes writes a byte count for people: 270 GiB, 4.5 GiB, 512 MiB.
-func FormatBytes(n int64) string {
-	v := float64(n)
-	for _, u := range []struct {
-		suf string
-		m   float64
-	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if v >= u.m {
-			if x := v / u.m; x < 10 && x != math.Trunc(x) {
-				return strconv.FormatFloat(x, 'f', 1, 64) + " " + u.suf
-			}
-			return fmt.Sprintf("%.0f %s", v/u.m, u.suf)
-		}
-	}
-	return fmt.Sprintf("%d B", n)
+		units.FormatBytes(e.Total), c.Workers, units.FormatBytes(c.TensorBytes), float64(e.Total)/float64(int64(c.Workers)*c.TensorBytes),
+		units.FormatBytes(limit), what, hint)
 }

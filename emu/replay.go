@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/inaemu/inaemu/emu/netreduce"
+	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
@@ -27,12 +28,12 @@ type ReplayOptions struct {
 
 // ReplayReport says what the switch did with a replayed capture.
 type ReplayReport struct {
-	Frames  int          `json:"frames"`  // frames fed in
-	Ignored int          `json:"ignored"` // frames of *-out interfaces (what a switch sent)
-	Ports   int          `json:"ports"`   // switch ports used
-	Ring    string       `json:"ring"`    // the ring configuration used
-	Emitted uint64       `json:"emitted"` // frames the switch sent (see the output capture)
-	Switch  SwitchReport `json:"switch"`  // its counters
+	Frames  int              `json:"frames"`  // frames fed in
+	Ignored int              `json:"ignored"` // frames of *-out interfaces (what a switch sent)
+	Ports   int              `json:"ports"`   // switch ports used
+	Ring    string           `json:"ring"`    // the ring configuration used
+	Emitted uint64           `json:"emitted"` // frames the switch sent (see the output capture)
+	Switch  switching.Report `json:"switch"`  // its counters
 }
 
 // ReplayThroughSwitch feeds the frames of a capture into an emulated
@@ -128,7 +129,7 @@ func ReplayThroughSwitch(recs []pcapio.Record, ifaceNames []string, opt ReplayOp
 	}
 	for _, f := range feed {
 		f := f
-		fab.Clock.AfterFunc(f.at, func() { fab.Switch.ingress(f.port, f.data) })
+		fab.Clock.AfterFunc(f.at, func() { fab.Switch.Ingress(f.port, f.data) })
 	}
 	for fab.Clock.Step() {
 	}
@@ -136,7 +137,7 @@ func ReplayThroughSwitch(recs []pcapio.Record, ifaceNames []string, opt ReplayOp
 		return nil, err
 	}
 	rep.Frames, rep.Ports = len(feed), ports
-	rep.Switch = fab.Switch.report()
+	rep.Switch = fab.Switch.Report()
 	rep.Emitted = fab.LinkStats().Frames
 	return rep, nil
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/inaemu/inaemu/emu/netreduce"
+	"github.com/inaemu/inaemu/emu/nic"
+	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/faults"
@@ -56,7 +58,7 @@ type Config struct {
 	Pattern     tensor.Pattern
 	Transport   frames.Transport
 	Link        LinkConfig
-	Timing      SwitchTiming // zero: DefaultTiming
+	Timing      switching.Timing // zero: switching.DefaultTiming
 	Release     netreduce.Release
 	Seed        uint64
 	Netem       faults.Netem
@@ -132,12 +134,6 @@ type Mismatch struct {
 	Want    string `json:"want"`
 }
 
-// SwitchReport is the switch part of a Result.
-type SwitchReport struct {
-	netreduce.Stats
-	SwitchStats
-}
-
 // JobSpec is one job of a run: ranks placed on host NICs, an algorithm, a
 // tensor and a start time. Zero fields take the run's settings.
 type JobSpec struct {
@@ -177,35 +173,35 @@ type JobResult struct {
 // several, Jobs has each job's figures and the run's mode, bytes and
 // bandwidths are left out (virtual_ns is the last job's end).
 type Result struct {
-	Exact           bool          `json:"exact"`
-	Mode            string        `json:"mode"`
-	Backend         string        `json:"backend"` // emu (virtual time) or tap (wall-clock time on devices)
-	Ranks           []int         `json:"ranks"`   // the ranks that ran, and were checked, in this process
-	Workers         int           `json:"workers"`
-	Bytes           int64         `json:"bytes"`
-	DType           string        `json:"dtype"`
-	Transport       string        `json:"transport"`
-	Release         string        `json:"release,omitempty"`
-	NIC             string        `json:"nic"`
-	Seed            uint64        `json:"seed"`
-	VirtualNS       int64         `json:"virtual_ns"`
-	AlgBWGbps       float64       `json:"algbw_gbps"`
-	BusBWGbps       float64       `json:"busbw_gbps"`
-	FramesSent      uint64        `json:"frames_sent"`
-	Retransmissions uint64        `json:"retransmissions"`
-	NAKs            uint64        `json:"naks"`
-	Timeouts        uint64        `json:"timeouts"`
-	ICRCDrops       uint64        `json:"icrc_drops"`
-	FaultDrops      uint64        `json:"fault_drops"`
-	QueueDrops      uint64        `json:"queue_drops"`
-	Faults          faults.Stats  `json:"faults"`
-	Switch          SwitchReport  `json:"switch"`
-	Mismatch        *Mismatch     `json:"mismatch,omitempty"`
-	Error           string        `json:"error,omitempty"`
-	Jobs            []JobResult   `json:"jobs"`
-	Events          int           `json:"events"`
-	WallNS          int64         `json:"wall_ns"`
-	Wall            time.Duration `json:"-"`
+	Exact           bool             `json:"exact"`
+	Mode            string           `json:"mode"`
+	Backend         string           `json:"backend"` // emu (virtual time) or tap (wall-clock time on devices)
+	Ranks           []int            `json:"ranks"`   // the ranks that ran, and were checked, in this process
+	Workers         int              `json:"workers"`
+	Bytes           int64            `json:"bytes"`
+	DType           string           `json:"dtype"`
+	Transport       string           `json:"transport"`
+	Release         string           `json:"release,omitempty"`
+	NIC             string           `json:"nic"`
+	Seed            uint64           `json:"seed"`
+	VirtualNS       int64            `json:"virtual_ns"`
+	AlgBWGbps       float64          `json:"algbw_gbps"`
+	BusBWGbps       float64          `json:"busbw_gbps"`
+	FramesSent      uint64           `json:"frames_sent"`
+	Retransmissions uint64           `json:"retransmissions"`
+	NAKs            uint64           `json:"naks"`
+	Timeouts        uint64           `json:"timeouts"`
+	ICRCDrops       uint64           `json:"icrc_drops"`
+	FaultDrops      uint64           `json:"fault_drops"`
+	QueueDrops      uint64           `json:"queue_drops"`
+	Faults          faults.Stats     `json:"faults"`
+	Switch          switching.Report `json:"switch"`
+	Mismatch        *Mismatch        `json:"mismatch,omitempty"`
+	Error           string           `json:"error,omitempty"`
+	Jobs            []JobResult      `json:"jobs"`
+	Events          int              `json:"events"`
+	WallNS          int64            `json:"wall_ns"`
+	Wall            time.Duration    `json:"-"`
 }
 
 // validateSettings is Validate's range check of one job's settings.
@@ -280,7 +276,7 @@ func AlgorithmNames() []string {
 type worker struct {
 	rank     int
 	local    bool // runs in this process (always, but with Devices)
-	h        *Host
+	h        *nic.NIC
 	sq, rq   *roce.QP
 	recvMR   *roce.MR
 	sendDone int
@@ -447,8 +443,8 @@ func newRun(cfg Config) (*run, error) {
 		fab.Close()
 		return nil, &ConfigError{err}
 	}
-	var hosts []*Host                 // the NICs the jobs use, in order of first use
-	onHost := map[*Host][]*worker{} // the workers on each
+	var hosts []*nic.NIC               // the NICs the jobs use, in order of first use
+	onHost := map[*nic.NIC][]*worker{} // the workers on each
 	for j, js := range specs {
 		r := &runner{run: u, index: j, name: js.name, ranks: js.ranks, cfg: js.cfg, fab: fab,
 			sendQPN: sendQPN + 2*uint32(j), recvQPN: recvQPN + 2*uint32(j), recvVA: recvBaseVA + uint64(j)<<36}
@@ -458,7 +454,7 @@ func newRun(cfg Config) (*run, error) {
 			if !ok {
 				return fail(fmt.Errorf("job %s: rank %d is placed on %q, which the topology does not have", r.name, i, name))
 			}
-			w := &worker{rank: i, h: h, sq: h.NewQP(r.sendQPN), rq: h.NewQP(r.recvQPN), local: !fab.Live() || h.live}
+			w := &worker{rank: i, h: h, sq: h.NewQP(r.sendQPN), rq: h.NewQP(r.recvQPN), local: !fab.Live() || h.Live}
 			r.workers = append(r.workers, w)
 			if onHost[h] == nil {
 				hosts = append(hosts, h)
@@ -694,7 +690,7 @@ func (u *run) result(events int) *Result {
 	if u.fab.Live() {
 		res.Backend = "tap"
 	}
-	seen := map[*Host]bool{}
+	seen := map[*nic.NIC]bool{}
 	var end time.Duration
 	var modes []string
 	for _, r := range u.jobs {

@@ -144,17 +144,9 @@ func TestValidateMemory(t *testing.T) {
 	cfg = DefaultConfig()
 	cfg.Mode, cfg.Workers, cfg.TensorBytes = Ring, 64, 4<<30
 	if avail, ok := AvailableMemory(); !ok || avail > EstimateMemory(cfg).Total {
-		t.Skipf("available memory unknown or above %s", FormatBytes(EstimateMemory(cfg).Total))
+		t.Skipf("available memory unknown or above %s", units.FormatBytes(EstimateMemory(cfg).Total))
 	}
 	assert.ErrorContains(t, cfg.Validate(), " available; use fewer workers")
-}
-
-func TestFormatBytes(t *testing.T) {
-	for n, want := range map[int64]string{
-		100: "100 B", 1 << 20: "1 MiB", 1536 << 20: "1.5 GiB", 270 << 30: "270 GiB", 1<<40 + 1<<39: "1.5 TiB", 12 << 10: "12 KiB",
-	} {
-		assert.Equal(t, want, FormatBytes(n))
-	}
 }
 
 // The estimate against the peak RSS of real runs, each in a fresh process
@@ -188,7 +180,7 @@ func TestEstimateMatchesRSS(t *testing.T) {
 		}
 		require.NotZero(t, rss, "%s", out)
 		ratio := float64(rss) / float64(est)
-		t.Logf("%-38s estimate %8s  peak RSS %8s  ratio %.2f", job, FormatBytes(est), FormatBytes(rss), ratio)
+		t.Logf("%-38s estimate %8s  peak RSS %8s  ratio %.2f", job, units.FormatBytes(est), units.FormatBytes(rss), ratio)
 		assert.True(t, ratio > 0.5 && ratio <= 1.0, "%s: peak RSS %.2f × the estimate", job, ratio)
 	}
 }

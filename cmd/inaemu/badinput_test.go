@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/internal/units"
 )
 
 // runGuarded runs the CLI as main does, behind the panic guard.
@@ -117,7 +118,7 @@ func TestRunRefusesWhatDoesNotFit(t *testing.T) {
 	cfg.Mode, cfg.Workers, cfg.TensorBytes = emu.Ring, 64, 4<<30
 	need := emu.EstimateMemory(cfg).Total
 	if avail, ok := emu.AvailableMemory(); !ok || avail >= need {
-		t.Skipf("available memory unknown or at least %s", emu.FormatBytes(need))
+		t.Skipf("available memory unknown or at least %s", units.FormatBytes(need))
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/inaemu/inaemu/capcheck"
 	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/internal/pcapio"
 	"github.com/inaemu/inaemu/internal/testtool"
@@ -274,7 +275,7 @@ func TestSwitchOnTAPsAggregatesScapyFrames(t *testing.T) {
 	}
 	sw.stop(t, syscall.SIGTERM)
 	var rep struct {
-		Switch emu.SwitchReport `json:"switch"`
+		Switch switching.Report `json:"switch"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(sw.stdout.String()), &rep), sw.stdout.String())
 	require.EqualValues(t, want, rep.Switch.Packets)
@@ -357,7 +358,7 @@ func multiProcessJobOverTAPs(t *testing.T, topo tap.Topology, bin string, retry 
 	}
 	sw.stop(t, syscall.SIGTERM)
 	var rep struct {
-		Switch emu.SwitchReport `json:"switch"`
+		Switch switching.Report `json:"switch"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(sw.stdout.String()), &rep))
 	require.Positive(t, rep.Switch.Aggregations)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/internal/units"
 	"github.com/inaemu/inaemu/tap"
 	"github.com/vishvananda/netlink"
@@ -225,7 +226,7 @@ func runSwitch(args []string, stdout, stderr io.Writer) int {
 		_ = json.NewEncoder(stdout).Encode(struct {
 			Ports  []string         `json:"ports"`
 			WallNS int64            `json:"wall_ns"`
-			Switch emu.SwitchReport `json:"switch"`
+			Switch switching.Report `json:"switch"`
 		}{names, int64(time.Since(start)), rep})
 		return exitOK
 	}

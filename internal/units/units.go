@@ -91,3 +91,20 @@ func FormatRate(bps float64) string {
 	}
 	return strconv.FormatFloat(bps, 'f', -1, 64)
 }
+
+// FormatBytes writes a byte count for people: 270 GiB, 4.5 GiB, 512 MiB.
+func FormatBytes(n int64) string {
+	v := float64(n)
+	for _, u := range []struct {
+		suf string
+		m   float64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if v >= u.m {
+			if x := v / u.m; x < 10 && x != math.Trunc(x) {
+				return strconv.FormatFloat(x, 'f', 1, 64) + " " + u.suf
+			}
+			return fmt.Sprintf("%.0f %s", v/u.m, u.suf)
+		}
+	}
+	return fmt.Sprintf("%d B", n)
+}

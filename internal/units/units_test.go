@@ -85,3 +85,11 @@ func TestFormatRoundTrip(t *testing.T) {
 	assert.Equal(t, "2.5G", FormatRate(2.5e9))
 	assert.Equal(t, "400M", FormatRate(4e8))
 }
+
+func TestFormatBytes(t *testing.T) {
+	for n, want := range map[int64]string{
+		100: "100 B", 1 << 20: "1 MiB", 1536 << 20: "1.5 GiB", 270 << 30: "270 GiB", 1<<40 + 1<<39: "1.5 TiB", 12 << 10: "12 KiB",
+	} {
+		assert.Equal(t, want, FormatBytes(n))
+	}
+}

@@ -1,4 +1,9 @@
-package emu
+// Package switching is the emulated switch: its forwarding pipeline
+// (learning, routes from the topology with ECMP, flooding on a spanning
+// tree) and the programs installed in it, the NetReduce accelerator first,
+// each with its memory and latency. Ports are Egress values (a link
+// direction, a device); the switch knows nothing of links or jobs.
+package switching
 
 import (
 	"fmt"
@@ -6,14 +11,15 @@ import (
 
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/internal/units"
 )
 
-// SwitchTiming is the switch's processing latency per path through its
+// Timing is the switch's processing latency per path through its
 // pipeline (AllReduce-Switch, TCSI '21, Fig. 17): a forwarded frame passes
 // port learning, the first part of parsing and output; an aggregated one
 // also the aggregation stage (slower with the floating-point adder); a
 // re-sent result skips the adder.
-type SwitchTiming struct {
+type Timing struct {
 	Forward        time.Duration
 	AggregateFixed time.Duration
 	AggregateFloat time.Duration
@@ -21,15 +27,15 @@ type SwitchTiming struct {
 }
 
 // DefaultTiming is the AllReduce-Switch's measured latencies.
-var DefaultTiming = SwitchTiming{
+var DefaultTiming = Timing{
 	Forward:        250 * time.Nanosecond,
 	AggregateFixed: 2200 * time.Nanosecond,
 	AggregateFloat: 2400 * time.Nanosecond,
 	Resend:         1500 * time.Nanosecond,
 }
 
-// SwitchStats count the switch's forwarding plane.
-type SwitchStats struct {
+// Counters count the switch's forwarding plane.
+type Counters struct {
 	Frames    uint64 `json:"frames"`    // frames received
 	Forwarded uint64 `json:"forwarded"` // sent to the learned port
 	Flooded   uint64 `json:"flooded"`   // destination unknown or broadcast
@@ -69,14 +75,14 @@ type Switch struct {
 	Name string
 	// Accel is the NetReduce accelerator once a ring was added (nil before).
 	Accel *netreduce.Accelerator
-	Stats SwitchStats
+	Stats Counters
 	// MemoryBudget bounds the aggregation memory of the programs (bytes;
 	// 0: no bound).
 	MemoryBudget int64
 
-	timing   SwitchTiming
-	fab      *Fabric
-	ports    []egress // each port's transmit side: a link direction or a device
+	timing   Timing
+	clock    Clock
+	ports    []Egress // each port's transmit side: a link direction or a device
 	names    []string // each port's egress link direction, for messages
 	macs     map[[6]byte]int
 	routes   map[[6]byte][]int // host NIC MACs: the ports on shortest paths
@@ -87,17 +93,46 @@ type Switch struct {
 	emitFn   ProgramEmit
 }
 
-// egress is a switch port's transmit side: it takes a copy of frame, to
+// Egress is a switch port's transmit side: it takes a copy of frame, to
 // send no earlier than ready.
-type egress interface {
-	push(frame []byte, ready time.Duration) bool
+type Egress interface {
+	Push(frame []byte, ready time.Duration) bool
 }
 
-func newSwitch(f *Fabric, name string, t SwitchTiming) *Switch {
-	s := &Switch{Name: name, timing: t, fab: f, macs: map[[6]byte]int{}, routes: map[[6]byte][]int{}}
+// Clock is the time the switch stamps its output with.
+type Clock interface{ Now() time.Duration }
+
+// Report is the switch's counters and its accelerator's.
+type Report struct {
+	netreduce.Stats
+	Counters
+}
+
+// New makes a switch with no ports and no programs.
+func New(clock Clock, name string, t Timing) *Switch {
+	if t == (Timing{}) {
+		t = DefaultTiming
+	}
+	s := &Switch{Name: name, timing: t, clock: clock, macs: map[[6]byte]int{}, routes: map[[6]byte][]int{}}
 	s.emitFn = s.emit
 	return s
 }
+
+// SetPort makes e port p's transmit side; name says what it is (the link
+// direction leaving by it, the device).
+func (s *Switch) SetPort(p int, e Egress, name string) {
+	for len(s.ports) <= p {
+		s.ports, s.names = append(s.ports, nil), append(s.names, "")
+	}
+	s.ports[p], s.names[p] = e, name
+}
+
+// SetFlood sets the ports a broadcast or unknown-unicast frame leaves by
+// (nil: every port), e.g. a spanning tree's.
+func (s *Switch) SetFlood(ports []int) { s.flood = ports }
+
+// Rings is the number of NetReduce rings set up.
+func (s *Switch) Rings() int { return s.rings }
 
 // Install adds a program after those already installed.
 func (s *Switch) Install(p Program) { s.programs = append(s.programs, p) }
@@ -122,7 +157,7 @@ func (s *Switch) AddRing(cfg netreduce.RingConfig) error {
 		used, need := s.MemoryBytes(), cfg.MemoryBytes()
 		if used+need > s.MemoryBudget {
 			return fmt.Errorf("switch %s: ring %d needs %s of aggregation memory (2×window %d×msg-len %d aggregators × (%d ranks' frame slots + the sum)) and %s of the %s budget is in use: raise --switch-memory or lower --window/--msg-len/--mtu",
-				s.Name, cfg.ID, FormatBytes(need), cfg.Window, cfg.MsgLen, cfg.Workers, FormatBytes(used), FormatBytes(s.MemoryBudget))
+				s.Name, cfg.ID, units.FormatBytes(need), cfg.Window, cfg.MsgLen, cfg.Workers, units.FormatBytes(used), units.FormatBytes(s.MemoryBudget))
 		}
 	}
 	if s.Accel == nil {
@@ -141,7 +176,7 @@ func (s *Switch) AddRing(cfg netreduce.RingConfig) error {
 // resend path's.
 type netReduceProgram struct {
 	a      *netreduce.Accelerator
-	timing SwitchTiming
+	timing Timing
 	emit   ProgramEmit
 	emitFn netreduce.Emit
 }
@@ -172,24 +207,31 @@ func (p *netReduceProgram) onEmit(frame []byte, kind netreduce.Kind, ring *netre
 	p.emit(frame, lat)
 }
 
-// report is the switch's counters and its accelerator's (zero without one).
-func (s *Switch) report() SwitchReport {
-	r := SwitchReport{SwitchStats: s.Stats}
+// Report is the switch's counters and its accelerator's (zero without one).
+func (s *Switch) Report() Report {
+	r := Report{Counters: s.Stats}
 	if s.Accel != nil {
 		r.Stats = s.Accel.Stats
 	}
 	return r
 }
 
-// route enters a host NIC's MAC with the ports on shortest paths to it,
+// Route enters a host NIC's MAC with the ports on shortest paths to it,
 // as a topology that knows where each host sits does; learning never
 // moves it.
-func (s *Switch) route(mac [6]byte, ports []int) { s.routes[mac] = ports }
+func (s *Switch) Route(mac [6]byte, ports []int) { s.routes[mac] = ports }
+
+// Routed reports whether the switch has a route to mac.
+func (s *Switch) Routed(mac [6]byte) bool {
+	_, ok := s.routes[mac]
+	return ok
+}
 
 // Ports is the number of ports.
 func (s *Switch) Ports() int { return len(s.ports) }
 
-func (s *Switch) ingress(port int, frame []byte) {
+// Ingress takes a frame that arrived on port (only read during the call).
+func (s *Switch) Ingress(port int, frame []byte) {
 	s.Stats.Frames++
 	if len(frame) < 14 {
 		return
@@ -225,7 +267,7 @@ func (s *Switch) emit(frame []byte, lat time.Duration) {
 
 // forward is stage 3: the route or learned port, or flood.
 func (s *Switch) forward(in int, frame []byte, lat time.Duration) {
-	ready := s.fab.Clock.Now() + lat
+	ready := s.clock.Now() + lat
 	if frame[0]&1 == 0 {
 		dst := [6]byte(frame[0:6])
 		p, ok := s.macs[dst]
@@ -241,7 +283,7 @@ func (s *Switch) forward(in int, frame []byte, lat time.Duration) {
 				return
 			}
 			s.Stats.Forwarded++
-			s.ports[p].push(frame, ready)
+			s.ports[p].Push(frame, ready)
 			return
 		}
 	}
@@ -249,14 +291,14 @@ func (s *Switch) forward(in int, frame []byte, lat time.Duration) {
 	if s.flood == nil {
 		for p, d := range s.ports {
 			if p != in {
-				d.push(frame, ready)
+				d.Push(frame, ready)
 			}
 		}
 		return
 	}
 	for _, p := range s.flood {
 		if p != in {
-			s.ports[p].push(frame, ready)
+			s.ports[p].Push(frame, ready)
 		}
 	}
 }

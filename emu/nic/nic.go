@@ -1,0 +1,215 @@
+// Package nic is an emulated RoCE NIC: the queue pairs of a host's RDMA
+// device (package roce) behind one Ethernet port. It pulls frames from its
+// QPs when its transmitter (a link direction or a TAP device) is free,
+// and demultiplexes received frames to QPs by destination QPN. It knows
+// nothing of links, switches or jobs.
+package nic
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/roce"
+)
+
+// Stats count what a NIC received and did not hand to a QP.
+type Stats struct {
+	RxFrames  uint64 `json:"rx_frames"`
+	NotForMe  uint64 `json:"not_for_me"` // unicast to another MAC (the switch flooded it)
+	NotRoCE   uint64 `json:"not_roce"`   // ARP and other frames, ignored
+	NoQP      uint64 `json:"no_qp"`      // RoCE frames for a QPN the host does not have
+	CtrlSent  uint64 `json:"ctrl_sent"`  // frames sent that are not RoCE (gratuitous ARP)
+	RoCESent  uint64 `json:"roce_sent"`  // frames the QPs sent
+	Malformed uint64 `json:"malformed"`  // RoCE-looking frames the parser rejected
+}
+
+// NIC is one RoCE NIC of a host: host h3's first NIC is named "h3", its
+// second "h3:nic1" (in a topology a host's i-th link is its NIC i). Its
+// QPs are served round-robin whenever the line is free (the NIC pulls
+// frames, so a host never queues more than it can send).
+type NIC struct {
+	Name      string // "h3", "h3:nic1"
+	Host      string // the host's name
+	HostIndex int    // the host's index (h3: 3); the addresses derive from it
+	Port      int    // which of the host's NICs
+	MAC       net.HardwareAddr
+	IP        netip.Addr // the IPv4/IPv6 address, or the RoCEv1 GID
+	Transport frames.Transport
+	PD        *roce.PD
+	Stats     Stats
+	// OnCompletion, if set, runs (as its own event) after any of the
+	// host's CQs gained completions.
+	OnCompletion func()
+
+	// OnControl, if set, sees every frame that is not RoCE (ARP...).
+	OnControl func(frame []byte)
+
+	// Live marks a NIC that is a device in this process (the TAP backend).
+	Live bool
+
+	clock     roce.Clock
+	up        Transmitter
+	qps       []*roce.QP
+	rr        int
+	ctrl      [][]byte
+	view      frames.View
+	pollTimer roce.Timer
+	pollDue   bool
+	mac6      [6]byte
+}
+
+// Transmitter is a NIC's transmit side (a link direction, a device): it
+// pulls frames with NextFrame when the line is free, and Kick tells it
+// the NIC has some. Kick must never call NextFrame at once (the NIC may be
+// in the middle of an update).
+type Transmitter interface{ Kick() }
+
+// MAC is the address of host h's NIC p: the locally administered
+// 02:1a:e0:p:(h+1)>>8:(h+1).
+func MAC(h, p int) net.HardwareAddr {
+	return net.HardwareAddr{0x02, 0x1A, 0xE0, byte(p), byte(h >> 8), byte(h + 1)}
+}
+
+// Addr is host h's NIC p's address for transport t: 10.p.(h+1)>>8.(h+1),
+// fd00::(h+1) with p in byte 13, or for RoCEv1 the link-local GID the MAC
+// gives (EUI-64), as rxe derives it.
+func Addr(t frames.Transport, h, p int) netip.Addr {
+	switch t {
+	case frames.V2IPv6:
+		return netip.AddrFrom16([16]byte{0: 0xfd, 13: byte(p), 15: byte(h + 1), 14: byte((h + 1) >> 8)})
+	case frames.V1:
+		m := MAC(h, p)
+		return netip.AddrFrom16([16]byte{0: 0xfe, 1: 0x80, 8: m[0] ^ 2, 9: m[1], 10: m[2], 11: 0xff, 12: 0xfe, 13: m[3], 14: m[4], 15: m[5]})
+	}
+	return netip.AddrFrom4([4]byte{10, byte(p), byte((h + 1) >> 8), byte(h + 1)})
+}
+
+// New makes port p of host (index h) on the clock, with the addresses MAC
+// and Addr give.
+func New(clock roce.Clock, host string, h, p int, t frames.Transport) *NIC {
+	n := &NIC{Name: host, Host: host, HostIndex: h, Port: p, MAC: MAC(h, p), IP: Addr(t, h, p), Transport: t, PD: roce.NewPD(), clock: clock}
+	if p > 0 {
+		n.Name = fmt.Sprintf("%s:nic%d", host, p)
+	}
+	copy(n.mac6[:], n.MAC)
+	tm := clock.AfterFunc(0, n.poll)
+	tm.Stop()
+	n.pollTimer = tm
+	return n
+}
+
+// Attach gives the NIC its transmit side (before any QP is made).
+func (h *NIC) Attach(tx Transmitter) { h.up = tx }
+
+// NewQP creates a QP on this NIC whose completions wake OnCompletion.
+func (h *NIC) NewQP(qpn uint32) *roce.QP {
+	scq, rcq := roce.NewCQ(64), roce.NewCQ(64)
+	scq.Notify, rcq.Notify = h.completed, h.completed
+	q := roce.NewQP(qpn, h.clock, h.PD, scq, rcq)
+	q.OnTxReady = h.up.Kick
+	h.qps = append(h.qps, q)
+	return q
+}
+
+// QPs are the host's queue pairs, in creation order.
+func (h *NIC) QPs() []*roce.QP { return h.qps }
+
+// PathTo is the path from this host to peer's QP dqpn.
+func (h *NIC) PathTo(peer *NIC, dqpn uint32) frames.Path {
+	return frames.Path{Transport: h.Transport, SrcMAC: h.MAC, DstMAC: peer.MAC, SrcIP: h.IP, DstIP: peer.IP, DestQP: dqpn}
+}
+
+// SendControl queues a non-RoCE frame (sent before any QP traffic).
+func (h *NIC) SendControl(frame []byte) {
+	h.ctrl = append(h.ctrl, append([]byte(nil), frame...))
+	h.up.Kick()
+}
+
+// GratuitousARP is the ARP announcement a NIC sends when its link comes
+// up, so the switch learns its port before the first RoCE frame.
+func (h *NIC) GratuitousARP() []byte {
+	f := make([]byte, 60)
+	copy(f[0:6], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	copy(f[6:12], h.MAC)
+	f[12], f[13] = 0x08, 0x06
+	copy(f[14:22], []byte{0, 1, 8, 0, 6, 4, 0, 1}) // Ethernet, IPv4, request
+	copy(f[22:28], h.MAC)
+	ip := h.IP
+	if !ip.Is4() { // IPv6/RoCEv1 hosts still announce their MAC; the address field is zero
+		ip = netip.AddrFrom4([4]byte{})
+	}
+	a := ip.As4()
+	copy(f[28:32], a[:])
+	copy(f[38:42], a[:])
+	return f
+}
+
+func (h *NIC) completed() {
+	if !h.pollDue && h.OnCompletion != nil {
+		h.pollDue = true
+		h.pollTimer.Reset(0)
+	}
+}
+
+func (h *NIC) poll() {
+	h.pollDue = false
+	h.OnCompletion()
+}
+
+// NextFrame is the NIC's transmit arbiter: control frames, then the QPs
+// round-robin. It writes the frame into buf and returns its length, or 0.
+func (h *NIC) NextFrame(buf []byte) int {
+	if len(h.ctrl) > 0 {
+		n := copy(buf, h.ctrl[0])
+		h.ctrl = h.ctrl[1:]
+		h.Stats.CtrlSent++
+		return n
+	}
+	for i := range h.qps {
+		q := h.qps[(h.rr+i)%len(h.qps)]
+		if !q.HasFrame() {
+			continue
+		}
+		if n, ok := q.NextFrame(buf); ok {
+			h.rr = (h.rr + i + 1) % len(h.qps)
+			h.Stats.RoCESent++
+			return n
+		}
+	}
+	return 0
+}
+
+// Receive is the NIC's receive path: MAC filter, parse, demultiplex by
+// QPN. frame is only read during the call.
+func (h *NIC) Receive(frame []byte) {
+	h.Stats.RxFrames++
+	if len(frame) < 14 {
+		h.Stats.Malformed++
+		return
+	}
+	if frame[0]&1 == 0 && [6]byte(frame[0:6]) != h.mac6 {
+		h.Stats.NotForMe++
+		return
+	}
+	if err := h.view.Parse(frame); err != nil {
+		if err == frames.ErrNotRoCE {
+			h.Stats.NotRoCE++
+			if h.OnControl != nil {
+				h.OnControl(frame)
+			}
+		} else {
+			h.Stats.Malformed++
+		}
+		return
+	}
+	qpn := h.view.DestQP()
+	for _, q := range h.qps {
+		if q.QPN() == qpn {
+			q.Receive(&h.view)
+			return
+		}
+	}
+	h.Stats.NoQP++
+}
