@@ -12,6 +12,7 @@ import (
 	"github.com/leanovate/gopter"
 
 	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/emu/fabric"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
@@ -93,7 +94,7 @@ func runGBN(c gbnCase, events []string) gbnRun {
 		if dir == faults.DirIn && v.Parse(frame) == nil { // host port → switch: what the host sent
 			// at is when the last bit left; the NIC built the frame when
 			// its first bit went out.
-			at -= time.Duration(float64(len(frame)+emu.WireOverhead) * 8 / gbnRate * 1e9)
+			at -= time.Duration(float64(len(frame)+fabric.WireOverhead) * 8 / gbnRate * 1e9)
 			e := traceEvent{at: at, side: port, sent: true, psn: v.PSN(), data: !v.Opcode().IsAck(), capture: -1}
 			if a := v.AETH(); a != nil {
 				e.syn = a.Syndrome()
@@ -101,7 +102,7 @@ func runGBN(c gbnCase, events []string) gbnRun {
 			out.sent = append(out.sent, e)
 		}
 	}
-	fab, err := emu.NewFabric(emu.FabricConfig{Hosts: 2, Transport: tr, Link: emu.LinkConfig{Rate: gbnRate, Latency: gbnLatency},
+	fab, err := fabric.New(fabric.Config{Hosts: 2, Transport: tr, Link: fabric.LinkConfig{Rate: gbnRate, Latency: gbnLatency},
 		Events: evs, Seed: c.Seed, Capture: &buf, OnSend: onSend})
 	if err != nil {
 		out.err = err.Error()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/inaemu/inaemu/emu/fabric"
 	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/internal/units"
 	"github.com/inaemu/inaemu/roce"
@@ -117,7 +118,7 @@ func TestFidelityWindowBDP(t *testing.T) {
 			for n := 1; n <= nStar+3; n++ {
 				cfg := DefaultConfig()
 				cfg.Workers, cfg.Window, cfg.MsgLen, cfg.TensorBytes, cfg.Seed = 4, n, tc.msgLen, 1<<20, 1
-				cfg.Link = LinkConfig{Rate: rate, Latency: tc.latency}
+				cfg.Link = fabric.LinkConfig{Rate: rate, Latency: tc.latency}
 				res, err := Run(cfg)
 				require.NoError(t, err)
 				require.True(t, res.Exact)

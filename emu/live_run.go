@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/inaemu/inaemu/emu/live"
 	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/tap"
 )
@@ -168,7 +169,7 @@ func ServeSwitch(ctx context.Context, cfg Config, ports []tap.Device, ready func
 	if len(ports) != cfg.Workers {
 		return switching.Report{}, &ConfigError{fmt.Errorf("%d ports for %d workers", len(ports), cfg.Workers)}
 	}
-	fab, err := NewLiveFabric(cfg.Workers, cfg.Transport, cfg.Timing, Devices{Switch: ports})
+	fab, err := live.NewFabric(cfg.Workers, cfg.Transport, cfg.Timing, live.Devices{Switch: ports})
 	if err != nil {
 		return switching.Report{}, &ConfigError{err}
 	}

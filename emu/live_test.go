@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inaemu/inaemu/emu/live"
 	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/tap"
@@ -50,7 +51,7 @@ func TestLiveJobOverPipesIsExact(t *testing.T) {
 			cfg := liveConfig(mode, 4)
 			cfg.DType = tensor.F16
 			hosts, ports := pipeStar(4)
-			cfg.Devices = &Devices{Hosts: hosts, Switch: ports}
+			cfg.Devices = &live.Devices{Hosts: hosts, Switch: ports}
 			res, err := Run(cfg)
 			require.NoError(t, err)
 			require.True(t, res.Exact, "mismatch %+v", res.Mismatch)
@@ -94,7 +95,7 @@ func TestLiveSplitAcrossRunners(t *testing.T) {
 				cfg := liveConfig(mode, n)
 				devs := make([]tap.Device, n)
 				devs[r] = hosts[r]
-				cfg.Devices = &Devices{Hosts: devs}
+				cfg.Devices = &live.Devices{Hosts: devs}
 				wg.Add(1)
 				go func() {
 					defer wg.Done()

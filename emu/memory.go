@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/inaemu/inaemu/emu/fabric"
 	"github.com/inaemu/inaemu/internal/units"
 	"github.com/inaemu/inaemu/roce"
 )
@@ -66,7 +67,7 @@ const (
 	wrBytes = int64(unsafe.Sizeof(roce.SendWR{})) + 16 + int64(unsafe.Sizeof(roce.RecvWR{}))
 	// frameBytes is one frame in a link: its pooled buffer and its slot
 	// in the queue or the in-flight list (which grows by doubling).
-	frameBytes = int64(maxFrame) + 2*64
+	frameBytes = int64(fabric.MaxFrame) + 2*64
 	// dataFrameOverhead is what a full data frame adds to its MTU of
 	// payload on the wire, rounded down: Ethernet, IPv4, UDP, BTH, ICRC,
 	// and preamble, FCS and inter-frame gap.

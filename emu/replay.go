@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/inaemu/inaemu/emu/fabric"
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/emu/tensor"
@@ -116,7 +117,7 @@ func ReplayThroughSwitch(recs []pcapio.Record, ifaceNames []string, opt ReplayOp
 	if opt.Rate == 0 {
 		opt.Rate = 100e9
 	}
-	fab, err := NewFabric(FabricConfig{Hosts: max(ports, 1), Link: LinkConfig{Rate: opt.Rate}, Capture: opt.Out, LearnMACs: true})
+	fab, err := fabric.New(fabric.Config{Hosts: max(ports, 1), Link: fabric.LinkConfig{Rate: opt.Rate}, Capture: opt.Out, LearnMACs: true})
 	if err != nil {
 		return nil, err
 	}

@@ -6,10 +6,13 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"net"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/inaemu/inaemu/emu/fabric"
+	"github.com/inaemu/inaemu/emu/live"
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/nic"
 	"github.com/inaemu/inaemu/emu/switching"
@@ -57,7 +60,7 @@ type Config struct {
 	DType       tensor.DType
 	Pattern     tensor.Pattern
 	Transport   frames.Transport
-	Link        LinkConfig
+	Link        fabric.LinkConfig
 	Timing      switching.Timing // zero: switching.DefaultTiming
 	Release     netreduce.Release
 	Seed        uint64
@@ -90,13 +93,13 @@ type Config struct {
 	// wall-clock time, no emulated links, so no faults, capture or link
 	// model; MaxVirtual bounds the wall time. Only the ranks with a device
 	// run (and are checked) here.
-	Devices *Devices
+	Devices *live.Devices
 }
 
 // DefaultConfig is `inaemu run` with no flags.
 func DefaultConfig() Config {
 	return Config{Workers: 8, Mode: NetReduce, Window: 2, MsgLen: 170, MTU: 1024, TensorBytes: 16 << 20,
-		DType: tensor.F32, Transport: frames.V2IPv4, Link: LinkConfig{Rate: 10e9, Latency: time.Microsecond},
+		DType: tensor.F32, Transport: frames.V2IPv4, Link: fabric.LinkConfig{Rate: 10e9, Latency: time.Microsecond},
 		Timeout: 14, RetryCnt: 7}
 }
 
@@ -294,7 +297,7 @@ type runner struct {
 	name    string
 	ranks   []string
 	cfg     Config // the job's settings (Workers: its ranks)
-	fab     *Fabric
+	fab     *fabric.Fabric
 	workers []*worker
 	psns    ringPSNs // the connections' initial PSNs, from the seed
 	job     collective
@@ -311,7 +314,7 @@ type runner struct {
 // run is a fabric and its jobs.
 type run struct {
 	cfg  Config
-	fab  *Fabric
+	fab  *fabric.Fabric
 	jobs []*runner
 }
 
@@ -325,6 +328,9 @@ func (r *runner) local() []*worker {
 	}
 	return l
 }
+
+// HostMAC is host r's first NIC's MAC (nic.MAC(r, 0)).
+func HostMAC(r int) net.HardwareAddr { return nic.MAC(r, 0) }
 
 // QP numbers of the first job on every host (rxe hands out 17 first, like
 // a fresh host); job j's are 2j higher.
@@ -428,11 +434,11 @@ func newRun(cfg Config) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
-	var fab *Fabric
+	var fab *fabric.Fabric
 	if cfg.Devices != nil {
-		fab, err = NewLiveFabric(cfg.Workers, cfg.Transport, cfg.Timing, *cfg.Devices)
+		fab, err = live.NewFabric(cfg.Workers, cfg.Transport, cfg.Timing, *cfg.Devices)
 	} else {
-		fab, err = NewFabric(FabricConfig{Topology: cfg.Topology, Hosts: cfg.Workers, Transport: cfg.Transport, Link: cfg.Link, Timing: cfg.Timing,
+		fab, err = fabric.New(fabric.Config{Topology: cfg.Topology, Hosts: cfg.Workers, Transport: cfg.Transport, Link: cfg.Link, Timing: cfg.Timing,
 			SwitchMemory: cfg.SwitchMemory, Netem: cfg.Netem, Events: cfg.Events, Seed: cfg.Seed, Capture: cfg.Capture})
 	}
 	if err != nil {
@@ -527,7 +533,7 @@ func (r *runner) connect() error {
 	n := len(r.workers)
 	for _, w := range r.workers {
 		succ := r.workers[(w.rank+1)%n]
-		if !r.fab.reachable(w.h, succ.h) || !r.fab.reachable(succ.h, w.h) {
+		if !r.fab.Reachable(w.h, succ.h) || !r.fab.Reachable(succ.h, w.h) {
 			return fmt.Errorf("job %s: rank %d (%s) and rank %d (%s) have no path between them in the topology", r.name, w.rank, w.h.Name, succ.rank, succ.h.Name)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/emu/live"
 	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/internal/units"
 	"github.com/inaemu/inaemu/tap"
@@ -273,7 +274,7 @@ func runHost(args []string, stdout, stderr io.Writer) int {
 	}
 	hosts := make([]tap.Device, cfg.Workers)
 	hosts[*rank] = devs[0]
-	cfg.Devices = &emu.Devices{Hosts: hosts}
+	cfg.Devices = &live.Devices{Hosts: hosts}
 	if !*asJSON {
 		fmt.Fprintf(stdout, "inaemu host: rank %d of %d on %s, %s allreduce of %s %s, seed %d\n",
 			*rank, cfg.Workers, *iface, cfg.Mode, units.FormatSize(cfg.TensorBytes), cfg.DType, cfg.Seed)
@@ -328,7 +329,7 @@ func runOnTAPs(fs *cmdFlags, cfg emu.Config, prefix string, asJSON bool) int {
 	if err != nil {
 		return tapFailure(fs, err)
 	}
-	cfg.Devices = &emu.Devices{Hosts: devs[:cfg.Workers], Switch: devs[cfg.Workers:]}
+	cfg.Devices = &live.Devices{Hosts: devs[:cfg.Workers], Switch: devs[cfg.Workers:]}
 	if !asJSON {
 		fmt.Fprintf(fs.stdout, "inaemu run: %s allreduce, %d workers × %s %s, on TAPs %s..%s (bridges %s..%s), seed %d\n",
 			cfg.Mode, cfg.Workers, units.FormatSize(cfg.TensorBytes), cfg.DType, topo.Host(0), topo.SwitchPort(cfg.Workers-1),

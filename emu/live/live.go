@@ -1,4 +1,9 @@
-package emu
+// Package live is the TAP backend: a fabric whose host NICs and switch
+// ports are real interfaces (package tap) instead of emulated links. One
+// reader goroutine per device hands frames to the single-threaded event
+// loop, which follows the wall clock; the kernel (a bridge per link) is the
+// network.
+package live
 
 import (
 	"context"
@@ -8,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/inaemu/inaemu/emu/fabric"
 	"github.com/inaemu/inaemu/emu/nic"
 	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/frames"
@@ -40,6 +46,7 @@ const (
 // liveIO is the live fabric's device side: one reader goroutine per device
 // hands frames to the event loop (Serve), which owns all other state.
 type liveIO struct {
+	f     *fabric.Fabric
 	start time.Time
 	rx    chan rxFrame
 	free  chan []byte
@@ -57,40 +64,41 @@ type rxFrame struct {
 	deliver func(frame []byte)
 }
 
-// NewLiveFabric builds a fabric on devices: hosts with a device run here,
+// NewFabric builds a fabric on devices: hosts with a device run here,
 // the others only lend their addresses (they run elsewhere); the switch
 // runs here when it has ports. Call Serve to run it, Close to stop.
-func NewLiveFabric(hosts int, t frames.Transport, timing switching.Timing, devs Devices) (*Fabric, error) {
+func NewFabric(hosts int, t frames.Transport, timing switching.Timing, devs Devices) (*fabric.Fabric, error) {
 	if hosts < 1 || hosts > 250 {
-		return nil, fmt.Errorf("emu: %d hosts: want 1..250", hosts)
+		return nil, fmt.Errorf("live: %d hosts: want 1..250", hosts)
 	}
 	if len(devs.Hosts) > hosts {
-		return nil, fmt.Errorf("emu: %d host devices for %d hosts", len(devs.Hosts), hosts)
+		return nil, fmt.Errorf("live: %d host devices for %d hosts", len(devs.Hosts), hosts)
 	}
 	if len(devs.Switch) != 0 && len(devs.Switch) != hosts {
-		return nil, fmt.Errorf("emu: %d switch ports for %d hosts", len(devs.Switch), hosts)
+		return nil, fmt.Errorf("live: %d switch ports for %d hosts", len(devs.Switch), hosts)
 	}
 	if t == frames.NotRoCE {
 		t = frames.V2IPv4
 	}
-	f := &Fabric{Clock: vclock.New()}
+	f := &fabric.Fabric{Clock: vclock.New()}
 	l := &liveIO{start: time.Now(), rx: make(chan rxFrame, liveBuffers), free: make(chan []byte, liveBuffers),
 		errc: make(chan error, 1), quit: make(chan struct{})}
 	for range liveBuffers {
 		l.free <- make([]byte, tap.MaxFrame)
 	}
-	f.live = l
+	l.f = f
+	f.Backend = l
 	for p, d := range devs.Switch { // before any reader starts
 		if d == nil {
-			return nil, fmt.Errorf("emu: switch port %d has no device", p)
+			return nil, fmt.Errorf("live: switch port %d has no device", p)
 		}
 	}
 	if len(devs.Switch) > 0 {
 		f.Switch = switching.New(f.Clock, "s0", timing)
 		f.Switches = []*switching.Switch{f.Switch}
 		for p, d := range devs.Switch {
-			f.Switch.SetPort(p, &livePort{f: f, dev: d}, d.Name())
-			f.Switch.Route([6]byte(HostMAC(p)), []int{p}) // rank p's NIC sits behind port p
+			f.Switch.SetPort(p, &livePort{l: l, dev: d}, d.Name())
+			f.Switch.Route([6]byte(nic.MAC(p, 0)), []int{p}) // rank p's NIC sits behind port p
 			port := p
 			l.add(d, func(frame []byte) { f.Switch.Ingress(port, frame) })
 		}
@@ -99,7 +107,7 @@ func NewLiveFabric(hosts int, t frames.Transport, timing switching.Timing, devs 
 		h := nic.New(f.Clock, fmt.Sprintf("h%d", r), r, 0, t)
 		h.Attach(noTx{})
 		if r < len(devs.Hosts) && devs.Hosts[r] != nil {
-			tx := &liveTx{f: f, dev: devs.Hosts[r], src: h, buf: make([]byte, tap.MaxFrame)}
+			tx := &liveTx{l: l, dev: devs.Hosts[r], src: h, buf: make([]byte, tap.MaxFrame)}
 			tx.timer = f.Clock.AfterFunc(0, tx.drain)
 			tx.timer.Stop()
 			h.Attach(tx)
@@ -156,18 +164,11 @@ func (l *liveIO) fail(err error) {
 	}
 }
 
-// Live reports whether the fabric runs on devices.
-func (f *Fabric) Live() bool { return f.live != nil }
-
 // Serve runs a live fabric's event loop: it hands each frame a device read
 // to its host or switch port and fires timers in real time, until stop
 // (checked after every event) reports true, ctx ends, or a device fails.
-func (f *Fabric) Serve(ctx context.Context, stop func() bool) error {
-	l := f.live
-	if l == nil {
-		return errors.New("emu: Serve needs a live fabric (NewLiveFabric)")
-	}
-	c := f.Clock
+func (l *liveIO) Serve(ctx context.Context, stop func() bool) error {
+	c := l.f.Clock
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -216,11 +217,7 @@ func (f *Fabric) Serve(ctx context.Context, stop func() bool) error {
 }
 
 // Close stops the readers and closes every device (the interfaces stay).
-func (f *Fabric) Close() error {
-	l := f.live
-	if l == nil {
-		return nil
-	}
+func (l *liveIO) Close() error {
 	var first error
 	l.once.Do(func() {
 		close(l.quit)
@@ -238,9 +235,9 @@ func (f *Fabric) Close() error {
 // has frames the NIC writes them to the device in bursts, and the kernel
 // sets the pace.
 type liveTx struct {
-	f       *Fabric
+	l       *liveIO
 	dev     tap.Device
-	src     txSource
+	src     *nic.NIC
 	buf     []byte
 	timer   roce.Timer
 	pending bool
@@ -261,7 +258,7 @@ func (t *liveTx) drain() {
 			return
 		}
 		if err := t.dev.WriteFrame(t.buf[:n]); err != nil {
-			t.f.live.fail(err)
+			t.l.fail(err)
 			return
 		}
 	}
@@ -276,13 +273,13 @@ func (noTx) Kick() {}
 // livePort is a switch port on a device: frames leave at once (the
 // switch's processing latency is whatever this process takes).
 type livePort struct {
-	f   *Fabric
+	l   *liveIO
 	dev tap.Device
 }
 
 func (p *livePort) Push(frame []byte, _ time.Duration) bool {
 	if err := p.dev.WriteFrame(frame); err != nil {
-		p.f.live.fail(err)
+		p.l.fail(err)
 		return false
 	}
 	return true

@@ -1,9 +1,16 @@
-package emu
+// Package fabric is the emulated network on one virtual clock: the links
+// of a topology (rate, propagation delay, egress queue, fault stage,
+// capture, in both directions), the switches and NICs wired to them, and
+// the routes the switches learn from the topology. It runs frames; jobs,
+// scenarios and the live TAP runtime sit above it (a live backend
+// replaces the links with devices).
+package fabric
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
-	"net"
 	"time"
 
 	"github.com/inaemu/inaemu/emu/nic"
@@ -22,9 +29,9 @@ type LinkConfig struct {
 	Queue   int           // egress queue, frames (0: 1000, Linux's txqueuelen)
 }
 
-// FabricConfig describes the network: a topology (by default a star of
+// Config describes the network: a topology (by default a star of
 // Hosts hosts, host r on switch port r, every link Link).
-type FabricConfig struct {
+type Config struct {
 	// Topology, if set, is the graph of hosts, switches and links; nil is
 	// the star topo.Star(Hosts, Link).
 	Topology  *topo.Topology
@@ -71,41 +78,70 @@ type Fabric struct {
 	stages  []*faults.Stage
 	capture *capture
 	onSend  func(port int, dir faults.Dir, at time.Duration, frame []byte)
-	live    *liveIO // set when hosts and switch run on devices (NewLiveFabric)
+	// Backend, when set, runs a fabric whose NICs and switch ports are
+	// devices rather than emulated links (the live TAP runtime).
+	Backend Backend
 }
 
-// HostMAC is host r's first NIC's MAC (see nic.MAC).
-func HostMAC(r int) net.HardwareAddr { return nic.MAC(r, 0) }
+// Backend runs a fabric on devices.
+type Backend interface {
+	// Serve runs the event loop: it hands each frame a device read to
+	// its NIC or switch port and fires timers in real time, until stop
+	// (checked after every event) reports true, ctx ends, or a device
+	// fails.
+	Serve(ctx context.Context, stop func() bool) error
+	// Close stops the readers and closes every device.
+	Close() error
+}
 
-// StarTopology is the star FabricConfig describes without a Topology.
-func (cfg *FabricConfig) StarTopology() (*topo.Topology, error) {
+// Live reports whether the fabric runs on devices.
+func (f *Fabric) Live() bool { return f.Backend != nil }
+
+// Serve runs a live fabric (see Backend).
+func (f *Fabric) Serve(ctx context.Context, stop func() bool) error {
+	if f.Backend == nil {
+		return errors.New("fabric: Serve needs a live fabric")
+	}
+	return f.Backend.Serve(ctx, stop)
+}
+
+// Close releases a live fabric's devices (nothing for an emulated one).
+func (f *Fabric) Close() error {
+	if f.Backend == nil {
+		return nil
+	}
+	return f.Backend.Close()
+}
+
+// StarTopology is the star Config describes without a Topology.
+func (cfg *Config) StarTopology() (*topo.Topology, error) {
 	return topo.Star(cfg.Hosts, topo.LinkParams{Rate: cfg.Link.Rate, Latency: cfg.Link.Latency, Queue: cfg.Link.Queue})
 }
 
-// NewFabric builds the hosts, links, fault stages and switches.
-func NewFabric(cfg FabricConfig) (*Fabric, error) {
+// New builds the hosts, links, fault stages and switches.
+func New(cfg Config) (*Fabric, error) {
 	t := cfg.Topology
 	if t == nil {
 		if cfg.Hosts < 1 || cfg.Hosts > 250 {
-			return nil, fmt.Errorf("emu: %d hosts: want 1..250", cfg.Hosts)
+			return nil, fmt.Errorf("fabric: %d hosts: want 1..250", cfg.Hosts)
 		}
 		if cfg.Link.Rate <= 0 {
-			return nil, fmt.Errorf("emu: link rate must be positive")
+			return nil, fmt.Errorf("fabric: link rate must be positive")
 		}
 		if cfg.Link.Latency < 0 {
-			return nil, fmt.Errorf("emu: negative link latency")
+			return nil, fmt.Errorf("fabric: negative link latency")
 		}
 		var err error
 		if t, err = cfg.StarTopology(); err != nil {
-			return nil, fmt.Errorf("emu: %v", err)
+			return nil, fmt.Errorf("fabric: %v", err)
 		}
 	}
 	if err := t.Validate(); err != nil {
-		return nil, fmt.Errorf("emu: %v", err)
+		return nil, fmt.Errorf("fabric: %v", err)
 	}
 	routes, err := t.Routes()
 	if err != nil {
-		return nil, fmt.Errorf("emu: %v", err)
+		return nil, fmt.Errorf("fabric: %v", err)
 	}
 	if cfg.Transport == frames.NotRoCE {
 		cfg.Transport = frames.V2IPv4
@@ -142,7 +178,7 @@ func NewFabric(cfg FabricConfig) (*Fabric, error) {
 				return p
 			}
 		}
-		panic("emu: topology link not on its node") // Validate guarantees it
+		panic("fabric: topology link not on its node") // Validate guarantees it
 	}
 	// Links: two directions each, wired from transmitter to receiver.
 	for i := range t.Links {
@@ -272,9 +308,9 @@ func (f *Fabric) uplink(h *nic.NIC) *linkDir {
 	return nil
 }
 
-// reachable reports whether frames from NIC a reach NIC b: over the link
+// Reachable reports whether frames from NIC a reach NIC b: over the link
 // between them, or from a's switch by its routes.
-func (f *Fabric) reachable(a, b *nic.NIC) bool {
+func (f *Fabric) Reachable(a, b *nic.NIC) bool {
 	if f.Live() {
 		return true
 	}
@@ -315,6 +351,16 @@ func (f *Fabric) FaultStats() faults.Stats {
 		s.Spoofed += x.Spoofed
 	}
 	return s
+}
+
+// Direction is the counters of the link direction called name.
+func (f *Fabric) Direction(name string) (LinkStats, bool) {
+	for _, d := range f.dirs {
+		if d.name == name {
+			return d.Stats, true
+		}
+	}
+	return LinkStats{}, false
 }
 
 // LinkStats sums the link directions' counters.

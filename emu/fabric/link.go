@@ -1,4 +1,4 @@
-package emu
+package fabric
 
 import (
 	"time"
@@ -11,8 +11,8 @@ import (
 // shows: 7 B preamble + 1 B start delimiter, 4 B FCS, 12 B inter-frame gap.
 const WireOverhead = 24
 
-// maxFrame bounds every frame the fabric carries (MTU 4096 plus headers).
-const maxFrame = 4096 + 256
+// MaxFrame bounds every frame the fabric carries (MTU 4096 plus headers).
+const MaxFrame = 4096 + 256
 
 // holdIdle is how long a link direction must stay idle before the frames
 // its fault stage holds back (hold=K, reorder) are released anyway: a
@@ -90,7 +90,7 @@ type linkDir struct {
 
 func newLinkDir(f *Fabric, name string, port int, dir faults.Dir, rateBps float64, prop time.Duration, qLimit int) *linkDir {
 	d := &linkDir{fab: f, name: name, port: port, dir: dir, prop: prop, qLimit: qLimit, capID: -1,
-		bytePs: int64(8e12/rateBps + 0.5), txBuf: make([]byte, maxFrame)}
+		bytePs: int64(8e12/rateBps + 0.5), txBuf: make([]byte, MaxFrame)}
 	d.txTimer = f.Clock.AfterFunc(0, d.onTx)
 	d.txTimer.Stop()
 	d.rxTimer = f.Clock.AfterFunc(0, d.onArrive)
@@ -120,7 +120,7 @@ func (d *linkDir) getBuf() []byte {
 		d.pool = d.pool[:k-1]
 		return b
 	}
-	return make([]byte, maxFrame)
+	return make([]byte, MaxFrame)
 }
 
 func (d *linkDir) putBuf(b []byte) { d.pool = append(d.pool, b[:cap(b)]) }

@@ -1,24 +1,18 @@
-package emu
+package fabric
 
 import (
-	"bytes"
 	"fmt"
 	"math/big"
 	"net"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/gopacket/gopacket/pcapgo"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/frames"
-	"github.com/inaemu/inaemu/internal/pcapio"
 )
 
 // testFrame is a non-RoCE Ethernet frame of n bytes (without FCS) from src
@@ -109,7 +103,7 @@ func TestLinkTimingSingleFrame(t *testing.T) {
 		{40e9, 61, 0},
 	} {
 		t.Run(fmt.Sprintf("%gG_%dB", tc.rate/1e9, tc.n), func(t *testing.T) {
-			f, err := NewFabric(FabricConfig{Hosts: 2, Link: LinkConfig{Rate: tc.rate, Latency: tc.lat}})
+			f, err := New(Config{Hosts: 2, Link: LinkConfig{Rate: tc.rate, Latency: tc.lat}})
 			require.NoError(t, err)
 			atSwitch := recordArrivals(f, dirOf(t, f, "port0-in"))
 			atHost1 := recordArrivals(f, dirOf(t, f, "port1-out"))
@@ -142,7 +136,7 @@ func TestLinkTimingBackToBackNoDrift(t *testing.T) {
 		t.Run(fmt.Sprintf("%gG_%dB", tc.rate/1e9, tc.n), func(t *testing.T) {
 			const frames = 1000
 			lat := 700 * time.Nanosecond
-			f, err := NewFabric(FabricConfig{Hosts: 2, Link: LinkConfig{Rate: tc.rate, Latency: lat}})
+			f, err := New(Config{Hosts: 2, Link: LinkConfig{Rate: tc.rate, Latency: lat}})
 			require.NoError(t, err)
 			atSwitch := recordArrivals(f, dirOf(t, f, "port0-in"))
 			atHost1 := recordArrivals(f, dirOf(t, f, "port1-out"))
@@ -184,7 +178,7 @@ func TestSwitchForwardLatency(t *testing.T) {
 	for _, fwd := range []time.Duration{switching.DefaultTiming.Forward, 777 * time.Nanosecond, 3 * time.Microsecond} {
 		timing := switching.DefaultTiming
 		timing.Forward = fwd
-		f, err := NewFabric(FabricConfig{Hosts: 2, Link: LinkConfig{Rate: 10e9, Latency: time.Microsecond}, Timing: timing})
+		f, err := New(Config{Hosts: 2, Link: LinkConfig{Rate: 10e9, Latency: time.Microsecond}, Timing: timing})
 		require.NoError(t, err)
 		atSwitch := recordArrivals(f, dirOf(t, f, "port0-in"))
 		atHost1 := recordArrivals(f, dirOf(t, f, "port1-out"))
@@ -197,14 +191,14 @@ func TestSwitchForwardLatency(t *testing.T) {
 }
 
 func TestNewFabricRejects(t *testing.T) {
-	for _, cfg := range []FabricConfig{
+	for _, cfg := range []Config{
 		{Hosts: 0, Link: LinkConfig{Rate: 1e10}},
 		{Hosts: 251, Link: LinkConfig{Rate: 1e10}},
 		{Hosts: 2, Link: LinkConfig{Rate: 0}},
 		{Hosts: 2, Link: LinkConfig{Rate: -1}},
 		{Hosts: 2, Link: LinkConfig{Rate: 1e10, Latency: -1}},
 	} {
-		_, err := NewFabric(cfg)
+		_, err := New(cfg)
 		assert.Error(t, err, "%+v", cfg)
 	}
 }
@@ -214,7 +208,7 @@ func delivered(t *testing.T, f *Fabric, name string) uint64 {
 }
 
 func TestMACLearning(t *testing.T) {
-	f, err := NewFabric(FabricConfig{Hosts: 3, Link: LinkConfig{Rate: 10e9, Latency: time.Microsecond}})
+	f, err := New(Config{Hosts: 3, Link: LinkConfig{Rate: 10e9, Latency: time.Microsecond}})
 	require.NoError(t, err)
 	h0, h1, h2 := f.Hosts[0], f.Hosts[1], f.Hosts[2]
 	outs := func() [3]uint64 {
@@ -278,7 +272,7 @@ func TestMACLearning(t *testing.T) {
 // A frame shorter than an Ethernet header is dropped, not forwarded, and
 // nothing panics.
 func TestSwitchRuntFrame(t *testing.T) {
-	f, err := NewFabric(FabricConfig{Hosts: 2, Link: LinkConfig{Rate: 10e9}})
+	f, err := New(Config{Hosts: 2, Link: LinkConfig{Rate: 10e9}})
 	require.NoError(t, err)
 	f.Hosts[0].SendControl([]byte{1, 2, 3})
 	runIdle(t, f)
@@ -287,7 +281,7 @@ func TestSwitchRuntFrame(t *testing.T) {
 }
 
 func TestEgressQueueTailDrop(t *testing.T) {
-	f, err := NewFabric(FabricConfig{Hosts: 2, Link: LinkConfig{Rate: 10e9, Queue: 5}})
+	f, err := New(Config{Hosts: 2, Link: LinkConfig{Rate: 10e9, Queue: 5}})
 	require.NoError(t, err)
 	out := dirOf(t, f, "port1-out")
 	got := recordArrivals(f, out)
@@ -309,7 +303,7 @@ func TestEgressQueueTailDrop(t *testing.T) {
 // egress to host 2 holds at most Queue frames and tail-drops the rest.
 func TestEgressQueueIncast(t *testing.T) {
 	const queue, burst = 4, 100
-	f, err := NewFabric(FabricConfig{Hosts: 3, Link: LinkConfig{Rate: 10e9, Latency: time.Microsecond, Queue: queue}})
+	f, err := New(Config{Hosts: 3, Link: LinkConfig{Rate: 10e9, Latency: time.Microsecond, Queue: queue}})
 	require.NoError(t, err)
 	h2 := f.Hosts[2]
 	h2.SendControl(testFrame(broadcast, h2.MAC, 64, 0)) // the switch learns h2
@@ -330,7 +324,7 @@ func TestEgressQueueIncast(t *testing.T) {
 func TestFaultStagePerDirection(t *testing.T) {
 	ev, err := faults.Parse("drop port=1 dir=out nth=1")
 	require.NoError(t, err)
-	f, err := NewFabric(FabricConfig{Hosts: 3, Link: LinkConfig{Rate: 10e9, Latency: time.Microsecond}, Events: []faults.Event{ev}, Seed: 9})
+	f, err := New(Config{Hosts: 3, Link: LinkConfig{Rate: 10e9, Latency: time.Microsecond}, Events: []faults.Event{ev}, Seed: 9})
 	require.NoError(t, err)
 	in1 := recordArrivals(f, dirOf(t, f, "port1-in"))
 	out1 := recordArrivals(f, dirOf(t, f, "port1-out"))
@@ -366,116 +360,9 @@ func TestFaultStagePerDirection(t *testing.T) {
 	assert.Equal(t, uint64(5), f.FaultStats().Frames, "only port1-out's stage is active; it saw host 0's five broadcasts")
 }
 
-// A capture of a whole job: interface names, timestamp order, fault
-// annotations, dropped frames shown where they would have arrived.
-func TestCaptureOfFaultedRun(t *testing.T) {
-	var events []faults.Event
-	for _, s := range []string{
-		"drop port=0 dir=out class=data nth=1",
-		"corrupt port=2 dir=in class=data nth=5",
-		"dup port=1 dir=in class=data nth=3",
-		"delay=20us port=3 dir=out class=data nth=2",
-	} {
-		ev, err := faults.Parse(s)
-		require.NoError(t, err)
-		events = append(events, ev)
-	}
-	for _, mode := range []Mode{NetReduce, Ring} {
-		t.Run(mode.String(), func(t *testing.T) {
-			cfg := DefaultConfig()
-			cfg.Workers, cfg.Mode, cfg.TensorBytes, cfg.MsgLen, cfg.Seed = 4, mode, 64<<10, 8, 5
-			cfg.Events = events
-			var buf bytes.Buffer
-			cfg.Capture = &buf
-			res, err := Run(cfg)
-			require.NoError(t, err)
-			require.True(t, res.Exact, "%+v", res.Mismatch)
-
-			path := filepath.Join(t.TempDir(), "run.pcapng")
-			require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
-			ng, err := pcapgo.NewNgReader(bytes.NewReader(buf.Bytes()), pcapgo.DefaultNgReaderOptions)
-			require.NoError(t, err)
-			// Interfaces are only known once read; drain the packets first.
-			for {
-				if _, _, err := ng.ReadPacketData(); err != nil {
-					break
-				}
-			}
-			require.Equal(t, 2*cfg.Workers, ng.NInterfaces())
-			names := map[int]string{}
-			for i := 0; i < ng.NInterfaces(); i++ {
-				ifc, err := ng.Interface(i)
-				require.NoError(t, err)
-				want := fmt.Sprintf("port%d-%s", i/2, []string{"in", "out"}[i%2])
-				assert.Equal(t, want, ifc.Name)
-				names[i] = ifc.Name
-			}
-
-			recs, err := pcapio.ReadAll(path)
-			require.NoError(t, err)
-			require.NotEmpty(t, recs)
-			var last time.Time
-			perIf := map[string]int{}
-			var ghosts, corrupt, dups, delayed int
-			for i, r := range recs {
-				require.False(t, r.Info.Timestamp.Before(last), "record %d goes back in time", i)
-				last = r.Info.Timestamp
-				ifn := names[r.Info.InterfaceIndex]
-				perIf[ifn]++
-				for _, c := range r.Comments {
-					require.True(t, strings.HasPrefix(c, "inaemu: fault="), "comment %q", c)
-				}
-				if len(r.Comments) == 0 {
-					continue
-				}
-				c := strings.Join(r.Comments, " ")
-				switch {
-				case strings.Contains(c, "(not delivered)"):
-					ghosts++
-					assert.Equal(t, "port0-out", ifn, "the drop event is on port0-out")
-					assert.Contains(t, c, "fault=drop")
-					assert.Contains(t, c, `spec="drop port=0 dir=out class=data nth=1"`)
-					ok, err := frames.VerifyICRC(r.Data)
-					require.NoError(t, err)
-					assert.True(t, ok, "the dropped result frame itself was fine")
-				case strings.Contains(c, "fault=corrupt"):
-					corrupt++
-					assert.Equal(t, "port2-in", ifn)
-					ok, err := frames.VerifyICRC(r.Data)
-					require.NoError(t, err)
-					assert.False(t, ok, "the capture shows the corrupted frame as delivered: bad ICRC")
-				case strings.Contains(c, "fault=duplicate"):
-					dups++
-					assert.Equal(t, "port1-in", ifn)
-				case strings.Contains(c, "fault=delay"):
-					delayed++
-					assert.Equal(t, "port3-out", ifn)
-				default:
-					t.Errorf("unexpected comment %q", c)
-				}
-			}
-			assert.Equal(t, 1, ghosts)
-			assert.Equal(t, 1, corrupt)
-			assert.Equal(t, 2, dups, "both copies of the duplicated frame are annotated")
-			assert.Equal(t, 1, delayed)
-			assert.Equal(t, uint64(1), res.Faults.Dropped)
-			assert.Equal(t, uint64(1), res.Faults.Corrupted)
-			assert.Equal(t, uint64(1), res.Faults.Duplicated)
-			assert.Equal(t, uint64(1), res.Faults.Delayed)
-			// Everything a host sent is in the capture on its port<r>-in,
-			// once more for the duplicate.
-			in := 0
-			for r := 0; r < cfg.Workers; r++ {
-				in += perIf[fmt.Sprintf("port%d-in", r)]
-			}
-			assert.Equal(t, int(res.FramesSent)+1, in, "frames sent + the duplicate")
-		})
-	}
-}
-
 // A fabric without Capture has nothing to close; CloseCapture is a no-op.
 func TestCloseCaptureWithoutCapture(t *testing.T) {
-	f, err := NewFabric(FabricConfig{Hosts: 2, Link: LinkConfig{Rate: 1e10}})
+	f, err := New(Config{Hosts: 2, Link: LinkConfig{Rate: 1e10}})
 	require.NoError(t, err)
 	assert.NoError(t, f.CloseCapture())
 }
@@ -484,7 +371,7 @@ func TestCloseCaptureWithoutCapture(t *testing.T) {
 // fd00::r+1, and the RoCEv1 GID as EUI-64 of the MAC.
 func TestHostAddresses(t *testing.T) {
 	for _, tr := range []frames.Transport{frames.V2IPv4, frames.V2IPv6, frames.V1} {
-		f, err := NewFabric(FabricConfig{Hosts: 3, Transport: tr, Link: LinkConfig{Rate: 1e10}})
+		f, err := New(Config{Hosts: 3, Transport: tr, Link: LinkConfig{Rate: 1e10}})
 		require.NoError(t, err)
 		seen := map[string]bool{}
 		for r, h := range f.Hosts {
