@@ -1,6 +1,10 @@
-// Package emu will hold the fabric: the discrete-event scheduler (a
-// roce.Clock), hosts and NICs, links with rate, delay and bounded queues,
-// the L2 switch with the NetReduce aggregation accelerator, the allreduce
-// jobs, pcapng capture and the TAP backend (issues 4 and 6). Nothing is
-// implemented here yet.
+// Package emu runs collective jobs on an emulated fabric: Config describes
+// a run (a topology, one or more jobs placed on its host NICs, faults, a
+// capture), Run builds the fabric (package fabric), gives every rank its
+// QPs and buffers, runs the jobs' algorithms on the virtual clock and
+// checks each rank's result bit for bit against a reference computed
+// outside the network. Algorithms are an open set registered by name
+// (netreduce and ring today). Sweep runs a job over a grid of settings;
+// EstimateMemory says what a job will hold. On the TAP backend (package
+// live) the same jobs run on real interfaces in wall-clock time.
 package emu
