@@ -1,0 +1,61 @@
+package layout
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/inaemu/inaemu/"
+
+// levels is the import direction: a package may import the module's
+// packages of lower levels only. Every package must be listed, so a new
+// one is placed deliberately. README's architecture section draws the
+// same picture.
+var levels = map[string]int{
+	// wire formats and leaves
+	"frames/wire": 0, "emu/tensor": 0, "internal/units": 0, "internal/f16ref": 0, "internal/layout": 0,
+	"frames": 1,
+	"roce": 2, "faults": 2, "internal/pcapio": 2, "internal/testtool": 2,
+	"internal/vclock": 3, "internal/testvec": 3, "tap": 3,
+	// the capture checker judges wire formats only, never the emulator
+	"capcheck": 3,
+	"emu/topo": 3, "emu/netreduce": 3,
+	"emu/nic": 4, "emu/switching": 4,
+	"emu/fabric": 5,
+	"emu/live": 6,
+	"emu": 7, "emu/replay": 7,
+	"emu/scenario": 8,
+	"conformance": 9,
+	"cmd/inaemu": 10, "contrib/wireshark": 10,
+}
+
+func TestImportDirection(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}:{{join .Imports \" \"}}", module+"...").Output()
+	if err != nil {
+		t.Skipf("SKIP: go list failed (%v): the import direction is not checked here", err)
+	}
+	seen := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imports, _ := strings.Cut(line, ":")
+		pkg = strings.TrimPrefix(pkg, module)
+		lvl, ok := levels[pkg]
+		if !ok {
+			t.Errorf("%s is not in the layering: give it a level in internal/layout", pkg)
+			continue
+		}
+		seen++
+		for _, imp := range strings.Fields(imports) {
+			dep, ours := strings.CutPrefix(imp, module)
+			if !ours {
+				continue
+			}
+			if dl, ok := levels[dep]; ok && dl >= lvl {
+				t.Errorf("%s (level %d) imports %s (level %d): imports go down only", pkg, lvl, dep, dl)
+			}
+		}
+	}
+	if seen < 15 {
+		t.Fatalf("go list saw %d of the module's packages", seen)
+	}
+}
