@@ -457,6 +457,9 @@ func newRun(cfg Config) (*run, error) {
 		r.psns = initialPSNs(r.cfg.Seed, len(js.ranks))
 		for i, name := range js.ranks {
 			h, ok := fab.HostByName(name)
+			if host, gpu, isGPU := strings.Cut(name, ":gpu"); isGPU && !ok {
+				return fail(fmt.Errorf("job %s: rank %d is placed on GPU %s of %s: the netreduce and ring algorithms run one rank per NIC; algorithms that move data over a host's GPU interconnect are not built yet (place ranks on NICs: %s, %s:nic1, ...)", r.name, i, gpu, host, host, host))
+			}
 			if !ok {
 				return fail(fmt.Errorf("job %s: rank %d is placed on %q, which the topology does not have", r.name, i, name))
 			}

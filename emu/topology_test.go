@@ -242,3 +242,22 @@ func TestNetReduceAcrossLeavesRefused(t *testing.T) {
 	cfg.Jobs = []JobSpec{{Name: "rack1", Ranks: []string{"h4", "h5", "h6", "h7"}}}
 	runOK(t, cfg)
 }
+
+// Hosts may carry GPUs on an intra-host interconnect; the algorithms of
+// today place ranks on NICs and refuse a GPU placement, saying so.
+func TestGPURanksRefused(t *testing.T) {
+	spec, err := topo.ParseFlag("star:hosts=2,gpus=4,intra=300G,alpha=1us")
+	require.NoError(t, err)
+	tp, err := spec.Build(tenG())
+	require.NoError(t, err)
+	h0, _ := tp.Node("h0")
+	assert.Equal(t, 4, h0.GPUs)
+	assert.Equal(t, time.Microsecond+time.Duration(3e6*8/300e9*1e9), h0.Intra.StepTime(3e6), "3 MB at 300 Gbit/s plus α")
+	cfg := DefaultConfig()
+	cfg.Topology, cfg.Workers = tp, 2
+	cfg.Jobs = []JobSpec{{Name: "g", Ranks: []string{"h0:gpu0", "h1:gpu0"}}}
+	_, err = Run(cfg)
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Contains(t, err.Error(), "placed on GPU 0 of h0")
+}
