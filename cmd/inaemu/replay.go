@@ -10,8 +10,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/netreduce"
+	"github.com/inaemu/inaemu/emu/replay"
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/internal/pcapio"
 	"github.com/inaemu/inaemu/internal/units"
@@ -52,7 +52,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		fs.usageError("need --tap IFACE, or --through-switch and --out FILE")
 		return exitUsage
 	}
-	opt := emu.ReplayOptions{Workers: *workers, Window: *window, MsgLen: *msgLen, MTU: *mtu}
+	opt := replay.Options{Workers: *workers, Window: *window, MsgLen: *msgLen, MTU: *mtu}
 	if opt.DType, err = tensor.ParseDType(*dtype); err == nil {
 		if opt.Release, err = netreduce.ParseRelease(*release); err == nil {
 			opt.Rate, err = units.ParseRate(*link)
@@ -74,7 +74,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	}
 	w := bufio.NewWriter(f)
 	opt.Out = w
-	rep, err := emu.ReplayThroughSwitch(recs, names, opt)
+	rep, err := replay.ThroughSwitch(recs, names, opt)
 	if err == nil {
 		err = w.Flush()
 	}

@@ -1,4 +1,9 @@
-package emu
+// Package replay feeds a capture's frames into an emulated switch offline,
+// at their original relative times, and captures what the switch sends:
+// the results a NetReduce switch would have computed from the same input,
+// with fresh ICRCs. It models one switch (a star's captures, or any
+// capture whose stations get ports by first appearance).
+package replay
 
 import (
 	"fmt"
@@ -15,11 +20,11 @@ import (
 	"github.com/inaemu/inaemu/internal/pcapio"
 )
 
-// ReplayOptions configure feeding a capture through the switch offline.
+// Options configure feeding a capture through the switch offline.
 // Zero ring fields are inferred from the capture's INA headers: Workers
 // from the highest rank, MsgLen from the longest message, MTU from the
 // largest payload; Window defaults to 2.
-type ReplayOptions struct {
+type Options struct {
 	Workers, Window, MsgLen, MTU int
 	DType                        tensor.DType
 	Release                      netreduce.Release
@@ -27,8 +32,8 @@ type ReplayOptions struct {
 	Out                          io.Writer
 }
 
-// ReplayReport says what the switch did with a replayed capture.
-type ReplayReport struct {
+// Report says what the switch did with a replayed capture.
+type Report struct {
 	Frames  int              `json:"frames"`  // frames fed in
 	Ignored int              `json:"ignored"` // frames of *-out interfaces (what a switch sent)
 	Ports   int              `json:"ports"`   // switch ports used
@@ -37,15 +42,15 @@ type ReplayReport struct {
 	Switch  switching.Report `json:"switch"`  // its counters
 }
 
-// ReplayThroughSwitch feeds the frames of a capture into an emulated
+// ThroughSwitch feeds the frames of a capture into an emulated
 // switch at their original relative times and writes everything it sends
 // (results with fresh ICRCs, forwarded frames) to opt.Out as pcapng, on
 // interfaces portR-out. Ingress ports: a frame seen on interface "portR-in"
 // enters port R and frames on "portR-out" (a switch's own output) are
 // skipped; in any other capture each source MAC gets the next port, in
 // order of appearance.
-func ReplayThroughSwitch(recs []pcapio.Record, ifaceNames []string, opt ReplayOptions) (*ReplayReport, error) {
-	rep := &ReplayReport{}
+func ThroughSwitch(recs []pcapio.Record, ifaceNames []string, opt Options) (*Report, error) {
+	rep := &Report{}
 	type in struct {
 		port int
 		at   time.Duration
