@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/emu/switching"
+	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/frames"
 )
@@ -390,5 +391,30 @@ func TestHostAddresses(t *testing.T) {
 				assert.Equal(t, want, h.IP.String())
 			}
 		}
+	}
+}
+
+// On a spine-leaf with two spines (a loop among the switches), a broadcast
+// reaches every other host exactly once and never comes back to its
+// sender: flooding follows a spanning tree. Unicast between hosts under
+// different leaves takes one of the two equal paths per flow.
+func TestFloodOnSpineLeafReachesEachHostOnce(t *testing.T) {
+	p := topo.LinkParams{Rate: 10e9, Latency: time.Microsecond}
+	tp, err := topo.SpineLeaf(2, 3, 2, p, p)
+	require.NoError(t, err)
+	f, err := New(Config{Topology: tp, Link: LinkConfig{Rate: 10e9}})
+	require.NoError(t, err)
+	require.Len(t, f.Switches, 4)
+	f.Hosts[0].SendControl(f.Hosts[0].GratuitousARP())
+	runIdle(t, f)
+	for i, h := range f.Hosts {
+		want := uint64(1)
+		if i == 0 {
+			want = 0
+		}
+		assert.Equal(t, want, h.Stats.NotRoCE, "host %s heard the broadcast %d times", h.Name, h.Stats.NotRoCE)
+	}
+	for _, s := range f.Switches {
+		assert.Equal(t, uint64(1), s.Stats.Frames, "switch %s received the broadcast %d times (a loop?)", s.Name, s.Stats.Frames)
 	}
 }
