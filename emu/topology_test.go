@@ -261,3 +261,27 @@ func TestGPURanksRefused(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.Contains(t, err.Error(), "placed on GPU 0 of h0")
 }
+
+// A job on a dims platform: ranks on the NICs that face a dimension's
+// switch (a 4x2 platform: dimension 1 rings of 4, dimension 2 switches of
+// 2; each host's NICs 0 and 1 face its ring neighbours, NIC 2 the switch).
+func TestJobOnADimension(t *testing.T) {
+	spec, err := topo.ParseFlag("dims:4x2,kinds=ring/switch,links=100G/50G")
+	require.NoError(t, err)
+	tp, err := spec.Build(tenG())
+	require.NoError(t, err)
+	h0, _ := tp.Node("h0")
+	require.Len(t, h0.Links, 3)
+	cfg := DefaultConfig()
+	cfg.Topology, cfg.Mode, cfg.TensorBytes = tp, Ring, 256<<10
+	cfg.Jobs = []JobSpec{{Name: "d2", Ranks: []string{"h0:nic2", "h4:nic2"}}}
+	res := runOK(t, cfg)
+	// 2 ranks over one 50G switch: the ring's algbw is close to the line.
+	assert.InDelta(t, 50, res.Jobs[0].AlgBWGbps, 10)
+	// Ranks whose NICs have no path between them are refused.
+	cfg.Jobs = []JobSpec{{Name: "x", Ranks: []string{"h0", "h2"}}}
+	_, err = Run(cfg)
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Contains(t, err.Error(), "no path")
+}
