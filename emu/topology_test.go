@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/internal/pcapio"
@@ -284,4 +285,29 @@ func TestJobOnADimension(t *testing.T) {
 	var ce *ConfigError
 	require.ErrorAs(t, err, &ce)
 	assert.Contains(t, err.Error(), "no path")
+}
+
+// Each ring's results take its own arithmetic's latency: an i32 job
+// beside an f32 job on the same switch takes exactly its time alone (a
+// switch-wide worst case would give it the float adder's 2.4 µs).
+func TestPerRingLatency(t *testing.T) {
+	i32, f32 := tensorDType(t, "i32"), tensorDType(t, "f32")
+	base := DefaultConfig()
+	base.Workers, base.TensorBytes, base.Seed = 8, 512<<10, 6
+	fixed := JobSpec{Name: "fixed", Ranks: []string{"h0", "h1", "h2", "h3"}, DType: &i32}
+	float := JobSpec{Name: "float", Ranks: []string{"h4", "h5", "h6", "h7"}, DType: &f32}
+	solo := base
+	solo.Jobs = []JobSpec{fixed}
+	alone := runOK(t, solo).Jobs[0].VirtualNS
+	both := base
+	both.Jobs = []JobSpec{fixed, float}
+	res := runOK(t, both)
+	assert.Equal(t, alone, res.Jobs[0].VirtualNS, "the i32 job's time changed beside an f32 job")
+	assert.Greater(t, res.Jobs[1].VirtualNS, res.Jobs[0].VirtualNS, "the f32 job pays the float adder")
+}
+
+func tensorDType(t *testing.T, s string) tensor.DType {
+	d, err := tensor.ParseDType(s)
+	require.NoError(t, err)
+	return d
 }
