@@ -270,12 +270,15 @@ func (s *Switch) forward(in int, frame []byte, lat time.Duration) {
 	ready := s.clock.Now() + lat
 	if frame[0]&1 == 0 {
 		dst := [6]byte(frame[0:6])
-		p, ok := s.macs[dst]
-		if hops, routed := s.routes[dst]; routed {
-			p, ok = hops[0], true
-			if len(hops) > 1 {
-				p = hops[flowHash(frame)%uint32(len(hops))]
-			}
+		var p int
+		hops, ok := s.routes[dst]
+		switch {
+		case !ok:
+			p, ok = s.macs[dst]
+		case len(hops) == 1:
+			p = hops[0]
+		default:
+			p = hops[flowHash(frame)%uint32(len(hops))]
 		}
 		if ok {
 			if p == in {
