@@ -8,12 +8,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/capcheck"
 	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/internal/pcapio"
 )
@@ -157,5 +159,48 @@ func TestCheckLiveEmu(t *testing.T) {
 			}
 			assert.Equal(t, rep.BadICRC, len(rep.Violations))
 		})
+	}
+}
+
+// The checker reads captures of any topology by their link names: a
+// spine-leaf run (two spines, so ECMP) with drops on named links and loss
+// conforms, every connection is found, and a NetReduce job under one leaf
+// has every result checked against the sum of its inputs.
+func TestCheckSpineLeafCaptures(t *testing.T) {
+	spec, err := topo.ParseFlag("spine-leaf:leaves=2,hosts=4,spines=2,uplink=20G")
+	require.NoError(t, err)
+	for seed := uint64(1); seed <= 3; seed++ {
+		for _, mode := range []emu.Mode{emu.Ring, emu.NetReduce} {
+			cfg := emu.DefaultConfig()
+			cfg.Mode, cfg.TensorBytes, cfg.MsgLen, cfg.Seed, cfg.Timeout = mode, 64<<10, 8, seed, 8
+			cfg.Topology, err = spec.Build(topo.LinkParams{Rate: 10e9, Latency: time.Microsecond})
+			require.NoError(t, err)
+			ranks := []string{"h0", "h4", "h1", "h5", "h2", "h6", "h3", "h7"}
+			if mode == emu.NetReduce {
+				ranks = []string{"h4", "h5", "h6", "h7"} // under leaf1
+			}
+			cfg.Jobs = []emu.JobSpec{{Name: "j", Ranks: ranks}}
+			n, err := faults.ParseNetem("loss 0.5%")
+			require.NoError(t, err)
+			cfg.Netem = n
+			for _, e := range []string{"drop link=leaf0-spine1 class=data nth=2", "drop link=h5-leaf1 class=data nth=3", "drop link=leaf1-h6 class=ack nth=1"} {
+				ev, err := faults.Parse(e)
+				require.NoError(t, err)
+				cfg.Events = append(cfg.Events, ev)
+			}
+			var buf bytes.Buffer
+			cfg.Capture = &buf
+			res, err := emu.Run(cfg)
+			require.NoError(t, err)
+			require.True(t, res.Exact)
+			require.Greater(t, res.Faults.Dropped, uint64(0))
+			rep := ckReport(t, buf.Bytes())
+			assert.True(t, rep.Conforms, "%v seed %d: %v", mode, seed, rep.Violations)
+			assert.Equal(t, len(ranks), rep.Connections, "%v seed %d: one RC connection per rank (to its successor)", mode, seed)
+			if mode == emu.NetReduce {
+				assert.Greater(t, rep.AggChecked, 0)
+				assert.Zero(t, rep.AggUnchecked, "%v seed %d", mode, seed)
+			}
+		}
 	}
 }
