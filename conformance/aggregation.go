@@ -10,6 +10,7 @@ import (
 
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/netreduce"
+	"github.com/inaemu/inaemu/emu/scenario"
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/internal/pcapio"
@@ -34,10 +35,10 @@ func (c aggCase) bounded() bool { return c.Netem == "" && len(c.Events) <= maxBo
 
 const maxBoundedEvents = 6
 
-func (c aggCase) scenario(rel netreduce.Release) *emu.Scenario {
+func (c aggCase) scenario(rel netreduce.Release) *scenario.Scenario {
 	w, n, l, m := c.Workers, c.Window, c.MsgLen, c.MTU
 	seed, to := c.Seed, c.Timeout
-	return &emu.Scenario{Workers: &w, Timeout: &to, Mode: "netreduce", Window: &n, MsgLen: &l, MTU: &m,
+	return &scenario.Scenario{Workers: &w, Timeout: &to, Mode: "netreduce", Window: &n, MsgLen: &l, MTU: &m,
 		Tensor: fmt.Sprint(c.Elems * c.DType.Size()), DType: c.DType.String(), Seed: &seed,
 		Release: rel.String(), Netem: c.Netem, Faults: append([]string(nil), c.Events...), MaxTime: "120s"}
 }

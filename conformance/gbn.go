@@ -11,8 +11,8 @@ import (
 
 	"github.com/leanovate/gopter"
 
-	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/fabric"
+	"github.com/inaemu/inaemu/emu/scenario"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
@@ -74,7 +74,7 @@ type gbnRun struct {
 // runGBN runs the connection; with events nil it is the clean reference.
 func runGBN(c gbnCase, events []string) gbnRun {
 	var out gbnRun
-	tr, err := emu.ParseTransport(c.Transport)
+	tr, err := scenario.ParseTransport(c.Transport)
 	if err != nil {
 		out.err = err.Error()
 		return out

@@ -11,6 +11,7 @@ import (
 
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/netreduce"
+	"github.com/inaemu/inaemu/emu/scenario"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/internal/pcapio"
 )
@@ -26,7 +27,7 @@ func ICRCSuite(o SuiteOptions) []PropertyResult {
 }
 
 // captureOf runs sc with a capture and returns the capture's records.
-func captureOf(sc *emu.Scenario) ([]pcapio.Record, *emu.Result, error) {
+func captureOf(sc *scenario.Scenario) ([]pcapio.Record, *emu.Result, error) {
 	cfg := emu.DefaultConfig()
 	if err := sc.Apply(&cfg); err != nil {
 		return nil, nil, err
@@ -64,7 +65,7 @@ var transports = []string{"v2-ipv4", "v2-ipv6", "v1"}
 
 // cleanCase is a generated job without corruption (other faults allowed),
 // in either mode, on any transport.
-func cleanCase(seed uint64) *emu.Scenario {
+func cleanCase(seed uint64) *scenario.Scenario {
 	c := sample(aggCaseGen(seed), seed).(aggCase)
 	c.Workers = min(c.Workers, 6)
 	c.Elems = max(min(c.Elems, 4096), c.Workers) // ring mode needs an element per worker

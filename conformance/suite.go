@@ -11,6 +11,7 @@ import (
 
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/netreduce"
+	"github.com/inaemu/inaemu/emu/scenario"
 )
 
 // SuiteOptions say how hard and where a property suite runs.
@@ -79,7 +80,7 @@ func sample(g gopter.Gen, seed uint64) any {
 
 // writeCounterexample saves a failing scenario as DIR/NAME.yaml, reruns it
 // with a capture into DIR/NAME.pcapng, and returns the scenario's path.
-func writeCounterexample(dir, name string, sc *emu.Scenario) (string, error) {
+func writeCounterexample(dir, name string, sc *scenario.Scenario) (string, error) {
 	if dir == "" {
 		return "", nil
 	}

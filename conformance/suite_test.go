@@ -11,6 +11,7 @@ import (
 
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/netreduce"
+	"github.com/inaemu/inaemu/emu/scenario"
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
@@ -54,7 +55,7 @@ func TestAggregationSuitePaperCounterexample(t *testing.T) {
 	_, err := os.Stat(strings.TrimSuffix(*r.Counterexample, ".yaml") + ".pcapng")
 	require.NoError(t, err, "the counterexample's capture")
 	// The scenario replays the wrong result, and shrinking left a small case.
-	sc, err := emu.LoadScenario(*r.Counterexample)
+	sc, err := scenario.Load(*r.Counterexample)
 	require.NoError(t, err)
 	require.LessOrEqual(t, len(sc.Faults), 3)
 	require.Equal(t, "paper", sc.Release)

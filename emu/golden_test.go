@@ -1,4 +1,4 @@
-package emu
+package emu_test
 
 import (
 	"bytes"
@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/emu/scenario"
 )
 
 // goldenCaptures pins the star's behaviour across the rebuild of the core
@@ -77,15 +80,15 @@ netem: "loss gemodel 1% 50% 50%"
 `, "72334c881f29a1cfb1c74c433d964d680a6f48b6d47f2561b322f62b3992ca28"},
 }
 
-func goldenCapture(t *testing.T, scenario string) []byte {
+func goldenCapture(t *testing.T, text string) []byte {
 	t.Helper()
-	s, err := ParseScenario([]byte(scenario))
+	s, err := scenario.Parse([]byte(text))
 	require.NoError(t, err)
-	cfg := DefaultConfig()
+	cfg := emu.DefaultConfig()
 	require.NoError(t, s.Apply(&cfg))
 	var buf bytes.Buffer
 	cfg.Capture = &buf
-	res, err := Run(cfg)
+	res, err := emu.Run(cfg)
 	require.NoError(t, err)
 	require.True(t, res.Exact)
 	require.NotZero(t, res.Faults.Lost+res.Faults.Dropped+res.Faults.Corrupted+res.Faults.Reordered+res.Faults.Spoofed+res.Faults.Held+res.Faults.Delayed,

@@ -14,6 +14,9 @@ type cmdFlags struct {
 	*flag.FlagSet
 	name, synopsis string
 	stdout, stderr io.Writer
+	// hidden flags are left out of the usage text: a command declares
+	// them only to refuse them with a reason.
+	hidden map[string]bool
 }
 
 func newFlagSet(name, synopsis string, stdout, stderr io.Writer) *cmdFlags {
@@ -27,6 +30,9 @@ func newFlagSet(name, synopsis string, stdout, stderr io.Writer) *cmdFlags {
 func (c *cmdFlags) printUsage(w io.Writer) {
 	fmt.Fprintf(w, "Usage: inaemu %s %s\n\nFlags:\n", c.name, c.synopsis)
 	c.VisitAll(func(f *flag.Flag) {
+		if c.hidden[f.Name] {
+			return
+		}
 		arg, help := flag.UnquoteUsage(f)
 		if arg != "" {
 			arg = " " + strings.ToUpper(arg)

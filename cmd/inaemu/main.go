@@ -31,6 +31,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"run", "emulate an allreduce (NetReduce or Ring) through the aggregating switch, with faults", runRun},
+		{"topo", "show a topology: nodes, links and their direction names, each switch's routes (text, JSON or Graphviz DOT)", runTopo},
 		{"sweep", "run a job over a grid of algorithms, link rates and impairments (goodput against loss, ...)", runSweep},
 		{"conformance", "run the property suites (aggregation, go-back-N, checksum) with shrunk counterexamples", runConformance},
 		{"tap", "create (up) or remove (down) the TAP interfaces and bridges of a job on real interfaces", runTap},

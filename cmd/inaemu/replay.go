@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/inaemu/inaemu/emu/netreduce"
@@ -65,6 +66,10 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	recs, names, err := pcapio.ReadAllNamed(pos[0]) // pcap files have no interface names
 	if err != nil {
 		fmt.Fprintf(stderr, "inaemu replay: %v\n", err)
+		return exitUsage
+	}
+	if name := topologyInterface(names); name != "" {
+		fs.usageError("%s: interface %q is a link direction of an emulated topology; replay --through-switch models one switch and needs a star's capture (interfaces portR-in, portR-out)", pos[0], name)
 		return exitUsage
 	}
 	f, err := os.Create(*out)
@@ -197,4 +202,41 @@ func replayOnto(fs *cmdFlags, file, iface, from string, pps float64, topspeed, t
 	fmt.Fprintf(fs.stdout, "inaemu replay: %d frames (%d bytes) out of %s in %v (%.0f frames/s, %s); %d skipped\n",
 		rep.Frames, rep.Bytes, iface, time.Duration(rep.WallNS).Round(time.Microsecond), rep.PPS, rep.Pacing, rep.Skipped)
 	return exitOK
+}
+
+// topologyInterface is the first interface of a capture that is a link
+// direction of an emulated topology other than the star: A-B (or A-B#K, a
+// parallel link) whose way back, B-A (B-A#K), the capture has too, as the
+// emulator writes every direction of every link. Replaying such a capture
+// into one switch would feed it each frame once per link it crossed, on
+// ports that mean nothing. The star's portR-in/portR-out and other
+// captures (a TAP bridge's, a pcap file's) give "".
+func topologyInterface(names []string) string {
+	has := map[string]bool{}
+	for _, n := range names {
+		has[n] = true
+	}
+	for _, n := range names {
+		base, par, _ := strings.Cut(n, "#")
+		a, b, ok := strings.Cut(base, "-")
+		if !ok || strings.Contains(b, "-") || isStarPort(n) {
+			continue
+		}
+		back := b + "-" + a
+		if par != "" {
+			back += "#" + par
+		}
+		if has[back] {
+			return n
+		}
+	}
+	return ""
+}
+
+// isStarPort tells the star's direction names, portR-in and portR-out.
+func isStarPort(name string) bool {
+	var r int
+	var dir string
+	n, _ := fmt.Sscanf(name, "port%d-%s", &r, &dir)
+	return n == 2 && (dir == "in" || dir == "out") && name == fmt.Sprintf("port%d-%s", r, dir)
 }

@@ -157,6 +157,7 @@ func interrupted() (context.Context, context.CancelFunc) {
 func runSwitch(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("switch", "--tap PREFIX [flags]", stdout, stderr)
 	jf := addJobFlags(fs, false)
+	jf.addTopologyFlags(true) // refused: the TAP ports are a star
 	prefix := fs.String("tap", "", "run on the TAP ports PREFIX-sw0 .. PREFIX-sw(H-1) (see 'inaemu tap up')")
 	duration := fs.Duration("duration", 0, "stop after this long (default: run until SIGINT or SIGTERM)")
 	asJSON := fs.Bool("json", false, "on exit, print the switch's counters as one JSON object")
@@ -241,6 +242,7 @@ func runSwitch(args []string, stdout, stderr io.Writer) int {
 func runHost(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("host", "--tap IFACE --rank R --seed S [flags]", stdout, stderr)
 	jf := addJobFlags(fs, false)
+	jf.addTopologyFlags(true) // refused: the TAP ports are a star
 	jf.addMemoryFlag()
 	iface := fs.String("tap", "", "the TAP interface that is this host's NIC (e.g. ina-h0 from 'inaemu tap up')")
 	rank := fs.Int("rank", -1, "this host's rank (0..H-1)")

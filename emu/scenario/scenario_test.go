@@ -1,4 +1,4 @@
-package emu
+package scenario
 
 import (
 	"errors"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/faults"
@@ -55,7 +56,7 @@ faults:
 `
 
 func TestLoadScenarioEveryField(t *testing.T) {
-	s, err := LoadScenario(writeScenario(t, fullScenario))
+	s, err := Load(writeScenario(t, fullScenario))
 	require.NoError(t, err)
 	seed, timeout, retry := uint64(1234), 12, 3
 	want := Scenario{Workers: intp(6), Mode: "ring", Window: intp(4), MsgLen: intp(32), MTU: intp(2048), Tensor: "3MiB", DType: "f16",
@@ -65,10 +66,10 @@ func TestLoadScenarioEveryField(t *testing.T) {
 		Faults: []string{"drop port=0 dir=out class=data nth=1", "hold=3 port=5 dir=in class=data nth=10"}}
 	assert.Equal(t, want, *s)
 
-	cfg := DefaultConfig()
+	cfg := emu.DefaultConfig()
 	require.NoError(t, s.Apply(&cfg))
 	assert.Equal(t, 6, cfg.Workers)
-	assert.Equal(t, Ring, cfg.Mode)
+	assert.Equal(t, emu.Ring, cfg.Mode)
 	assert.Equal(t, 4, cfg.Window)
 	assert.Equal(t, 32, cfg.MsgLen)
 	assert.Equal(t, 2048, cfg.MTU)
@@ -109,23 +110,23 @@ func TestLoadScenarioEveryField(t *testing.T) {
 
 // Fields a scenario leaves out keep the configuration's values.
 func TestScenarioEmptyFieldsKeepDefaults(t *testing.T) {
-	s, err := LoadScenario(writeScenario(t, "workers: 3\n"))
+	s, err := Load(writeScenario(t, "workers: 3\n"))
 	require.NoError(t, err)
-	cfg := DefaultConfig()
+	cfg := emu.DefaultConfig()
 	require.NoError(t, s.Apply(&cfg))
-	want := DefaultConfig()
+	want := emu.DefaultConfig()
 	want.Workers = 3
 	assert.Equal(t, want, cfg)
 
-	cfg = DefaultConfig()
+	cfg = emu.DefaultConfig()
 	require.NoError(t, (&Scenario{}).Apply(&cfg))
-	assert.Equal(t, DefaultConfig(), cfg)
+	assert.Equal(t, emu.DefaultConfig(), cfg)
 	assert.Equal(t, "", (&Scenario{}).NetemSpec())
 
 	// seed, timeout and retry_cnt are pointers so that 0 can be given.
-	s, err = LoadScenario(writeScenario(t, "seed: 0\ntimeout: 0\nretry_cnt: 0\n"))
+	s, err = Load(writeScenario(t, "seed: 0\ntimeout: 0\nretry_cnt: 0\n"))
 	require.NoError(t, err)
-	cfg = DefaultConfig()
+	cfg = emu.DefaultConfig()
 	cfg.Seed = 77
 	require.NoError(t, s.Apply(&cfg))
 	assert.Equal(t, uint64(0), cfg.Seed)
@@ -137,7 +138,7 @@ func TestScenarioEmptyFieldsKeepDefaults(t *testing.T) {
 // changes nothing, not an error.
 func TestLoadScenarioEmptyFile(t *testing.T) {
 	for _, text := range []string{"", "# just a comment\n", "---\n"} {
-		s, err := LoadScenario(writeScenario(t, text))
+		s, err := Load(writeScenario(t, text))
 		if assert.NoError(t, err, "file %q", text) {
 			assert.Equal(t, Scenario{}, *s)
 		}
@@ -153,12 +154,12 @@ func TestLoadScenarioRejects(t *testing.T) {
 		{"seed: -1\n", ""},
 		{"workers: [\n", ""},
 	} {
-		_, err := LoadScenario(writeScenario(t, c.text))
+		_, err := Load(writeScenario(t, c.text))
 		require.Error(t, err, "%q", c.text)
 		assert.Contains(t, err.Error(), "scenario.yaml", "the error names the file")
 		assert.Contains(t, err.Error(), c.want)
 	}
-	_, err := LoadScenario(filepath.Join(t.TempDir(), "missing.yaml"))
+	_, err := Load(filepath.Join(t.TempDir(), "missing.yaml"))
 	assert.Error(t, err)
 }
 
@@ -187,12 +188,16 @@ func TestScenarioApplyErrorsNameTheField(t *testing.T) {
 		{"faults: [\"explode port=1\"]", "fault"},
 		{"faults: [\"drop port=one\"]", "fault"},
 	} {
-		s, err := LoadScenario(writeScenario(t, c.yaml+"\n"))
+		s, err := Load(writeScenario(t, c.yaml+"\n"))
 		require.NoError(t, err, c.yaml)
-		cfg := DefaultConfig()
+		cfg := emu.DefaultConfig()
 		err = s.Apply(&cfg)
 		require.Error(t, err, c.yaml)
 		assert.True(t, strings.HasPrefix(err.Error(), c.field+":"), "%s: error %q should start with %q", c.yaml, err, c.field+":")
+		var se *Error
+		if assert.True(t, errors.As(err, &se), "%s: want *Error, got %T", c.yaml, err) {
+			assert.Equal(t, c.field, se.Key)
+		}
 	}
 }
 
@@ -219,24 +224,9 @@ func TestParseTransport(t *testing.T) {
 	}
 }
 
-func TestParseMode(t *testing.T) {
-	m, err := ParseMode("netreduce")
-	require.NoError(t, err)
-	assert.Equal(t, NetReduce, m)
-	m, err = ParseMode("ring")
-	require.NoError(t, err)
-	assert.Equal(t, Ring, m)
-	for _, bad := range []string{"", "Ring", "allreduce"} {
-		_, err := ParseMode(bad)
-		assert.Error(t, err, bad)
-	}
-	assert.Equal(t, "netreduce", NetReduce.String())
-	assert.Equal(t, "ring", Ring.String())
-}
-
 // A scenario written with Marshal and loaded back gives the same Config.
 func TestScenarioMarshalRoundTrip(t *testing.T) {
-	orig, err := LoadScenario(writeScenario(t, fullScenario))
+	orig, err := Load(writeScenario(t, fullScenario))
 	require.NoError(t, err)
 	seed0, zero := uint64(0), 0
 	for _, s := range []*Scenario{
@@ -247,11 +237,11 @@ func TestScenarioMarshalRoundTrip(t *testing.T) {
 	} {
 		b, err := s.Marshal()
 		require.NoError(t, err)
-		back, err := LoadScenario(writeScenario(t, string(b)))
+		back, err := Load(writeScenario(t, string(b)))
 		require.NoError(t, err, "%s", b)
 		assert.True(t, reflect.DeepEqual(s, back), "scenario changed:\n%s\n%+v\n%+v", b, *s, *back)
 
-		c1, c2 := DefaultConfig(), DefaultConfig()
+		c1, c2 := emu.DefaultConfig(), emu.DefaultConfig()
 		require.NoError(t, s.Apply(&c1))
 		require.NoError(t, back.Apply(&c2))
 		assert.Equal(t, c1, c2, "%s", b)
@@ -266,7 +256,7 @@ func TestScenarioNetemSpec(t *testing.T) {
 	s = &Scenario{Reorder: "10% gap 2", Duplicate: "3%"}
 	assert.Equal(t, "reorder 10% gap 2 duplicate 3%", s.NetemSpec())
 
-	cfg := DefaultConfig()
+	cfg := emu.DefaultConfig()
 	cfg.Netem.Loss = 0.5
 	require.NoError(t, (&Scenario{Workers: intp(3)}).Apply(&cfg))
 	assert.Equal(t, 0.5, cfg.Netem.Loss)
@@ -277,7 +267,7 @@ func TestScenarioNetemSpec(t *testing.T) {
 
 // A scenario's run is the same job as the equivalent Config.
 func TestScenarioRuns(t *testing.T) {
-	s, err := LoadScenario(writeScenario(t, `
+	s, err := Load(writeScenario(t, `
 workers: 4
 mode: netreduce
 tensor: 64KiB
@@ -289,36 +279,15 @@ faults:
   - drop port=1 dir=in class=data nth=2
 `))
 	require.NoError(t, err)
-	cfg := DefaultConfig()
+	cfg := emu.DefaultConfig()
 	require.NoError(t, s.Apply(&cfg))
-	res := runExact(t, cfg)
+	res, err := emu.Run(cfg)
+	require.NoError(t, err)
+	require.True(t, res.Exact)
 	assert.Equal(t, uint64(7), res.Seed)
 	assert.Equal(t, int64(64<<10), res.Bytes)
 	assert.Equal(t, uint64(1), res.Faults.Dropped)
 	assert.False(t, math.IsNaN(res.AlgBWGbps))
-}
-
-// An egress queue of a negative length is a configuration error, like every
-// other impossible setting: Validate (and so Run) must reject it instead of
-// building a switch that drops every frame it forwards.
-func TestValidateRejectsNegativeQueue(t *testing.T) {
-	cfg := smallJob(NetReduce)
-	cfg.Link.Queue = -1
-	err := cfg.Validate()
-	var ce *ConfigError
-	assert.True(t, errors.As(err, &ce), "Validate: want *ConfigError, got %v", err)
-	_, err = Run(cfg)
-	assert.True(t, errors.As(err, &ce), "Run: want *ConfigError, got %T %v", err, err)
-}
-
-// NaN is not a link rate either: Validate must reject it rather than run
-// with a line that takes int64(NaN) picoseconds per byte.
-func TestValidateRejectsNaNRate(t *testing.T) {
-	cfg := smallJob(NetReduce)
-	cfg.Link.Rate = math.NaN()
-	err := cfg.Validate()
-	var ce *ConfigError
-	assert.True(t, errors.As(err, &ce), "Validate: want *ConfigError, got %v", err)
 }
 
 func intp(v int) *int { return &v }

@@ -1,0 +1,484 @@
+// Package scenario reads and writes scenarios. A scenario is a run of the
+// emulator written down as YAML: the settings `inaemu run` takes as flags
+// (same names with _ for -, same value syntax), its faults, and optionally
+// the network (a topology and each switch's aggregation memory) and the
+// jobs placed on it. Apply turns a scenario into an emu.Config; emu itself
+// knows nothing of files.
+//
+// The flat form describes one allreduce on the star of `workers` hosts:
+//
+//	workers: 8
+//	mode: netreduce
+//	tensor: 4MiB
+//	link: 10G
+//	latency: 1us
+//	seed: 42
+//	netem: "loss 0.1%"
+//	faults:
+//	  - drop port=0 dir=out class=data nth=1
+//
+// A topology and jobs make it a run of several jobs on any network:
+//
+//	link: 10G
+//	topology: {kind: spine-leaf, leaves: 2, hosts_per_leaf: 4, spines: 1, uplink: 40G}
+//	switch_memory: 64MiB
+//	jobs:
+//	  - {name: a, mode: netreduce, ranks: [h0, h1, h2, h3], tensor: 4MiB}
+//	  - {name: b, mode: ring, ranks: [h4, h5, h6, h7], tensor: 4MiB, start: 50us}
+package scenario
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/emu/netreduce"
+	"github.com/inaemu/inaemu/emu/tensor"
+	"github.com/inaemu/inaemu/emu/topo"
+	"github.com/inaemu/inaemu/faults"
+	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/internal/units"
+	"github.com/inaemu/inaemu/roce"
+)
+
+// Scenario is a run written down: the settings `inaemu run` takes as
+// flags, with the same names and value syntax, its faults, and optionally
+// its topology, switch memory and jobs. Fields left out (nil or "") keep
+// their defaults.
+type Scenario struct {
+	Workers   *int     `yaml:"workers,omitempty"`
+	Mode      string   `yaml:"mode,omitempty"`
+	Window    *int     `yaml:"window,omitempty"`
+	MsgLen    *int     `yaml:"msg_len,omitempty"`
+	MTU       *int     `yaml:"mtu,omitempty"`
+	Tensor    string   `yaml:"tensor,omitempty"`
+	DType     string   `yaml:"dtype,omitempty"`
+	Pattern   string   `yaml:"pattern,omitempty"`
+	Transport string   `yaml:"transport,omitempty"`
+	Link      string   `yaml:"link,omitempty"`
+	Latency   string   `yaml:"latency,omitempty"`
+	Queue     *int     `yaml:"queue,omitempty"`
+	Seed      *uint64  `yaml:"seed,omitempty"`
+	Release   string   `yaml:"release,omitempty"`
+	Timeout   *int     `yaml:"timeout,omitempty"`
+	RetryCnt  *int     `yaml:"retry_cnt,omitempty"`
+	NIC       string   `yaml:"nic,omitempty"`
+	MaxTime   string   `yaml:"max_time,omitempty"`
+	Netem     string   `yaml:"netem,omitempty"`
+	Loss      string   `yaml:"loss,omitempty"`
+	Reorder   string   `yaml:"reorder,omitempty"`
+	Duplicate string   `yaml:"duplicate,omitempty"`
+	Corrupt   string   `yaml:"corrupt,omitempty"`
+	Faults    []string `yaml:"faults,omitempty"`
+
+	// Topology is the network; link, latency and queue it leaves out come
+	// from the scenario's. Without it the network is the star of workers
+	// hosts, as it always was. A star's hosts default to workers; with a
+	// topology and no jobs, the job runs on its first workers hosts, or on
+	// all of them when workers is not given.
+	Topology *topo.Spec `yaml:"topology,omitempty"`
+	// SwitchMemory is each switch's aggregation memory budget (a size,
+	// e.g. 64MiB; not given: no bound).
+	SwitchMemory string `yaml:"switch_memory,omitempty"`
+	// Jobs are the run's jobs; without them the run is one job of workers
+	// ranks on hosts h0, h1, ...
+	Jobs []Job `yaml:"jobs,omitempty"`
+}
+
+// Job is one job of a scenario: the host NICs its ranks run on (h3 is
+// host h3's first NIC, h3:nic1 its second) and the settings it does not
+// take from the scenario. Omitted keys take the scenario's settings (and
+// so the command line's).
+type Job struct {
+	Name    string   `yaml:"name,omitempty"`
+	Mode    string   `yaml:"mode,omitempty"`
+	Ranks   []string `yaml:"ranks,omitempty"`
+	Tensor  string   `yaml:"tensor,omitempty"`
+	Start   string   `yaml:"start,omitempty"` // when the job starts, e.g. 50us
+	Window  *int     `yaml:"window,omitempty"`
+	MsgLen  *int     `yaml:"msg_len,omitempty"`
+	DType   string   `yaml:"dtype,omitempty"`
+	Release string   `yaml:"release,omitempty"`
+}
+
+// Error is a setting Apply cannot use. Key is where it is, as a scenario
+// file spells it: a key (tensor, topology, switch_memory), or "job NAME"
+// for a job's settings (then Err names the job's key).
+type Error struct {
+	Key string
+	Err error
+}
+
+func (e *Error) Error() string { return e.Key + ": " + e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Load reads a scenario file; unknown keys are errors.
+func Load(path string) (*Scenario, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	s, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return s, nil
+}
+
+// Parse reads a scenario from YAML. Unknown keys are errors that name the
+// key, at the top, inside topology and inside each job; every error is
+// one line.
+func Parse(b []byte) (*Scenario, error) {
+	var s Scenario
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil && err != io.EOF { // an empty file changes nothing
+		return nil, topo.YAMLError(err)
+	}
+	return &s, nil
+}
+
+// jobKeys are the keys a job takes, in the order its doc lists them.
+var jobKeys = func() []string {
+	t := reflect.TypeFor[Job]()
+	keys := make([]string, t.NumField())
+	for i := range keys {
+		keys[i] = strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
+	}
+	return keys
+}()
+
+// UnmarshalYAML reads one job, key by key, so that an unknown key or a
+// value of the wrong type is an error naming the job and the key. (The
+// decoder of a custom unmarshaler does not inherit the caller's
+// strictness, so the keys are checked here.)
+func (j *Job) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: a job is a mapping, e.g. {name: a, ranks: [h0, h1]}", n.Line)
+	}
+	label := fmt.Sprintf("at line %d", n.Line)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k, v := n.Content[i], n.Content[i+1]; k.Value == "name" && v.Kind == yaml.ScalarNode {
+			label = v.Value
+		}
+	}
+	var out Job
+	fields := reflect.ValueOf(&out).Elem()
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if seen[k.Value] {
+			return fmt.Errorf("line %d: job %s: %s given twice", k.Line, label, k.Value)
+		}
+		seen[k.Value] = true
+		f := -1
+		for fi, key := range jobKeys {
+			if key == k.Value {
+				f = fi
+			}
+		}
+		if f < 0 {
+			return fmt.Errorf("line %d: job %s: unknown key %q (a job takes %s)", k.Line, label, k.Value, strings.Join(jobKeys, ", "))
+		}
+		if err := v.Decode(fields.Field(f).Addr().Interface()); err != nil {
+			msg := topo.YAMLError(err).Error()
+			msg = strings.TrimPrefix(msg, fmt.Sprintf("line %d: ", v.Line))
+			return fmt.Errorf("line %d: job %s: %s: %s", k.Line, label, k.Value, msg)
+		}
+	}
+	*j = out
+	return nil
+}
+
+// Marshal writes the scenario as YAML.
+func (s *Scenario) Marshal() ([]byte, error) { return yaml.Marshal(s) }
+
+// netemKeys are the settings Apply combines into one netem setting.
+var netemKeys = map[string]bool{"Netem": true, "Loss": true, "Reorder": true, "Duplicate": true, "Corrupt": true}
+
+// Override sets on s every setting o gives, as command-line flags override
+// a scenario file: each non-empty field of o replaces s's, o's faults are
+// added to s's, and a netem setting or shorthand in o replaces all of s's
+// netem settings (they describe one netem setting together).
+func (s *Scenario) Override(o *Scenario) {
+	sv, ov := reflect.ValueOf(s).Elem(), reflect.ValueOf(o).Elem()
+	netem := false
+	for name := range netemKeys {
+		netem = netem || !ov.FieldByName(name).IsZero()
+	}
+	for i := range sv.NumField() {
+		name := sv.Type().Field(i).Name
+		switch {
+		case name == "Faults":
+			s.Faults = append(append([]string(nil), s.Faults...), o.Faults...)
+		case netemKeys[name]:
+			if netem {
+				sv.Field(i).Set(ov.Field(i))
+			}
+		case !ov.Field(i).IsZero():
+			sv.Field(i).Set(ov.Field(i))
+		}
+	}
+}
+
+// Apply sets the scenario's non-empty fields on cfg. The netem shorthands
+// (loss, reorder, duplicate, corrupt) and netem itself are combined into
+// one netem setting for every link direction. A topology is built with
+// cfg's link settings (after the scenario's) wherever it sets none, and
+// jobs are checked against it. Errors are *Error, one line each.
+func (s *Scenario) Apply(cfg *emu.Config) error {
+	var err error
+	set := func(name string, f func() error) {
+		if err == nil {
+			if e := f(); e != nil {
+				err = &Error{Key: name, Err: e}
+			}
+		}
+	}
+	for _, f := range []struct {
+		v   *int
+		dst *int
+	}{{s.Workers, &cfg.Workers}, {s.Window, &cfg.Window}, {s.MsgLen, &cfg.MsgLen}, {s.MTU, &cfg.MTU}, {s.Queue, &cfg.Link.Queue}} {
+		if f.v != nil {
+			*f.dst = *f.v
+		}
+	}
+	if s.Seed != nil {
+		cfg.Seed = *s.Seed
+	}
+	if s.Timeout != nil {
+		set("timeout", func() error {
+			if *s.Timeout < 0 || *s.Timeout > 31 {
+				return fmt.Errorf("%d: want an exponent 0..31", *s.Timeout)
+			}
+			cfg.Timeout = uint8(*s.Timeout)
+			return nil
+		})
+	}
+	if s.RetryCnt != nil {
+		set("retry_cnt", func() error {
+			if *s.RetryCnt < 0 || *s.RetryCnt > 7 {
+				return fmt.Errorf("%d: want 0..7", *s.RetryCnt)
+			}
+			cfg.RetryCnt = uint8(*s.RetryCnt)
+			return nil
+		})
+	}
+	if s.Mode != "" {
+		set("mode", func() (e error) { cfg.Mode, e = emu.ParseMode(s.Mode); return })
+	}
+	if s.Tensor != "" {
+		set("tensor", func() (e error) { cfg.TensorBytes, e = units.ParseSize(s.Tensor); return })
+	}
+	if s.DType != "" {
+		set("dtype", func() (e error) { cfg.DType, e = tensor.ParseDType(s.DType); return })
+	}
+	if s.Pattern != "" {
+		set("pattern", func() (e error) { cfg.Pattern, e = tensor.ParsePattern(s.Pattern); return })
+	}
+	if s.Transport != "" {
+		set("transport", func() (e error) { cfg.Transport, e = ParseTransport(s.Transport); return })
+	}
+	if s.Link != "" {
+		set("link", func() (e error) { cfg.Link.Rate, e = units.ParseRate(s.Link); return })
+	}
+	if s.Latency != "" {
+		set("latency", func() (e error) { cfg.Link.Latency, e = faults.ParseDuration(s.Latency); return })
+	}
+	if s.MaxTime != "" {
+		set("max_time", func() (e error) { cfg.MaxVirtual, e = faults.ParseDuration(s.MaxTime); return })
+	}
+	if s.NIC != "" {
+		set("nic", func() (e error) { cfg.NIC, e = roce.ParseProfile(s.NIC); return })
+	}
+	if s.Release != "" {
+		set("release", func() (e error) { cfg.Release, e = netreduce.ParseRelease(s.Release); return })
+	}
+	if n := s.NetemSpec(); n != "" {
+		set("netem", func() (e error) { cfg.Netem, e = faults.ParseNetem(n); return })
+	}
+	for _, f := range s.Faults {
+		set("fault", func() error {
+			ev, e := faults.Parse(f)
+			cfg.Events = append(cfg.Events, ev)
+			return e
+		})
+	}
+	if s.SwitchMemory != "" {
+		set("switch_memory", func() (e error) { cfg.SwitchMemory, e = units.ParseSize(s.SwitchMemory); return })
+	}
+	if err != nil {
+		return err
+	}
+	if s.Topology != nil {
+		if err := s.applyTopology(cfg); err != nil {
+			return err
+		}
+	}
+	return s.applyJobs(cfg)
+}
+
+// applyTopology builds the scenario's topology on cfg's link settings and
+// sizes the single job to it.
+func (s *Scenario) applyTopology(cfg *emu.Config) error {
+	spec := *s.Topology
+	if spec.Kind == "star" && spec.Hosts.IsZero() {
+		spec.Hosts.Count = cfg.Workers
+	}
+	t, err := spec.Build(topo.LinkParams{Rate: cfg.Link.Rate, Latency: cfg.Link.Latency, Queue: cfg.Link.Queue})
+	if err != nil {
+		return &Error{Key: "topology", Err: err}
+	}
+	cfg.Topology = t
+	if len(s.Jobs) > 0 {
+		return nil
+	}
+	hosts := len(t.Hosts())
+	switch {
+	case s.Workers == nil:
+		cfg.Workers = hosts
+	case *s.Workers > hosts:
+		return &Error{Key: "workers", Err: fmt.Errorf("%d: the %s topology has %d hosts", *s.Workers, t.Kind, hosts)}
+	}
+	return nil
+}
+
+// applyJobs turns the scenario's jobs into cfg.Jobs, checking each rank's
+// NIC against the network (the topology, or the star of cfg.Workers
+// hosts).
+func (s *Scenario) applyJobs(cfg *emu.Config) error {
+	if len(s.Jobs) == 0 {
+		return nil
+	}
+	nics, hostsNote := nicNames(cfg)
+	jobs := make([]emu.JobSpec, 0, len(s.Jobs))
+	for i, j := range s.Jobs {
+		name := j.Name
+		if name == "" {
+			name = fmt.Sprintf("job%d", i) // as emu names an unnamed job
+		}
+		js := emu.JobSpec{Name: j.Name, Ranks: append([]string(nil), j.Ranks...)}
+		var err error
+		set := func(key string, f func() error) {
+			if err == nil {
+				if e := f(); e != nil {
+					err = &Error{Key: "job " + name, Err: fmt.Errorf("%s: %v", key, e)}
+				}
+			}
+		}
+		set("ranks", func() error {
+			if len(j.Ranks) < 2 {
+				return errors.New("want at least two host NICs, e.g. [h0, h1]")
+			}
+			for _, r := range j.Ranks {
+				if !nics[r] {
+					return fmt.Errorf("%q: the network has no such host NIC (%s)", r, hostsNote)
+				}
+			}
+			return nil
+		})
+		if j.Mode != "" {
+			set("mode", func() (e error) { js.Mode, e = emu.ParseMode(j.Mode); return })
+		}
+		if j.Tensor != "" {
+			set("tensor", func() (e error) { js.TensorBytes, e = units.ParseSize(j.Tensor); return })
+		}
+		if j.Start != "" {
+			set("start", func() (e error) { js.Start, e = faults.ParseDuration(j.Start); return })
+		}
+		if j.Window != nil {
+			set("window", func() error { js.Window = *j.Window; return atLeastOne(*j.Window) })
+		}
+		if j.MsgLen != nil {
+			set("msg_len", func() error { js.MsgLen = *j.MsgLen; return atLeastOne(*j.MsgLen) })
+		}
+		if j.DType != "" {
+			set("dtype", func() error {
+				d, e := tensor.ParseDType(j.DType)
+				js.DType = &d
+				return e
+			})
+		}
+		if j.Release != "" {
+			set("release", func() error {
+				r, e := netreduce.ParseRelease(j.Release)
+				js.Release = &r
+				return e
+			})
+		}
+		if err != nil {
+			return err
+		}
+		jobs = append(jobs, js)
+	}
+	cfg.Jobs = jobs
+	return nil
+}
+
+// atLeastOne refuses 0 and less where emu would read 0 as "not set".
+func atLeastOne(v int) error {
+	if v < 1 {
+		return fmt.Errorf("%d: want 1 or more", v)
+	}
+	return nil
+}
+
+// nicNames are the names of cfg's network's host NICs (a host's first NIC
+// is the host's name, its i-th "NAME:nicI"), and a note saying which there
+// are, for errors.
+func nicNames(cfg *emu.Config) (map[string]bool, string) {
+	names := map[string]bool{}
+	if cfg.Topology == nil {
+		for r := range cfg.Workers {
+			names[fmt.Sprintf("h%d", r)] = true
+		}
+		return names, fmt.Sprintf("the star of workers=%d has h0..h%d", cfg.Workers, cfg.Workers-1)
+	}
+	hosts := cfg.Topology.Hosts()
+	for _, h := range hosts {
+		names[h.Name] = true
+		for i := 1; i < len(h.Links); i++ {
+			names[fmt.Sprintf("%s:nic%d", h.Name, i)] = true
+		}
+	}
+	note := fmt.Sprintf("the %s topology's hosts are %s", cfg.Topology.Kind, hosts[0].Name)
+	if len(hosts) > 1 {
+		note += ".." + hosts[len(hosts)-1].Name
+	}
+	return names, note
+}
+
+// NetemSpec is the netem setting the scenario asks for: netem, then the
+// shorthands, each with its netem keyword.
+func (s *Scenario) NetemSpec() string {
+	parts := []string{}
+	if s.Netem != "" {
+		parts = append(parts, s.Netem)
+	}
+	for _, kv := range [][2]string{{"loss", s.Loss}, {"reorder", s.Reorder}, {"duplicate", s.Duplicate}, {"corrupt", s.Corrupt}} {
+		if kv[1] != "" {
+			parts = append(parts, kv[0]+" "+kv[1])
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// ParseTransport reads v2-ipv4 (also v2, ipv4), v2-ipv6 (ipv6) or v1.
+func ParseTransport(s string) (frames.Transport, error) {
+	switch strings.ToLower(s) {
+	case "v2-ipv4", "v2", "ipv4", "rocev2":
+		return frames.V2IPv4, nil
+	case "v2-ipv6", "ipv6":
+		return frames.V2IPv6, nil
+	case "v1", "rocev1":
+		return frames.V1, nil
+	}
+	return 0, fmt.Errorf("transport %q: want v2-ipv4, v2-ipv6 or v1", s)
+}
