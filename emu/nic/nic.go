@@ -69,7 +69,7 @@ type Transmitter interface{ Kick() }
 // MAC is the address of host h's NIC p: the locally administered
 // 02:1a:e0:p:(h+1)>>8:(h+1).
 func MAC(h, p int) net.HardwareAddr {
-	return net.HardwareAddr{0x02, 0x1A, 0xE0, byte(p), byte(h >> 8), byte(h + 1)}
+	return net.HardwareAddr{0x02, 0x1A, 0xE0, byte(p), byte((h + 1) >> 8), byte(h + 1)}
 }
 
 // Addr is host h's NIC p's address for transport t: 10.p.(h+1)>>8.(h+1),

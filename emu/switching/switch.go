@@ -41,6 +41,7 @@ type Counters struct {
 	Flooded   uint64 `json:"flooded"`   // destination unknown or broadcast
 	Filtered  uint64 `json:"filtered"`  // destination is the ingress port
 	Emitted   uint64 `json:"emitted"`   // frames the programs sent
+	Runts     uint64 `json:"runts"`     // frames shorter than an Ethernet header, dropped
 }
 
 // Program is a switch program: the pipeline hands it every RoCE frame it
@@ -234,6 +235,7 @@ func (s *Switch) Ports() int { return len(s.ports) }
 func (s *Switch) Ingress(port int, frame []byte) {
 	s.Stats.Frames++
 	if len(frame) < 14 {
+		s.Stats.Runts++
 		return
 	}
 	// Stage 1: port learning (unicast sources only; never for a routed
