@@ -95,6 +95,8 @@ func (j *netReduceJob) installRing() error {
 	for i, w := range r.workers {
 		s, p := r.fab.SwitchOf(w.h)
 		switch {
+		case w.gpu >= 0:
+			return fmt.Errorf("job %s: rank %d is on GPU %d of %s: a NetReduce ring has one rank per NIC (a parallel scheme over GPUs is not built yet; --mode ring runs over GPUs)", r.name, i, w.gpu, w.host)
 		case s == nil:
 			return fmt.Errorf("job %s: rank %d's NIC %s is not attached to a switch: NetReduce aggregates in a switch", r.name, i, w.h.Name)
 		case sw != nil && s != sw:
@@ -111,7 +113,7 @@ func (j *netReduceJob) installRing() error {
 	ring.ID = j.ringID
 	for i, w := range r.workers {
 		c := &ring.Conns[i]
-		c.Src, c.Dst, c.DestQP, c.Port = w.h.IP, r.workers[(i+1)%len(r.workers)].h.IP, r.recvQPN, ports[i]
+		c.Src, c.Dst, c.DestQP, c.Port = w.h.IP, r.workers[(i+1)%len(r.workers)].h.IP, r.workers[(i+1)%len(r.workers)].rq.QPN(), ports[i]
 	}
 	return sw.AddRing(ring)
 }

@@ -14,9 +14,9 @@ import (
 )
 
 // TestRandomPlacementsAreExact draws runs where the graph's new bugs would
-// live: stars and spine-leafs (one or two spines, so ECMP; blocking and
-// not), one to three jobs of either algorithm on shared or disjoint host
-// NICs with staggered starts, random dtypes, windows and message lengths,
+// live: stars (some with GPUs) and spine-leafs (one or two spines, so
+// ECMP; blocking and not), one to three jobs of either algorithm on shared
+// or disjoint host NICs (rings also on GPUs) with staggered starts, random dtypes, windows and message lengths,
 // and netem loss, reordering and duplication on every link, plus a drop on
 // a named link. Every job of every run must end bit-exact. Each case's
 // seed is printed; a failing one replays alone with -run and its seed.
@@ -45,9 +45,22 @@ func randomPlacement(t *testing.T, seed uint64) (Config, string) {
 	var tp *topo.Topology
 	var err error
 	var groups [][]string // hosts under one switch (NetReduce needs its ranks in one)
+	var gpuSlots []string // ranks a ring may also take: GPUs of the star's hosts
 	if rng.IntN(2) == 0 {
 		n := 4 + rng.IntN(5)
-		tp, err = topo.Star(n, link)
+		if g := rng.IntN(4); g >= 2 {
+			var spec *topo.Spec
+			if spec, err = topo.ParseFlag(fmt.Sprintf("star:hosts=%d,gpus=%d,intra=100G,alpha=500ns", n, g)); err == nil {
+				tp, err = spec.Build(link)
+			}
+			for h := range n {
+				for i := range g {
+					gpuSlots = append(gpuSlots, fmt.Sprintf("h%d:gpu%d", h, i))
+				}
+			}
+		} else {
+			tp, err = topo.Star(n, link)
+		}
 		groups = [][]string{hostNames(0, n)}
 	} else {
 		leaves, per, spines := 2+rng.IntN(2), 2+rng.IntN(3), 1+rng.IntN(2)
@@ -74,10 +87,24 @@ func randomPlacement(t *testing.T, seed uint64) (Config, string) {
 		} else {
 			js.Mode = Ring
 		}
-		perm := rng.Perm(len(pool))
-		k := 2 + rng.IntN(len(pool)-1)
-		for _, i := range perm[:k] {
-			js.Ranks = append(js.Ranks, pool[i])
+		switch {
+		case js.Mode == Ring && len(gpuSlots) > 0 && rng.IntN(3) > 0:
+			// A run of GPUs in host order (most hops on an interconnect),
+			// or GPUs and NICs mixed at random.
+			k := 2 + rng.IntN(min(len(gpuSlots), 12)-1)
+			if rng.IntN(2) == 0 {
+				at := rng.IntN(len(gpuSlots) - k + 1)
+				js.Ranks = append(js.Ranks, gpuSlots[at:at+k]...)
+				break
+			}
+			pool = append(append([]string(nil), all...), gpuSlots...)
+			fallthrough
+		default:
+			perm := rng.Perm(len(pool))
+			k := 2 + rng.IntN(min(len(pool), 12)-1)
+			for _, i := range perm[:k] {
+				js.Ranks = append(js.Ranks, pool[i])
+			}
 		}
 		cfg.Jobs = append(cfg.Jobs, js)
 		desc += fmt.Sprintf("; %s %s %s on %s", js.Name, js.Mode, d, strings.Join(js.Ranks, ","))

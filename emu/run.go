@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -277,10 +278,14 @@ func AlgorithmNames() []string {
 // worker is one rank of a job: a QP to its successor and one from its
 // predecessor, on the NIC the rank is placed on.
 type worker struct {
-	rank     int
-	local    bool // runs in this process (always, but with Devices)
-	h        *nic.NIC
-	sq, rq   *roce.QP
+	rank  int
+	local bool     // runs in this process (always, but with Devices)
+	h     *nic.NIC // its NIC (a GPU rank's: its host's first)
+	host  string   // its host's name
+	gpu   int      // the GPU it runs on, -1 for a rank on a NIC
+	// sq is the hop to the successor, rq the hop from the predecessor: RC
+	// QPs on the NIC, or a GPU link to a GPU of the same host.
+	sq, rq   endpoint
 	recvMR   *roce.MR
 	sendDone int
 	recvDone int
@@ -304,11 +309,10 @@ type runner struct {
 	err     error
 	started bool          // the job's first work requests are posted
 	startAt time.Duration // when (live: after the start barrier)
-	// Per-job identifiers, so jobs sharing hosts never collide: the QPNs
-	// of every rank's send and receive QP, the receive regions' rkeys and
-	// virtual address.
-	sendQPN, recvQPN uint32
-	recvVA           uint64
+	// Per-job identifiers, so jobs sharing hosts never collide (the QPNs
+	// are per rank, see qpnPair): the receive regions' rkeys and virtual
+	// address.
+	recvVA uint64
 }
 
 // run is a fabric and its jobs.
@@ -452,19 +456,35 @@ func newRun(cfg Config) (*run, error) {
 	var hosts []*nic.NIC               // the NICs the jobs use, in order of first use
 	onHost := map[*nic.NIC][]*worker{} // the workers on each
 	for j, js := range specs {
-		r := &runner{run: u, index: j, name: js.name, ranks: js.ranks, cfg: js.cfg, fab: fab,
-			sendQPN: sendQPN + 2*uint32(j), recvQPN: recvQPN + 2*uint32(j), recvVA: recvBaseVA + uint64(j)<<36}
+		r := &runner{run: u, index: j, name: js.name, ranks: js.ranks, cfg: js.cfg, fab: fab, recvVA: recvBaseVA + uint64(j)<<36}
 		r.psns = initialPSNs(r.cfg.Seed, len(js.ranks))
+		onNIC := map[*nic.NIC]int{} // the job's ranks on each NIC so far
 		for i, name := range js.ranks {
-			h, ok := fab.HostByName(name)
-			if host, gpu, isGPU := strings.Cut(name, ":gpu"); isGPU && !ok {
-				return fail(fmt.Errorf("job %s: rank %d is placed on GPU %s of %s: the netreduce and ring algorithms run one rank per NIC; algorithms that move data over a host's GPU interconnect are not built yet (place ranks on NICs: %s, %s:nic1, ...)", r.name, i, gpu, host, host, host))
+			w, err := placeRank(fab, r.name, i, name)
+			if err != nil {
+				return fail(err)
 			}
-			if !ok {
-				return fail(fmt.Errorf("job %s: rank %d is placed on %q, which the topology does not have", r.name, i, name))
-			}
-			w := &worker{rank: i, h: h, sq: h.NewQP(r.sendQPN), rq: h.NewQP(r.recvQPN), local: !fab.Live() || h.Live}
+			w.local = !fab.Live() || w.h.Live
 			r.workers = append(r.workers, w)
+		}
+		for _, w := range r.workers {
+			h, n := w.h, len(r.workers)
+			k := onNIC[h]
+			onNIC[h]++
+			sq, rq := qpnPair(j, len(specs), k)
+			if succ := r.workers[(w.rank+1)%n]; intraHop(w, succ) {
+				hn, _ := fab.Topo.Node(w.host)
+				l := newIntraLink(fab.Clock, hn.Intra, w, succ)
+				w.sq, succ.rq = intraSend{l}, intraRecv{l}
+			} else {
+				w.sq = h.NewQP(sq)
+			}
+			if pred := r.workers[(w.rank+n-1)%n]; !intraHop(pred, w) {
+				w.rq = h.NewQP(rq)
+			}
+		}
+		for _, w := range r.workers {
+			h := w.h
 			if onHost[h] == nil {
 				hosts = append(hosts, h)
 			}
@@ -527,15 +547,55 @@ func (u *run) err() error {
 	return nil
 }
 
+// qpnPair is the send and receive QPN of job j's k-th rank on a NIC (of
+// J jobs): 0x11+2(j+J·k) and one more, so the first job's only rank on a
+// NIC has what rxe hands out first.
+func qpnPair(j, jobs, k int) (uint32, uint32) {
+	s := sendQPN + 2*uint32(j+jobs*k)
+	return s, s + 1
+}
+
+// placeRank makes rank i of a job on the NIC or GPU name names: "h3",
+// "h3:nic1", "h3:gpu2" (a GPU's RDMA traffic uses its host's first NIC).
+func placeRank(fab *fabric.Fabric, job string, i int, name string) (*worker, error) {
+	if host, g, isGPU := strings.Cut(name, ":gpu"); isGPU {
+		if fab.Topo == nil {
+			return nil, fmt.Errorf("job %s: rank %d is placed on %q: GPUs are emulated only", job, i, name)
+		}
+		gpu, err := strconv.Atoi(g)
+		n, ok := fab.Topo.Node(host)
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("job %s: rank %d is placed on %q: the topology has no host %s", job, i, name, host)
+		case err != nil || gpu < 0 || gpu >= n.GPUs:
+			return nil, fmt.Errorf("job %s: rank %d is placed on %q: %s has %d GPUs (gpu0..gpu%d)", job, i, name, host, n.GPUs, n.GPUs-1)
+		}
+		h, _ := fab.HostByName(host)
+		return &worker{rank: i, h: h, host: host, gpu: gpu}, nil
+	}
+	h, ok := fab.HostByName(name)
+	if !ok {
+		return nil, fmt.Errorf("job %s: rank %d is placed on %q, which the topology does not have", job, i, name)
+	}
+	return &worker{rank: i, h: h, host: h.Host, gpu: -1}, nil
+}
+
+// intraHop reports whether the hop from a to b stays on a host's GPU
+// interconnect.
+func intraHop(a, b *worker) bool { return a.gpu >= 0 && b.gpu >= 0 && a.host == b.host }
+
 // connect makes the ring of RC connections (the job has set up its
-// buffers): rank r's send QP to rank r+1's receive QP. Initial PSNs are
-// drawn from the seed. Each connection must have a path through the
-// fabric.
+// buffers): rank r's send QP to rank r+1's receive QP, where the hop
+// leaves the host. Initial PSNs are drawn from the seed. Each connection
+// must have a path through the fabric.
 func (r *runner) connect() error {
 	psns := r.psns
 	n := len(r.workers)
 	for _, w := range r.workers {
 		succ := r.workers[(w.rank+1)%n]
+		if intraHop(w, succ) {
+			continue
+		}
 		if !r.fab.Reachable(w.h, succ.h) || !r.fab.Reachable(succ.h, w.h) {
 			return fmt.Errorf("job %s: rank %d (%s) and rank %d (%s) have no path between them in the topology", r.name, w.rank, w.h.Name, succ.rank, succ.h.Name)
 		}
@@ -549,17 +609,26 @@ func (r *runner) connect() error {
 	base := roce.Config{MTU: r.cfg.MTU, Timeout: r.cfg.Timeout, RetryCnt: r.cfg.RetryCnt, RNRRetry: 7, MinRNRTimer: 1,
 		MaxSendWR: maxWR, MaxRecvWR: maxWR, Profile: r.cfg.NIC}
 	for _, w := range r.workers {
+		succ := r.workers[(w.rank+1)%n]
+		sq, ok := w.sq.(*roce.QP)
+		if !ok {
+			continue
+		}
 		sc := base
 		sc.SQPSN, sc.RQPSN = psns.send[w.rank], psns.sendR[w.rank] // only ACKs arrive on a send QP
-		if err := w.sq.Connect(w.h.PathTo(r.workers[(w.rank+1)%n].h, r.recvQPN), sc); err != nil {
+		if err := sq.Connect(w.h.PathTo(succ.h, succ.rq.QPN()), sc); err != nil {
 			return err
 		}
 	}
 	for _, w := range r.workers {
 		pred := r.workers[(w.rank+n-1)%n]
+		rq, ok := w.rq.(*roce.QP)
+		if !ok {
+			continue
+		}
 		rc := base
-		rc.SQPSN, rc.RQPSN = psns.recv[w.rank], pred.sq.Config().SQPSN
-		if err := w.rq.Connect(w.h.PathTo(pred.h, r.sendQPN), rc); err != nil {
+		rc.SQPSN, rc.RQPSN = psns.recv[w.rank], pred.sq.(*roce.QP).Config().SQPSN
+		if err := rq.Connect(w.h.PathTo(pred.h, pred.sq.QPN()), rc); err != nil {
 			return err
 		}
 	}
@@ -595,7 +664,7 @@ func (r *runner) poll(w *worker) {
 }
 
 // fail stops the job with a transport error naming the QP and the reason.
-func (r *runner) fail(w *worker, q *roce.QP, c roce.Completion, what string) {
+func (r *runner) fail(w *worker, q endpoint, c roce.Completion, what string) {
 	if r.err != nil {
 		return
 	}
@@ -614,8 +683,8 @@ func (r *runner) fail(w *worker, q *roce.QP, c roce.Completion, what string) {
 		QP: &QPFailure{Rank: w.rank, Peer: peer, Send: q == w.sq, Status: c.Status}}
 }
 
-func qpCounters(q *roce.QP) string {
-	c := q.Counters
+func qpCounters(q endpoint) string {
+	c := counters(q)
 	return fmt.Sprintf("sent %d, retransmitted %d, NAKs received %d, timeouts %d", c.SentPkts, c.RetransmittedPkts, c.PacketSeqErr, c.LocalAckTimeoutErr)
 }
 
@@ -716,8 +785,8 @@ func (u *run) result(events int) *Result {
 				seen[w.h] = true
 				res.FramesSent += w.h.Stats.RoCESent + w.h.Stats.CtrlSent
 			}
-			for _, q := range []*roce.QP{w.sq, w.rq} {
-				res.ICRCDrops += q.Counters.RxICRCErrors
+			for _, q := range []endpoint{w.sq, w.rq} {
+				res.ICRCDrops += counters(q).RxICRCErrors
 			}
 		}
 	}
@@ -781,8 +850,8 @@ func (r *runner) jobResult() JobResult {
 	var done time.Duration
 	for _, w := range r.workers {
 		done = max(done, w.doneAt)
-		for _, q := range []*roce.QP{w.sq, w.rq} {
-			k := q.Counters
+		for _, q := range []endpoint{w.sq, w.rq} {
+			k := counters(q)
 			jr.FramesSent += k.SentPkts
 			jr.Retransmissions += k.RetransmittedPkts
 			jr.NAKs += k.OutOfSequence + k.SendRNRErr + k.RemoteErrors
@@ -803,7 +872,7 @@ func (r *runner) jobResult() JobResult {
 // drain polls a worker's CQs, handing each completion to f; an error
 // completion fails the job.
 func (r *runner) drain(w *worker, f func(c roce.Completion)) {
-	for _, q := range []*roce.QP{w.sq, w.rq} {
+	for _, q := range []endpoint{w.sq, w.rq} {
 		for _, cq := range []*roce.CQ{q.SendCQ(), q.RecvCQ()} {
 			for cq.Len() > 0 {
 				n := cq.Poll(w.cqe[:])

@@ -2,6 +2,8 @@ package emu
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -65,9 +67,16 @@ func (c *Config) checkEvent(ev *faults.Event, t *topo.Topology, jobs []jobConfig
 	qpns := []string{}
 	qpOK, netReduce := ev.QP < 0, false
 	for j, jc := range jobs {
-		s, r := int64(sendQPN+2*j), int64(recvQPN+2*j)
-		qpOK = qpOK || ev.QP == s || ev.QP == r
-		qpns = append(qpns, fmt.Sprintf("%#x and %#x (job %s)", s, r, jc.name))
+		perNIC := map[string]int{} // a GPU rank uses its host's first NIC
+		for _, name := range jc.ranks {
+			host, _, _ := strings.Cut(name, ":gpu")
+			perNIC[host]++
+		}
+		for k := range max(slices.Max(slices.Collect(maps.Values(perNIC))), 1) {
+			s, r := qpnPair(j, len(jobs), k)
+			qpOK = qpOK || ev.QP == int64(s) || ev.QP == int64(r)
+			qpns = append(qpns, fmt.Sprintf("%#x and %#x (job %s)", s, r, jc.name))
+		}
 		netReduce = netReduce || jc.cfg.Mode == NetReduce
 	}
 	portKey := "the job's switch ports are 0..%d (port R faces rank R)"

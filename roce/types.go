@@ -116,6 +116,10 @@ type CQ struct {
 // NewCQ makes a completion queue with room for n entries before it grows.
 func NewCQ(n int) *CQ { return &CQ{entries: make([]Completion, 0, n)} }
 
+// Push queues a completion from a source other than a QP of this
+// package (an emulated host's GPU interconnect, say), as a QP would.
+func (q *CQ) Push(c Completion) { q.push(c) }
+
 func (q *CQ) push(c Completion) {
 	q.entries = append(q.entries, c)
 	if q.Notify != nil {

@@ -284,3 +284,35 @@ func TestReplayRefusesTopologyCapture(t *testing.T) {
 	assert.Equal(t, "a-b#1", topologyInterface([]string{"port0-in", "a-b#1", "b-a#1"}))
 	assert.Equal(t, "h0-h1", topologyInterface([]string{"h0-h1", "h1-h0"}))
 }
+
+// Ranks on GPUs: a ring over 2 hosts × 4 GPUs from a scenario file ends
+// exact, its hops inside a host on the interconnect (no RoCE frame of
+// theirs on the wire: 2 of the 8 hops cross NICs).
+func TestRunRingOverGPUs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gpus.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`
+seed: 5
+tensor: 256KiB
+topology: {kind: star, hosts: 2, gpus: 4, intra: 300G, alpha: 1us}
+jobs:
+  - {name: fr, mode: ring, ranks: [h0:gpu0, h0:gpu1, h0:gpu2, h0:gpu3, h1:gpu0, h1:gpu1, h1:gpu2, h1:gpu3]}
+`), 0o644))
+	code, out, errOut := runCLI("run", "--scenario", path, "--json")
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	var res struct {
+		Exact bool `json:"exact"`
+		Jobs  []struct {
+			Workers int      `json:"workers"`
+			Ranks   []string `json:"ranks"`
+		} `json:"jobs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	assert.True(t, res.Exact)
+	require.Len(t, res.Jobs, 1)
+	assert.Equal(t, 8, res.Jobs[0].Workers)
+	assert.Equal(t, "h1:gpu3", res.Jobs[0].Ranks[7])
+	// A GPU the host lacks: one line naming the job and key.
+	require.NoError(t, os.WriteFile(path, []byte("topology: {kind: star, hosts: 2, gpus: 4, intra: 300G}\njobs:\n  - {name: fr, mode: ring, ranks: [h0:gpu0, h0:gpu4]}\n"), 0o644))
+	code, _, errOut = runGuarded("run", "--scenario", path)
+	oneLine(t, code, errOut, "inaemu run: ", `job fr: ranks: "h0:gpu4"`)
+}

@@ -103,6 +103,15 @@ func New(clock roce.Clock, host string, h, p int, t frames.Transport) *NIC {
 // Attach gives the NIC its transmit side (before any QP is made).
 func (h *NIC) Attach(tx Transmitter) { h.up = tx }
 
+// NewCQ makes a completion queue whose completions wake OnCompletion, as
+// the NIC's QPs' do (for work that completes beside the NIC: a copy over
+// the host's GPU interconnect).
+func (h *NIC) NewCQ() *roce.CQ {
+	cq := roce.NewCQ(64)
+	cq.Notify = h.completed
+	return cq
+}
+
 // NewQP creates a QP on this NIC whose completions wake OnCompletion.
 func (h *NIC) NewQP(qpn uint32) *roce.QP {
 	scq, rcq := roce.NewCQ(64), roce.NewCQ(64)

@@ -189,8 +189,8 @@ func TestJobErrorsNameJobAndKey(t *testing.T) {
 		{"{name: b, ranks: [h0, h1], dtype: f64}", "job b: dtype: "},
 		{"{name: b, ranks: [h0, h1], release: never}", "job b: release: "},
 		{"{name: b, ranks: [h0]}", "job b: ranks: want at least two host NICs"},
-		{"{name: b, ranks: [h0, h9]}", `job b: ranks: "h9": the network has no such host NIC (the spine-leaf topology's hosts are h0..h7)`},
-		{"{name: b, ranks: [h0, h1:nic1]}", `job b: ranks: "h1:nic1": the network has no such host NIC`},
+		{"{name: b, ranks: [h0, h9]}", `job b: ranks: "h9": the network has no such host NIC or GPU (the spine-leaf topology's hosts are h0..h7)`},
+		{"{name: b, ranks: [h0, h1:nic1]}", `job b: ranks: "h1:nic1": the network has no such host NIC or GPU`},
 		{"{ranks: [h0, h1], mode: fast}", "job job0: mode: "},
 	} {
 		_, err := apply(t, "topology: {kind: spine-leaf, leaves: 2, hosts_per_leaf: 4, spines: 1}\njobs: ["+c.job+"]")
@@ -203,7 +203,7 @@ func TestJobErrorsNameJobAndKey(t *testing.T) {
 	}
 	// Without a topology the network is the star of workers hosts.
 	_, err := apply(t, "workers: 4\njobs: [{name: x, ranks: [h0, h4]}]")
-	assert.EqualError(t, err, `job x: ranks: "h4": the network has no such host NIC (the star of workers=4 has h0..h3)`)
+	assert.EqualError(t, err, `job x: ranks: "h4": the network has no such host NIC or GPU (the star of workers=4 has h0..h3)`)
 	// A second NIC exists where a host has a second link.
 	cfg, err := apply(t, "topology: {kind: dims, dims: [{size: 2, kind: ring, links_per_host: 2}, {size: 2}]}\njobs: [{ranks: ['h0:nic1', 'h1:nic1']}]")
 	require.NoError(t, err)

@@ -379,7 +379,7 @@ func (s *Scenario) applyJobs(cfg *emu.Config) error {
 			}
 			for _, r := range j.Ranks {
 				if !nics[r] {
-					return fmt.Errorf("%q: the network has no such host NIC (%s)", r, hostsNote)
+					return fmt.Errorf("%q: the network has no such host NIC or GPU (%s)", r, hostsNote)
 				}
 			}
 			return nil
@@ -446,6 +446,9 @@ func nicNames(cfg *emu.Config) (map[string]bool, string) {
 		names[h.Name] = true
 		for i := 1; i < len(h.Links); i++ {
 			names[fmt.Sprintf("%s:nic%d", h.Name, i)] = true
+		}
+		for g := range h.GPUs {
+			names[fmt.Sprintf("%s:gpu%d", h.Name, g)] = true
 		}
 	}
 	note := fmt.Sprintf("the %s topology's hosts are %s", cfg.Topology.Kind, hosts[0].Name)
