@@ -204,3 +204,29 @@ func TestCheckSpineLeafCaptures(t *testing.T) {
 		}
 	}
 }
+
+// Two NetReduce jobs on one switch (rings 0 and 1) and a ring job beside
+// them on shared hosts: the checker tells the rings apart by their INA
+// headers and checks every result of both.
+func TestCheckMultiJobCapture(t *testing.T) {
+	cfg := emu.DefaultConfig()
+	cfg.Workers, cfg.TensorBytes, cfg.MsgLen, cfg.Seed = 8, 64<<10, 8, 4
+	cfg.Jobs = []emu.JobSpec{
+		{Name: "a", Mode: emu.NetReduce, Ranks: []string{"h0", "h1", "h2", "h3"}},
+		{Name: "b", Mode: emu.NetReduce, Ranks: []string{"h4", "h5", "h6", "h7"}},
+		{Name: "c", Mode: emu.Ring, Ranks: []string{"h7", "h5", "h3", "h1"}},
+	}
+	n, err := faults.ParseNetem("loss 0.5%")
+	require.NoError(t, err)
+	cfg.Netem = n
+	var buf bytes.Buffer
+	cfg.Capture = &buf
+	res, err := emu.Run(cfg)
+	require.NoError(t, err)
+	require.True(t, res.Exact)
+	rep := ckReport(t, buf.Bytes())
+	assert.True(t, rep.Conforms, "%v", rep.Violations)
+	assert.Equal(t, 12, rep.Connections)
+	assert.Greater(t, rep.AggChecked, 0)
+	assert.Zero(t, rep.AggUnchecked)
+}
