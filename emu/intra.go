@@ -33,8 +33,10 @@ func counters(e endpoint) roce.Counters {
 // the host's interconnect (NVLink-like, not RoCE, so nothing of it is on
 // a wire or in a capture). A WRITE WITH IMMEDIATE is one transfer step:
 // it takes bytes/rate + α (topo.Intra.StepTime), one at a time from the
-// sending GPU, and then its bytes are in the receiver's region and both
-// sides have their completions, as a QP would give them.
+// sending GPU (across every link and job that sends from it), and then its
+// bytes are in the receiver's region and both sides have their
+// completions, as a QP would give them. A transfer that finds no receive
+// posted waits for one, as a QP with infinite RNR retries does.
 type intraLink struct {
 	clock   *vclock.Clock
 	intra   topo.Intra
@@ -46,12 +48,13 @@ type intraLink struct {
 	rhead   int
 	pending []xfer // transfers in order from pending[phead]
 	phead   int
-	busy    time.Duration // when the sending GPU's port is free
+	busy    *time.Duration // when the sending GPU's port is free (shared by its links)
+	waiting bool           // the first transfer waits for a receive
 	timer   roce.Timer
 }
 
-func newIntraLink(c *vclock.Clock, in topo.Intra, src, dst *worker) *intraLink {
-	l := &intraLink{clock: c, intra: in, dst: dst, sendCQ: src.h.NewCQ(), recvCQ: dst.h.NewCQ(), idle: roce.NewCQ(1)}
+func newIntraLink(c *vclock.Clock, in topo.Intra, busy *time.Duration, src, dst *worker) *intraLink {
+	l := &intraLink{clock: c, intra: in, busy: busy, dst: dst, sendCQ: src.h.NewCQ(), recvCQ: dst.h.NewCQ(), idle: roce.NewCQ(1)}
 	l.timer = c.AfterFunc(0, l.deliver)
 	l.timer.Stop()
 	return l
@@ -62,13 +65,13 @@ func (l *intraLink) post(wr roce.SendWR) error {
 		return errors.New("the GPU interconnect carries RDMA WRITE WITH IMMEDIATE only")
 	}
 	now := l.clock.Now()
-	l.busy = max(l.busy, now) + l.intra.StepTime(int64(len(wr.Local)))
+	*l.busy = max(*l.busy, now) + l.intra.StepTime(int64(len(wr.Local)))
 	if l.phead == len(l.pending) {
 		l.pending, l.phead = l.pending[:0], 0
 	}
-	l.pending = append(l.pending, xfer{wr, l.busy})
+	l.pending = append(l.pending, xfer{wr, *l.busy})
 	if len(l.pending)-l.phead == 1 {
-		l.timer.Reset(l.busy - now)
+		l.timer.Reset(*l.busy - now)
 	}
 	return nil
 }
@@ -78,15 +81,18 @@ func (l *intraLink) deliver() {
 	now := l.clock.Now()
 	for l.phead < len(l.pending) && l.pending[l.phead].done <= now {
 		wr := l.pending[l.phead].wr
-		l.pending[l.phead] = xfer{}
-		l.phead++
 		st := roce.StatusSuccess
 		mr := l.dst.recvMR
+		bad := mr == nil || mr.RKey != wr.RKey || wr.RemoteVA < mr.Addr || wr.RemoteVA-mr.Addr+uint64(len(wr.Local)) > uint64(len(mr.Buf))
+		if !bad && l.rhead == len(l.recvs) {
+			l.waiting = true // until PostRecv
+			return
+		}
+		l.pending[l.phead] = xfer{}
+		l.phead++
 		switch {
-		case mr == nil || mr.RKey != wr.RKey || wr.RemoteVA < mr.Addr || wr.RemoteVA-mr.Addr+uint64(len(wr.Local)) > uint64(len(mr.Buf)):
+		case bad:
 			st = roce.StatusRemAccessErr
-		case l.rhead == len(l.recvs):
-			st = roce.StatusRNRRetryExcErr
 		default:
 			copy(mr.Buf[wr.RemoteVA-mr.Addr:], wr.Local)
 			rv := l.recvs[l.rhead]
@@ -128,6 +134,10 @@ func (e intraRecv) PostRecv(wr roce.RecvWR) error {
 		l.recvs, l.rhead = l.recvs[:0], 0
 	}
 	l.recvs = append(l.recvs, wr)
+	if l.waiting {
+		l.waiting = false
+		l.timer.Reset(0)
+	}
 	return nil
 }
 func (e intraRecv) SendCQ() *roce.CQ { return e.l.idle }

@@ -48,8 +48,16 @@ func (c *Config) jobConfigs() ([]jobConfig, error) {
 		}
 		return []jobConfig{{name: "job0", ranks: ranks, cfg: base}}, nil
 	}
-	if c.Devices != nil && len(c.Jobs) > 1 {
-		return nil, bad("the TAP backend runs one job")
+	if c.Devices != nil {
+		// The live fabric is a star whose rank r is host hr.
+		if len(c.Jobs) > 1 {
+			return nil, bad("the TAP backend runs one job")
+		}
+		for i, h := range c.Jobs[0].Ranks {
+			if h != fmt.Sprintf("h%d", i) {
+				return nil, bad("job %s: ranks: the TAP backend places rank r on host hr (h0, h1, ...), not %s on rank %d", c.Jobs[0].Name, h, i)
+			}
+		}
 	}
 	var out []jobConfig
 	names := map[string]bool{}

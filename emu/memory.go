@@ -111,9 +111,10 @@ func EstimateMemory(cfg Config) MemoryEstimate {
 	if cfg.Devices == nil { // the TAP backend has no emulated links
 		// A direction carries data at most at its rate, and as many ACKs
 		// (or results) as data frames went the other way.
-		delay := cfg.Link.Latency + cfg.Netem.Delay + 4*cfg.Netem.Jitter
-		onWire := 2*delay.Seconds()*cfg.Link.Rate/float64(8*(mtu+dataFrameOverhead)) + 2
-		queue := cfg.Link.Queue
+		link := worstLink(cfg)
+		delay := link.Latency + cfg.Netem.Delay + 4*cfg.Netem.Jitter
+		onWire := 2*delay.Seconds()*link.Rate/float64(8*(mtu+dataFrameOverhead)) + 2
+		queue := link.Queue
 		if queue == 0 {
 			queue = 1000
 		}
@@ -123,6 +124,20 @@ func EstimateMemory(cfg Config) MemoryEstimate {
 	}
 	e.Total = e.Buffers + e.Queues + e.Switch + e.Links + e.Base
 	return e
+}
+
+// worstLink is the link the estimate sizes every link by: cfg.Link, or
+// with a topology its largest rate, latency and queue (a bound: a worker's
+// frames may cross any of them).
+func worstLink(cfg Config) fabric.LinkConfig {
+	if cfg.Topology == nil {
+		return cfg.Link
+	}
+	var w fabric.LinkConfig
+	for _, l := range cfg.Topology.Links {
+		w.Rate, w.Latency, w.Queue = max(w.Rate, l.Rate), max(w.Latency, l.Latency), max(w.Queue, l.QueueLen())
+	}
+	return w
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
@@ -243,7 +258,8 @@ func (c *Config) checkMemory(jobs []jobConfig) error {
 	if len(jobs) > 1 {
 		return fmt.Errorf("the %d jobs need ≈%s together, %s %s; %s", len(jobs), units.FormatBytes(e.Total), units.FormatBytes(limit), what, hint)
 	}
+	j := jobs[0].cfg // the one job's own workers and tensor
 	return fmt.Errorf("the job needs ≈%s (%d workers × %s × %.1f), %s %s; %s",
-		units.FormatBytes(e.Total), c.Workers, units.FormatBytes(c.TensorBytes), float64(e.Total)/float64(int64(c.Workers)*c.TensorBytes),
+		units.FormatBytes(e.Total), j.Workers, units.FormatBytes(j.TensorBytes), float64(e.Total)/float64(int64(j.Workers)*j.TensorBytes),
 		units.FormatBytes(limit), what, hint)
 }

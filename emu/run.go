@@ -320,6 +320,9 @@ type run struct {
 	cfg  Config
 	fab  *fabric.Fabric
 	jobs []*runner
+	// gpuBusy is, per GPU, when its port into the host's interconnect is
+	// free: every link and job sending from it shares it.
+	gpuBusy map[string]*time.Duration
 }
 
 // local lists the workers that run in this process.
@@ -408,6 +411,12 @@ func Run(cfg Config) (*Result, error) {
 	}
 	if runErr != nil {
 		res.Error = runErr.Error()
+		for i, r := range u.jobs { // the jobs that finished are still judged
+			if r.err == nil && r.finished() {
+				m := r.job.check()
+				res.Jobs[i].Mismatch, res.Jobs[i].Exact = m, m == nil
+			}
+		}
 		var je *JobError
 		if !errors.As(runErr, &je) {
 			return res, &JobError{Msg: runErr.Error()}
@@ -448,7 +457,7 @@ func newRun(cfg Config) (*run, error) {
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
-	u := &run{cfg: cfg, fab: fab}
+	u := &run{cfg: cfg, fab: fab, gpuBusy: map[string]*time.Duration{}}
 	fail := func(err error) (*run, error) {
 		fab.Close()
 		return nil, &ConfigError{err}
@@ -458,7 +467,7 @@ func newRun(cfg Config) (*run, error) {
 	for j, js := range specs {
 		r := &runner{run: u, index: j, name: js.name, ranks: js.ranks, cfg: js.cfg, fab: fab, recvVA: recvBaseVA + uint64(j)<<36}
 		r.psns = initialPSNs(r.cfg.Seed, len(js.ranks))
-		onNIC := map[*nic.NIC]int{} // the job's ranks on each NIC so far
+		qps := jobQPNs(j, len(specs), js.ranks)
 		for i, name := range js.ranks {
 			w, err := placeRank(fab, r.name, i, name)
 			if err != nil {
@@ -469,18 +478,19 @@ func newRun(cfg Config) (*run, error) {
 		}
 		for _, w := range r.workers {
 			h, n := w.h, len(r.workers)
-			k := onNIC[h]
-			onNIC[h]++
-			sq, rq := qpnPair(j, len(specs), k)
 			if succ := r.workers[(w.rank+1)%n]; intraHop(w, succ) {
 				hn, _ := fab.Topo.Node(w.host)
-				l := newIntraLink(fab.Clock, hn.Intra, w, succ)
+				gpu := fmt.Sprintf("%s:gpu%d", w.host, w.gpu)
+				if u.gpuBusy[gpu] == nil {
+					u.gpuBusy[gpu] = new(time.Duration)
+				}
+				l := newIntraLink(fab.Clock, hn.Intra, u.gpuBusy[gpu], w, succ)
 				w.sq, succ.rq = intraSend{l}, intraRecv{l}
 			} else {
-				w.sq = h.NewQP(sq)
+				w.sq = h.NewQP(qps[w.rank].send)
 			}
 			if pred := r.workers[(w.rank+n-1)%n]; !intraHop(pred, w) {
-				w.rq = h.NewQP(rq)
+				w.rq = h.NewQP(qps[w.rank].recv)
 			}
 		}
 		for _, w := range r.workers {
@@ -555,6 +565,43 @@ func qpnPair(j, jobs, k int) (uint32, uint32) {
 	return s, s + 1
 }
 
+// rankQPNs are a rank's send and receive QPNs (0: that hop is between
+// GPUs of one host, with no QP).
+type rankQPNs struct{ send, recv uint32 }
+
+// jobQPNs gives the QPNs of job j's (of J) ranks by their placement: the
+// k-th rank on a NIC (a GPU rank's NIC is its host's first) gets
+// qpnPair(j, J, k) for the hops that leave the host.
+func jobQPNs(j, jobs int, ranks []string) []rankQPNs {
+	nicOf := func(name string) string {
+		host, _, gpu := strings.Cut(name, ":gpu")
+		if gpu {
+			return host
+		}
+		return name
+	}
+	intra := func(a, b string) bool {
+		ha, _, ga := strings.Cut(a, ":gpu")
+		hb, _, gb := strings.Cut(b, ":gpu")
+		return ga && gb && ha == hb
+	}
+	n := len(ranks)
+	onNIC := map[string]int{}
+	out := make([]rankQPNs, n)
+	for i, name := range ranks {
+		k := onNIC[nicOf(name)]
+		onNIC[nicOf(name)]++
+		s, r := qpnPair(j, jobs, k)
+		if !intra(name, ranks[(i+1)%n]) {
+			out[i].send = s
+		}
+		if !intra(ranks[(i+n-1)%n], name) {
+			out[i].recv = r
+		}
+	}
+	return out
+}
+
 // placeRank makes rank i of a job on the NIC or GPU name names: "h3",
 // "h3:nic1", "h3:gpu2" (a GPU's RDMA traffic uses its host's first NIC).
 func placeRank(fab *fabric.Fabric, job string, i int, name string) (*worker, error) {
@@ -567,7 +614,7 @@ func placeRank(fab *fabric.Fabric, job string, i int, name string) (*worker, err
 		switch {
 		case !ok:
 			return nil, fmt.Errorf("job %s: rank %d is placed on %q: the topology has no host %s", job, i, name, host)
-		case err != nil || gpu < 0 || gpu >= n.GPUs:
+		case err != nil || gpu < 0 || gpu >= n.GPUs || strconv.Itoa(gpu) != g: // one name per GPU (not gpu01)
 			return nil, fmt.Errorf("job %s: rank %d is placed on %q: %s has %d GPUs (gpu0..gpu%d)", job, i, name, host, n.GPUs, n.GPUs-1)
 		}
 		h, _ := fab.HostByName(host)

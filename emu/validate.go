@@ -2,8 +2,6 @@ package emu
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -30,6 +28,9 @@ func (c *Config) validateRun(jobs []jobConfig) error {
 	for _, j := range jobs {
 		if j.cfg.start() > faults.MaxDuration {
 			return bad("job %s: start %v: want 0..%v", j.name, j.cfg.start(), faults.MaxDuration)
+		}
+		if c.MaxVirtual > 0 && j.cfg.start() >= c.MaxVirtual {
+			return bad("job %s: start %v is not before --max-time %v", j.name, j.cfg.start(), c.MaxVirtual)
 		}
 		if j.cfg.Mode == NetReduce {
 			// The switch tells a packet's message by its signed 24-bit PSN
@@ -67,15 +68,19 @@ func (c *Config) checkEvent(ev *faults.Event, t *topo.Topology, jobs []jobConfig
 	qpns := []string{}
 	qpOK, netReduce := ev.QP < 0, false
 	for j, jc := range jobs {
-		perNIC := map[string]int{} // a GPU rank uses its host's first NIC
-		for _, name := range jc.ranks {
-			host, _, _ := strings.Cut(name, ":gpu")
-			perNIC[host]++
+		var mine []string
+		seen := map[uint32]bool{}
+		for _, q := range jobQPNs(j, len(jobs), jc.ranks) {
+			for _, n := range []uint32{q.send, q.recv} {
+				if n != 0 && !seen[n] {
+					seen[n] = true
+					qpOK = qpOK || ev.QP == int64(n)
+					mine = append(mine, fmt.Sprintf("%#x", n))
+				}
+			}
 		}
-		for k := range max(slices.Max(slices.Collect(maps.Values(perNIC))), 1) {
-			s, r := qpnPair(j, len(jobs), k)
-			qpOK = qpOK || ev.QP == int64(s) || ev.QP == int64(r)
-			qpns = append(qpns, fmt.Sprintf("%#x and %#x (job %s)", s, r, jc.name))
+		if len(mine) > 0 {
+			qpns = append(qpns, fmt.Sprintf("%s (job %s)", strings.Join(mine, ", "), jc.name))
 		}
 		netReduce = netReduce || jc.cfg.Mode == NetReduce
 	}
@@ -83,8 +88,7 @@ func (c *Config) checkEvent(ev *faults.Event, t *topo.Topology, jobs []jobConfig
 	if c.Topology != nil {
 		portKey = "port=R names host hR's first link: the topology's hosts are 0..%d"
 	}
-	switch {
-	case ev.Link != "":
+	if ev.Link != "" {
 		if _, _, ok := t.Direction(ev.Link); !ok {
 			names := t.DirectionNames()
 			if len(names) > 8 {
@@ -92,6 +96,16 @@ func (c *Config) checkEvent(ev *faults.Event, t *topo.Topology, jobs []jobConfig
 			}
 			return fmt.Errorf("--fault %q: link=%s: the topology has no such link direction (%s; inaemu topo show lists them)", spec, ev.Link, strings.Join(names, ", "))
 		}
+	}
+	if ev.Port >= 0 && ev.Port < hosts && ev.Link == "" {
+		// port=R is host R's first link to its switch; a first link to
+		// another host has no switch side for dir= to name.
+		h := t.Hosts()[ev.Port]
+		if l := &t.Links[h.Links[0]]; !isSwitch(t, l.Other(h.Name)) {
+			return fmt.Errorf("--fault %q: port=%d: %s's first link goes to %s, not to a switch; name a link direction instead (link=%s)", spec, ev.Port, h.Name, l.Other(h.Name), l.From(h.Name))
+		}
+	}
+	switch {
 	case ev.Port >= hosts:
 		return fmt.Errorf("--fault %q: port=%d: "+portKey, spec, ev.Port, hosts-1)
 	case ev.Action == faults.ActSpoof && !netReduce:
@@ -109,4 +123,9 @@ func (c *Config) checkEvent(ev *faults.Event, t *topo.Topology, jobs []jobConfig
 		return fmt.Errorf("--fault %q: qp=%#x: the jobs' QPs are %s (send QP, receive QP)", spec, ev.QP, strings.Join(qpns, ", "))
 	}
 	return nil
+}
+
+func isSwitch(t *topo.Topology, name string) bool {
+	n, ok := t.Node(name)
+	return ok && n.Kind == topo.KindSwitch
 }

@@ -314,11 +314,14 @@ func (f *Fabric) Reachable(a, b *nic.NIC) bool {
 	if f.Live() {
 		return true
 	}
+	if a == b {
+		return false // a NIC's frames to itself would go out and be filtered
+	}
 	n, _ := f.Topo.Node(a.Host)
+	bn, _ := f.Topo.Node(b.Host)
 	li := n.Links[a.Port]
-	if l := &f.Topo.Links[li]; l.A == b.Host || l.B == b.Host {
-		bn, _ := f.Topo.Node(b.Host)
-		return bn.Links[b.Port] == li
+	if bn.Links[b.Port] == li {
+		return true // the link joins the two NICs
 	}
 	s, _ := f.SwitchOf(a)
 	if s == nil {

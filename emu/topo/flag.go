@@ -15,7 +15,7 @@ import (
 var flagKeys = map[string][]string{
 	"star":       {"hosts", "link", "latency", "queue", "gpus", "intra", "alpha"},
 	"spine-leaf": {"leaves", "hosts", "spines", "link", "uplink", "latency", "uplink_latency", "queue", "gpus", "intra", "alpha"},
-	"dims":       {"kinds", "links", "latency", "queue", "links_per_host", "gpus", "intra", "alpha"},
+	"dims":       {"kinds", "links", "link", "latency", "queue", "links_per_host", "gpus", "intra", "alpha"},
 }
 
 // perDim are the dims keys that take a value per dimension.
@@ -25,7 +25,8 @@ var perDim = map[string]bool{"kinds": true, "links": true, "latency": true, "que
 //
 //	star[:hosts=8,link=10G,latency=1us,queue=1000]
 //	spine-leaf:leaves=2,hosts=4,spines=1[,link=10G,uplink=40G,latency=1us,uplink_latency=1us,queue=1000]
-//	dims:4x4x4[,kinds=ring/switch/fc,links=100G/50G,latency=500ns/1us,queue=1000,links_per_host=2/1]
+//	dims:4x4x4[,kinds=ring/switch/fc,links=100G/50G,link=25G,latency=500ns/1us,queue=1000,links_per_host=2/1]
+//	(link= is every dimension's rate where links= gives none)
 //	FILE.yaml, FILE.yml (see Load)
 //
 // Every form but a file also takes gpus=N,intra=RATE,alpha=DURATION for
