@@ -3,6 +3,9 @@ package conformance
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/scenario"
 	"github.com/inaemu/inaemu/emu/tensor"
+	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/internal/pcapio"
 	"github.com/inaemu/inaemu/roce"
@@ -24,8 +28,60 @@ type aggCase struct {
 	DType                        tensor.DType
 	Seed                         uint64
 	Timeout                      int      // the QPs' ACK timeout exponent
-	Events                       []string // one-shot deterministic events (nth=K)
+	Events                       []string // one-shot deterministic events (nth=K); port=R and spoof=R name ranks
 	Netem                        string   // random impairments on every link, or ""
+	// Topology and Hosts place the job off the plain star (empty: the
+	// star of Workers hosts, rank r on hr): Topology in --topology form,
+	// Hosts[r] the host of rank r.
+	Topology string
+	Hosts    []int
+}
+
+// host is the host rank r runs on.
+func (c aggCase) host(r int) int {
+	if len(c.Hosts) == 0 {
+		return r
+	}
+	return c.Hosts[r]
+}
+
+// place draws where the job runs, from a generator seeded by the case
+// itself (so the case's other draws are what they were): a third of the
+// cases on the plain star, a third on a bigger star with idle hosts, rank
+// r on a random host, a third under one leaf of a spine-leaf with one or
+// two spines, ranks in random order. The switch then binds each member to
+// a port other than its rank, and a forgery can come from another leaf.
+func (c *aggCase) place() {
+	h := fnv.New64a()
+	h.Write([]byte(c.String()))
+	r := rand.New(rand.NewPCG(h.Sum64(), 0x5EED))
+	switch r.IntN(3) {
+	case 1:
+		n := c.Workers + 1 + r.IntN(4)
+		c.Topology, c.Hosts = fmt.Sprintf("star:hosts=%d", n), r.Perm(n)[:c.Workers]
+	case 2:
+		leaf := r.IntN(2)
+		c.Topology = fmt.Sprintf("spine-leaf:leaves=2,hosts=%d,spines=%d", c.Workers, 1+r.IntN(2))
+		for _, p := range r.Perm(c.Workers) {
+			c.Hosts = append(c.Hosts, leaf*c.Workers+p)
+		}
+	}
+}
+
+// onHosts rewrites an event's rank numbers (port=R, spoof=R) as the hosts
+// the ranks run on.
+func (c aggCase) onHosts(ev string) string {
+	f := strings.Fields(ev)
+	for i, tok := range f {
+		for _, key := range []string{"port=", "spoof="} {
+			if v, ok := strings.CutPrefix(tok, key); ok {
+				if r, err := strconv.Atoi(v); err == nil && r < c.Workers {
+					f[i] = key + strconv.Itoa(c.host(r))
+				}
+			}
+		}
+	}
+	return strings.Join(f, " ")
 }
 
 // bounded: a finite schedule of at most maxBoundedEvents one-shot faults,
@@ -38,14 +94,34 @@ const maxBoundedEvents = 6
 func (c aggCase) scenario(rel netreduce.Release) *scenario.Scenario {
 	w, n, l, m := c.Workers, c.Window, c.MsgLen, c.MTU
 	seed, to := c.Seed, c.Timeout
-	return &scenario.Scenario{Workers: &w, Timeout: &to, Mode: "netreduce", Window: &n, MsgLen: &l, MTU: &m,
+	sc := &scenario.Scenario{Workers: &w, Timeout: &to, Mode: "netreduce", Window: &n, MsgLen: &l, MTU: &m,
 		Tensor: fmt.Sprint(c.Elems * c.DType.Size()), DType: c.DType.String(), Seed: &seed,
-		Release: rel.String(), Netem: c.Netem, Faults: append([]string(nil), c.Events...), MaxTime: "120s"}
+		Release: rel.String(), Netem: c.Netem, MaxTime: "120s"}
+	for _, e := range c.Events {
+		sc.Faults = append(sc.Faults, c.onHosts(e))
+	}
+	if c.Topology != "" {
+		spec, err := topo.ParseFlag(c.Topology)
+		if err != nil {
+			panic(err) // place writes only valid forms
+		}
+		sc.Topology = spec
+		job := scenario.Job{Name: "nr"}
+		for r := 0; r < c.Workers; r++ {
+			job.Ranks = append(job.Ranks, fmt.Sprintf("h%d", c.host(r)))
+		}
+		sc.Jobs = []scenario.Job{job}
+	}
+	return sc
 }
 
 func (c aggCase) String() string {
-	return fmt.Sprintf("workers=%d window=%d msg-len=%d mtu=%d tensor=%d×%s timeout=%d seed=%d netem=%q faults=%q",
+	s := fmt.Sprintf("workers=%d window=%d msg-len=%d mtu=%d tensor=%d×%s timeout=%d seed=%d netem=%q faults=%q",
 		c.Workers, c.Window, c.MsgLen, c.MTU, c.Elems, c.DType, c.Timeout, c.Seed, c.Netem, c.Events)
+	if c.Topology != "" {
+		s += fmt.Sprintf(" topology=%s hosts=%v", c.Topology, c.Hosts[:c.Workers])
+	}
+	return s
 }
 
 var mtus = []int{256, 512, 1024, 2048, 4096}
@@ -215,6 +291,7 @@ func aggCaseGen(seed uint64) gopter.Gen {
 			// property that must hold.
 			c.Netem, c.Timeout = genNetem(r), int(emu.DefaultConfig().Timeout)
 		}
+		c.place()
 		return gopter.NewGenResult(c, gopter.NoShrinker)
 	}
 }
@@ -281,7 +358,7 @@ func budgetExceeded(c aggCase, rel netreduce.Release, je *emu.JobError) string {
 	// requester's own headers): requests rank r → r+1, responses back.
 	ring := map[[2][6]byte]int{}
 	for r := 0; r < c.Workers; r++ {
-		ring[[2][6]byte{[6]byte(emu.HostMAC(r)), [6]byte(emu.HostMAC((r + 1) % c.Workers))}] = r
+		ring[[2][6]byte{[6]byte(emu.HostMAC(c.host(r))), [6]byte(emu.HostMAC(c.host((r + 1) % c.Workers)))}] = r
 	}
 	type key struct {
 		rank int
