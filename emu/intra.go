@@ -43,7 +43,7 @@ type intraLink struct {
 	dst     *worker // the receiving rank (its region, once set up)
 	sendCQ  *roce.CQ
 	recvCQ  *roce.CQ
-	idle    *roce.CQ // the unused CQ of each side
+	idle    *roce.CQ      // the unused CQ of each side
 	recvs   []roce.RecvWR // posted receives; the first unused is recvs[rhead]
 	rhead   int
 	pending []xfer // transfers in order from pending[phead]

@@ -303,13 +303,13 @@ type Event struct {
 	// ("leaf0-spine0", "h3-leaf0", on the star also "port3-in"); it
 	// replaces port and dir.
 	Link  string
-	Class  Class
-	QP     int64   // destination QPN; -1 any
-	PSN    int64   // -1 any
-	Nth    int     // fire on the Nth matching frame (1-based); 0 any
-	Every  int     // fire on every Kth matching frame; 0 every one
-	Prob   float64 // fire with this probability (1 = always)
-	Spec   string  // the text it was parsed from, for annotations
+	Class Class
+	QP    int64   // destination QPN; -1 any
+	PSN   int64   // -1 any
+	Nth   int     // fire on the Nth matching frame (1-based); 0 any
+	Every int     // fire on every Kth matching frame; 0 every one
+	Prob  float64 // fire with this probability (1 = always)
+	Spec  string  // the text it was parsed from, for annotations
 }
 
 // Parse reads one --fault SPEC: `ACTION key=value ...`. ACTION is drop,

@@ -16,18 +16,18 @@ var levels = map[string]int{
 	// wire formats and leaves
 	"frames/wire": 0, "emu/tensor": 0, "internal/units": 0, "internal/f16ref": 0, "internal/layout": 0,
 	"frames": 1,
-	"roce": 2, "faults": 2, "internal/pcapio": 2, "internal/testtool": 2,
+	"roce":   2, "faults": 2, "internal/pcapio": 2, "internal/testtool": 2,
 	"internal/vclock": 3, "internal/testvec": 3, "tap": 3,
 	// the capture checker judges wire formats only, never the emulator
 	"capcheck": 3,
 	"emu/topo": 3, "emu/netreduce": 3,
 	"emu/nic": 4, "emu/switching": 4,
 	"emu/fabric": 5,
-	"emu/live": 6,
-	"emu": 7, "emu/replay": 7,
+	"emu/live":   6,
+	"emu":        7, "emu/replay": 7,
 	"emu/scenario": 8,
-	"conformance": 9,
-	"cmd/inaemu": 10, "contrib/wireshark": 10,
+	"conformance":  9,
+	"cmd/inaemu":   10, "contrib/wireshark": 10,
 }
 
 func TestImportDirection(t *testing.T) {
