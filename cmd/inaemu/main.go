@@ -40,6 +40,7 @@ func commands() []command {
 		{"replay", "feed a capture through the emulated switch offline and write what it emits", runReplay},
 		{"decode", "print every frame of a pcap/pcapng capture, one line (or JSON object) each", runDecode},
 		{"check", "check a capture: ICRCs, go-back-N on both sides, latencies, NetReduce sums", runCheck},
+		{"plot", "draw pictures as SVG: PSN against time per connection from any capture", runPlot},
 	}
 }
 

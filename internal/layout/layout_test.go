@@ -19,7 +19,7 @@ var levels = map[string]int{
 	"roce":   2, "faults": 2, "internal/pcapio": 2, "internal/testtool": 2,
 	"internal/vclock": 3, "internal/testvec": 3, "tap": 3,
 	// the capture checker judges wire formats only, never the emulator
-	"capcheck": 3,
+	"capcheck": 3, "graphs": 3,
 	"emu/topo": 3, "emu/netreduce": 3,
 	"emu/nic": 4, "emu/switching": 4,
 	"emu/fabric": 5,
