@@ -56,3 +56,27 @@ func TestPlotPSN(t *testing.T) {
 		oneLine(t, code, errOut, "inaemu plot", c.want)
 	}
 }
+
+// plot sweep draws bandwidth against a parameter of run --json results
+// (here the worker count) and refuses a parameter the results lack.
+func TestPlotSweep(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	for _, w := range []string{"2", "4"} {
+		code, out, errOut := runCLI("run", "--workers", w, "--tensor", "64KiB", "--seed", "1", "--json")
+		require.Equal(t, 0, code, "%s%s", out, errOut)
+		f := filepath.Join(dir, "w"+w+".json")
+		require.NoError(t, os.WriteFile(f, []byte(out), 0o644))
+		files = append(files, f)
+	}
+	png := filepath.Join(dir, "bw.png")
+	code, out, errOut := runCLI(append([]string{"plot", "sweep", "--x", "workers", "--out", png}, files...)...)
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	b, err := os.ReadFile(png)
+	require.NoError(t, err)
+	assert.Equal(t, "\x89PNG", string(b[:4]))
+	code, _, errOut = runGuarded(append([]string{"plot", "sweep", "--x", "loss", "--out", png}, files...)...)
+	oneLine(t, code, errOut, "inaemu plot", "--x loss: the results have no such parameter")
+	code, _, errOut = runGuarded("plot", "sweep", "--x", "workers", "--out", png, filepath.Join(dir, "none.json"))
+	oneLine(t, code, errOut, "inaemu plot", "none.json")
+}
