@@ -20,9 +20,11 @@ demo: build
 
 # Every test: unit, test vectors, properties, fuzz seed corpora, CLI, and the
 # tshark/scapy interop tests (which skip with a loud reason outside CI when
-# the tools are missing, and fail in CI).
+# the tools are missing, and fail in CI). gotestsum (a tool in go.mod) prints
+# go test's usual lines, then every skipped test with its reason and a
+# one-line count.
 test: vet
-	$(GO) test -count=1 $(PKGS)
+	$(GO) tool gotestsum --format pkgname-and-test-fails -- -count=1 $(PKGS)
 
 vet:
 	$(GO) vet $(PKGS)
