@@ -96,7 +96,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "inaemu replay: %d frames through the switch on %d ports (%d switch-output frames of the input skipped)\n", rep.Frames, rep.Ports, rep.Ignored)
+	fmt.Fprintf(stdout, "inaemu replay: %d frames through the switch on %d ports (%d switch-output frames of the input skipped, %d a fault dropped before the switch not fed)\n", rep.Frames, rep.Ports, rep.Ignored, rep.NotDelivered)
 	if rep.Ring != "" {
 		fmt.Fprintf(stdout, "  ring      %s\n", rep.Ring)
 	}

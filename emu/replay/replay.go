@@ -34,12 +34,15 @@ type Options struct {
 
 // Report says what the switch did with a replayed capture.
 type Report struct {
-	Frames  int              `json:"frames"`  // frames fed in
-	Ignored int              `json:"ignored"` // frames of *-out interfaces (what a switch sent)
-	Ports   int              `json:"ports"`   // switch ports used
-	Ring    string           `json:"ring"`    // the ring configuration used
-	Emitted uint64           `json:"emitted"` // frames the switch sent (see the output capture)
-	Switch  switching.Report `json:"switch"`  // its counters
+	Frames  int `json:"frames"`  // frames fed in
+	Ignored int `json:"ignored"` // frames of *-out interfaces (what a switch sent)
+	// NotDelivered counts frames the capture marks as dropped by a fault
+	// before they reached the switch: they are not fed in.
+	NotDelivered int              `json:"not_delivered"`
+	Ports        int              `json:"ports"`   // switch ports used
+	Ring         string           `json:"ring"`    // the ring configuration used
+	Emitted      uint64           `json:"emitted"` // frames the switch sent (see the output capture)
+	Switch       switching.Report `json:"switch"`  // its counters
 }
 
 // ThroughSwitch feeds the frames of a capture into an emulated
@@ -69,6 +72,10 @@ func ThroughSwitch(recs []pcapio.Record, ifaceNames []string, opt Options) (*Rep
 	maxRank, maxLen, maxPay := -1, 0, 0
 	for _, r := range recs {
 		if len(r.Data) < 14 {
+			continue
+		}
+		if pcapio.IsGhost(r.Comments) { // a fault dropped it: the switch never got it
+			rep.NotDelivered++
 			continue
 		}
 		port := -1
