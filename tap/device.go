@@ -44,6 +44,10 @@ type Device interface {
 // or attach TAPs (no /dev/net/tun, or no CAP_NET_ADMIN).
 var ErrNoPrivilege = errors.New("TAP devices need /dev/net/tun and CAP_NET_ADMIN (run as root)")
 
+// ErrInterfaceDown is wrapped by NewInjector's error for an interface that
+// is administratively down: frames sent out of it would go nowhere.
+var ErrInterfaceDown = errors.New("interface is down")
+
 // ErrNeedLinux is wrapped by the error of everything that needs TAP
 // devices, netlink or raw sockets, on a system other than Linux. It also
 // matches errors.ErrUnsupported: no privilege or installation provides

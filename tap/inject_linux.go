@@ -28,6 +28,9 @@ func NewInjector(name string) (*Injector, error) {
 	if err != nil {
 		return nil, fmt.Errorf("interface %s: %w", name, err)
 	}
+	if ifc.Flags&net.FlagUp == 0 {
+		return nil, fmt.Errorf("interface %s: %w: nothing sent out of it would arrive anywhere (ip link set %s up)", name, ErrInterfaceDown, name)
+	}
 	// Protocol 0: the socket sends only, it never queues received frames.
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {

@@ -582,3 +582,27 @@ func TestReplayOntoTAP(t *testing.T) {
 		})
 	}
 }
+
+// replay --tap into an interface that is down fails with one line and
+// exit 2: frames sent out of it would go nowhere, and success would lie.
+func TestReplayOntoDownInterface(t *testing.T) {
+	needTAPs(t)
+	const name = "itdown0" // a persistent TAP, never set up
+	d, err := tap.Open(name)
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+	t.Cleanup(func() {
+		if l, err := netlink.LinkByName(name); err == nil {
+			_ = netlink.LinkDel(l)
+		}
+	})
+	l, err := netlink.LinkByName(name)
+	require.NoError(t, err)
+	require.NoError(t, netlink.LinkSetDown(l))
+	dir := t.TempDir()
+	capture := filepath.Join(dir, "run.pcapng")
+	code, _, stderr := runCLI("run", "--workers", "2", "--tensor", "16KiB", "--msg-len", "4", "--seed", "2", "--pcap", capture)
+	require.Equal(t, 0, code, stderr)
+	code, _, errOut := runGuarded("replay", capture, "--tap", name, "--topspeed")
+	oneLine(t, code, errOut, "inaemu replay: ", "interface itdown0: interface is down")
+}

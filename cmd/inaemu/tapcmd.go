@@ -48,7 +48,7 @@ func tapFailure(fs *cmdFlags, err error) int {
 	switch {
 	case errors.Is(err, tap.ErrNoPrivilege), errors.Is(err, tap.ErrNeedLinux):
 		return exitNoPrivilege
-	case errors.Is(err, errNoInterface):
+	case errors.Is(err, errNoInterface), errors.Is(err, tap.ErrInterfaceDown):
 		return exitUsage
 	}
 	return exitFail
