@@ -20,13 +20,17 @@ import (
 )
 
 func runReplay(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("replay", "FILE (--tap IFACE [--pps N | --topspeed | --timing] | --through-switch --out FILE) [flags]", stdout, stderr)
+	fs := newFlagSet("replay", "FILE (--tap IFACE [--pps N | --mbps R | --topspeed | --timing [--multiplier X]] [--loop N] [--limit N] | --through-switch --out FILE) [flags]", stdout, stderr)
 	through := fs.Bool("through-switch", false, "feed the capture's frames into the emulated switch offline and write what it emits")
 	out := fs.String("out", "", "the capture to write (pcapng, one interface per switch port and direction)")
 	tapName := fs.String("tap", "", "send the capture's frames out of this interface, as tcpreplay does (a TAP, a bridge, any interface; needs root)")
 	pps := fs.Float64("pps", 0, "with --tap: send at this many frames per second")
 	topspeed := fs.Bool("topspeed", false, "with --tap: send as fast as the interface takes them")
 	timing := fs.Bool("timing", false, "with --tap: keep the capture's own gaps between frames (the default)")
+	mbps := fs.Float64("mbps", 0, "with --tap: send at this many megabits per second (frame bytes, as tcpreplay counts them)")
+	multiplier := fs.Float64("multiplier", 0, "with --tap: keep the capture's gaps divided by this factor (2: twice as fast)")
+	loop := fs.Int("loop", 1, "with --tap: send the capture this many times")
+	limit := fs.Int("limit", 0, "with --tap: stop after this many frames (0: no limit)")
 	from := fs.String("from", "", "with --tap: send only the frames captured on this pcapng interface (e.g. port0-in)")
 	workers := fs.Int("workers", 0, "ring size (default: the highest INA rank seen + 1)")
 	window := fs.Int("window", 0, "NetReduce window N the aggregator array is sized for (default 2)")
@@ -48,7 +52,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		fs.usageError("--tap and --through-switch: choose one")
 		return exitUsage
 	case *tapName != "":
-		return replayOnto(fs, pos[0], *tapName, *from, *pps, *topspeed, *timing, *asJSON)
+		return replayOnto(fs, pos[0], *tapName, *from, tapPacing{pps: *pps, mbps: *mbps, multiplier: *multiplier, topspeed: *topspeed, timing: *timing, loop: *loop, limit: *limit}, *asJSON)
 	case !*through || *out == "":
 		fs.usageError("need --tap IFACE, or --through-switch and --out FILE")
 		return exitUsage
@@ -113,29 +117,55 @@ type TapReplay struct {
 	Frames    int     `json:"frames"`  // frames sent
 	Bytes     int64   `json:"bytes"`   // their bytes
 	Skipped   int     `json:"skipped"` // ghosts (never delivered) and frames of other interfaces (--from)
-	Pacing    string  `json:"pacing"`  // timing, pps N or topspeed
+	Pacing    string  `json:"pacing"`  // timing, timing xM, pps N, mbps R or topspeed
+	Loops     int     `json:"loops"`   // passes over the capture asked for (--loop)
 	WallNS    int64   `json:"wall_ns"`
 	PPS       float64 `json:"pps"` // frames per second achieved
 }
 
+// tapPacing is how replay --tap paces and repeats, tcpreplay's way.
+type tapPacing struct {
+	pps, mbps, multiplier float64
+	topspeed, timing      bool
+	loop, limit           int
+}
+
 // replayOnto sends a capture's frames out of an interface: with the
-// capture's own gaps (--timing, the default, like tcpreplay), at a fixed
-// rate (--pps) or as fast as possible (--topspeed). Frames a fault dropped
-// (ghosts) were never on the wire and are skipped.
-func replayOnto(fs *cmdFlags, file, iface, from string, pps float64, topspeed, timing, asJSON bool) int {
+// capture's own gaps (--timing, the default, like tcpreplay; divided by
+// --multiplier), at a fixed rate (--pps frames or --mbps megabits per
+// second) or as fast as possible (--topspeed), --loop times, stopping
+// after --limit frames. Frames a fault dropped (ghosts) were never on the
+// wire and are skipped.
+func replayOnto(fs *cmdFlags, file, iface, from string, pc tapPacing, asJSON bool) int {
 	modes := 0
-	for _, on := range []bool{pps != 0, topspeed, timing} {
+	for _, on := range []bool{pc.pps != 0, pc.mbps != 0, pc.topspeed, pc.timing || pc.multiplier != 0} {
 		if on {
 			modes++
 		}
 	}
+	bad := func(v float64) bool { return v < 0 || math.IsNaN(v) || math.IsInf(v, 0) }
 	switch {
 	case modes > 1:
-		fs.usageError("--pps, --topspeed and --timing: choose one")
+		fs.usageError("--pps, --mbps, --topspeed and --timing (--multiplier): choose one")
 		return exitUsage
-	case pps < 0 || math.IsNaN(pps) || math.IsInf(pps, 0):
-		fs.usageError("--pps %v: want a positive rate", pps)
+	case bad(pc.pps):
+		fs.usageError("--pps %v: want a positive rate", pc.pps)
 		return exitUsage
+	case bad(pc.mbps):
+		fs.usageError("--mbps %v: want a positive rate", pc.mbps)
+		return exitUsage
+	case bad(pc.multiplier):
+		fs.usageError("--multiplier %v: want a positive factor", pc.multiplier)
+		return exitUsage
+	case pc.loop < 1:
+		fs.usageError("--loop %d: want 1 or more", pc.loop)
+		return exitUsage
+	case pc.limit < 0:
+		fs.usageError("--limit %d: want 0 (no limit) or more", pc.limit)
+		return exitUsage
+	}
+	if pc.multiplier == 0 {
+		pc.multiplier = 1
 	}
 	if code := needTAP(fs); code != 0 {
 		return code
@@ -154,42 +184,55 @@ func replayOnto(fs *cmdFlags, file, iface, from string, pps float64, topspeed, t
 		return tapFailure(fs, err)
 	}
 	defer in.Close()
-	rep := TapReplay{Interface: iface, Pacing: "timing"}
+	rep := TapReplay{Interface: iface, Pacing: "timing", Loops: pc.loop}
 	switch {
-	case topspeed:
+	case pc.topspeed:
 		rep.Pacing = "topspeed"
-	case pps > 0:
-		rep.Pacing = fmt.Sprintf("pps %g", pps)
+	case pc.pps > 0:
+		rep.Pacing = fmt.Sprintf("pps %g", pc.pps)
+	case pc.mbps > 0:
+		rep.Pacing = fmt.Sprintf("mbps %g", pc.mbps)
+	case pc.multiplier != 1:
+		rep.Pacing = fmt.Sprintf("timing x%g", pc.multiplier)
 	}
 	start := time.Now()
-	var first time.Time
-	for _, r := range recs {
-		if pcapio.IsGhost(r.Comments) || (from != "" && (r.Info.InterfaceIndex >= len(names) || names[r.Info.InterfaceIndex] != from)) {
-			rep.Skipped++
-			continue
-		}
-		// Pacing: wait until this frame's moment (a real-time tool, so it
-		// sleeps; tests never depend on how long).
-		var due time.Duration
-		switch {
-		case topspeed:
-		case pps > 0:
-			due = time.Duration(float64(rep.Frames) / pps * float64(time.Second))
-		default:
-			if first.IsZero() {
-				first = r.Info.Timestamp
+send:
+	for pass := 0; pass < pc.loop; pass++ {
+		passStart, first := time.Now(), time.Time{}
+		for _, r := range recs {
+			if pcapio.IsGhost(r.Comments) || (from != "" && (r.Info.InterfaceIndex >= len(names) || names[r.Info.InterfaceIndex] != from)) {
+				rep.Skipped++
+				continue
 			}
-			due = r.Info.Timestamp.Sub(first)
+			if pc.limit > 0 && rep.Frames == pc.limit {
+				break send
+			}
+			// Pacing: wait until this frame's moment (a real-time tool, so
+			// it sleeps; tests never depend on how long).
+			var due time.Duration
+			base := start
+			switch {
+			case pc.topspeed:
+			case pc.pps > 0:
+				due = time.Duration(float64(rep.Frames) / pc.pps * float64(time.Second))
+			case pc.mbps > 0:
+				due = time.Duration(float64(rep.Bytes*8) / (pc.mbps * 1e6) * float64(time.Second))
+			default:
+				if first.IsZero() {
+					first = r.Info.Timestamp
+				}
+				due, base = time.Duration(float64(r.Info.Timestamp.Sub(first))/pc.multiplier), passStart
+			}
+			if wait := due - time.Since(base); wait > 0 {
+				time.Sleep(wait)
+			}
+			if err := in.Send(r.Data); err != nil {
+				fmt.Fprintf(fs.stderr, "inaemu replay: frame %d: %v\n", rep.Frames+rep.Skipped, err)
+				return exitFail
+			}
+			rep.Frames++
+			rep.Bytes += int64(len(r.Data))
 		}
-		if wait := due - time.Since(start); wait > 0 {
-			time.Sleep(wait)
-		}
-		if err := in.Send(r.Data); err != nil {
-			fmt.Fprintf(fs.stderr, "inaemu replay: frame %d: %v\n", rep.Frames+rep.Skipped, err)
-			return exitFail
-		}
-		rep.Frames++
-		rep.Bytes += int64(len(r.Data))
 	}
 	rep.WallNS = int64(time.Since(start))
 	if rep.WallNS > 0 {

@@ -606,3 +606,54 @@ func TestReplayOntoDownInterface(t *testing.T) {
 	code, _, errOut := runGuarded("replay", capture, "--tap", name, "--topspeed")
 	oneLine(t, code, errOut, "inaemu replay: ", "interface itdown0: interface is down")
 }
+
+// tcpreplay's --loop, --limit, --mbps and --multiplier: the frame counts
+// are exact (the pacing is real time, so its speed is not asserted), and
+// contradictory or impossible values are usage errors.
+func TestReplayOntoTAPLoopLimitRates(t *testing.T) {
+	dir := t.TempDir()
+	capture := filepath.Join(dir, "run.pcapng")
+	code, _, stderr := runCLI("run", "--workers", "2", "--tensor", "16KiB", "--msg-len", "4", "--seed", "2", "--pcap", capture)
+	require.Equal(t, 0, code, stderr)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--pps", "10", "--mbps", "5"}, "choose one"},
+		{[]string{"--topspeed", "--multiplier", "2"}, "choose one"},
+		{[]string{"--multiplier", "-1"}, "--multiplier -1"},
+		{[]string{"--mbps", "NaN"}, "--mbps NaN"},
+		{[]string{"--loop", "0"}, "--loop 0"},
+		{[]string{"--limit", "-3"}, "--limit -3"},
+	} {
+		code, _, errOut := runGuarded(append([]string{"replay", capture, "--tap", "lo"}, c.args...)...)
+		oneLine(t, code, errOut, "inaemu replay: ", c.want)
+	}
+	needTAPs(t)
+	topo := topology(t, "itrl", 1)
+	recs, names, err := pcapio.ReadAllNamed(capture)
+	require.NoError(t, err)
+	sent := 0
+	for _, r := range recs {
+		if names[r.Info.InterfaceIndex] == "port0-in" && !pcapio.IsGhost(r.Comments) {
+			sent++
+		}
+	}
+	for _, c := range []struct {
+		args   []string
+		frames int
+		pacing string
+	}{
+		{[]string{"--topspeed", "--loop", "3"}, 3 * sent, "topspeed"},
+		{[]string{"--topspeed", "--loop", "3", "--limit", "7"}, 7, "topspeed"},
+		{[]string{"--mbps", "1000", "--limit", "10"}, 10, "mbps 1000"},
+		{[]string{"--multiplier", "1000", "--limit", "10"}, 10, "timing x1000"},
+	} {
+		code, out, stderr := runCLI(append([]string{"replay", capture, "--tap", topo.Bridge(0), "--from", "port0-in", "--json"}, c.args...)...)
+		require.Equal(t, 0, code, stderr)
+		var rep TapReplay
+		require.NoError(t, json.Unmarshal([]byte(out), &rep))
+		require.Equal(t, c.frames, rep.Frames, "%v", c.args)
+		require.Equal(t, c.pacing, rep.Pacing, "%v", c.args)
+	}
+}
