@@ -65,6 +65,15 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "inaemu check: %v\n", err)
 		return exitUsage
 	}
+	// Nothing to judge is not a capture that conforms.
+	switch {
+	case rep.Frames == 0:
+		fmt.Fprintf(stderr, "inaemu check: %s: the capture has no frames: nothing to check\n", pos[0])
+		return exitUsage
+	case rep.RoCEFrames == 0:
+		fmt.Fprintf(stderr, "inaemu check: %s: none of its %d frames is RoCE: nothing to check\n", pos[0], rep.Frames)
+		return exitUsage
+	}
 	if *asJSON {
 		if err := json.NewEncoder(stdout).Encode(rep); err != nil {
 			fmt.Fprintf(stderr, "inaemu check: %v\n", err)

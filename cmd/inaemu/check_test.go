@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/capcheck"
+	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
 	"github.com/inaemu/inaemu/internal/pcapio"
@@ -270,4 +271,28 @@ func TestCheckDType(t *testing.T) {
 	assert.Contains(t, out, "agg-sum frame ")
 	code, _, _ = runCLI("check", checkGolden("netreduce_clean.pcapng"), "--dtype", "f32")
 	assert.Equal(t, 0, code)
+}
+
+// A capture with nothing to judge does not "conform": an empty capture
+// and one without a RoCE frame say so in one line and exit 2.
+func TestCheckNothingToCheck(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, frames ...[]byte) string {
+		var b bytes.Buffer
+		w, err := pcapio.NewWriter(&b, "eth0")
+		require.NoError(t, err)
+		for i, f := range frames {
+			require.NoError(t, w.Write("eth0", int64(i+1)*1000, f))
+		}
+		require.NoError(t, w.Flush())
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, b.Bytes(), 0o644))
+		return path
+	}
+	arp := append(append(bytes.Repeat([]byte{0xff}, 6), emu.HostMAC(0)...), 0x08, 0x06)
+	arp = append(arp, make([]byte, 46)...)
+	code, _, errOut := runGuarded("check", write("empty.pcapng"))
+	oneLine(t, code, errOut, "inaemu check: ", "the capture has no frames")
+	code, _, errOut = runGuarded("check", write("arp.pcapng", arp), "--json")
+	oneLine(t, code, errOut, "inaemu check: ", "none of its 1 frames is RoCE")
 }
