@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
+	"time"
 
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/internal/pcapio"
@@ -12,7 +14,7 @@ import (
 
 func runDecode(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("decode", "FILE [--json]", stdout, stderr)
-	asJSON := fs.Bool("json", false, "print one JSON object per frame (index, roce, version, ip, opcode, opcode_name, dqpn, psn, ackreq, padcnt, reth, aeth, imm, ina, payload_len, icrc, icrc_ok, ...)")
+	asJSON := fs.Bool("json", false, "print one JSON object per frame (index, frame, time, interface, comments, roce, version, ip, opcode, opcode_name, dqpn, psn, ackreq, padcnt, reth, aeth, imm, ina, payload_len, icrc, icrc_ok, ...)")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return flagExit(err)
@@ -30,6 +32,7 @@ func runDecode(args []string, stdout, stderr io.Writer) int {
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
 	enc := json.NewEncoder(out)
+	var t0 time.Time
 	for i := 0; ; i++ {
 		rec, err := r.Next()
 		if err == io.EOF {
@@ -40,14 +43,45 @@ func runDecode(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "inaemu decode: %v\n", err)
 			return exitUsage
 		}
-		s := frames.Describe(i, rec.Data)
+		if i == 0 {
+			t0 = rec.Info.Timestamp
+		}
+		d := decoded{Frame: i + 1, Time: rec.Info.Timestamp.Sub(t0).Seconds(), Comments: rec.Comments, Summary: frames.Describe(i, rec.Data)}
+		if names := r.Interfaces(); rec.Info.InterfaceIndex < len(names) {
+			d.Interface = names[rec.Info.InterfaceIndex]
+		}
 		if *asJSON {
-			if err := enc.Encode(&s); err != nil {
+			if err := enc.Encode(&d); err != nil {
 				fmt.Fprintf(stderr, "inaemu decode: %v\n", err)
 				return exitUsage
 			}
 		} else {
-			fmt.Fprintln(out, s.Line())
+			fmt.Fprintln(out, d.line())
 		}
 	}
+}
+
+// decoded is one frame as decode prints it: where and when it was
+// captured, then what it is.
+type decoded struct {
+	Frame     int      `json:"frame"`               // Wireshark's frame number (1-based; index is 0-based)
+	Time      float64  `json:"time"`                // seconds since the first frame (Wireshark's frame.time_relative)
+	Interface string   `json:"interface,omitempty"` // the pcapng interface's name
+	Comments  []string `json:"comments,omitempty"`  // pcapng packet comments (fault annotations)
+	frames.Summary
+}
+
+// line is the human line: the 0-based index, the time, the interface (-
+// for pcap), the frame, and its comments after #.
+func (d *decoded) line() string {
+	iface := d.Interface
+	if iface == "" {
+		iface = "-"
+	}
+	_, rest, _ := strings.Cut(d.Summary.Line(), " ") // the index, printed first here
+	s := fmt.Sprintf("%d %.9f %s %s", d.Index, d.Time, iface, rest)
+	for _, c := range d.Comments {
+		s += "  # " + c
+	}
+	return s
 }

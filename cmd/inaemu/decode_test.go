@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/inaemu/inaemu/internal/testtool"
 	"github.com/inaemu/inaemu/internal/testvec"
 )
 
@@ -160,4 +162,54 @@ func TestDecodeErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// decode's frame numbers, interfaces, relative times and packet comments
+// are what tshark reads from the same capture (frame.number,
+// frame.interface_name, frame.time_relative, frame.comment), and the
+// human line carries them too.
+func TestDecodeWhereAndWhenAgreeWithTshark(t *testing.T) {
+	testtool.Need(t, "tshark", testtool.HaveTshark)
+	pcap := filepath.Join(t.TempDir(), "run.pcapng")
+	code, _, errOut := runCLI("run", "--workers", "2", "--tensor", "8KiB", "--msg-len", "2", "--seed", "1",
+		"--fault", "drop port=0 dir=in class=data nth=2", "--pcap", pcap)
+	require.Equal(t, 0, code, errOut)
+	code, out, errOut := runCLI("decode", pcap, "--json")
+	require.Equal(t, 0, code, errOut)
+	type row struct {
+		Frame     int      `json:"frame"`
+		Index     int      `json:"index"`
+		Time      float64  `json:"time"`
+		Interface string   `json:"interface"`
+		Comments  []string `json:"comments"`
+	}
+	var got []row
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r row
+		require.NoError(t, json.Unmarshal([]byte(l), &r))
+		got = append(got, r)
+	}
+	ts, tsErr, err := testtool.Run(t, "tshark", "-r", pcap, "-T", "fields", "-E", "separator=|",
+		"-e", "frame.number", "-e", "frame.interface_name", "-e", "frame.time_relative", "-e", "frame.comment")
+	require.NoError(t, err, tsErr)
+	lines := strings.Split(strings.TrimSpace(ts), "\n")
+	require.Len(t, got, len(lines))
+	comments := 0
+	for i, l := range lines {
+		f := strings.Split(l, "|")
+		require.Len(t, f, 4, l)
+		assert.Equal(t, f[0], strconv.Itoa(got[i].Frame), "frame number")
+		assert.Equal(t, i, got[i].Index)
+		assert.Equal(t, f[1], got[i].Interface)
+		rel, err := strconv.ParseFloat(f[2], 64)
+		require.NoError(t, err)
+		assert.InDelta(t, rel, got[i].Time, 1e-9)
+		assert.Equal(t, f[3], strings.Join(got[i].Comments, ","))
+		comments += len(got[i].Comments)
+	}
+	assert.Equal(t, 1, comments, "the dropped frame's annotation")
+	code, out, _ = runCLI("decode", pcap)
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, `port0-in v2-ipv4 10.0.0.1 > 10.0.0.2 RC_RDMA_WRITE_LAST_WITH_IMMEDIATE`)
+	assert.Contains(t, out, `  # inaemu: fault=drop spec="drop port=0 dir=in class=data nth=2" (not delivered)`)
 }
