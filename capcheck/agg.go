@@ -93,7 +93,7 @@ func linkHostMACs(recs []pcapio.Record, fs []checkFrame, link []bool) map[int][6
 
 // checkAggregation applies agg-sum. hostLink marks the A-B and B-A
 // interfaces of host links, whose side (sideIn or sideOut) is in ifaceSide.
-func checkAggregation(recs []pcapio.Record, fs []checkFrame, names []string, ifaceSide []uint8, hostLink []bool, linkTaps bool, dt tensor.DType, rep *Report) {
+func checkAggregation(recs []pcapio.Record, fs []checkFrame, names []string, ifaceSide []uint8, hostLink []bool, linkTaps bool, dt tensor.DType, tag uint32, rep *Report) {
 	side := make([]uint8, len(names))
 	link := make([]bool, len(names))
 	any := false
@@ -147,7 +147,7 @@ func checkAggregation(recs []pcapio.Record, fs []checkFrame, names []string, ifa
 		if !usable(i) || frameSide(i) != sideIn || v.Parse(recs[i].Data) != nil {
 			continue
 		}
-		if h := v.INA(); h != nil {
+		if h := inaOf(&v, tag); h != nil {
 			ringH[h.RingID()] = max(ringH[h.RingID()], int(h.Rank())+1)
 		}
 	}
@@ -176,7 +176,7 @@ func checkAggregation(recs []pcapio.Record, fs []checkFrame, names []string, ifa
 		if frameSide(i) == sideIn {
 			var m aggMsg
 			var off int
-			if h := v.INA(); h != nil {
+			if h := inaOf(&v, tag); h != nil {
 				if conn == nil {
 					conn = &aggConn{ring: h.RingID(), rank: h.Rank(), cur: int64(h.MsgID())}
 					conns[k] = conn
@@ -228,7 +228,7 @@ func checkAggregation(recs []pcapio.Record, fs []checkFrame, names []string, ifa
 			continue
 		}
 		if off == 0 {
-			if !wire.IsINA(pay) {
+			if !hasTag(pay, tag) {
 				rep.AggUnchecked++
 				continue
 			}
@@ -268,4 +268,20 @@ func checkAggregation(recs []pcapio.Record, fs []checkFrame, names []string, ifa
 					dt, H, conn.ring, m.id, off, el, tensor.Value(dt, pay, el), tensor.Value(dt, sum, el))})
 		}
 	}
+}
+
+// hasTag reports whether payload starts with an INA header carrying tag.
+func hasTag(payload []byte, tag uint32) bool {
+	return len(payload) >= wire.INALen && wire.INA(payload).Tag() == tag
+}
+
+// inaOf is the INA header of an RDMA WRITE FIRST or ONLY whose payload
+// starts with tag (a switch may use another InetTag than inaemu's), else
+// nil.
+func inaOf(v *frames.View, tag uint32) wire.INA {
+	op := v.Opcode()
+	if !op.IsWrite() || !op.IsFirst() || !hasTag(v.Payload(), tag) {
+		return nil
+	}
+	return wire.INA(v.Payload()[:wire.INALen:wire.INALen])
 }

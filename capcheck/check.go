@@ -52,6 +52,9 @@ type CheckOptions struct {
 	// apart by the host's MAC. Interfaces named like the TAP backend's
 	// bridges (PREFIX-brN) are taken as link taps without it.
 	LinkTaps bool
+	// INATag is the InetTag of the switch's INA headers (0: inaemu's,
+	// wire.INATag); NetReduce papers leave its value open.
+	INATag uint32
 }
 
 // DefaultInFlight is the default CheckOptions.InFlight: many link delays
@@ -494,7 +497,11 @@ func Check(recs []pcapio.Record, opt CheckOptions) *Report {
 		c.runVantage(vp)
 	}
 	c.countConnections()
-	checkAggregation(recs, fs, c.ifaceNames, c.ifaceSide, c.ifaceHostLink, opt.LinkTaps, opt.DType, rep)
+	tag := opt.INATag
+	if tag == 0 {
+		tag = wire.INATag
+	}
+	checkAggregation(recs, fs, c.ifaceNames, c.ifaceSide, c.ifaceHostLink, opt.LinkTaps, opt.DType, tag, rep)
 	c.finish()
 
 	sort.SliceStable(rep.Violations, func(i, j int) bool {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/inaemu/inaemu/capcheck"
@@ -39,6 +41,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	downstream := fs.Bool("downstream", false, "single-interface captures may be downstream of loss (taken at a receiver or mid-path): do not apply the sender rule psn-order there")
 	linkTaps := fs.Bool("link-taps", false, "every interface is the link of one host (a capture per host link): agg-sum tells directions apart by the host's MAC; interfaces named PREFIX-brN (the TAP backend's bridges) are taken so without it")
 	inFlight := fs.Duration("in-flight", capcheck.DefaultInFlight, "how long frames may be on the way between the capture point and a requester, both ways: psn-order lets a requester act on responses captured within this window before its packet as if they had not reached it yet")
+	inaTag := fs.String("ina-tag", "INA1", "the InetTag of the switch's INA headers: four ASCII characters or a 32-bit number (0x494E4131 is inaemu's INA1)")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return flagExit(err)
@@ -56,11 +59,16 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fs.usageError("--in-flight %v: want a duration of 0 or more", *inFlight)
 		return exitUsage
 	}
+	tag, err := parseINATag(*inaTag)
+	if err != nil {
+		fs.usageError("--ina-tag %q: %v", *inaTag, err)
+		return exitUsage
+	}
 	w := *inFlight
 	if w == 0 {
 		w = -1 // CheckOptions: 0 is the default, negative is no window
 	}
-	rep, err := capcheck.CheckFile(pos[0], capcheck.CheckOptions{Pairs: pairs, DType: dt, Downstream: *downstream, InFlight: w, LinkTaps: *linkTaps})
+	rep, err := capcheck.CheckFile(pos[0], capcheck.CheckOptions{Pairs: pairs, DType: dt, Downstream: *downstream, InFlight: w, LinkTaps: *linkTaps, INATag: tag})
 	if err != nil {
 		fmt.Fprintf(stderr, "inaemu check: %v\n", err)
 		return exitUsage
@@ -87,4 +95,19 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	return exitOK
+}
+
+// parseINATag reads an InetTag: four ASCII characters ("INA1") or a
+// number ("0x494E4131", "1229869361").
+func parseINATag(s string) (uint32, error) {
+	if v, err := strconv.ParseUint(s, 0, 32); err == nil {
+		if v == 0 {
+			return 0, fmt.Errorf("the tag must not be 0")
+		}
+		return uint32(v), nil
+	}
+	if len(s) == 4 {
+		return binary.BigEndian.Uint32([]byte(s)), nil
+	}
+	return 0, fmt.Errorf("want four ASCII characters (INA1) or a 32-bit number (0x494E4131)")
 }

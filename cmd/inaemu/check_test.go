@@ -296,3 +296,50 @@ func TestCheckNothingToCheck(t *testing.T) {
 	code, _, errOut = runGuarded("check", write("arp.pcapng", arp), "--json")
 	oneLine(t, code, errOut, "inaemu check: ", "none of its 1 frames is RoCE")
 }
+
+// --ina-tag: a switch that tags its INA headers otherwise (here "NRD0")
+// has its sums checked when told the tag, and none without it.
+func TestCheckINATag(t *testing.T) {
+	dir := t.TempDir()
+	orig := filepath.Join(dir, "run.pcapng")
+	code, _, errOut := runCLI("run", "--workers", "3", "--tensor", "32KiB", "--msg-len", "4", "--seed", "4", "--pcap", orig)
+	require.Equal(t, 0, code, errOut)
+	recs, names, err := pcapio.ReadAllNamed(orig)
+	require.NoError(t, err)
+	var b bytes.Buffer
+	w, err := pcapio.NewWriter(&b, names...)
+	require.NoError(t, err)
+	retagged := 0
+	var v frames.View
+	for _, r := range recs {
+		f := append([]byte(nil), r.Data...)
+		if v.Parse(f) == nil {
+			if h := v.INA(); h != nil {
+				h.SetTag(0x4E524430) // "NRD0"
+				v.SetICRC()
+				retagged++
+			}
+		}
+		require.NoError(t, w.Write(names[r.Info.InterfaceIndex], r.Info.Timestamp.UnixNano(), f, r.Comments...))
+	}
+	require.NoError(t, w.Flush())
+	require.Greater(t, retagged, 0)
+	other := filepath.Join(dir, "nrd0.pcapng")
+	require.NoError(t, os.WriteFile(other, b.Bytes(), 0o644))
+	report := func(args ...string) capcheck.Report {
+		code, out, errOut := runCLI(append([]string{"check", "--json"}, args...)...)
+		require.Equal(t, 0, code, "%s%s", out, errOut)
+		var rep capcheck.Report
+		require.NoError(t, json.Unmarshal([]byte(out), &rep))
+		return rep
+	}
+	want := report(orig).AggChecked
+	require.Greater(t, want, 0)
+	assert.Zero(t, report(other).AggChecked, "INA1 expected: no INA header found")
+	assert.Equal(t, want, report(other, "--ina-tag", "NRD0").AggChecked)
+	assert.Equal(t, want, report(other, "--ina-tag", "0x4E524430").AggChecked)
+	for _, bad := range []string{"NRD", "0", "0x1FFFFFFFF"} {
+		code, _, errOut := runGuarded("check", other, "--ina-tag", bad)
+		oneLine(t, code, errOut, "inaemu check: ", "--ina-tag")
+	}
+}
