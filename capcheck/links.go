@@ -1,6 +1,8 @@
 package capcheck
 
-import "strings"
+import (
+	"github.com/inaemu/inaemu/internal/pcapio"
+)
 
 // Interfaces that are the two directions of one link, found by name, and
 // which of them leaves a host. See Check ("Vantage points") for the rules.
@@ -12,60 +14,16 @@ type linkName struct {
 	side uint8 // sideIn or sideOut (X-in/X-out); sideFwd or sideRev (A-B/B-A)
 }
 
-// pairLinkNames finds the names that are one direction of a link whose
-// other direction is named too: X-in with X-out (vantage point X), then
-// A-B with B-A, a parallel link's A-B#k with B-A#k (vantage point A~B or
-// A~B#k, the two node names in byte order; the direction from the first
-// one is sideFwd). Names are taken in order, each pairing at most once,
-// and a name with several hyphens tries its splits left to right: the
-// pairing is one to one, and only names that could pair several ways
-// (a-b-c, b-c-a, c-a-b) depend on the order.
+// The checker's side numbers are pcapio's (a compile error otherwise).
+var _ = [1]int{}[int(sideIn)-int(pcapio.SideIn)+int(sideOut)-int(pcapio.SideOut)+int(sideFwd)-int(pcapio.SideFwd)+int(sideRev)-int(pcapio.SideRev)]
+
+// pairLinkNames is pcapio.LinkNames in the checker's terms: X-in/X-out
+// give sideIn/sideOut, A-B/B-A sideFwd/sideRev (the Side values are the
+// checker's side numbers).
 func pairLinkNames(names []string) map[string]linkName {
-	has := map[string]bool{}
-	var order []string
-	for _, n := range names {
-		if !has[n] {
-			has[n] = true
-			order = append(order, n)
-		}
-	}
 	out := map[string]linkName{}
-	for _, n := range order {
-		if base, ok := strings.CutSuffix(n, "-in"); ok && base != "" && has[base+"-out"] {
-			out[n] = linkName{base, sideIn}
-		} else if base, ok := strings.CutSuffix(n, "-out"); ok && base != "" && has[base+"-in"] {
-			out[n] = linkName{base, sideOut}
-		}
-	}
-	for _, n := range order {
-		if _, done := out[n]; done {
-			continue
-		}
-		base, suffix := n, ""
-		if k := strings.LastIndexByte(n, '#'); k >= 0 {
-			base, suffix = n[:k], n[k:]
-		}
-		for i := 0; i < len(base); i++ {
-			if base[i] != '-' {
-				continue
-			}
-			a, b := base[:i], base[i+1:]
-			m := b + "-" + a + suffix
-			if a == "" || b == "" || m == n || !has[m] {
-				continue
-			}
-			if _, done := out[m]; done {
-				continue
-			}
-			lo, hi := min(a, b), max(a, b)
-			vp := lo + "~" + hi + suffix
-			if a == lo {
-				out[n], out[m] = linkName{vp, sideFwd}, linkName{vp, sideRev}
-			} else {
-				out[n], out[m] = linkName{vp, sideRev}, linkName{vp, sideFwd}
-			}
-			break
-		}
+	for n, l := range pcapio.LinkNames(names) {
+		out[n] = linkName{l.Link, uint8(l.Side)}
 	}
 	return out
 }

@@ -9,7 +9,8 @@ import (
 	"github.com/inaemu/inaemu/frames/wire"
 )
 
-// Interface sides of a merged vantage point.
+// Interface sides of a merged vantage point (sideIn..sideRev are the
+// numbers of pcapio's SideIn..SideRev).
 const (
 	sideTap uint8 = iota // a single-interface vantage point
 	sideIn               // X-in: host X → switch (or a host link's A-B)

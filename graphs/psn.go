@@ -152,26 +152,15 @@ func Traces(recs []pcapio.Record, names []string) []*Conn {
 	return conns
 }
 
-// linkNames names each interface's link: X for X-in and X-out, A~B for
-// A-B and B-A (with a #k suffix kept), the interface's own name otherwise.
+// linkNames names each interface's link (see pcapio.LinkNames): X for
+// X-in and X-out, A~B for A-B and B-A, the interface's own name otherwise.
 func linkNames(names []string) []string {
-	has := map[string]bool{}
-	for _, n := range names {
-		has[n] = true
-	}
+	links := pcapio.LinkNames(names)
 	out := make([]string, len(names))
 	for i, n := range names {
 		out[i] = n
-		base, suffix, _ := strings.Cut(n, "#")
-		if suffix != "" {
-			suffix = "#" + suffix
-		}
-		if x, ok := strings.CutSuffix(n, "-in"); ok && has[x+"-out"] {
-			out[i] = x
-		} else if x, ok := strings.CutSuffix(n, "-out"); ok && has[x+"-in"] {
-			out[i] = x
-		} else if a, b, ok := strings.Cut(base, "-"); ok && has[b+"-"+a+suffix] {
-			out[i] = min(a, b) + "~" + max(a, b) + suffix
+		if l, ok := links[n]; ok {
+			out[i] = l.Link
 		}
 	}
 	return out

@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/inaemu/inaemu/emu/netreduce"
@@ -255,31 +254,11 @@ send:
 // ports that mean nothing. The star's portR-in/portR-out and other
 // captures (a TAP bridge's, a pcap file's) give "".
 func topologyInterface(names []string) string {
-	has := map[string]bool{}
+	links := pcapio.LinkNames(names)
 	for _, n := range names {
-		has[n] = true
-	}
-	for _, n := range names {
-		base, par, _ := strings.Cut(n, "#")
-		a, b, ok := strings.Cut(base, "-")
-		if !ok || strings.Contains(b, "-") || isStarPort(n) {
-			continue
-		}
-		back := b + "-" + a
-		if par != "" {
-			back += "#" + par
-		}
-		if has[back] {
+		if l, ok := links[n]; ok && (l.Side == pcapio.SideFwd || l.Side == pcapio.SideRev) {
 			return n
 		}
 	}
 	return ""
-}
-
-// isStarPort tells the star's direction names, portR-in and portR-out.
-func isStarPort(name string) bool {
-	var r int
-	var dir string
-	n, _ := fmt.Sscanf(name, "port%d-%s", &r, &dir)
-	return n == 2 && (dir == "in" || dir == "out") && name == fmt.Sprintf("port%d-%s", r, dir)
 }
