@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/inaemu/inaemu/emu/netreduce"
+	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/internal/units"
 )
@@ -280,7 +281,7 @@ func (s *Switch) forward(in int, frame []byte, lat time.Duration) {
 		case len(hops) == 1:
 			p = hops[0]
 		default:
-			p = hops[flowHash(frame)%uint32(len(hops))]
+			p = topo.ECMP(hops, flowHash(frame))
 		}
 		if ok {
 			if p == in {
@@ -308,29 +309,18 @@ func (s *Switch) forward(in int, frame []byte, lat time.Duration) {
 	}
 }
 
-// flowHash is the ECMP hash of a frame's flow: FNV-1a over the addresses
-// and the UDP ports for RoCEv2 (the UDP source port is what RoCEv2 varies
-// per QP for exactly this), the GIDs and destination QP for RoCEv1, the
-// MACs otherwise. All frames of one connection take one path.
+// flowHash is the ECMP hash of a frame's flow (topo.FlowHash): the
+// addresses and the UDP ports for RoCEv2 (the UDP source port is what
+// RoCEv2 varies per QP for exactly this), the GIDs and destination QP for
+// RoCEv1, the MACs otherwise. All frames of one connection take one path.
 func flowHash(f []byte) uint32 {
 	switch {
 	case len(f) >= 38 && f[12] == 0x08 && f[13] == 0x00: // IPv4: addresses, UDP ports
-		return fnv1a(fnvBasis, f[26:38])
+		return topo.FlowHash(f[26:38])
 	case len(f) >= 58 && f[12] == 0x86 && f[13] == 0xDD: // IPv6
-		return fnv1a(fnvBasis, f[22:58])
+		return topo.FlowHash(f[22:58])
 	case len(f) >= 62 && f[12] == 0x89 && f[13] == 0x15: // RoCEv1: GRH GIDs, BTH destination QP
-		return fnv1a(fnv1a(fnvBasis, f[22:54]), f[59:62])
+		return topo.FlowHashAdd(topo.FlowHash(f[22:54]), f[59:62])
 	}
-	return fnv1a(fnvBasis, f[0:12])
-}
-
-const fnvBasis = 2166136261
-
-// fnv1a continues a 32-bit FNV-1a hash over b (inline: hash/fnv's
-// interface would allocate per frame).
-func fnv1a(h uint32, b []byte) uint32 {
-	for _, c := range b {
-		h = (h ^ uint32(c)) * 16777619
-	}
-	return h
+	return topo.FlowHash(f[0:12])
 }

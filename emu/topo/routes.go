@@ -1,7 +1,6 @@
 package topo
 
 import (
-	"hash/fnv"
 	"slices"
 )
 
@@ -139,14 +138,22 @@ func ECMP(hops []int, flowHash uint32) int {
 }
 
 // FlowHash is the hash ECMP takes: 32-bit FNV-1a of b, the flow's fields
-// as the caller lays them out (for RoCEv2 the addresses, the protocol and
+// as the caller lays them out (for RoCEv2 the addresses and
 // both UDP ports: the source port is what spreads a host's QPs over the
 // paths). It is the same on every run and platform.
-func FlowHash(b []byte) uint32 {
-	h := fnv.New32a()
-	h.Write(b)
-	return h.Sum32()
+func FlowHash(b []byte) uint32 { return FlowHashAdd(flowHashBasis, b) }
+
+// FlowHashAdd continues a FlowHash over more of the flow's fields (FNV-1a
+// of the fields one after the other). It is written out, not hash/fnv's
+// interface, so a switch hashing every frame allocates nothing.
+func FlowHashAdd(h uint32, b []byte) uint32 {
+	for _, c := range b {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return h
 }
+
+const flowHashBasis = 2166136261 // FNV-1a's 32-bit offset basis
 
 // FloodPorts are the links a broadcast or unknown-unicast frame leaves
 // switch sw by (the caller leaves out the one it came in on): every link
