@@ -3,17 +3,19 @@ package emu
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/inaemu/inaemu/emu/topo"
 )
 
 // jobConfig is one job of a run, resolved: its name, the NICs its ranks
-// run on, and its settings as a Config (Workers: its rank count, Seed: the
-// job's own, see jobSeed).
+// run on, its settings as a Config (Workers: its rank count, Seed: the
+// job's own, see jobSeed) and its start time.
 type jobConfig struct {
 	name  string
 	ranks []string
 	cfg   Config
+	start time.Duration
 }
 
 // topology is the run's network: cfg.Topology or the star of Workers
@@ -86,7 +88,6 @@ func (c *Config) jobConfigs() ([]jobConfig, error) {
 		j := base
 		j.Workers = len(js.Ranks)
 		j.Seed = jobSeed(c.Seed, i)
-		j.startAt = js.Start
 		if js.Mode != "" {
 			j.Mode = js.Mode
 		}
@@ -105,7 +106,7 @@ func (c *Config) jobConfigs() ([]jobConfig, error) {
 		if js.Release != nil {
 			j.Release = *js.Release
 		}
-		out = append(out, jobConfig{name: name, ranks: append([]string(nil), js.Ranks...), cfg: j})
+		out = append(out, jobConfig{name: name, ranks: append([]string(nil), js.Ranks...), cfg: j, start: js.Start})
 	}
 	return out, nil
 }

@@ -88,8 +88,6 @@ type Config struct {
 	SwitchMemory int64
 	// Jobs, if given, are the run's jobs, placed on the topology's hosts.
 	Jobs []JobSpec
-	// startAt is, in a job's own settings, when it starts.
-	startAt time.Duration
 	// Devices, if set, runs the job on real interfaces (the TAP backend):
 	// wall-clock time, no emulated links, so no faults, capture or link
 	// model; MaxVirtual bounds the wall time. Only the ranks with a device
@@ -278,6 +276,7 @@ func AlgorithmNames() []string {
 // worker is one rank of a job: a QP to its successor and one from its
 // predecessor, on the NIC the rank is placed on.
 type worker struct {
+	job   *runner // the job it is a rank of
 	rank  int
 	local bool     // runs in this process (always, but with Devices)
 	h     *nic.NIC // its NIC (a GPU rank's: its host's first)
@@ -307,8 +306,9 @@ type runner struct {
 	psns    ringPSNs // the connections' initial PSNs, from the seed
 	job     collective
 	err     error
+	start   time.Duration // when the job is to post its first work requests (JobSpec.Start)
 	started bool          // the job's first work requests are posted
-	startAt time.Duration // when (live: after the start barrier)
+	startAt time.Duration // when they were (live: after the start barrier)
 	// Per-job identifiers, so jobs sharing hosts never collide (the QPNs
 	// are per rank, see qpnPair): the receive regions' rkeys and virtual
 	// address.
@@ -385,7 +385,7 @@ func Run(cfg Config) (*Result, error) {
 		res = u.jobs[0].serve()
 	} else {
 		for _, r := range u.jobs {
-			if r.cfg.start() == 0 {
+			if r.start == 0 {
 				if err := r.job.start(); err != nil {
 					return nil, &ConfigError{err}
 				}
@@ -393,7 +393,7 @@ func Run(cfg Config) (*Result, error) {
 				continue
 			}
 			r := r
-			r.startAt = r.cfg.start()
+			r.startAt = r.start
 			u.fab.Clock.AfterFunc(r.startAt, func() {
 				if err := r.job.start(); err != nil {
 					r.err = &JobError{Msg: fmt.Sprintf("job %s: %v", r.name, err)}
@@ -434,9 +434,6 @@ func Run(cfg Config) (*Result, error) {
 	return res, nil
 }
 
-// start is when a job's first work requests go (JobSpec.Start).
-func (c *Config) start() time.Duration { return c.startAt }
-
 // newRun builds the fabric, and for every job the workers' QPs and
 // buffers, its collective and its connections; the jobs are ready to start.
 func newRun(cfg Config) (*run, error) {
@@ -465,7 +462,7 @@ func newRun(cfg Config) (*run, error) {
 	var hosts []*nic.NIC               // the NICs the jobs use, in order of first use
 	onHost := map[*nic.NIC][]*worker{} // the workers on each
 	for j, js := range specs {
-		r := &runner{run: u, index: j, name: js.name, ranks: js.ranks, cfg: js.cfg, fab: fab, recvVA: recvBaseVA + uint64(j)<<36}
+		r := &runner{run: u, index: j, name: js.name, ranks: js.ranks, cfg: js.cfg, start: js.start, fab: fab, recvVA: recvBaseVA + uint64(j)<<36}
 		r.psns = initialPSNs(r.cfg.Seed, len(js.ranks))
 		qps := jobQPNs(j, len(specs), js.ranks)
 		for i, name := range js.ranks {
@@ -473,7 +470,7 @@ func newRun(cfg Config) (*run, error) {
 			if err != nil {
 				return fail(err)
 			}
-			w.local = !fab.Live() || w.h.Live
+			w.job, w.local = r, !fab.Live() || w.h.Live
 			r.workers = append(r.workers, w)
 		}
 		for _, w := range r.workers {
@@ -521,12 +518,12 @@ func newRun(cfg Config) (*run, error) {
 			continue
 		}
 		if len(ws) == 1 {
-			w, r := ws[0], u.jobOf(ws[0])
-			h.OnCompletion = func() { r.poll(w) }
+			w := ws[0]
+			h.OnCompletion = func() { w.job.poll(w) }
 		} else {
 			h.OnCompletion = func() {
 				for _, w := range ws {
-					u.jobOf(w).poll(w)
+					w.job.poll(w)
 				}
 			}
 		}
@@ -535,16 +532,6 @@ func newRun(cfg Config) (*run, error) {
 		}
 	}
 	return u, nil
-}
-
-// jobOf is the job a worker belongs to.
-func (u *run) jobOf(w *worker) *runner {
-	for _, r := range u.jobs {
-		if w.rank < len(r.workers) && r.workers[w.rank] == w {
-			return r
-		}
-	}
-	return nil
 }
 
 // err is the first job's error.

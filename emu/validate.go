@@ -26,11 +26,11 @@ func (c *Config) validateRun(jobs []jobConfig) error {
 		}
 	}
 	for _, j := range jobs {
-		if j.cfg.start() > faults.MaxDuration {
-			return bad("job %s: start %v: want 0..%v", j.name, j.cfg.start(), faults.MaxDuration)
+		if j.start > faults.MaxDuration {
+			return bad("job %s: start %v: want 0..%v", j.name, j.start, faults.MaxDuration)
 		}
-		if c.MaxVirtual > 0 && j.cfg.start() >= c.MaxVirtual {
-			return bad("job %s: start %v is not before --max-time %v", j.name, j.cfg.start(), c.MaxVirtual)
+		if c.MaxVirtual > 0 && j.start >= c.MaxVirtual {
+			return bad("job %s: start %v is not before --max-time %v", j.name, j.start, c.MaxVirtual)
 		}
 		if j.cfg.Mode == NetReduce {
 			// The switch tells a packet's message by its signed 24-bit PSN
