@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -477,7 +476,7 @@ func newRun(cfg Config) (*run, error) {
 			h, n := w.h, len(r.workers)
 			if succ := r.workers[(w.rank+1)%n]; intraHop(w, succ) {
 				hn, _ := fab.Topo.Node(w.host)
-				gpu := fmt.Sprintf("%s:gpu%d", w.host, w.gpu)
+				gpu := topo.GPUName(w.host, w.gpu)
 				if u.gpuBusy[gpu] == nil {
 					u.gpuBusy[gpu] = new(time.Duration)
 				}
@@ -561,15 +560,14 @@ type rankQPNs struct{ send, recv uint32 }
 // qpnPair(j, J, k) for the hops that leave the host.
 func jobQPNs(j, jobs int, ranks []string) []rankQPNs {
 	nicOf := func(name string) string {
-		host, _, gpu := strings.Cut(name, ":gpu")
-		if gpu {
+		if host, _, gpu := topo.GPUOf(name); gpu {
 			return host
 		}
 		return name
 	}
 	intra := func(a, b string) bool {
-		ha, _, ga := strings.Cut(a, ":gpu")
-		hb, _, gb := strings.Cut(b, ":gpu")
+		ha, _, ga := topo.GPUOf(a)
+		hb, _, gb := topo.GPUOf(b)
 		return ga && gb && ha == hb
 	}
 	n := len(ranks)
@@ -592,16 +590,15 @@ func jobQPNs(j, jobs int, ranks []string) []rankQPNs {
 // placeRank makes rank i of a job on the NIC or GPU name names: "h3",
 // "h3:nic1", "h3:gpu2" (a GPU's RDMA traffic uses its host's first NIC).
 func placeRank(fab *fabric.Fabric, job string, i int, name string) (*worker, error) {
-	if host, g, isGPU := strings.Cut(name, ":gpu"); isGPU {
+	if host, gpu, isGPU := topo.GPUOf(name); isGPU {
 		if fab.Topo == nil {
 			return nil, fmt.Errorf("job %s: rank %d is placed on %q: GPUs are emulated only", job, i, name)
 		}
-		gpu, err := strconv.Atoi(g)
 		n, ok := fab.Topo.Node(host)
 		switch {
 		case !ok:
 			return nil, fmt.Errorf("job %s: rank %d is placed on %q: the topology has no host %s", job, i, name, host)
-		case err != nil || gpu < 0 || gpu >= n.GPUs || strconv.Itoa(gpu) != g: // one name per GPU (not gpu01)
+		case gpu >= n.GPUs:
 			return nil, fmt.Errorf("job %s: rank %d is placed on %q: %s has %d GPUs (gpu0..gpu%d)", job, i, name, host, n.GPUs, n.GPUs-1)
 		}
 		h, _ := fab.HostByName(host)

@@ -182,11 +182,7 @@ func printTopology(w io.Writer, t *topo.Topology, d *topo.Description) {
 	}
 	table("routes", "SWITCH\tTO\tNEXT-HOPS", func(tw io.Writer) {
 		for _, r := range d.Routes {
-			to := r.Host
-			if r.NIC > 0 {
-				to = fmt.Sprintf("%s:nic%d", r.Host, r.NIC)
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", r.Switch, to, strings.Join(r.NextHops, ","))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", r.Switch, topo.NICName(r.Host, r.NIC), strings.Join(r.NextHops, ","))
 		}
 	})
 }

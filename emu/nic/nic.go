@@ -6,10 +6,10 @@
 package nic
 
 import (
-	"fmt"
 	"net"
 	"net/netip"
 
+	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/roce"
 )
@@ -89,10 +89,7 @@ func Addr(t frames.Transport, h, p int) netip.Addr {
 // New makes port p of host (index h) on the clock, with the addresses MAC
 // and Addr give.
 func New(clock roce.Clock, host string, h, p int, t frames.Transport) *NIC {
-	n := &NIC{Name: host, Host: host, HostIndex: h, Port: p, MAC: MAC(h, p), IP: Addr(t, h, p), Transport: t, PD: roce.NewPD(), clock: clock}
-	if p > 0 {
-		n.Name = fmt.Sprintf("%s:nic%d", host, p)
-	}
+	n := &NIC{Name: topo.NICName(host, p), Host: host, HostIndex: h, Port: p, MAC: MAC(h, p), IP: Addr(t, h, p), Transport: t, PD: roce.NewPD(), clock: clock}
 	copy(n.mac6[:], n.MAC)
 	tm := clock.AfterFunc(0, n.poll)
 	tm.Stop()

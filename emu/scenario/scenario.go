@@ -441,16 +441,10 @@ func nicNames(cfg *emu.Config) (map[string]bool, string) {
 		}
 		return names, fmt.Sprintf("the star of workers=%d has h0..h%d", cfg.Workers, cfg.Workers-1)
 	}
-	hosts := cfg.Topology.Hosts()
-	for _, h := range hosts {
-		names[h.Name] = true
-		for i := 1; i < len(h.Links); i++ {
-			names[fmt.Sprintf("%s:nic%d", h.Name, i)] = true
-		}
-		for g := range h.GPUs {
-			names[fmt.Sprintf("%s:gpu%d", h.Name, g)] = true
-		}
+	for _, p := range cfg.Topology.Places() {
+		names[p] = true
 	}
+	hosts := cfg.Topology.Hosts()
 	note := fmt.Sprintf("the %s topology's hosts are %s", cfg.Topology.Kind, hosts[0].Name)
 	if len(hosts) > 1 {
 		note += ".." + hosts[len(hosts)-1].Name
