@@ -836,38 +836,13 @@ func (u *run) result(events int) *Result {
 		res.VirtualNS = int64(end)
 	}
 	for _, s := range u.fab.Switches {
-		if s.Accel != nil {
-			addStats(&res.Switch.Stats, s.Accel.Stats)
-		}
-		x := s.Stats
-		res.Switch.Frames += x.Frames
-		res.Switch.Forwarded += x.Forwarded
-		res.Switch.Flooded += x.Flooded
-		res.Switch.Filtered += x.Filtered
-		res.Switch.Emitted += x.Emitted
+		res.Switch.Add(s.Report())
 	}
 	res.ICRCDrops += res.Switch.ICRCDrops
 	res.Faults = u.fab.FaultStats()
 	res.FaultDrops = res.Faults.Lost + res.Faults.Dropped
 	res.QueueDrops = u.fab.LinkStats().QueueDrops
 	return res
-}
-
-// addStats adds one accelerator's counters to a sum.
-func addStats(s *netreduce.Stats, x netreduce.Stats) {
-	s.Packets += x.Packets
-	s.Aggregations += x.Aggregations
-	s.ResultPackets += x.ResultPackets
-	s.ResultResends += x.ResultResends
-	s.CLTMisses += x.CLTMisses
-	s.CLTUpdates += x.CLTUpdates
-	s.StaleFirsts += x.StaleFirsts
-	s.ICRCDrops += x.ICRCDrops
-	s.FirstLostDrops += x.FirstLostDrops
-	s.StaleForwards += x.StaleForwards
-	s.WindowDrops += x.WindowDrops
-	s.BadDrops += x.BadDrops
-	s.PortDrops += x.PortDrops
 }
 
 // jobResult is one job's figures.

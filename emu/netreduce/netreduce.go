@@ -176,6 +176,23 @@ type Stats struct {
 	PortDrops      uint64 `json:"port_drops"`       // a member connection's or rank's frames from a port other than the member's
 }
 
+// Add adds another accelerator's counters (a run's switches together).
+func (s *Stats) Add(x Stats) {
+	s.Packets += x.Packets
+	s.Aggregations += x.Aggregations
+	s.ResultPackets += x.ResultPackets
+	s.ResultResends += x.ResultResends
+	s.CLTMisses += x.CLTMisses
+	s.CLTUpdates += x.CLTUpdates
+	s.StaleFirsts += x.StaleFirsts
+	s.ICRCDrops += x.ICRCDrops
+	s.FirstLostDrops += x.FirstLostDrops
+	s.StaleForwards += x.StaleForwards
+	s.WindowDrops += x.WindowDrops
+	s.BadDrops += x.BadDrops
+	s.PortDrops += x.PortDrops
+}
+
 type connKey struct {
 	src, dst netip.Addr
 	qp       uint32

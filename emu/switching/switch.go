@@ -209,6 +209,22 @@ func (p *netReduceProgram) onEmit(frame []byte, kind netreduce.Kind, ring *netre
 	p.emit(frame, lat)
 }
 
+// Add adds another switch's counters (a run's switches together).
+func (c *Counters) Add(x Counters) {
+	c.Frames += x.Frames
+	c.Forwarded += x.Forwarded
+	c.Flooded += x.Flooded
+	c.Filtered += x.Filtered
+	c.Emitted += x.Emitted
+	c.Runts += x.Runts
+}
+
+// Add adds another switch's report.
+func (r *Report) Add(x Report) {
+	r.Stats.Add(x.Stats)
+	r.Counters.Add(x.Counters)
+}
+
 // Report is the switch's counters and its accelerator's (zero without one).
 func (s *Switch) Report() Report {
 	r := Report{Counters: s.Stats}
