@@ -2,7 +2,6 @@ package graphs
 
 import (
 	"bytes"
-	"io"
 	"net"
 	"net/netip"
 	"strings"
@@ -61,16 +60,9 @@ func (c *capture) records() ([]pcapio.Record, []string) {
 	require.NoError(c.t, c.w.Flush())
 	r, err := pcapio.NewReader("test", bytes.NewReader(c.buf.Bytes()))
 	require.NoError(c.t, err)
-	var recs []pcapio.Record
-	for {
-		rec, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		require.NoError(c.t, err)
-		recs = append(recs, rec)
-	}
-	return recs, r.Interfaces()
+	recs, names, err := r.All()
+	require.NoError(c.t, err)
+	return recs, names
 }
 
 // A go-back-N exchange seen at the sender's link (port0-in: its

@@ -72,15 +72,8 @@ func TestReplayReproducesTheSwitchUnderFaults(t *testing.T) {
 	require.Equal(t, uint64(3), res.Faults.Dropped)
 	rd, err := pcapio.NewReader("run", bytes.NewReader(buf.Bytes()))
 	require.NoError(t, err)
-	var recs []pcapio.Record
-	for {
-		r, err := rd.Next()
-		if err != nil {
-			break
-		}
-		recs = append(recs, r)
-	}
-	names := rd.Interfaces()
+	recs, names, err := rd.All()
+	require.NoError(t, err)
 	out := func(recs []pcapio.Record, names []string) map[string][][]byte {
 		m := map[string][][]byte{}
 		for _, r := range recs {
@@ -96,15 +89,9 @@ func TestReplayReproducesTheSwitchUnderFaults(t *testing.T) {
 	assert.Equal(t, 3, rep.NotDelivered)
 	rd2, err := pcapio.NewReader("replay", bytes.NewReader(replayed.Bytes()))
 	require.NoError(t, err)
-	var recs2 []pcapio.Record
-	for {
-		r, err := rd2.Next()
-		if err != nil {
-			break
-		}
-		recs2 = append(recs2, r)
-	}
-	want, got := out(recs, names), out(recs2, rd2.Interfaces())
+	recs2, names2, err := rd2.All()
+	require.NoError(t, err)
+	want, got := out(recs, names), out(recs2, names2)
 	require.Len(t, got, 4)
 	for port, frames := range want {
 		require.Equal(t, len(frames), len(got[port]), port)

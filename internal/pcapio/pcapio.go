@@ -149,6 +149,12 @@ func ReadAllNamed(path string) ([]Record, []string, error) {
 		return nil, nil, err
 	}
 	defer r.Close()
+	return r.All()
+}
+
+// All reads the remaining records and the names of the pcapng interfaces
+// (nil for a pcap file); on an error, the records before it.
+func (r *Reader) All() ([]Record, []string, error) {
 	var out []Record
 	for {
 		rec, err := r.Next()
