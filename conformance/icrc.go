@@ -66,8 +66,7 @@ var transports = []string{"v2-ipv4", "v2-ipv6", "v1"}
 // cleanCase is a generated job without corruption (other faults allowed),
 // in either mode, on any transport.
 func cleanCase(seed uint64) *scenario.Scenario {
-	c := sample(aggCaseGen(seed), seed).(aggCase)
-	c.Topology, c.Hosts = "", nil // the ICRC suites run on the star (they read its interface order)
+	c := sample(aggCaseGen(seed), seed).(aggCase) // on the star: the ICRC suites read its interface order
 	c.Workers = min(c.Workers, 6)
 	c.Elems = max(min(c.Elems, 4096), c.Workers) // ring mode needs an element per worker
 	var ev []string
@@ -275,8 +274,7 @@ func noAggregateFromCorruption(o SuiteOptions) PropertyResult {
 	res := PropertyResult{Name: name, Passed: true}
 	for i := 0; i < o.Count; i++ {
 		seed := caseSeed(o.Seed, name, i)
-		c := sample(aggCaseGen(seed), seed).(aggCase)
-		c.Topology, c.Hosts = "", nil // on the star: even interfaces are the hosts' links into the switch
+		c := sample(aggCaseGen(seed), seed).(aggCase) // on the star: even interfaces are the hosts' links into the switch
 		c.Workers, c.Elems, c.Netem = min(c.Workers, 6), min(c.Elems, 4096), ""
 		r := rand.New(rand.NewPCG(seed, 4))
 		c.Events = nil
