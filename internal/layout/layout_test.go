@@ -30,6 +30,14 @@ var levels = map[string]int{
 	"cmd/inaemu":   10, "contrib/wireshark": 10,
 }
 
+// wireOnly are the packages that judge or draw captures of any device:
+// of this module they import the wire formats, the capture reader and the
+// tensor element types only, never the emulator or the transport, whose
+// bugs they could otherwise share.
+var wireOnly = map[string]bool{"capcheck": true, "graphs": true}
+
+var wireFormats = map[string]bool{"frames": true, "frames/wire": true, "internal/pcapio": true, "emu/tensor": true}
+
 func TestImportDirection(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}:{{join .Imports \" \"}}", module+"...").Output()
 	if err != nil {
@@ -52,6 +60,9 @@ func TestImportDirection(t *testing.T) {
 			}
 			if dl, ok := levels[dep]; ok && dl >= lvl {
 				t.Errorf("%s (level %d) imports %s (level %d): imports go down only", pkg, lvl, dep, dl)
+			}
+			if wireOnly[pkg] && !wireFormats[dep] {
+				t.Errorf("%s imports %s: it may import wire formats only (%v)", pkg, dep, wireFormats)
 			}
 		}
 	}
