@@ -37,10 +37,12 @@ type CheckOptions struct {
 	Pairs []QPPair
 	// DType is the element type of NetReduce payloads (default F32).
 	DType tensor.DType
-	// Downstream says that single-interface vantage points may be
-	// downstream of loss (a capture at a receiver or mid-path): the
-	// sender rule psn-order is then not applied there.
-	Downstream bool
+	// Vantage says where single-interface vantage points (a pcap file, a
+	// mirror port, tcpdump on a host) were taken, for every connection
+	// they see: VantageAuto (the default) infers it per connection from
+	// the evidence. Named link directions (X-in/X-out, A-B/B-A) say it
+	// themselves and are not affected.
+	Vantage Vantage
 	// InFlight bounds how long a frame may be on the way between a vantage
 	// point and the requester, both ways together (0: DefaultInFlight;
 	// negative: no window, capture order is taken as the requester's).
@@ -55,6 +57,41 @@ type CheckOptions struct {
 	// INATag is the InetTag of the switch's INA headers (0: inaemu's,
 	// wire.INATag); NetReduce papers leave its value open.
 	INATag uint32
+}
+
+// Vantage is where a single-interface capture was taken.
+type Vantage uint8
+
+const (
+	// VantageAuto infers the position per connection from the evidence.
+	VantageAuto Vantage = iota
+	// VantageSender: at the requester (it sees every packet the requester
+	// transmits, in its order, and the responses as they reach it).
+	VantageSender
+	// VantageReceiver: at the responder (it sees what the responder
+	// receives, in its order; loss may lie before it).
+	VantageReceiver
+	// VantageTap: anywhere on the path (loss may lie on either side).
+	VantageTap
+)
+
+var vantageNames = [...]string{"auto", "sender", "receiver", "tap"}
+
+func (v Vantage) String() string {
+	if int(v) < len(vantageNames) {
+		return vantageNames[v]
+	}
+	return fmt.Sprintf("vantage(%d)", v)
+}
+
+// ParseVantage reads auto, sender, receiver or tap.
+func ParseVantage(s string) (Vantage, error) {
+	for i, n := range vantageNames {
+		if s == n {
+			return Vantage(i), nil
+		}
+	}
+	return 0, fmt.Errorf("vantage %q: want auto, sender, receiver or tap", s)
 }
 
 // DefaultInFlight is the default CheckOptions.InFlight: many link delays

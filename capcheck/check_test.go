@@ -637,7 +637,7 @@ func TestCheckDownstream(t *testing.T) {
 	rep := capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names})
 	assert.Equal(t, []chkWant{{"psn-order", 2, 103}}, chkViolations(rep))
 	assert.Equal(t, "tap", rep.Streams[0].Position)
-	rep = capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names, Downstream: true})
+	rep = capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names, Vantage: capcheck.VantageReceiver})
 	assert.Empty(t, rep.Violations)
 	assert.Equal(t, "downstream", rep.Streams[0].Position)
 	assert.Equal(t, 1, rep.NAKGenLatency.Count)

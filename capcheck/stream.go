@@ -250,7 +250,7 @@ func (c *checker) position(sides [nSides]int, responses bool) (uint8, checkPosit
 		return side, posMidPath
 	}
 	if sides[sideIn] == 0 && sides[sideOut] == 0 {
-		if c.opt.Downstream {
+		if c.opt.Vantage == VantageReceiver || c.opt.Vantage == VantageTap {
 			return sideTap, posDownstream
 		}
 		return sideTap, posTap

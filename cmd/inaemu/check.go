@@ -33,12 +33,12 @@ func (p *pairFlags) Set(v string) error {
 }
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("check", "FILE [--json] [--pair SRC,DST,REQQPN=RESPQPN]... [--dtype f32|i32|f16] [--downstream] [--in-flight D]", stdout, stderr)
+	fs := newFlagSet("check", "FILE [--json] [--pair SRC,DST,REQQPN=RESPQPN]... [--dtype f32|i32|f16] [--vantage auto|sender|receiver|tap] [--in-flight D]", stdout, stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object (conforms, frames, roce_frames, bad_icrc, malformed, ghosts, vantage_points, connections, agg_checked, agg_unchecked, agg_forwarded, retransmission_latency, nak_generation_latency, nak_response_latency, streams, violations[{rule,frame,qp,psn,detail}])")
 	var pairs pairFlags
 	fs.Var(&pairs, "pair", "pair a request stream with its response stream (`SRC,DST,REQQPN=RESPQPN`): requests SRC→DST with destination QPN REQQPN are answered by ACKs DST→SRC with destination QPN RESPQPN, e.g. 10.0.0.1,10.0.0.2,0x12=0x11 (repeatable; overrides automatic pairing)")
 	dtype := fs.String("dtype", "f32", "element `TYPE` of NetReduce payloads for the agg-sum rule: f32, i32 or f16")
-	downstream := fs.Bool("downstream", false, "single-interface captures may be downstream of loss (taken at a receiver or mid-path): do not apply the sender rule psn-order there")
+	vantage := fs.String("vantage", "auto", "`WHERE` a single-interface capture (a pcap file, a mirror port, tcpdump on one host) was taken: sender (at the requester), receiver (at the responder), tap (anywhere on the path) or auto (inferred per connection from the evidence); named link directions say it themselves")
 	linkTaps := fs.Bool("link-taps", false, "every interface is the link of one host (a capture per host link): agg-sum tells directions apart by the host's MAC; interfaces named PREFIX-brN (the TAP backend's bridges) are taken so without it")
 	inFlight := fs.Duration("in-flight", capcheck.DefaultInFlight, "how long frames may be on the way between the capture point and a requester, both ways: psn-order lets a requester act on responses captured within this window before its packet as if they had not reached it yet")
 	inaTag := fs.String("ina-tag", "INA1", "the InetTag of the switch's INA headers: four ASCII characters or a 32-bit number (0x494E4131 is inaemu's INA1)")
@@ -55,6 +55,11 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fs.usageError("--dtype: %v", err)
 		return exitUsage
 	}
+	vt, err := capcheck.ParseVantage(*vantage)
+	if err != nil {
+		fs.usageError("--vantage: %v", err)
+		return exitUsage
+	}
 	if *inFlight < 0 {
 		fs.usageError("--in-flight %v: want a duration of 0 or more", *inFlight)
 		return exitUsage
@@ -68,7 +73,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if w == 0 {
 		w = -1 // CheckOptions: 0 is the default, negative is no window
 	}
-	rep, err := capcheck.CheckFile(pos[0], capcheck.CheckOptions{Pairs: pairs, DType: dt, Downstream: *downstream, InFlight: w, LinkTaps: *linkTaps, INATag: tag})
+	rep, err := capcheck.CheckFile(pos[0], capcheck.CheckOptions{Pairs: pairs, DType: dt, Vantage: vt, InFlight: w, LinkTaps: *linkTaps, INATag: tag})
 	if err != nil {
 		fmt.Fprintf(stderr, "inaemu check: %v\n", err)
 		return exitUsage

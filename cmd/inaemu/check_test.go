@@ -34,7 +34,7 @@ func TestCheckHelp(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Empty(t, errOut)
 	assert.Contains(t, out, "Usage: inaemu check FILE")
-	for _, f := range []string{"--json", "--pair SRC,DST,REQQPN=RESPQPN", "--dtype", "--downstream", "--in-flight"} {
+	for _, f := range []string{"--json", "--pair SRC,DST,REQQPN=RESPQPN", "--dtype", "--vantage", "--in-flight"} {
 		assert.Contains(t, out, f)
 	}
 	_, out, _ = runCLI("--help")
@@ -253,16 +253,18 @@ func TestCheckPairFlag(t *testing.T) {
 	assert.Contains(t, out, "2 connections")
 }
 
-func TestCheckDownstreamAndInFlightFlags(t *testing.T) {
+func TestCheckVantageAndInFlightFlags(t *testing.T) {
 	// psn_order.pcapng frame 35 retransmits an acknowledged PSN 200 µs
 	// after the ACK: an in-flight window of 1 ms forgives it.
 	code, out, _ := runCLI("check", checkGolden("psn_order.pcapng"), "--in-flight", "1ms")
 	assert.Equal(t, 1, code)
 	assert.NotContains(t, out, "frame 35 ")
 	assert.Contains(t, out, "frame 19 ")
-	// Declared downstream, the tap no longer judges the sender.
-	code, out, _ = runCLI("check", checkGolden("psn_order.pcapng"), "--downstream")
+	// Declared at the receiver, the tap no longer judges the sender.
+	code, out, _ = runCLI("check", checkGolden("psn_order.pcapng"), "--vantage", "receiver")
 	assert.Equal(t, 0, code, out)
+	code, _, errOut := runGuarded("check", checkGolden("psn_order.pcapng"), "--vantage", "upstream")
+	oneLine(t, code, errOut, "inaemu check: ", "--vantage")
 }
 
 func TestCheckDType(t *testing.T) {
