@@ -31,7 +31,7 @@ msg_len: 16
 seed: 11
 netem: "loss 0.2% duplicate 0.5% corrupt 0.2% delay 2us 100ns reorder 1% gap 4"
 faults: ["drop port=1 dir=out class=data nth=3"]
-`, "7a3468535c80a2c56f061b7337cb0c6366deda3423060290fa44d35c457dfb3a"},
+`, "09b9c07afed37e476cd5e8849e6f478e59b7d5306acf94789c9c6c49ebc8c690"},
 	{"ring-v2ipv6-i32-reorder", `
 workers: 5
 mode: ring
@@ -57,7 +57,7 @@ faults:
   - "drop port=0 dir=in class=data nth=2"
   - "corrupt port=2 dir=out class=data nth=4"
   - "delay=30us port=1 dir=in class=ack nth=1"
-`, "fc045199d6d062f7302773e541d3b25c17fdd48edc7acb39e22eb7af1cd13ca4"},
+`, "7bc86525b3b79f37f09a095a3e9fac1e8ff2f28d764c1de953129811ee1e4639"},
 	{"netreduce-spoof-rxe", `
 workers: 4
 tensor: 128KiB

@@ -38,11 +38,17 @@ func newCapture(out io.Writer, dirs []*linkDir) (*capture, error) {
 }
 
 // faultComment is a frame's annotation in the capture format's
-// machine-readable form (pcapio.FaultCommentPrefix, pcapio.GhostComment).
-func faultComment(note faults.Note, ev *faults.Event, dropped bool) string {
+// machine-readable form (pcapio.FaultCommentPrefix, pcapio.DelayKey,
+// pcapio.GhostComment). The extra delay lets a reader put a delayed frame
+// back where its sender sent it: its arrival time less the extra delay
+// orders it among the link's other frames as they left the sender.
+func faultComment(note faults.Note, ev *faults.Event, extra time.Duration, dropped bool) string {
 	s := pcapio.FaultCommentPrefix + note.String()
 	if ev != nil {
 		s += fmt.Sprintf(" spec=%q", ev.Spec)
+	}
+	if extra > 0 {
+		s += fmt.Sprintf(" %s%dns", pcapio.DelayKey, extra.Nanoseconds())
 	}
 	if dropped {
 		s += " " + pcapio.GhostComment
@@ -50,7 +56,7 @@ func faultComment(note faults.Note, ev *faults.Event, dropped bool) string {
 	return s
 }
 
-func (c *capture) record(d *linkDir, at time.Duration, frame []byte, note faults.Note, ev *faults.Event, dropped bool) {
+func (c *capture) record(d *linkDir, at time.Duration, frame []byte, note faults.Note, ev *faults.Event, extra time.Duration, dropped bool) {
 	if c.err != nil || d.capID < 0 {
 		return
 	}
@@ -58,7 +64,7 @@ func (c *capture) record(d *linkDir, at time.Duration, frame []byte, note faults
 		c.err = c.w.WriteIndex(d.capID, int64(at), frame)
 		return
 	}
-	c.err = c.w.WriteIndex(d.capID, int64(at), frame, faultComment(note, ev, dropped))
+	c.err = c.w.WriteIndex(d.capID, int64(at), frame, faultComment(note, ev, extra, dropped))
 }
 
 func (c *capture) close() error {

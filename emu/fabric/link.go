@@ -45,6 +45,7 @@ type flight struct {
 	arrive time.Duration
 	note   faults.Note
 	ev     *faults.Event
+	extra  time.Duration // the fault stage's delay beyond the link's own
 }
 
 // linkDir is one direction of a full-duplex link: a transmitter that
@@ -243,7 +244,7 @@ func (d *linkDir) fly(frame []byte, delay time.Duration, note faults.Note, ev *f
 		d.inflight[i] = d.inflight[i-1]
 		i--
 	}
-	d.inflight[i] = flight{buf: b, arrive: at, note: note, ev: ev}
+	d.inflight[i] = flight{buf: b, arrive: at, note: note, ev: ev, extra: delay}
 	if i == d.head {
 		d.rxTimer.Reset(at - d.fab.Clock.Now())
 	}
@@ -257,7 +258,7 @@ func (d *linkDir) onArrive() {
 		d.inflight[d.head] = flight{}
 		d.head++
 		if d.fab.capture != nil {
-			d.fab.capture.record(d, now, f.buf, f.note, f.ev, false)
+			d.fab.capture.record(d, now, f.buf, f.note, f.ev, f.extra, false)
 		}
 		d.Stats.Delivered++
 		d.recv(f.buf)
@@ -300,7 +301,7 @@ func (d *linkDir) onGhost() {
 		g := d.ghosts[d.ghostHead]
 		d.ghosts[d.ghostHead] = flight{}
 		d.ghostHead++
-		d.fab.capture.record(d, now, g.buf, g.note, g.ev, true)
+		d.fab.capture.record(d, now, g.buf, g.note, g.ev, 0, true)
 		d.putBuf(g.buf)
 	}
 	if d.ghostHead < len(d.ghosts) {

@@ -1,6 +1,10 @@
 package pcapio
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+	"time"
+)
 
 // Capture comments are machine-readable, and the contract between the
 // emulator that writes captures and every reader that judges them (the
@@ -12,7 +16,55 @@ import "strings"
 const (
 	FaultCommentPrefix = "inaemu: fault="
 	GhostComment       = "(not delivered)"
+	// DelayKey precedes the extra delay a fault gave a frame beyond its
+	// link's own, in nanoseconds ("extra_delay=2300ns"): a reader puts
+	// the frame back where its sender sent it by subtracting it.
+	DelayKey = "extra_delay="
 )
+
+// Fault is what a capture comment says a fault did to a frame.
+type Fault struct {
+	// Kinds are the names of what was done, comma-separated as written
+	// ("loss", "drop", "duplicate", "corrupt", "delay", "reorder",
+	// "hold", "spoof").
+	Kinds string
+	// ExtraDelay is the delay beyond the link's own (0 if none written).
+	ExtraDelay time.Duration
+	// Ghost: the frame was not delivered.
+	Ghost bool
+}
+
+// Has reports whether kind is one of f's kinds.
+func (f Fault) Has(kind string) bool {
+	for k := range strings.SplitSeq(f.Kinds, ",") {
+		if k == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// FaultOf reads the fault annotation among a record's comments; ok is
+// false when none of them is one.
+func FaultOf(comments []string) (f Fault, ok bool) {
+	for _, c := range comments {
+		rest, found := strings.CutPrefix(c, FaultCommentPrefix)
+		if !found {
+			continue
+		}
+		ok = true
+		f.Kinds, _, _ = strings.Cut(rest, " ")
+		f.Ghost = f.Ghost || strings.Contains(rest, GhostComment)
+		if i := strings.LastIndex(rest, " "+DelayKey); i >= 0 {
+			v := rest[i+1+len(DelayKey):]
+			v, _, _ = strings.Cut(v, " ")
+			if n, err := strconv.ParseInt(strings.TrimSuffix(v, "ns"), 10, 64); err == nil && n > 0 {
+				f.ExtraDelay = time.Duration(n)
+			}
+		}
+	}
+	return f, ok
+}
 
 // IsGhost reports whether a capture record's comments mark it as a frame a
 // fault dropped, written where it would have arrived: it was never
