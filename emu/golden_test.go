@@ -41,7 +41,7 @@ transport: v2-ipv6
 msg_len: 8
 seed: 3
 netem: "reorder 5% gap 3 duplicate 2%"
-`, "547273d91571abcb690c033946f4cbecee05c8dd333a1ae6b39d6c191036ab98"},
+`, "be23d171348c98d3571b0de07f830f3530c054aac3703a06d1a123fee07bd796"},
 	{"netreduce-v1-f16-paper-events", `
 workers: 3
 window: 4
@@ -67,7 +67,7 @@ seed: 9
 link: 100G
 latency: 500ns
 faults: ["spoof=2 port=1 class=data nth=5", "hold=3 port=3 dir=in class=data nth=2"]
-`, "e0be4dd2de0dcee0330cdf2e743fa6c1a9988926f803a4d043e670bba616273b"},
+`, "cebd857387765d1d611e25df80fabf62958af671d56c186692ba9f525f8540d1"},
 	{"ring-v2ipv4-gemodel-queue", `
 workers: 6
 mode: ring

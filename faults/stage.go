@@ -62,10 +62,11 @@ type eventState struct {
 }
 
 type heldFrame struct {
-	buf  []byte
-	left int
-	note Note
-	ev   *Event
+	buf   []byte
+	left  int
+	note  Note
+	ev    *Event
+	since time.Duration
 }
 
 // Stage is the fault stage of one link direction: the deterministic events
@@ -76,6 +77,13 @@ type Stage struct {
 	Dir   Dir
 	Link  string // the link direction's name (events with link= match it)
 	Stats Stats
+	// Now, if set, is the link's clock: a held frame then says, in
+	// HeldFor while it is emitted, how long it was held back, so that a
+	// capture can put it back where it was sent.
+	Now func() time.Duration
+	// HeldFor is how long the frame being emitted was held (0 for a frame
+	// that was not).
+	HeldFor time.Duration
 	// OnDrop, if set, sees every frame the stage drops (for capture
 	// annotations), with the event responsible for a deterministic drop.
 	OnDrop func(frame []byte, note Note, ev *Event)
@@ -335,7 +343,20 @@ func (s *Stage) keep(frame []byte, left int, note Note, ev *Event) {
 	if k := len(s.pool); k > 0 {
 		buf, s.pool = s.pool[k-1][:0], s.pool[:k-1]
 	}
-	s.held = append(s.held, heldFrame{buf: append(buf, frame...), left: left, note: note, ev: ev})
+	var since time.Duration
+	if s.Now != nil {
+		since = s.Now()
+	}
+	s.held = append(s.held, heldFrame{buf: append(buf, frame...), left: left, note: note, ev: ev, since: since})
+}
+
+func (s *Stage) emitHeld(emit Emit, h heldFrame) {
+	if s.Now != nil {
+		s.HeldFor = s.Now() - h.since
+	}
+	emit(h.buf, 0, h.note, h.ev)
+	s.HeldFor = 0
+	s.pool = append(s.pool, h.buf)
 }
 
 // release counts one more frame past every held frame and emits those
@@ -349,8 +370,7 @@ func (s *Stage) release(emit Emit) {
 			j++
 			continue
 		}
-		emit(h.buf, 0, h.note, h.ev)
-		s.pool = append(s.pool, h.buf)
+		s.emitHeld(emit, h)
 	}
 	for i := j; i < len(s.held); i++ {
 		s.held[i] = heldFrame{}
@@ -380,8 +400,7 @@ func (s *Stage) spoof(frame []byte, ev *Event) {
 // Flush emits every held frame now (the link is going idle).
 func (s *Stage) Flush(emit Emit) {
 	for _, h := range s.held {
-		emit(h.buf, 0, h.note, h.ev)
-		s.pool = append(s.pool, h.buf)
+		s.emitHeld(emit, h)
 	}
 	clear(s.held)
 	s.held = s.held[:0]

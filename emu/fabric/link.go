@@ -110,6 +110,7 @@ func (d *linkDir) setStage(s *faults.Stage) {
 	}
 	d.stage = s
 	s.OnDrop = d.dropped
+	s.Now = d.fab.Clock.Now
 }
 
 // WireTime is how long a frame of n bytes occupies the line.
@@ -228,10 +229,17 @@ func (d *linkDir) finish() {
 
 // launch puts a copy of frame in flight towards the receiver.
 func (d *linkDir) launch(frame []byte, delay time.Duration, note faults.Note, ev *faults.Event) {
-	d.fly(frame, delay, note, ev)
+	extra := delay
+	if d.stage != nil {
+		extra += d.stage.HeldFor
+	}
+	d.fly(frame, delay, extra, note, ev)
 }
 
-func (d *linkDir) fly(frame []byte, delay time.Duration, note faults.Note, ev *faults.Event) {
+// fly puts frame on the wire to arrive after the link's delay plus delay;
+// extra is what the capture records as the fault's delay (held time
+// included).
+func (d *linkDir) fly(frame []byte, delay, extra time.Duration, note faults.Note, ev *faults.Event) {
 	b := d.getBuf()[:len(frame)]
 	copy(b, frame)
 	at := d.fab.Clock.Now() + d.prop + delay
@@ -244,7 +252,7 @@ func (d *linkDir) fly(frame []byte, delay time.Duration, note faults.Note, ev *f
 		d.inflight[i] = d.inflight[i-1]
 		i--
 	}
-	d.inflight[i] = flight{buf: b, arrive: at, note: note, ev: ev, extra: delay}
+	d.inflight[i] = flight{buf: b, arrive: at, note: note, ev: ev, extra: extra}
 	if i == d.head {
 		d.rxTimer.Reset(at - d.fab.Clock.Now())
 	}
