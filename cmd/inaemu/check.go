@@ -7,6 +7,9 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/inaemu/inaemu/capcheck"
 	"github.com/inaemu/inaemu/emu/tensor"
@@ -23,6 +26,9 @@ func (p *pairFlags) String() string {
 	return strings.Join(s, " ")
 }
 
+// Type is the value's name in pflag's messages.
+func (p *pairFlags) Type() string { return "pair" }
+
 func (p *pairFlags) Set(v string) error {
 	x, err := capcheck.ParseQPPair(v)
 	if err != nil {
@@ -32,48 +38,60 @@ func (p *pairFlags) Set(v string) error {
 	return nil
 }
 
-func runCheck(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("check", "FILE [--json] [--pair SRC,DST,REQQPN=RESPQPN]... [--dtype f32|i32|f16] [--vantage auto|sender|receiver|tap] [--in-flight D]", stdout, stderr)
-	asJSON := fs.Bool("json", false, "print one JSON object (conforms, frames, roce_frames, bad_icrc, malformed, ghosts, vantage_points, connections, agg_checked, agg_unchecked, agg_forwarded, retransmission_latency, nak_generation_latency, nak_response_latency, streams, violations[{rule,frame,qp,psn,detail}])")
-	var pairs pairFlags
-	fs.Var(&pairs, "pair", "pair a request stream with its response stream (`SRC,DST,REQQPN=RESPQPN`): requests SRC→DST with destination QPN REQQPN are answered by ACKs DST→SRC with destination QPN RESPQPN, e.g. 10.0.0.1,10.0.0.2,0x12=0x11 (repeatable; overrides automatic pairing)")
-	dtype := fs.String("dtype", "f32", "element `TYPE` of NetReduce payloads for the agg-sum rule: f32, i32 or f16")
-	vantage := fs.String("vantage", "auto", "`WHERE` a single-interface capture (a pcap file, a mirror port, tcpdump on one host) was taken: sender (at the requester), receiver (at the responder), tap (anywhere on the path) or auto (inferred per connection from the evidence); named link directions say it themselves")
-	linkTaps := fs.Bool("link-taps", false, "every interface is the link of one host (a capture per host link): agg-sum tells directions apart by the host's MAC; interfaces named PREFIX-brN (the TAP backend's bridges) are taken so without it")
-	inFlight := fs.Duration("in-flight", capcheck.DefaultInFlight, "how long frames may be on the way between the capture point and a requester, both ways: psn-order lets a requester act on responses captured within this window before its packet as if they had not reached it yet")
-	inaTag := fs.String("ina-tag", "INA1", "the InetTag of the switch's INA headers: four ASCII characters or a 32-bit number (0x494E4131 is inaemu's INA1)")
-	pos, err := fs.parse(args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) != 1 {
-		fs.usageError("need exactly one capture file, got %d arguments", len(pos))
-		return exitUsage
-	}
-	dt, err := tensor.ParseDType(*dtype)
+// checkCommand is 'inaemu check FILE': the capture checker's verdict.
+func checkCommand(stdout, stderr io.Writer) *cobra.Command {
+	var a checkArgs
+	c := newCommand("check FILE", "check a capture: ICRCs, go-back-N on both sides, latencies, NetReduce sums", stdout, stderr,
+		func(e *cmdEnv, pos []string) int { return runCheck(e, pos[0], a) })
+	c.Args = oneCapture
+	f := c.Flags()
+	f.BoolVar(&a.asJSON, "json", false, "print one JSON object (conforms, frames, roce_frames, bad_icrc, malformed, ghosts, vantage_points, connections, agg_checked, agg_unchecked, agg_forwarded, retransmission_latency, nak_generation_latency, nak_response_latency, streams, violations[{rule,frame,qp,psn,detail}])")
+	f.Var(&a.pairs, "pair", "pair a request stream with its response stream (`SRC,DST,REQQPN=RESPQPN`): requests SRC→DST with destination QPN REQQPN are answered by ACKs DST→SRC with destination QPN RESPQPN, e.g. 10.0.0.1,10.0.0.2,0x12=0x11 (repeatable; overrides automatic pairing)")
+	f.StringVar(&a.dtype, "dtype", "f32", "element `TYPE` of NetReduce payloads for the agg-sum rule: f32, i32 or f16")
+	f.StringVar(&a.vantage, "vantage", "auto", "`WHERE` a single-interface capture (a pcap file, a mirror port, tcpdump on one host) was taken: sender (at the requester), receiver (at the responder), tap (anywhere on the path) or auto (inferred per connection from the evidence); named link directions say it themselves")
+	f.BoolVar(&a.linkTaps, "link-taps", false, "every interface is the link of one host (a capture per host link): agg-sum tells directions apart by the host's MAC; interfaces named PREFIX-brN (the TAP backend's bridges) are taken so without it")
+	f.DurationVar(&a.inFlight, "in-flight", capcheck.DefaultInFlight, "how long frames may be on the way between the capture point and a requester, both ways: psn-order lets a requester act on responses captured within this window before its packet as if they had not reached it yet")
+	f.StringVar(&a.inaTag, "ina-tag", "INA1", "the InetTag of the switch's INA headers: four ASCII characters or a 32-bit number (0x494E4131 is inaemu's INA1)")
+	_ = c.RegisterFlagCompletionFunc("dtype", cobra.FixedCompletions([]string{"f32", "i32", "f16"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("vantage", cobra.FixedCompletions([]string{"auto", "sender", "receiver", "tap"}, cobra.ShellCompDirectiveNoFileComp))
+	return c
+}
+
+// checkArgs are check's flags.
+type checkArgs struct {
+	asJSON, linkTaps       bool
+	pairs                  pairFlags
+	dtype, vantage, inaTag string
+	inFlight               time.Duration
+}
+
+// runCheck checks one capture file with check's flags.
+func runCheck(fs *cmdEnv, file string, a checkArgs) int {
+	stdout, stderr := fs.stdout, fs.stderr
+	dt, err := tensor.ParseDType(a.dtype)
 	if err != nil {
 		fs.usageError("--dtype: %v", err)
 		return exitUsage
 	}
-	vt, err := capcheck.ParseVantage(*vantage)
+	vt, err := capcheck.ParseVantage(a.vantage)
 	if err != nil {
 		fs.usageError("--vantage: %v", err)
 		return exitUsage
 	}
-	if *inFlight < 0 {
-		fs.usageError("--in-flight %v: want a duration of 0 or more", *inFlight)
+	if a.inFlight < 0 {
+		fs.usageError("--in-flight %v: want a duration of 0 or more", a.inFlight)
 		return exitUsage
 	}
-	tag, err := parseINATag(*inaTag)
+	tag, err := parseINATag(a.inaTag)
 	if err != nil {
-		fs.usageError("--ina-tag %q: %v", *inaTag, err)
+		fs.usageError("--ina-tag %q: %v", a.inaTag, err)
 		return exitUsage
 	}
-	w := *inFlight
+	w := a.inFlight
 	if w == 0 {
 		w = -1 // CheckOptions: 0 is the default, negative is no window
 	}
-	rep, err := capcheck.CheckFile(pos[0], capcheck.CheckOptions{Pairs: pairs, DType: dt, Vantage: vt, InFlight: w, LinkTaps: *linkTaps, INATag: tag})
+	rep, err := capcheck.CheckFile(file, capcheck.CheckOptions{Pairs: a.pairs, DType: dt, Vantage: vt, InFlight: w, LinkTaps: a.linkTaps, INATag: tag})
 	if err != nil {
 		fmt.Fprintf(stderr, "inaemu check: %v\n", err)
 		return exitUsage
@@ -81,13 +99,13 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	// Nothing to judge is not a capture that conforms.
 	switch {
 	case rep.Frames == 0:
-		fmt.Fprintf(stderr, "inaemu check: %s: the capture has no frames: nothing to check\n", pos[0])
+		fmt.Fprintf(stderr, "inaemu check: %s: the capture has no frames: nothing to check\n", file)
 		return exitUsage
 	case rep.RoCEFrames == 0:
-		fmt.Fprintf(stderr, "inaemu check: %s: none of its %d frames is RoCE: nothing to check\n", pos[0], rep.Frames)
+		fmt.Fprintf(stderr, "inaemu check: %s: none of its %d frames is RoCE: nothing to check\n", file, rep.Frames)
 		return exitUsage
 	}
-	if *asJSON {
+	if a.asJSON {
 		if err := json.NewEncoder(stdout).Encode(rep); err != nil {
 			fmt.Fprintf(stderr, "inaemu check: %v\n", err)
 			return exitUsage

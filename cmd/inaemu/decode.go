@@ -8,22 +8,25 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/internal/pcapio"
 )
 
-func runDecode(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("decode", "FILE [--json]", stdout, stderr)
-	asJSON := fs.Bool("json", false, "print one JSON object per frame (index, frame, time, interface, comments, roce, version, ip, opcode, opcode_name, dqpn, psn, ackreq, padcnt, reth, aeth, imm, ina, payload_len, icrc, icrc_ok, ...)")
-	pos, err := fs.parse(args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) != 1 {
-		fs.usageError("need exactly one capture file, got %d arguments", len(pos))
-		return exitUsage
-	}
-	r, err := pcapio.Open(pos[0])
+// decodeCommand is 'inaemu decode FILE': every frame, one line each.
+func decodeCommand(stdout, stderr io.Writer) *cobra.Command {
+	var asJSON bool
+	c := newCommand("decode FILE", "print every frame of a pcap/pcapng capture, one line (or JSON object) each", stdout, stderr,
+		func(e *cmdEnv, pos []string) int { return runDecode(e, pos[0], asJSON) })
+	c.Args = oneCapture
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per frame (index, frame, time, interface, comments, roce, version, ip, opcode, opcode_name, dqpn, psn, ackreq, padcnt, reth, aeth, imm, ina, payload_len, icrc, icrc_ok, ...)")
+	return c
+}
+
+func runDecode(e *cmdEnv, file string, asJSON bool) int {
+	stdout, stderr := e.stdout, e.stderr
+	r, err := pcapio.Open(file)
 	if err != nil {
 		fmt.Fprintf(stderr, "inaemu decode: %v\n", err)
 		return exitUsage
@@ -50,7 +53,7 @@ func runDecode(args []string, stdout, stderr io.Writer) int {
 		if names := r.Interfaces(); rec.Info.InterfaceIndex < len(names) {
 			d.Interface = names[rec.Info.InterfaceIndex]
 		}
-		if *asJSON {
+		if asJSON {
 			if err := enc.Encode(&d); err != nil {
 				fmt.Fprintf(stderr, "inaemu decode: %v\n", err)
 				return exitUsage

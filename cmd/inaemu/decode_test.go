@@ -140,7 +140,7 @@ func TestDecodeErrors(t *testing.T) {
 	}{
 		{"no file", []string{"decode"}, 2, "need exactly one capture file", 0},
 		{"two files", []string{"decode", trunc, junk}, 2, "need exactly one capture file", 0},
-		{"bad flag", []string{"decode", "--bogus", trunc}, 2, "flag provided but not defined", 0},
+		{"bad flag", []string{"decode", "--bogus", trunc}, 2, "unknown flag: --bogus", 0},
 		{"missing", []string{"decode", filepath.Join(dir, "nope.pcap")}, 2, "no such file", 0},
 		{"junk", []string{"decode", junk}, 2, "not a pcap or pcapng file", 0},
 		{"empty", []string{"decode", empty}, 2, "too short to be a capture", 0},

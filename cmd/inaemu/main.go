@@ -1,17 +1,25 @@
 // Command inaemu is the CLI of the in-network-aggregation RoCE emulator.
-// It is thin: each subcommand parses flags, calls a package, and formats the
-// result. Exit codes: 0 success, 1 a check failed (a result differs), 2
-// usage error or unreadable input, 3 the emulated job failed (transport
-// error), 4 TAP devices cannot be used here (no /dev/net/tun or no
-// CAP_NET_ADMIN), 70 an internal error (a bug: a panic, reported in one
-// line).
+// It is thin: each subcommand declares its flags, calls a package, and
+// formats the result. Dispatch, flag parsing (GNU-style long flags, before
+// or after the positional arguments), --help, required and mutually
+// exclusive flags and shell completion come from spf13/cobra and pflag.
+//
+// Exit codes: 0 success, 1 a check failed (a result differs), 2 usage
+// error or unreadable input, 3 the emulated job failed (transport error),
+// 4 TAP devices cannot be used here (no /dev/net/tun or no CAP_NET_ADMIN),
+// 70 an internal error (a bug: a panic, reported in one line), 130
+// interrupted (SIGINT or SIGTERM: the run stopped cleanly, said how far it
+// got and closed its capture).
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 )
 
 const (
@@ -20,31 +28,24 @@ const (
 	exitUsage = 2
 	// exitSoftware is EX_SOFTWARE (sysexits.h): an internal error.
 	exitSoftware = 70
+	// exitInterrupted is what a shell reports for a process killed by
+	// SIGINT (128 + 2); inaemu exits with it after stopping cleanly.
+	exitInterrupted = 130
 )
 
-type command struct {
-	name    string
-	summary string
-	run     func(args []string, stdout, stderr io.Writer) int
+func main() {
+	// The first SIGINT or SIGTERM cancels the context: a run stops at its
+	// next check and reports what it did. Then the signals get their
+	// default action back, so a second Ctrl-C ends the process at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	os.Exit(guarded(os.Args[1:], os.Stdout, os.Stderr, func(args []string, stdout, stderr io.Writer) int {
+		return runContext(ctx, args, stdout, stderr)
+	}))
 }
-
-func commands() []command {
-	return []command{
-		{"run", "emulate an allreduce (NetReduce or Ring) through the aggregating switch, with faults", runRun},
-		{"topo", "show a topology: nodes, links and their direction names, each switch's routes (text, JSON or Graphviz DOT)", runTopo},
-		{"sweep", "run a job over a grid of algorithms, link rates and impairments (goodput against loss, ...)", runSweep},
-		{"conformance", "run the property suites (aggregation, go-back-N, checksum) with shrunk counterexamples", runConformance},
-		{"tap", "create (up) or remove (down) the TAP interfaces and bridges of a job on real interfaces", runTap},
-		{"switch", "run the aggregating switch on TAP ports (one process; hosts join with 'inaemu host')", runSwitch},
-		{"host", "run one worker on a TAP interface, in its own process", runHost},
-		{"replay", "feed a capture through the emulated switch offline and write what it emits", runReplay},
-		{"decode", "print every frame of a pcap/pcapng capture, one line (or JSON object) each", runDecode},
-		{"check", "check a capture: ICRCs, go-back-N on both sides, latencies, NetReduce sums", runCheck},
-		{"plot", "draw pictures as SVG: PSN against time per connection from any capture", runPlot},
-	}
-}
-
-func main() { os.Exit(guarded(os.Args[1:], os.Stdout, os.Stderr, run)) }
 
 // guarded runs the command and turns a panic into one line on stderr and
 // exit 70: a user never sees a Go trace. Bad input never gets here; it is
@@ -63,31 +64,7 @@ func guarded(args []string, stdout, stderr io.Writer, f func([]string, io.Writer
 	return f(args, stdout, stderr)
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "inaemu - emulator and test harness for in-network aggregation over RoCE")
-	fmt.Fprintln(w, "\nUsage: inaemu COMMAND [flags] [args]")
-	fmt.Fprintln(w, "\nCommands:")
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
-	}
-	fmt.Fprintln(w, "\nRun 'inaemu COMMAND --help' for a command's flags.")
-}
-
+// run runs the command line args without signal handling (tests).
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		usage(stderr)
-		return exitUsage
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		usage(stdout)
-		return exitOK
-	}
-	for _, c := range commands() {
-		if c.name == args[0] {
-			return c.run(args[1:], stdout, stderr)
-		}
-	}
-	fmt.Fprintf(stderr, "inaemu: unknown command %q (see 'inaemu --help')\n", args[0])
-	return exitUsage
+	return runContext(context.Background(), args, stdout, stderr)
 }

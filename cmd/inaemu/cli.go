@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// cmdEnv is what a subcommand's body needs besides its flags: its name
+// for messages, its output streams, the parsed command (to ask which flags
+// were given) and the context that Ctrl-C cancels.
+type cmdEnv struct {
+	name           string // "check", "topo show"
+	cmd            *cobra.Command
+	stdout, stderr io.Writer
+	ctx            context.Context
+}
+
+// usageError prints a one-line reason for a usage error on stderr.
+func (e *cmdEnv) usageError(format string, a ...any) {
+	printUsageError(e.stderr, e.name, fmt.Sprintf(format, a...))
+}
+
+// changed reports whether the flag was given on the command line.
+func (e *cmdEnv) changed(name string) bool {
+	f := e.cmd.Flags().Lookup(name)
+	return f != nil && f.Changed
+}
+
+// printUsageError is the one shape of every usage error: what, then where
+// to read more.
+func printUsageError(w io.Writer, name, msg string) {
+	cmd := strings.TrimSpace("inaemu " + name)
+	fmt.Fprintf(w, "%s: %s (see '%s --help')\n", cmd, msg, cmd)
+}
+
+// exitCode is a command body's non-zero exit code, passed through cobra
+// as an error; the body has already said why.
+type exitCode int
+
+func (c exitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) }
+
+// newCommand makes a subcommand whose body returns an exit code. use is
+// cobra's Use line ("check FILE"); the body reads its flags through the
+// variables the caller declares on cmd.Flags().
+func newCommand(use, short string, stdout, stderr io.Writer, body func(e *cmdEnv, args []string) int) *cobra.Command {
+	c := &cobra.Command{Use: use, Short: short}
+	c.RunE = func(c *cobra.Command, args []string) error {
+		e := &cmdEnv{name: commandName(c), cmd: c, stdout: stdout, stderr: stderr, ctx: c.Context()}
+		if e.ctx == nil {
+			e.ctx = context.Background()
+		}
+		if code := body(e, args); code != exitOK {
+			return exitCode(code)
+		}
+		return nil
+	}
+	return c
+}
+
+// commandName is a command's path without the program: "topo show".
+func commandName(c *cobra.Command) string {
+	return strings.TrimPrefix(strings.TrimPrefix(c.CommandPath(), c.Root().Name()), " ")
+}
+
+// noArgs refuses positional arguments in the project's words.
+func noArgs(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("unexpected argument %q", args[0])
+	}
+	return nil
+}
+
+// oneCapture wants exactly one capture file.
+func oneCapture(_ *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("need exactly one capture file, got %d arguments", len(args))
+	}
+	return nil
+}
+
+// usageTemplate is cobra's, shortened to the project's layout: the usage
+// line first, the subcommands or the flags (help wrapped at 100 columns).
+const usageTemplate = `Usage: {{.UseLine}}{{if .HasAvailableSubCommands}}
+
+Commands:{{range .Commands}}{{if (or .IsAvailableCommand (eq .Name "help"))}}
+  {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{end}}{{if .HasAvailableLocalFlags}}
+
+Flags:
+{{.LocalFlags.FlagUsagesWrapped 100 | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableSubCommands}}
+
+Run '{{.CommandPath}} COMMAND --help' for a command's flags.{{end}}
+`
+
+// helpTemplate puts the usage line first and the command's description
+// after it.
+const helpTemplate = `{{.UsageString}}{{with .Long}}
+{{. | trimTrailingWhitespaces}}
+{{end}}`
+
+// rootCommand builds the command tree. A fresh tree per call: flags bind
+// to variables of that call (tests run many command lines in one
+// process).
+func rootCommand(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "inaemu COMMAND",
+		Short: "inaemu - emulator and test harness for in-network aggregation over RoCE",
+		// The project's one-line errors replace cobra's error and usage
+		// dump.
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	// Commands are listed in the order they are added: the everyday ones
+	// first.
+	cobra.EnableCommandSorting = false
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetUsageTemplate(usageTemplate)
+	root.SetHelpTemplate(helpTemplate)
+	root.CompletionOptions.HiddenDefaultCmd = false
+	root.AddCommand(
+		runCommand(stdout, stderr),
+		topoCommand(stdout, stderr),
+		sweepCommand(stdout, stderr),
+		conformanceCommand(stdout, stderr),
+		tapCommand(stdout, stderr),
+		switchCommand(stdout, stderr),
+		hostCommand(stdout, stderr),
+		replayCommand(stdout, stderr),
+		decodeCommand(stdout, stderr),
+		checkCommand(stdout, stderr),
+		plotCommand(stdout, stderr),
+	)
+	for _, c := range root.Commands() {
+		// Flags are GNU-style: --name VALUE or --name=VALUE, anywhere on
+		// the line; positionals may come first (inaemu decode FILE --json).
+		c.Flags().SortFlags = false
+	}
+	return root
+}
+
+// runContext runs a command line: cobra dispatches, parses and validates;
+// errors become one line on stderr and an exit code.
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := rootCommand(stdout, stderr)
+	if len(args) == 0 {
+		fmt.Fprint(stderr, root.UsageString())
+		return exitUsage
+	}
+	args = goStyleFlags(root, args)
+	help := helpAsked(args)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		// --help anywhere wins, even over a bad flag before it.
+		if help {
+			return pflag.ErrHelp
+		}
+		return err
+	})
+	root.SetArgs(append([]string{}, args...)) // never nil: cobra would read os.Args
+	cmd, err := root.ExecuteContextC(ctx)
+	var code exitCode
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &code):
+		return int(code)
+	}
+	name := ""
+	if cmd != nil && cmd != root {
+		name = commandName(cmd)
+	}
+	printUsageError(stderr, name, cobraReason(err))
+	return exitUsage
+}
+
+// helpAsked reports whether --help or -h stands among the flags (before a
+// lone "--").
+func helpAsked(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--help", "-h":
+			return true
+		}
+	}
+	return false
+}
+
+// goStyleFlags rewrites -name to --name for the long flags of the command
+// the line runs (and -help): inaemu's flags were parsed by Go's flag
+// package before, which takes both, and scripts written then keep working.
+// Values are left alone, and so is everything after a lone "--".
+func goStyleFlags(root *cobra.Command, args []string) []string {
+	cmd, _, err := root.Find(args)
+	if err != nil || cmd == nil {
+		return args
+	}
+	out := append([]string{}, args...)
+	value := false // the previous argument is a flag that takes this one as its value
+	for i, a := range out {
+		if a == "--" {
+			break
+		}
+		if value {
+			value = false
+			continue
+		}
+		name, hasValue := strings.CutPrefix(a, "--")
+		if !hasValue && strings.HasPrefix(a, "-") && len(a) > 2 {
+			n, _, _ := strings.Cut(a[1:], "=")
+			if n == "help" || cmd.Flags().Lookup(n) != nil {
+				out[i], name, hasValue = "-"+a, a[1:], true
+			}
+		}
+		if hasValue && !strings.Contains(name, "=") {
+			if f := cmd.Flags().Lookup(name); f != nil && f.NoOptDefVal == "" {
+				value = true
+			}
+		}
+	}
+	return out
+}
+
+var (
+	requiredRE  = regexp.MustCompile(`^required flag\(s\) (.*) not set$`)
+	exclusiveRE = regexp.MustCompile(`^if any flags in the group \[(.*)\] are set none of the others can be; \[(.*)\] were all set$`)
+)
+
+// cobraReason puts cobra's and pflag's messages in the project's words
+// and on one line: "need --out", "--tap and --through-switch: choose one".
+func cobraReason(err error) string {
+	msg := err.Error()
+	if m := requiredRE.FindStringSubmatch(msg); m != nil {
+		var names []string
+		for _, n := range strings.Split(m[1], ", ") {
+			names = append(names, "--"+strings.Trim(n, `"`))
+		}
+		return "need " + strings.Join(names, " and ")
+	}
+	if m := exclusiveRE.FindStringSubmatch(msg); m != nil {
+		var names []string
+		for _, n := range strings.Fields(m[2]) {
+			names = append(names, "--"+n)
+		}
+		return strings.Join(names, " and ") + ": choose one"
+	}
+	// cobra suggests commands on further lines: "unknown command "decodez"
+	// for "inaemu"\n\nDid you mean this?\n\tdecode\n".
+	if before, after, ok := strings.Cut(msg, "\n\nDid you mean this?\n"); ok {
+		msg = before + "; did you mean " + strings.Join(strings.Fields(after), " or ") + "?"
+	}
+	return strings.Join(strings.Fields(msg), " ")
+}
