@@ -93,7 +93,7 @@ func linkHostMACs(recs []pcapio.Record, fs []checkFrame, link []bool) map[int][6
 
 // checkAggregation applies agg-sum. hostLink marks the A-B and B-A
 // interfaces of host links, whose side (sideIn or sideOut) is in ifaceSide.
-func checkAggregation(recs []pcapio.Record, fs []checkFrame, names []string, ifaceSide []uint8, hostLink []bool, linkTaps bool, dt tensor.DType, tag uint32, rep *Report) {
+func checkAggregation(recs []pcapio.Record, fs []checkFrame, names []string, ifaceSide []uint8, hostLink []bool, linkTaps bool, dt tensor.DType, tag uint32, rep *Report, report func(rule string, f *checkFrame, detail string)) {
 	side := make([]uint8, len(names))
 	link := make([]bool, len(names))
 	any := false
@@ -256,16 +256,14 @@ func checkAggregation(recs []pcapio.Record, fs []checkFrame, names []string, ifa
 		case verified[ak] && int(conn.rank) < len(cs) && bytes.Equal(pay, cs[conn.rank]):
 			rep.AggForwarded++
 		case len(pay) != len(sum):
-			rep.Violations = append(rep.Violations, Violation{Rule: RuleAggSum, Frame: f.idx, QP: f.qp, PSN: f.psn,
-				Detail: fmt.Sprintf("result carries %d data bytes, the %d contributions of ring %d message %d packet %d carry %d", len(pay), H, conn.ring, m.id, off, len(sum))})
+			report(RuleAggSum, f, fmt.Sprintf("result carries %d data bytes, the %d contributions of ring %d message %d packet %d carry %d", len(pay), H, conn.ring, m.id, off, len(sum)))
 		default:
 			el := 0
 			for el*dt.Size() < len(sum) && bytes.Equal(sum[el*dt.Size():(el+1)*dt.Size()], pay[el*dt.Size():(el+1)*dt.Size()]) {
 				el++
 			}
-			rep.Violations = append(rep.Violations, Violation{Rule: RuleAggSum, Frame: f.idx, QP: f.qp, PSN: f.psn,
-				Detail: fmt.Sprintf("result is not the rank-order %s sum of the %d contributions (ring %d, message %d, packet %d): element %d is %s, want %s",
-					dt, H, conn.ring, m.id, off, el, tensor.Value(dt, pay, el), tensor.Value(dt, sum, el))})
+			report(RuleAggSum, f, fmt.Sprintf("result is not the rank-order %s sum of the %d contributions (ring %d, message %d, packet %d): element %d is %s, want %s",
+					dt, H, conn.ring, m.id, off, el, tensor.Value(dt, pay, el), tensor.Value(dt, sum, el)))
 		}
 	}
 }

@@ -49,6 +49,12 @@ type CheckOptions struct {
 	// psn-order lets a requester act on the responses seen within this
 	// window before its packet as if they had not reached it yet.
 	InFlight time.Duration
+	// ReorderWindow is how far apart in time two frames may be for the
+	// later one to have overtaken the earlier on the way (0: from the
+	// capture's fault annotations, see Check; negative: none). Within
+	// it a response behind an earlier one and a data packet ahead of a
+	// missing one are counted as reordered, not violations.
+	ReorderWindow time.Duration
 	// LinkTaps says that every single interface is the link of one host
 	// (a capture per host link); agg-sum then tells the two directions
 	// apart by the host's MAC. Interfaces named like the TAP backend's
@@ -146,19 +152,27 @@ func ParseQPPair(s string) (QPPair, error) {
 	return p, nil
 }
 
-// Violation is one broken rule. Frame is the 0-based index of the frame
-// in the capture (as `inaemu decode` numbers them); QP and PSN are that
-// frame's destination QPN and PSN.
+// Violation is one broken rule. Frame is the frame's number as Wireshark
+// shows it (1 for the first frame; `frame.number == N` selects it), Index
+// the same frame counted from 0 (`inaemu decode`'s first column);
+// Interface is where it was captured and TimeNS its time since the first
+// frame (Wireshark's frame.time_relative). QP and PSN are the frame's
+// destination QPN and PSN. Frame numbers inside Detail are Wireshark's
+// too.
 type Violation struct {
-	Rule   string `json:"rule"`
-	Frame  int    `json:"frame"`
-	QP     uint32 `json:"qp"`
-	PSN    uint32 `json:"psn"`
-	Detail string `json:"detail"`
+	Rule      string `json:"rule"`
+	Frame     int    `json:"frame"`
+	Index     int    `json:"index"`
+	Interface string `json:"interface"`
+	TimeNS    int64  `json:"time_ns"`
+	QP        uint32 `json:"qp"`
+	PSN       uint32 `json:"psn"`
+	Detail    string `json:"detail"`
 }
 
 func (v Violation) String() string {
-	return fmt.Sprintf("%s frame %d qp %#06x psn %d: %s", v.Rule, v.Frame, v.QP, v.PSN, v.Detail)
+	return fmt.Sprintf("%s frame %d (%s, %.9fs) qp %#06x psn %d: %s", v.Rule, v.Frame, v.Interface,
+		float64(v.TimeNS)/1e9, v.QP, v.PSN, v.Detail)
 }
 
 // LatencySummary summarises latency samples in nanoseconds. The median is
@@ -202,23 +216,33 @@ type StreamReport struct {
 // Report is what Check found; it marshals to what `inaemu check --json`
 // prints.
 type Report struct {
-	File           string         `json:"file,omitempty"`
-	Conforms       bool           `json:"conforms"`
-	Frames         int            `json:"frames"`
-	RoCEFrames     int            `json:"roce_frames"`
-	BadICRC        int            `json:"bad_icrc"`
-	Malformed      int            `json:"malformed"`
-	Ghosts         int            `json:"ghosts"`
-	VantagePoints  []string       `json:"vantage_points"`
-	Connections    int            `json:"connections"`
-	AggChecked     int            `json:"agg_checked"`
-	AggUnchecked   int            `json:"agg_unchecked"`
-	AggForwarded   int            `json:"agg_forwarded"`
-	RetransLatency LatencySummary `json:"retransmission_latency"`
-	NAKGenLatency  LatencySummary `json:"nak_generation_latency"`
-	NAKRespLatency LatencySummary `json:"nak_response_latency"`
-	Streams        []StreamReport `json:"streams"`
-	Violations     []Violation    `json:"violations"`
+	File       string `json:"file,omitempty"`
+	Conforms   bool   `json:"conforms"`
+	Frames     int    `json:"frames"`
+	RoCEFrames int    `json:"roce_frames"`
+	BadICRC    int    `json:"bad_icrc"`
+	Malformed  int    `json:"malformed"`
+	Ghosts     int    `json:"ghosts"`
+	// Injected counts the frames whose comments say a fault of the
+	// emulator acted on them (ghosts included), InjectedKinds per kind
+	// ("corrupt", "duplicate", "delay", ...): they are the faults, not
+	// violations; what the transport did about them is still judged.
+	Injected int `json:"injected"`
+	// Reordered counts frames judged overtaken on the way within
+	// ReorderWindowNS instead of violations.
+	Reordered       int            `json:"reordered"`
+	ReorderWindowNS int64          `json:"reorder_window_ns"`
+	InjectedKinds   map[string]int `json:"injected_kinds"`
+	VantagePoints   []string       `json:"vantage_points"`
+	Connections     int            `json:"connections"`
+	AggChecked      int            `json:"agg_checked"`
+	AggUnchecked    int            `json:"agg_unchecked"`
+	AggForwarded    int            `json:"agg_forwarded"`
+	RetransLatency  LatencySummary `json:"retransmission_latency"`
+	NAKGenLatency   LatencySummary `json:"nak_generation_latency"`
+	NAKRespLatency  LatencySummary `json:"nak_response_latency"`
+	Streams         []StreamReport `json:"streams"`
+	Violations      []Violation    `json:"violations"`
 }
 
 // RuleCounts is the number of violations per rule.
@@ -287,6 +311,15 @@ type checkFrame struct {
 	ts    int64
 	iface int
 	ghost bool
+	// fault is what the frame's fault comment says was done to it.
+	fault    pcapio.Fault
+	injected bool
+	// dupCopy: the frame's bytes are those of a frame a duplicate fault
+	// copied (here or upstream).
+	dupCopy bool
+	// eff is when the frame left its link's sender, as far as the capture
+	// tells: its timestamp less the extra delay a fault gave it.
+	eff int64
 	// notForHost: on X-out, unicast to another MAC than host X's; its NIC
 	// drops it (a switch floods a frame whose destination MAC a bit error
 	// changed).
@@ -480,9 +513,20 @@ func isRequestOp(op wire.Opcode) bool {
 // it; at the receiver's link and taps), NAK response latency (a NAK to the
 // first data packet carrying its PSN; at the sender's link and taps).
 func Check(recs []pcapio.Record, opt CheckOptions) *Report {
-	rep := &Report{Frames: len(recs), Violations: []Violation{}, Streams: []StreamReport{}, VantagePoints: []string{}}
+	rep := &Report{Frames: len(recs), Violations: []Violation{}, Streams: []StreamReport{}, VantagePoints: []string{}, InjectedKinds: map[string]int{}}
 	fs := make([]checkFrame, len(recs))
 	var v frames.View
+	type badICRC struct {
+		frame          int
+		wire, computed uint32
+	}
+	var bad []badICRC
+	// corrupted holds the bytes of frames a corrupt fault hit: a switch
+	// that forwards such a frame unchanged passes the fault on.
+	corrupted := map[string]bool{}
+	// duplicated holds the bytes of frames a duplicate fault copied: the
+	// copies, wherever seen, are the network's, not their sender's.
+	duplicated := map[string]bool{}
 	for i := range recs {
 		r := &recs[i]
 		f := &fs[i]
@@ -490,6 +534,18 @@ func Check(recs []pcapio.Record, opt CheckOptions) *Report {
 		f.ghost = pcapio.IsGhost(r.Comments)
 		if f.ghost {
 			rep.Ghosts++
+		}
+		f.fault, f.injected = pcapio.FaultOf(r.Comments)
+		f.eff = f.ts - f.fault.ExtraDelay.Nanoseconds()
+		if f.fault.Has("duplicate") {
+			duplicated[string(r.Data)] = true
+		}
+		f.dupCopy = duplicated[string(r.Data)]
+		if f.injected {
+			rep.Injected++
+			for k := range strings.SplitSeq(f.fault.Kinds, ",") {
+				rep.InjectedKinds[k]++
+			}
 		}
 		if err := v.Parse(r.Data); err != nil {
 			var pe frames.ParseError
@@ -521,12 +577,25 @@ func Check(recs []pcapio.Record, opt CheckOptions) *Report {
 		rep.RoCEFrames++
 		if !f.icrcOK {
 			rep.BadICRC++
-			rep.Violations = append(rep.Violations, Violation{Rule: RuleICRC, Frame: i, QP: f.qp, PSN: f.psn,
-				Detail: fmt.Sprintf("bad ICRC: wire %08x, computed %08x", v.WireICRC(), v.ICRC())})
+			if f.fault.Has("corrupt") {
+				corrupted[string(r.Data)] = true
+				continue // the fault, not a violation
+			}
+			if corrupted[string(r.Data)] {
+				f.injected = true
+				rep.Injected++
+				rep.InjectedKinds["corrupt (forwarded)"]++
+				continue
+			}
+			bad = append(bad, badICRC{i, v.WireICRC(), v.ICRC()})
 		}
 	}
 
 	c := newChecker(opt, fs, rep)
+	for _, b := range bad {
+		f := &fs[b.frame]
+		c.violation(RuleICRC, f, "bad ICRC: wire %08x, computed %08x", b.wire, b.computed)
+	}
 	c.buildVantages(func(i int) []byte { return recs[i].Data })
 	c.discover()
 	c.pairAll()
@@ -538,7 +607,8 @@ func Check(recs []pcapio.Record, opt CheckOptions) *Report {
 	if tag == 0 {
 		tag = wire.INATag
 	}
-	checkAggregation(recs, fs, c.ifaceNames, c.ifaceSide, c.ifaceHostLink, opt.LinkTaps, opt.DType, tag, rep)
+	checkAggregation(recs, fs, c.ifaceNames, c.ifaceSide, c.ifaceHostLink, opt.LinkTaps, opt.DType, tag, rep,
+		func(rule string, f *checkFrame, detail string) { c.violation(rule, f, "%s", detail) })
 	c.finish()
 
 	sort.SliceStable(rep.Violations, func(i, j int) bool {

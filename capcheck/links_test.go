@@ -3,6 +3,7 @@ package capcheck_test
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -57,10 +58,20 @@ func abJSON(t *testing.T, r *capcheck.Report, vp map[string]string) string {
 			c.Streams[i].Vantage = w
 		}
 	}
+	// Violations name interfaces: hR-s0 is portR-in, s0-hR portR-out.
+	c.Violations = append([]capcheck.Violation(nil), r.Violations...)
+	for i, v := range c.Violations {
+		c.Violations[i].Interface = abIface.ReplaceAllString(abOut.ReplaceAllString(v.Interface, "port${1}-out"), "port${1}-in")
+	}
 	b, err := json.Marshal(&c)
 	require.NoError(t, err)
 	return string(b)
 }
+
+var (
+	abIface = regexp.MustCompile(`^h(\d+)-s0$`)
+	abOut   = regexp.MustCompile(`^s0-h(\d+)$`)
+)
 
 // TestCheckHostLinkNamesMatchInOut: the emulator's star captures with
 // hR-s0 and s0-hR for portR-in and portR-out give the same report, item

@@ -287,7 +287,7 @@ func TestCheckLinkTapAggSum(t *testing.T) {
 				require.Len(t, rep.Violations, 1, "%v", rep.Violations)
 				got := rep.Violations[0]
 				assert.Equal(t, capcheck.RuleAggSum, got.Rule)
-				assert.Equal(t, changed, got.Frame)
+				assert.Equal(t, changed, got.Index)
 				assert.Contains(t, got.Detail, "element 1")
 				assert.False(t, rep.Conforms)
 				assert.Zero(t, rep.BadICRC, "the changed result carries a good ICRC")

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/netip"
 	"sort"
+	"time"
 
 	"github.com/inaemu/inaemu/frames/wire"
 )
@@ -56,6 +57,8 @@ type checker struct {
 	nakGen        []int64
 	nakResp       []int64
 	inFlight      int64 // ns
+	reorderW      int64 // ns; 0: no reordering allowed
+	t0            int64 // the first frame's timestamp
 }
 
 type checkVantage struct {
@@ -83,7 +86,35 @@ func newChecker(opt CheckOptions, fs []checkFrame, rep *Report) *checker {
 	if w == 0 {
 		w = DefaultInFlight
 	}
-	return &checker{opt: opt, fs: fs, rep: rep, ifaceNames: names, inFlight: int64(max(w, 0))}
+	c := &checker{opt: opt, fs: fs, rep: rep, ifaceNames: names, inFlight: int64(max(w, 0)), reorderW: reorderWindow(opt.ReorderWindow, fs, rep)}
+	if len(fs) > 0 {
+		c.t0 = fs[0].ts
+	}
+	return c
+}
+
+// reorderWindow is the reorder window in ns: the option's, or, by default,
+// what the capture's own fault annotations show: twice the largest extra
+// delay a fault gave a frame (a frame displaced on two links, say a
+// response on the responder's link and again on the requester's), and
+// at least DefaultInFlight when a fault held frames back or reordered
+// them (netem reorder swaps a frame with the next one). A capture without
+// such annotations allows none.
+func reorderWindow(opt time.Duration, fs []checkFrame, rep *Report) int64 {
+	if opt != 0 {
+		rep.ReorderWindowNS = max(int64(opt), 0)
+		return rep.ReorderWindowNS
+	}
+	var w int64
+	for i := range fs {
+		f := &fs[i]
+		w = max(w, 2*f.fault.ExtraDelay.Nanoseconds())
+		if f.fault.Has("hold") || f.fault.Has("reorder") {
+			w = max(w, int64(DefaultInFlight))
+		}
+	}
+	rep.ReorderWindowNS = w
+	return w
 }
 
 // buildVantages maps interfaces to vantage points, merging X-in with
@@ -127,11 +158,28 @@ func (c *checker) buildVantages(data func(i int) []byte) {
 		}
 		return [6]byte(d[0:6]), [6]byte(d[6:12]), true
 	})
-	// Each interface in capture order; a merged vantage point interleaves
-	// its two interfaces by timestamp (ties: capture order).
+	// Each interface in capture order, except that on an interface
+	// watched from the sending end of its link (X-in, the A-B directions
+	// of switch links, taps) a frame a fault delayed goes back where its
+	// sender sent it: its timestamp less the extra delay. On X-out the
+	// host receives frames in the order they arrived, and that is the
+	// order that judges it. A merged vantage point interleaves its two
+	// interfaces by those times (ties: capture order): both are then
+	// times at host X (what it sent, what reached it).
 	perIface := make([][]int, n)
+	displaced := make([]bool, n)
 	for i := range c.fs {
-		perIface[c.fs[i].iface] = append(perIface[c.fs[i].iface], i)
+		f := &c.fs[i]
+		if c.ifaceSide[f.iface] == sideOut {
+			f.eff = f.ts
+		}
+		perIface[f.iface] = append(perIface[f.iface], i)
+		displaced[f.iface] = displaced[f.iface] || f.eff != f.ts
+	}
+	for k, q := range perIface {
+		if displaced[k] {
+			sort.SliceStable(q, func(a, b int) bool { return c.fs[q[a]].eff < c.fs[q[b]].eff })
+		}
 	}
 	for _, vp := range c.vantages {
 		var qs [][]int
@@ -151,7 +199,7 @@ func (c *checker) buildVantages(data func(i int) []byte) {
 					continue
 				}
 				a, b := &c.fs[q[0]], &c.fs[qs[best][0]]
-				if a.ts < b.ts || (a.ts == b.ts && a.idx < b.idx) {
+				if a.eff < b.eff || (a.eff == b.eff && a.idx < b.idx) {
 					best = k
 				}
 			}
@@ -361,8 +409,21 @@ func (c *checker) countConnections() {
 	c.rep.Connections = n
 }
 
+// reordered reports whether frame f, which a frame captured at time at
+// (the same time base, f.eff's) contradicts, may have been overtaken by
+// it on the way: the capture shows reordering (CheckOptions.ReorderWindow)
+// and the two are within the window. It counts it as reordering.
+func (c *checker) reordered(at int64, f *checkFrame) bool {
+	if c.reorderW <= 0 || f.eff-at > c.reorderW {
+		return false
+	}
+	c.rep.Reordered++
+	return true
+}
+
 func (c *checker) violation(rule string, f *checkFrame, format string, a ...any) {
-	c.rep.Violations = append(c.rep.Violations, Violation{Rule: rule, Frame: f.idx, QP: f.qp, PSN: f.psn, Detail: fmt.Sprintf(format, a...)})
+	c.rep.Violations = append(c.rep.Violations, Violation{Rule: rule, Frame: f.idx + 1, Index: f.idx,
+		Interface: c.ifaceNames[f.iface], TimeNS: f.ts - c.t0, QP: f.qp, PSN: f.psn, Detail: fmt.Sprintf(format, a...)})
 }
 
 func (c *checker) runVantage(vp *checkVantage) {
@@ -387,6 +448,12 @@ func (c *checker) runVantage(vp *checkVantage) {
 
 func (c *checker) finish() {
 	for _, vp := range c.vantages {
+		if n := len(vp.frames); n > 0 {
+			end := c.fs[vp.frames[n-1]].eff
+			for _, s := range vp.reqs {
+				s.expireHoles(end)
+			}
+		}
 		var rows []StreamReport
 		for _, s := range vp.reqs {
 			rows = append(rows, s.report())
@@ -444,6 +511,7 @@ type checkResp struct {
 	ackSet             bool
 	maxAck             uint32
 	maxAckFrame        int
+	maxAckAt           int64
 }
 
 func (r *checkResp) report() StreamReport {
@@ -457,10 +525,13 @@ func (r *checkResp) onAck(f *checkFrame) {
 	switch {
 	case syn.IsACK():
 		r.acks++
-		if r.ackSet && wire.PSNDiff(f.psn, r.maxAck) < 0 {
-			r.c.violation(RuleACKRegress, f, "ACK PSN %d is behind ACK PSN %d of frame %d on the same connection", f.psn, r.maxAck, r.maxAckFrame)
-		} else {
-			r.ackSet, r.maxAck, r.maxAckFrame = true, f.psn, f.idx
+		switch {
+		case r.ackSet && wire.PSNDiff(f.psn, r.maxAck) < 0 && r.c.reordered(r.maxAckAt, f):
+			// a later ACK overtook it on the way
+		case r.ackSet && wire.PSNDiff(f.psn, r.maxAck) < 0:
+			r.c.violation(RuleACKRegress, f, "ACK PSN %d is behind ACK PSN %d of frame %d on the same connection", f.psn, r.maxAck, r.maxAckFrame+1)
+		default:
+			r.ackSet, r.maxAck, r.maxAckFrame, r.maxAckAt = true, f.psn, f.idx, f.eff
 		}
 		if r.req != nil {
 			r.req.onACK(f)
@@ -510,6 +581,7 @@ type checkReq struct {
 	acked    uint32 // highest PSN acknowledged (ACK q: q; NAK e: e-1)
 	ackHist  []checkAck
 	ackFrame int
+	ackAt    int64
 
 	// Responder model: an upper bound on its expected PSN.
 	upSet  bool
@@ -525,7 +597,29 @@ type checkReq struct {
 	repaired     bool
 
 	retrans, nakGen, nakResp []int64
+
+	// holes are PSNs a data packet skipped while the capture shows
+	// reordering: the verdict waits the reorder window for them to turn
+	// up late.
+	holes []checkHole
+	// early are data packets that started a retransmission at the wrong
+	// PSN while the capture shows reordering: the verdict waits for a
+	// packet that starts it right to turn up late.
+	early  []checkHole
+	lastTx map[uint32]int64
 }
+
+// checkHole is a PSN skipped by the data packet of frame fr at time at.
+type checkHole struct {
+	psn  uint32
+	fr   *checkFrame
+	at   int64
+	text string
+}
+
+// maxHoles bounds the PSNs one skip may leave waiting: a longer skip is
+// judged at once.
+const maxHoles = 64
 
 // checkNAK is a recent NAK. A data packet carrying the PSN of any recent
 // NAK, served or not, is accepted as a NAK retransmission: between the
@@ -542,7 +636,7 @@ type checkNAK struct {
 const maxRecentNAKs = 32
 
 func newCheckReq(c *checker, vp *checkVantage, k checkStreamKey) *checkReq {
-	return &checkReq{c: c, vp: vp, key: k, unkIface: -1, firstTx: map[uint32]int64{}, retxSeen: map[uint32]bool{}, nakWait: map[uint32]int64{}, seen: map[uint32]bool{}}
+	return &checkReq{c: c, vp: vp, key: k, unkIface: -1, firstTx: map[uint32]int64{}, retxSeen: map[uint32]bool{}, lastTx: map[uint32]int64{}, nakWait: map[uint32]int64{}, seen: map[uint32]bool{}}
 }
 
 func (s *checkReq) report() StreamReport {
@@ -599,7 +693,7 @@ func (s *checkReq) onData(f *checkFrame) {
 		s.hasGap = false // repaired
 	}
 	if !s.hasGap && wire.PSNDiff(p, s.up) > 0 {
-		s.hasGap, s.gapAt, s.gapFor = true, f.ts, s.up // this packet reveals a gap
+		s.hasGap, s.gapAt, s.gapFor = true, f.eff, s.up // this packet reveals a gap
 	}
 	if s.nakSet && p == s.lastNAK {
 		s.repaired = true
@@ -628,15 +722,15 @@ func (s *checkReq) judge(p uint32, t int64) string {
 		// after what an ACK acknowledged
 	case d > 0:
 		if n, ok := s.blocking(); ok {
-			return fmt.Sprintf("skips ahead to PSN %d while the NAK of frame %d asks for PSN %d", p, n.frame, n.psn)
+			return fmt.Sprintf("skips ahead to PSN %d while the NAK of frame %d asks for PSN %d", p, n.frame+1, n.psn)
 		}
 		return skipText(s.next, p)
 	default: // going back, not to a NAK's PSN
 		if n, ok := s.blocking(); ok {
-			return fmt.Sprintf("retransmission starts at PSN %d, but the NAK of frame %d asks for PSN %d", p, n.frame, n.psn)
+			return fmt.Sprintf("retransmission starts at PSN %d, but the NAK of frame %d asks for PSN %d", p, n.frame+1, n.psn)
 		}
 		if a, ok := s.ackedBefore(t - s.c.inFlight); ok && wire.PSNDiff(p, a.psn) <= 0 {
-			return fmt.Sprintf("retransmits PSN %d, already acknowledged up to PSN %d (frame %d)", p, a.psn, a.frame)
+			return fmt.Sprintf("retransmits PSN %d, already acknowledged up to PSN %d (frame %d)", p, a.psn, a.frame+1)
 		}
 	}
 	return ""
@@ -691,14 +785,18 @@ func (s *checkReq) hasNAK(psn uint32) bool {
 // senderStep judges one transmission (psn-order) at a vantage point that
 // watches the sender.
 func (s *checkReq) senderStep(f *checkFrame) {
-	p, c, t := f.psn, s.c, f.ts
+	p, c, t := f.psn, s.c, f.eff
 	unknown := s.vp.unknown[f.iface]
 	if f.iface == s.unkIface {
 		unknown -= s.unkMark
 	}
 	s.unkIface, s.unkMark = f.iface, s.vp.unknown[f.iface]
+	s.expireHoles(t)
 	if s.txStarted && p == wire.PSNAdd(s.next, -1) {
 		return // a network duplicate of the previous packet
+	}
+	if s.fillHole(p, t) {
+		return // a skipped PSN turned up late: it was overtaken
 	}
 	if t0, ok := s.firstTx[p]; ok {
 		s.retx++
@@ -729,13 +827,103 @@ func (s *checkReq) senderStep(f *checkFrame) {
 		}
 	}
 	s.serveNAK(p)
-	if bad != "" && !f.ghost {
+	if bad == "" {
+		s.clearEarly(p)
+	}
+	if bad != "" && !f.ghost && !s.deferSkip(f, bad) && !s.deferEarly(f, bad) {
 		c.violation(RulePSNOrder, f, "%s", bad)
 	}
+	s.lastTx[p] = t
 	s.next = wire.PSNAdd(p, 1)
 	if wire.PSNDiff(p, s.hi) > 0 {
 		s.hi = p
 	}
+}
+
+// deferSkip: when the capture shows reordering and p skipped PSNs never
+// sent before, the verdict waits for them (fillHole, expireHoles).
+func (s *checkReq) deferSkip(f *checkFrame, bad string) bool {
+	d := wire.PSNDiff(f.psn, s.next)
+	if s.c.reorderW <= 0 || d <= 0 || d > maxHoles {
+		return false
+	}
+	// A skipped PSN sent just before overtook this packet; any other may
+	// yet turn up, overtaken by it.
+	for q := s.next; q != f.psn; q = wire.PSNAdd(q, 1) {
+		if at, ok := s.lastTx[q]; ok && f.eff-at <= s.c.reorderW {
+			continue
+		}
+		s.holes = append(s.holes, checkHole{psn: q, fr: f, at: f.eff, text: bad})
+	}
+	return true
+}
+
+// deferEarly: when the capture shows reordering, a retransmission that
+// seems to start at the wrong PSN may have overtaken the packet that
+// starts it right; the verdict waits for that packet (clearEarly).
+func (s *checkReq) deferEarly(f *checkFrame, bad string) bool {
+	if s.c.reorderW <= 0 || wire.PSNDiff(f.psn, s.next) >= 0 {
+		return false
+	}
+	s.early = append(s.early, checkHole{psn: f.psn, fr: f, at: f.eff, text: bad})
+	return true
+}
+
+// clearEarly: an acceptable packet with PSN p below a waiting early one
+// explains it.
+func (s *checkReq) clearEarly(p uint32) {
+	k := 0
+	for _, h := range s.early {
+		if d := wire.PSNDiff(h.psn, p); d > 0 && d <= maxHoles {
+			s.c.rep.Reordered++
+			continue
+		}
+		s.early[k] = h
+		k++
+	}
+	s.early = s.early[:k]
+}
+
+// fillHole: p is a skipped PSN arriving within the reorder window.
+func (s *checkReq) fillHole(p uint32, t int64) bool {
+	for i, h := range s.holes {
+		if h.psn == p {
+			s.holes = append(s.holes[:i], s.holes[i+1:]...)
+			s.firstTx[p] = t
+			s.c.rep.Reordered++
+			return true
+		}
+	}
+	return false
+}
+
+// expireHoles reports the skips whose PSNs did not turn up within the
+// reorder window before time t (one violation per skipping packet).
+func (s *checkReq) expireHoles(t int64) {
+	k := 0
+	var last *checkFrame
+	for _, h := range s.holes {
+		if t-h.at <= s.c.reorderW {
+			s.holes[k] = h
+			k++
+			continue
+		}
+		if h.fr != last {
+			s.c.violation(RulePSNOrder, h.fr, "%s (not seen within the reorder window of %v either)", h.text, time.Duration(s.c.reorderW))
+			last = h.fr
+		}
+	}
+	s.holes = s.holes[:k]
+	k = 0
+	for _, h := range s.early {
+		if t-h.at <= s.c.reorderW {
+			s.early[k] = h
+			k++
+			continue
+		}
+		s.c.violation(RulePSNOrder, h.fr, "%s (and no packet starting it right turned up within the reorder window of %v)", h.text, time.Duration(s.c.reorderW))
+	}
+	s.early = s.early[:k]
 }
 
 func skipText(next, p uint32) string {
@@ -759,7 +947,7 @@ func (s *checkReq) acknowledge(psn uint32, frame int, t int64) {
 	if s.ackSet && wire.PSNDiff(psn, s.acked) <= 0 {
 		return
 	}
-	s.ackSet, s.acked, s.ackFrame = true, psn, frame
+	s.ackSet, s.acked, s.ackFrame, s.ackAt = true, psn, frame, t
 	if n := len(s.ackHist); n > 0 {
 		s.ackHist[n-1].until = t
 	}
@@ -810,12 +998,12 @@ func (s *checkReq) raiseUp(psn uint32) {
 }
 
 func (s *checkReq) onACK(f *checkFrame) {
-	s.acknowledge(f.psn, f.idx, f.ts)
+	s.acknowledge(f.psn, f.idx, f.eff)
 	s.raiseUp(wire.PSNAdd(f.psn, 1))
 }
 
 func (s *checkReq) onRNR(f *checkFrame) {
-	s.acknowledge(wire.PSNAdd(f.psn, -1), f.idx, f.ts)
+	s.acknowledge(wire.PSNAdd(f.psn, -1), f.idx, f.eff)
 	s.rememberNAK(f.psn, f.idx, true)
 }
 
@@ -826,29 +1014,36 @@ func (s *checkReq) onNAK(f *checkFrame) {
 		c.violation(RuleNAKPSN, f, "NAK asks for PSN %d, but PSN %d never passed this vantage point in sequence: the responder cannot have received it, so it is the first missing PSN", e, s.up)
 		s.rememberNAK(e, f.idx, false)
 		return
+	case s.ackSet && wire.PSNDiff(e, s.acked) <= 0 && c.reordered(s.ackAt, f):
+		// The acknowledgement overtook this older NAK on the way: it
+		// acknowledges nothing new and asks for nothing.
+		return
 	case s.ackSet && wire.PSNDiff(e, s.acked) <= 0:
-		c.violation(RuleNAKPSN, f, "NAK asks for PSN %d, but PSN %d was already acknowledged (frame %d)", e, s.acked, s.ackFrame)
+		c.violation(RuleNAKPSN, f, "NAK asks for PSN %d, but PSN %d was already acknowledged (frame %d)", e, s.acked, s.ackFrame+1)
 		s.rememberNAK(e, f.idx, false)
 		return
 	}
 	extra := s.nakSet && e == s.lastNAK && !s.repaired
+	if extra && f.dupCopy {
+		return // the network's copy of the NAK (an injected duplicate)
+	}
 	if extra {
-		c.violation(RuleExtraNAK, f, "second NAK for PSN %d (first at frame %d) before any packet with PSN %d passed this vantage point", e, s.lastNAKFrame, e)
+		c.violation(RuleExtraNAK, f, "second NAK for PSN %d (first at frame %d) before any packet with PSN %d passed this vantage point", e, s.lastNAKFrame+1, e)
 	} else {
 		if s.hasGap && s.gapFor == e {
 			if s.pos.seesGaps() {
-				s.sample(&s.nakGen, &c.nakGen, f.ts-s.gapAt)
+				s.sample(&s.nakGen, &c.nakGen, f.eff-s.gapAt)
 			}
 			s.hasGap = false
 		}
 		s.nakSet, s.lastNAK, s.lastNAKFrame, s.repaired = true, e, f.idx, false
 		if s.pos.judgesSender() {
 			if _, ok := s.nakWait[e]; !ok {
-				s.nakWait[e] = f.ts
+				s.nakWait[e] = f.eff
 			}
 		}
 	}
-	s.acknowledge(wire.PSNAdd(e, -1), f.idx, f.ts)
+	s.acknowledge(wire.PSNAdd(e, -1), f.idx, f.eff)
 	s.raiseUp(e)
 	s.rememberNAK(e, f.idx, true)
 }

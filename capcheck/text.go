@@ -23,6 +23,18 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "%s: %s (%d RoCE, %d malformed, %d not delivered), %s, %s\n", name, plural(r.Frames, "frame"),
 		r.RoCEFrames, r.Malformed, r.Ghosts, plural(len(r.VantagePoints), "vantage point"), plural(r.Connections, "connection"))
 	fmt.Fprintf(&b, "  icrc         %d bad\n", r.BadICRC)
+	if r.Injected > 0 {
+		kinds := make([]string, 0, len(r.InjectedKinds))
+		for k := range r.InjectedKinds {
+			kinds = append(kinds, k)
+		}
+		sort.Strings(kinds)
+		for i, k := range kinds {
+			kinds[i] = fmt.Sprintf("%s %d", k, r.InjectedKinds[k])
+		}
+		fmt.Fprintf(&b, "  injected     %s annotated by the emulator's faults (%s): not violations; the recovery from them is checked\n",
+			plural(r.Injected, "frame"), strings.Join(kinds, ", "))
+	}
 	if r.AggChecked+r.AggUnchecked+r.AggForwarded > 0 {
 		fmt.Fprintf(&b, "  aggregation  %d results equal the rank-order sum, %d unchecked (contributions not all seen), %d stale duplicates forwarded\n",
 			r.AggChecked, r.AggUnchecked, r.AggForwarded)
