@@ -263,7 +263,7 @@ func checkAggregation(recs []pcapio.Record, fs []checkFrame, names []string, ifa
 				el++
 			}
 			report(RuleAggSum, f, fmt.Sprintf("result is not the rank-order %s sum of the %d contributions (ring %d, message %d, packet %d): element %d is %s, want %s",
-					dt, H, conn.ring, m.id, off, el, tensor.Value(dt, pay, el), tensor.Value(dt, sum, el)))
+				dt, H, conn.ring, m.id, off, el, tensor.Value(dt, pay, el), tensor.Value(dt, sum, el)))
 		}
 	}
 }
