@@ -138,7 +138,7 @@ func checkAggregation(recs []pcapio.Record, fs []checkFrame, names []string, ifa
 	}
 	usable := func(i int) bool {
 		f := &fs[i]
-		return f.class == fcRequest && f.icrcOK && !f.ghost && isWriteData(f.op) && frameSide(i) != sideTap
+		return f.class == fcRequest && f.icrcOK && !f.ghost && !f.snapped && isWriteData(f.op) && frameSide(i) != sideTap
 	}
 	var v frames.View
 	// Ring sizes: the highest rank seen on a ring's INA headers, plus one.

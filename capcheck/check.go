@@ -168,11 +168,19 @@ type Violation struct {
 	QP        uint32 `json:"qp"`
 	PSN       uint32 `json:"psn"`
 	Detail    string `json:"detail"`
+	// Inferred, when set, is what the verdict assumed (the vantage
+	// inferred for the capture, or that a retransmission was not lost
+	// again before it).
+	Inferred string `json:"inferred,omitempty"`
 }
 
 func (v Violation) String() string {
-	return fmt.Sprintf("%s frame %d (%s, %.9fs) qp %#06x psn %d: %s", v.Rule, v.Frame, v.Interface,
+	s := fmt.Sprintf("%s frame %d (%s, %.9fs) qp %#06x psn %d: %s", v.Rule, v.Frame, v.Interface,
 		float64(v.TimeNS)/1e9, v.QP, v.PSN, v.Detail)
+	if v.Inferred != "" {
+		s += " [inferred: " + v.Inferred + "]"
+	}
+	return s
 }
 
 // LatencySummary summarises latency samples in nanoseconds. The median is
@@ -234,15 +242,26 @@ type Report struct {
 	ReorderWindowNS int64          `json:"reorder_window_ns"`
 	InjectedKinds   map[string]int `json:"injected_kinds"`
 	VantagePoints   []string       `json:"vantage_points"`
-	Connections     int            `json:"connections"`
-	AggChecked      int            `json:"agg_checked"`
-	AggUnchecked    int            `json:"agg_unchecked"`
-	AggForwarded    int            `json:"agg_forwarded"`
-	RetransLatency  LatencySummary `json:"retransmission_latency"`
-	NAKGenLatency   LatencySummary `json:"nak_generation_latency"`
-	NAKRespLatency  LatencySummary `json:"nak_response_latency"`
-	Streams         []StreamReport `json:"streams"`
-	Violations      []Violation    `json:"violations"`
+	// Inferences say, one line each, where the checker inferred a
+	// single-interface capture was taken for a connection and from what
+	// evidence; violations that rest on such an inference say so.
+	Inferences []string `json:"inferences"`
+	// Unpaired are request streams whose responses could not be told
+	// apart from another's: the rules that need responses were not
+	// applied to them (name them with --pair).
+	Unpaired []string `json:"unpaired"`
+	// Snapped counts frames cut by the capture's snaplen: excluded from
+	// every rule.
+	Snapped        int            `json:"snapped"`
+	Connections    int            `json:"connections"`
+	AggChecked     int            `json:"agg_checked"`
+	AggUnchecked   int            `json:"agg_unchecked"`
+	AggForwarded   int            `json:"agg_forwarded"`
+	RetransLatency LatencySummary `json:"retransmission_latency"`
+	NAKGenLatency  LatencySummary `json:"nak_generation_latency"`
+	NAKRespLatency LatencySummary `json:"nak_response_latency"`
+	Streams        []StreamReport `json:"streams"`
+	Violations     []Violation    `json:"violations"`
 }
 
 // RuleCounts is the number of violations per rule.
@@ -281,6 +300,10 @@ const (
 	fcRoCE                    // any other RoCE frame
 )
 
+// maxFrameLen bounds the original length a snaplen-cut record may claim
+// for the checker to read it as such (jumbo frames fit).
+const maxFrameLen = 65535
+
 // otherTraffic: a frame that is plainly not RoCE (ARP, LLDP, TCP). Any
 // other frame that does not parse as RoCE may be a RoCE frame whose
 // EtherType, IP protocol or UDP port a bit error changed.
@@ -312,6 +335,8 @@ type checkFrame struct {
 	iface int
 	ghost bool
 	// fault is what the frame's fault comment says was done to it.
+	// snapped: cut by the snaplen (headers read, ICRC and payload not).
+	snapped  bool
 	fault    pcapio.Fault
 	injected bool
 	// dupCopy: the frame's bytes are those of a frame a duplicate fault
@@ -401,6 +426,31 @@ func isRequestOp(op wire.Opcode) bool {
 // transmitted, so psn-order does not mistake the hole it leaves for a
 // skipped PSN, and latencies measure from it.
 //
+// Injected faults. A frame whose comment says a fault of the emulator
+// acted on it (pcapio.FaultOf) is counted in injected and
+// injected_kinds. A corrupted frame's bad ICRC is the fault, not an icrc
+// violation, and so is that of a byte-identical copy a switch forwarded
+// further on; a copy of a frame a duplicate fault copied is the network's
+// (never a second NAK of its responder). Everything the transport did
+// about the faults is judged as usual.
+//
+// Reordering. On an interface watched from its link's sending end (X-in,
+// switch links, taps) a frame a fault delayed or held back is put back
+// where its sender sent it: its timestamp less the extra delay its
+// comment records. What reordering remains (upstream of the vantage
+// point, or in captures from elsewhere) is allowed within the reorder
+// window (CheckOptions.ReorderWindow; by default twice the largest extra
+// delay the capture's annotations show, at least DefaultInFlight when
+// frames were held back, none without annotations): an ACK behind one
+// captured within the window before it, and a NAK behind such an ACK, were
+// overtaken; PSNs a data packet skips must turn up within the window, and
+// a retransmission that seems to start at the wrong PSN waits the window
+// for the packet that starts it right. They are counted in reordered.
+//
+// Snaplen. A frame cut by the capture's snaplen (captured length below
+// its length) is counted in snapped; its headers are read when they
+// survive whole, and its ICRC and payload are never judged.
+//
 // Connections. A request stream is (source address, destination address,
 // destination QPN) of RC request frames (SEND, WRITE, READ request,
 // atomics); a response stream is the RC Acknowledge frames (ACK, NAK, RNR
@@ -408,7 +458,10 @@ func isRequestOp(op wire.Opcode) bool {
 // request stream S→D is paired with the response stream D→S when it is
 // the only request stream S→D and that is the only response stream D→S
 // there (streams named by a --pair are left out of that count);
-// otherwise it is unpaired unless a QPPair names its response stream.
+// otherwise by PSN space (several QPs between the same hosts: see
+// pairFar), unless a QPPair names its response stream. A request stream
+// left unpaired while responses came back its way is listed in unpaired:
+// the rules that need responses were not applied to it.
 // The connection count pairs the same way over the whole capture: every
 // request stream counts once, with its response stream, and a response
 // stream nobody pairs with counts on its own.
@@ -418,15 +471,18 @@ func isRequestOp(op wire.Opcode) bool {
 // receiver's link (data on X-out; a stream is judged on the side most of
 // its frames are on, since a switch that floods a frame with a corrupted
 // destination MAC echoes it onto the other side), from a tap (a
-// single-interface vantage point or a pcap file, assumed to see every
-// packet the sender transmits, like a mirror port next to the sender;
-// with CheckOptions.Downstream a tap may be downstream of loss and is
-// "downstream"), or from a link between switches ("mid-path": judged,
-// like the receiver's link, on the direction most of its frames are on).
-// psn-order, which judges the sender, is applied at the sender's link and
-// at taps only: downstream of a loss a skipped PSN and a lost one look
-// the same, and NetReduce results leave the switch in completion order,
-// not the sender's order. An unreadable frame on the
+// single-interface vantage point or a pcap file: on the sender's side of
+// any loss, "tap-sender"; on the receiver's side, "tap-receiver"; loss on
+// both sides, "tap-mid"; CheckOptions.Vantage says which, or, by default,
+// the evidence decides per connection: see inferVantages), or from a link
+// between switches ("mid-path": judged, like the receiver's link, on the
+// direction most of its frames are on). psn-order, which judges the
+// sender, is applied in full at the sender's link and at sender-side
+// taps only: downstream of a loss a skipped PSN and a lost one look the
+// same, and NetReduce results leave the switch in completion order, not
+// the sender's order. At the other taps what can still be decided is
+// (resumeStep): the retransmission after a NAK starts at its PSN. An
+// unreadable frame on the
 // interface (a bad ICRC, a malformed RoCE frame, or a frame that is neither
 // RoCE nor plainly other traffic such as ARP, LLDP or TCP: a bit error in
 // the EtherType, IP protocol or UDP port makes one) may have been any
@@ -457,13 +513,17 @@ func isRequestOp(op wire.Opcode) bool {
 // count: psn-order and the upper bound of nak-psn stop for a stream once
 // it carries one.
 //
+// Frame numbers in violations are Wireshark's (1-based); Index is the
+// 0-based one `inaemu decode` prints first.
+//
 // nak-psn. A NAK-sequence-error carries the responder's expected PSN, the
 // first PSN it is missing. The responder only receives what passed the
 // vantage point (the vantage point is on the path), so the good-ICRC,
 // delivered data packets seen here bound that PSN from above: at the
 // receiver's link (and a tap declared downstream) the responder gets them
 // in this order, and replaying a go-back-N responder over them gives the
-// bound; elsewhere (mid-path too: an aggregating switch may lie beyond)
+// bound (at a tap inferred to be there, the verdict says so); elsewhere
+// (mid-path too: an aggregating switch may lie beyond)
 // it may get them in another order (a NetReduce switch emits results as
 // its aggregators complete), and the bound is the first PSN, from the
 // first one seen, that never passed here. ACKs and NAKs
@@ -513,7 +573,7 @@ func isRequestOp(op wire.Opcode) bool {
 // it; at the receiver's link and taps), NAK response latency (a NAK to the
 // first data packet carrying its PSN; at the sender's link and taps).
 func Check(recs []pcapio.Record, opt CheckOptions) *Report {
-	rep := &Report{Frames: len(recs), Violations: []Violation{}, Streams: []StreamReport{}, VantagePoints: []string{}, InjectedKinds: map[string]int{}}
+	rep := &Report{Frames: len(recs), Violations: []Violation{}, Streams: []StreamReport{}, VantagePoints: []string{}, InjectedKinds: map[string]int{}, Inferences: []string{}, Unpaired: []string{}}
 	fs := make([]checkFrame, len(recs))
 	var v frames.View
 	type badICRC struct {
@@ -547,7 +607,20 @@ func Check(recs []pcapio.Record, opt CheckOptions) *Report {
 				rep.InjectedKinds[k]++
 			}
 		}
-		if err := v.Parse(r.Data); err != nil {
+		data := r.Data
+		if r.Info.CaptureLength < r.Info.Length && r.Info.Length <= maxFrameLen && len(data) == r.Info.CaptureLength {
+			// Cut by the capture's snaplen: read the headers that survive,
+			// with the rest zeroed; nothing that needs the lost bytes (the
+			// ICRC, the payload) is judged.
+			f.snapped = true
+			rep.Snapped++
+			data = append(append(make([]byte, 0, r.Info.Length), data...), make([]byte, r.Info.Length-len(data))...)
+		}
+		if err := v.Parse(data); err != nil {
+			if f.snapped {
+				f.class = fcUnreadable
+				continue
+			}
 			var pe frames.ParseError
 			if errors.As(err, &pe) && pe != frames.ErrNotRoCE {
 				f.class = fcMalformed
@@ -562,6 +635,14 @@ func Check(recs []pcapio.Record, opt CheckOptions) *Report {
 		f.op, f.psn, f.qp = v.Opcode(), v.PSN(), v.DestQP()
 		f.src, f.dst = v.SrcAddr().Unmap(), v.DstAddr().Unmap()
 		f.icrcOK = v.ICRCOK()
+		if f.snapped {
+			// Usable only when the transport headers were captured whole.
+			if v.ICRCOffset()-len(v.Payload())-len(v.Pad()) > r.Info.CaptureLength {
+				f.class = fcUnreadable
+				continue
+			}
+			f.icrcOK = true
+		}
 		switch {
 		case isRequestOp(f.op):
 			f.class = fcRequest
@@ -599,6 +680,7 @@ func Check(recs []pcapio.Record, opt CheckOptions) *Report {
 	c.buildVantages(func(i int) []byte { return recs[i].Data })
 	c.discover()
 	c.pairAll()
+	c.inferVantages()
 	for _, vp := range c.vantages {
 		c.runVantage(vp)
 	}

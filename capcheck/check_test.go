@@ -369,7 +369,10 @@ func chkGoldens() []chkGolden {
 		{file: "ring_fault.pcapng", want: []chkWant{}},
 		{file: "icrc.pcap", make: chkICRCCapture, exactBytes: true, want: []chkWant{{"icrc", 2, 102}}},
 		{file: "psn_order.pcapng", make: chkPSNOrderCapture, exactBytes: true,
-			want: []chkWant{{"psn-order", 5, 106}, {"psn-order", 19, 202}, {"psn-order", 35, 302}}},
+			// Frame 5's skip of PSN 105 is NAK'd by the responder: from a
+			// single tap that is a loss before the capture, not a skip
+			// (TestCheckPSNOrderVantage declares the tap a sender's).
+			want: []chkWant{{"psn-order", 19, 202}, {"psn-order", 35, 302}}},
 		{file: "nak_psn.pcapng", make: chkNAKPSNCapture, exactBytes: true,
 			want: []chkWant{{"nak-psn", 5, 103}, {"nak-psn", 27, 303}, {"nak-psn", 35, 404}}},
 		{file: "extra_nak.pcapng", make: chkExtraNAKCapture, exactBytes: true, want: []chkWant{{"extra-nak", 7, 102}}},
@@ -539,9 +542,9 @@ func chkRecords(t *testing.T, c *chkCapture) ([]pcapio.Record, []string) {
 	return recs, c.names
 }
 
-// chkPairCapture: two request streams between the same hosts, so
-// automatic pairing cannot tell their response streams apart; QP 0x12's
-// responder NAKs a PSN past the first missing one.
+// chkPairCapture: two request streams between the same hosts, told
+// apart by their PSN spaces (100.. and 200..); QP 0x12's responder NAKs a
+// PSN past the first missing one.
 func chkPairCapture(t *testing.T) *chkCapture {
 	c := chkNewCapture("tap0")
 	a := chkNewConn(t, 1, 2, 0x12, 0x11)
@@ -560,8 +563,25 @@ func chkPairCapture(t *testing.T) *chkCapture {
 func TestCheckPair(t *testing.T) {
 	recs, names := chkRecords(t, chkPairCapture(t))
 	rep := capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names})
+	assert.Equal(t, []chkWant{{"nak-psn", 5, 107}}, chkViolations(rep), "paired by PSN space")
+	assert.Equal(t, 2, rep.Connections)
+	assert.Empty(t, rep.Unpaired)
+
+	// Overlapping PSN spaces: nothing tells the responses apart.
+	c := chkNewCapture("tap0")
+	a := chkNewConn(t, 1, 2, 0x12, 0x11)
+	b := chkNewConn(t, 1, 2, 0x22, 0x21)
+	for p := uint32(100); p <= 104; p++ {
+		c.add("tap0", us, a.data(p, false))
+		c.add("tap0", us, b.data(p, false))
+	}
+	c.add("tap0", us, a.nak(107))
+	c.add("tap0", us, b.ack(104))
+	recs2, names2 := chkRecords(t, c)
+	rep = capcheck.Check(recs2, capcheck.CheckOptions{Interfaces: names2})
 	assert.Empty(t, rep.Violations, "unpaired: the NAK cannot be judged")
 	assert.Equal(t, 4, rep.Connections, "two request streams and two response streams nobody pairs")
+	assert.Equal(t, []string{"10.0.0.1→10.0.0.2 qp 0x000012", "10.0.0.1→10.0.0.2 qp 0x000022"}, rep.Unpaired)
 	for _, s := range rep.Streams {
 		assert.True(t, s.QP == nil || s.RespQP == nil, "%+v", s)
 	}
@@ -621,8 +641,32 @@ func TestCheckGhosts(t *testing.T) {
 	assert.Zero(t, rep.BadICRC)
 }
 
+// TestCheckPSNOrderVantage: declared a sender's capture, the tap judges
+// the skip of frame 5 too, without an inference.
+func TestCheckPSNOrderVantage(t *testing.T) {
+	rep, err := capcheck.CheckFile(chkGoldenPath("psn_order.pcapng"), capcheck.CheckOptions{Vantage: capcheck.VantageSender})
+	require.NoError(t, err)
+	assert.Equal(t, []chkWant{{"psn-order", 5, 106}, {"psn-order", 19, 202}, {"psn-order", 35, 302}}, chkViolations(rep))
+	for _, v := range rep.Violations {
+		assert.Empty(t, v.Inferred)
+	}
+	assert.Empty(t, rep.Inferences)
+	// By default the three connections' positions are inferred: the
+	// first from a loss before the tap, the second from one after it,
+	// the third (no loss) taken as the sender's side.
+	rep, err = capcheck.CheckFile(chkGoldenPath("psn_order.pcapng"), capcheck.CheckOptions{})
+	require.NoError(t, err)
+	require.Len(t, rep.Inferences, 2)
+	assert.Contains(t, rep.Inferences[0], "10.0.0.1→10.0.0.2 qp 0x000012: the receiver side: the NAK of frame 7 asks for PSN 105")
+	assert.Contains(t, rep.Inferences[1], "10.0.0.3→10.0.0.4 qp 0x000022: the sender side: PSN 204 passed here before the NAK of frame 19")
+	require.Len(t, rep.Violations, 2)
+	assert.Contains(t, rep.Violations[0].Inferred, "the sender side")
+	assert.Contains(t, rep.Violations[1].Inferred, "no loss evidence")
+}
+
 // TestCheckDownstream: a tap behind a loss sees a hole that is not the
-// sender's doing; declared downstream, psn-order is not applied there.
+// sender's doing: inferred from the NAK (or declared), psn-order is not
+// applied there; declared a sender's, the hole is a skip.
 func TestCheckDownstream(t *testing.T) {
 	c := chkNewCapture("tap0")
 	a := chkNewConn(t, 1, 2, 0x12, 0x11)
@@ -634,12 +678,17 @@ func TestCheckDownstream(t *testing.T) {
 	c.add("tap0", us, a.data(103, true))
 	c.add("tap0", us, a.ack(103))
 	recs, names := chkRecords(t, c)
-	rep := capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names})
+	rep := capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names, Vantage: capcheck.VantageSender})
 	assert.Equal(t, []chkWant{{"psn-order", 2, 103}}, chkViolations(rep))
-	assert.Equal(t, "tap", rep.Streams[0].Position)
+	assert.Equal(t, "tap-sender", rep.Streams[0].Position)
+	rep = capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names})
+	assert.Empty(t, rep.Violations)
+	assert.Equal(t, "tap-receiver", rep.Streams[0].Position)
+	assert.Len(t, rep.Inferences, 1)
 	rep = capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names, Vantage: capcheck.VantageReceiver})
 	assert.Empty(t, rep.Violations)
-	assert.Equal(t, "downstream", rep.Streams[0].Position)
+	assert.Empty(t, rep.Inferences)
+	assert.Equal(t, "tap-receiver", rep.Streams[0].Position)
 	assert.Equal(t, 1, rep.NAKGenLatency.Count)
 	assert.Equal(t, int64(us), rep.NAKGenLatency.MinNS)
 }
@@ -723,7 +772,7 @@ func TestCheckMalformed(t *testing.T) {
 }
 
 func TestCheckTextOutput(t *testing.T) {
-	rep, err := capcheck.CheckFile(chkGoldenPath("psn_order.pcapng"), capcheck.CheckOptions{})
+	rep, err := capcheck.CheckFile(chkGoldenPath("psn_order.pcapng"), capcheck.CheckOptions{Vantage: capcheck.VantageSender})
 	require.NoError(t, err)
 	var b strings.Builder
 	require.NoError(t, rep.WriteText(&b))

@@ -8,7 +8,9 @@
 //   - icrc: a RoCE frame whose ICRC is wrong.
 //   - psn-order: a requester sent a data packet that is neither the next
 //     PSN, nor a retransmission starting at a pending NAK's PSN, nor (with
-//     no NAK pending) a timeout retransmission from an unacknowledged PSN.
+//     no NAK pending) a timeout retransmission from an unacknowledged PSN;
+//     from a capture downstream of loss, only a retransmission after a NAK
+//     that does not start at its PSN.
 //   - nak-psn: a NAK-sequence-error that does not carry the first missing
 //     PSN, as far as the capture proves it.
 //   - extra-nak: a second NAK for a gap not yet repaired.
@@ -16,7 +18,13 @@
 //   - agg-sum: a NetReduce result that is not the rank-order sum of the
 //     contributions seen at the switch.
 //
-// It also measures retransmission, NAK generation and NAK response
+// Where a single-interface capture was taken (at the requester, at the
+// responder, mid-path) is inferred per connection from the evidence
+// unless given, several QPs between two hosts pair by their PSN spaces,
+// frames the emulator's faults acted on are counted as injected rather
+// than judged as violations, reordering the capture shows is allowed
+// within a window, and snaplen-cut frames are counted and left out of
+// what their lost bytes would decide. It also measures retransmission, NAK generation and NAK response
 // latencies. The inputs are the capture's records, its pcapng interface
 // names, which say where each frame was seen (vantage points: X-in and
 // X-out, A-B and B-A link directions, bridges, single taps), and the

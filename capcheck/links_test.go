@@ -303,12 +303,16 @@ func TestCheckSwitchLink(t *testing.T) {
 	assert.Equal(t, 1, rep.NAKGenLatency.Count, "the gap at 102 is seen here")
 	assert.Zero(t, rep.RetransLatency.Count, "a sender-side latency")
 
-	// The same frames on one tap: the hole reads as the sender's skip.
+	// The same frames on one tap declared a sender's: the hole reads as
+	// the sender's skip. Left to infer, the NAK for the hole says the
+	// loss was before the tap.
 	c := build("tap0", "tap0")
 	c.names = []string{"tap0"}
 	recs, names = chkRecords(t, c)
-	rep = capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names})
+	rep = capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names, Vantage: capcheck.VantageSender})
 	assert.Equal(t, []chkWant{{"psn-order", 4, 103}, {"nak-psn", 9, 205}}, chkViolations(rep))
+	rep = capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names})
+	assert.Equal(t, []chkWant{{"nak-psn", 9, 205}}, chkViolations(rep))
 }
 
 // TestCheckSwitchLinkSkipsAggregation: the clean NetReduce capture with

@@ -25,16 +25,20 @@ const (
 type checkPosition uint8
 
 const (
-	posTap        checkPosition = iota // sees all the sender transmits
+	posTap        checkPosition = iota // a tap on the sender's side of any loss
 	posSender                          // the sender's link
 	posReceiver                        // the receiver's link
-	posDownstream                      // a tap that may be downstream of loss
+	posDownstream                      // a tap on the receiver's side of loss
 	posMidPath                         // a link between switches
+	posTapMid                          // a tap with loss on both sides
 )
 
 func (p checkPosition) String() string {
-	return [...]string{"tap", "sender", "receiver", "downstream", "mid-path"}[p]
+	return [...]string{"tap-sender", "sender", "receiver", "tap-receiver", "mid-path", "tap-mid"}[p]
 }
+
+// isTap: a single-interface vantage point.
+func (p checkPosition) isTap() bool { return p == posTap || p == posDownstream || p == posTapMid }
 
 // judgesSender: psn-order and the sender-side latencies apply.
 func (p checkPosition) judgesSender() bool { return p == posTap || p == posSender }
@@ -59,6 +63,15 @@ type checker struct {
 	inFlight      int64 // ns
 	reorderW      int64 // ns; 0: no reordering allowed
 	t0            int64 // the first frame's timestamp
+	spans         map[checkStreamKey]*psnSpan
+	// ghostPSN: a fault dropped a request with this key and PSN somewhere
+	// in the capture.
+	ghostPSN map[ghostKey]bool
+}
+
+type ghostKey struct {
+	k   checkStreamKey
+	psn uint32
 }
 
 type checkVantage struct {
@@ -252,10 +265,20 @@ func (f *checkFrame) key() checkStreamKey { return checkStreamKey{f.src, f.dst, 
 
 // discover finds every stream at every vantage point and its position.
 func (c *checker) discover() {
+	c.spans = map[checkStreamKey]*psnSpan{}
+	c.ghostPSN = map[ghostKey]bool{}
 	for i := range c.fs {
 		f := &c.fs[i]
+		if f.ghost && f.class == fcRequest {
+			c.ghostPSN[ghostKey{f.key(), f.psn}] = true
+		}
 		if !f.icrcOK || f.notForHost || (f.class != fcRequest && f.class != fcAck) {
 			continue
+		}
+		if sp := c.spans[f.key()]; sp == nil {
+			c.spans[f.key()] = &psnSpan{base: f.psn}
+		} else {
+			sp.add(f.psn)
 		}
 		vp := c.ifaceVP[f.iface]
 		side := c.ifaceSide[f.iface]
@@ -285,6 +308,16 @@ func (c *checker) discover() {
 	}
 }
 
+func streamKeyLess(a, b checkStreamKey) bool {
+	if a.src != b.src {
+		return a.src.Less(b.src)
+	}
+	if a.dst != b.dst {
+		return a.dst.Less(b.dst)
+	}
+	return a.qp < b.qp
+}
+
 // position picks the side of a merged vantage point a stream is watched
 // on, the one most of its frames are on: a frame can show up on the other
 // side too when the switch floods it (a corrupted destination MAC), and
@@ -298,10 +331,13 @@ func (c *checker) position(sides [nSides]int, responses bool) (uint8, checkPosit
 		return side, posMidPath
 	}
 	if sides[sideIn] == 0 && sides[sideOut] == 0 {
-		if c.opt.Vantage == VantageReceiver || c.opt.Vantage == VantageTap {
+		switch c.opt.Vantage {
+		case VantageReceiver:
 			return sideTap, posDownstream
+		case VantageTap:
+			return sideTap, posTapMid
 		}
-		return sideTap, posTap
+		return sideTap, posTap // VantageAuto: until inferVantage decides
 	}
 	side := sideIn
 	if sides[sideOut] > sides[sideIn] {
@@ -315,9 +351,48 @@ func (c *checker) position(sides [nSides]int, responses bool) (uint8, checkPosit
 	return side, posReceiver
 }
 
+// psnSpan is the PSNs a stream carried, as offsets from its first.
+type psnSpan struct {
+	base   uint32
+	lo, hi int32
+}
+
+func (sp *psnSpan) add(p uint32) {
+	d := int32(wire.PSNDiff(p, sp.base))
+	sp.lo, sp.hi = min(sp.lo, d), max(sp.hi, d)
+}
+
+// distance is how far PSN span b lies from span a (0 when they overlap),
+// in 24-bit PSN arithmetic.
+func (a *psnSpan) distance(b *psnSpan) int64 {
+	off := int64(wire.PSNDiff(b.base, a.base))
+	blo, bhi := off+int64(b.lo), off+int64(b.hi)
+	switch {
+	case bhi < int64(a.lo):
+		return int64(a.lo) - bhi
+	case blo > int64(a.hi):
+		return blo - int64(a.hi)
+	}
+	return 0
+}
+
+// Pairing by PSN space: several request streams between the same two
+// hosts (perftest -q N, NCCL's channels) are told apart by their PSNs. A
+// requester picks its QP's starting PSN at random from 2^24, so the PSN
+// spaces of two QPs are far apart in practice, and a response carries a
+// PSN of its own connection's space (ACK: the last PSN acknowledged, NAK:
+// the one expected). A response stream goes with the request stream whose
+// span is nearest its own when that one is much nearer than any other
+// (pairFar times) and within pairNear; two response streams choosing one
+// request stream leave all of them unpaired.
+const (
+	pairFar  = 16
+	pairNear = 1 << 20
+)
+
 // pairing works on key sets so that the vantage points and the connection
 // count use the same rule.
-func pairKeys(reqs, resps []checkStreamKey, pairs []QPPair) map[checkStreamKey]checkStreamKey {
+func pairKeys(reqs, resps []checkStreamKey, pairs []QPPair, spans map[checkStreamKey]*psnSpan) map[checkStreamKey]checkStreamKey {
 	out := map[checkStreamKey]checkStreamKey{}
 	isReq := map[checkStreamKey]bool{}
 	for _, k := range reqs {
@@ -346,12 +421,47 @@ func pairKeys(reqs, resps []checkStreamKey, pairs []QPPair) map[checkStreamKey]c
 			respBy[dir{k.dst, k.src}] = append(respBy[dir{k.dst, k.src}], k)
 		}
 	}
+	reqBy := map[dir][]checkStreamKey{}
 	for _, k := range reqs {
 		d := dir{k.src, k.dst}
-		if claimedReq[k] || nReq[d] != 1 || len(respBy[d]) != 1 {
+		if claimedReq[k] {
 			continue
 		}
-		out[k] = respBy[d][0]
+		if nReq[d] == 1 && len(respBy[d]) == 1 {
+			out[k] = respBy[d][0]
+			continue
+		}
+		reqBy[d] = append(reqBy[d], k)
+	}
+	for d, rs := range reqBy {
+		chosen := map[checkStreamKey][]checkStreamKey{}
+		for _, sk := range respBy[d] {
+			ssp := spans[sk]
+			if ssp == nil {
+				continue
+			}
+			best, bestD, secondD := checkStreamKey{}, int64(math.MaxInt64), int64(math.MaxInt64)
+			for _, rk := range rs {
+				rsp := spans[rk]
+				if rsp == nil {
+					continue
+				}
+				switch dd := rsp.distance(ssp); {
+				case dd < bestD:
+					best, bestD, secondD = rk, dd, bestD
+				case dd < secondD:
+					secondD = dd
+				}
+			}
+			if bestD < pairNear && (secondD == math.MaxInt64 || bestD*pairFar < secondD) {
+				chosen[best] = append(chosen[best], sk)
+			}
+		}
+		for rk, sks := range chosen {
+			if len(sks) == 1 {
+				out[rk] = sks[0]
+			}
+		}
 	}
 	return out
 }
@@ -365,7 +475,7 @@ func (c *checker) pairAll() {
 		for k := range vp.resps {
 			resps = append(resps, k)
 		}
-		for rk, sk := range pairKeys(reqs, resps, c.opt.Pairs) {
+		for rk, sk := range pairKeys(reqs, resps, c.opt.Pairs, c.spans) {
 			r := vp.resps[sk]
 			if r == nil { // named by --pair, no response seen here
 				r = &checkResp{c: c, vp: vp, key: sk, pos: vp.reqs[rk].pos}
@@ -397,8 +507,22 @@ func (c *checker) countConnections() {
 		resps = append(resps, k)
 	}
 	paired := map[checkStreamKey]bool{}
-	for _, sk := range pairKeys(reqs, resps, c.opt.Pairs) {
+	pairs := pairKeys(reqs, resps, c.opt.Pairs, c.spans)
+	for _, sk := range pairs {
 		paired[sk] = true
+	}
+	// A request stream left unpaired while responses came back its way
+	// is one whose responses could not be told from another's: nothing
+	// that needs them is judged, and the report says so.
+	back := map[[2]netip.Addr]bool{}
+	for _, k := range resps {
+		back[[2]netip.Addr{k.dst, k.src}] = true
+	}
+	sort.Slice(reqs, func(i, j int) bool { return streamKeyLess(reqs[i], reqs[j]) })
+	for _, k := range reqs {
+		if _, ok := pairs[k]; !ok && back[[2]netip.Addr{k.src, k.dst}] {
+			c.rep.Unpaired = append(c.rep.Unpaired, fmt.Sprintf("%s→%s qp %#06x", k.src, k.dst, k.qp))
+		}
 	}
 	n := len(reqs)
 	for _, k := range resps {
@@ -422,8 +546,126 @@ func (c *checker) reordered(at int64, f *checkFrame) bool {
 }
 
 func (c *checker) violation(rule string, f *checkFrame, format string, a ...any) {
+	c.violationInf(rule, f, "", format, a...)
+}
+
+// violationInf reports a violation whose verdict rests on what inferred
+// says (nothing when empty).
+func (c *checker) violationInf(rule string, f *checkFrame, inferred, format string, a ...any) {
 	c.rep.Violations = append(c.rep.Violations, Violation{Rule: rule, Frame: f.idx + 1, Index: f.idx,
-		Interface: c.ifaceNames[f.iface], TimeNS: f.ts - c.t0, QP: f.qp, PSN: f.psn, Detail: fmt.Sprintf(format, a...)})
+		Interface: c.ifaceNames[f.iface], TimeNS: f.ts - c.t0, QP: f.qp, PSN: f.psn, Detail: fmt.Sprintf(format, a...),
+		Inferred: inferred})
+}
+
+// violation reports a violation of the stream's sender or responder; at
+// a capture whose position was inferred, the verdict says so.
+func (s *checkReq) violation(rule string, f *checkFrame, format string, a ...any) {
+	s.c.violationInf(rule, f, s.inferred, format, a...)
+}
+
+// inferVantages decides, for VantageAuto, where a single-interface
+// capture was taken, per request stream, from the evidence its responses
+// give:
+//
+//   - a NAK asking for a PSN that never passed the capture point while
+//     later PSNs did proves a loss before it (upstream): the receiver's
+//     side;
+//   - a NAK asking for a PSN that did pass it proves a loss after it
+//     (the data was seen before its loss): the sender's side;
+//   - both: loss on both sides, a tap mid-path;
+//   - neither (no loss, or no responses seen): the sender's side, as a
+//     mirror port next to a requester sees it; a skipped PSN is then the
+//     requester's (a loss before the capture would have drawn a NAK).
+//
+// Each stream whose position rests on loss evidence gets one line in
+// Report.Inferences; every psn-order and nak-psn verdict on a stream
+// whose position was inferred carries it.
+func (c *checker) inferVantages() {
+	if c.opt.Vantage != VantageAuto {
+		return
+	}
+	type evidence struct {
+		seen             map[uint32]bool
+		hiSet            bool
+		hi               uint32
+		up, down         bool
+		upFrame, dnFrame int
+		upPSN, dnPSN     uint32
+	}
+	for _, vp := range c.vantages {
+		ev := map[*checkReq]*evidence{}
+		for _, i := range vp.frames {
+			f := &c.fs[i]
+			// A ghost request counts as seen: the capture point recorded
+			// its sender sending it (a fault dropped it there).
+			if (f.ghost && f.class != fcRequest) || !f.icrcOK || f.notForHost {
+				continue
+			}
+			switch f.class {
+			case fcRequest:
+				s := vp.reqs[f.key()]
+				if s == nil || s.pos != posTap {
+					continue
+				}
+				e := ev[s]
+				if e == nil {
+					e = &evidence{seen: map[uint32]bool{}}
+					ev[s] = e
+				}
+				e.seen[f.psn] = true
+				if !e.hiSet || wire.PSNDiff(f.psn, e.hi) > 0 {
+					e.hi, e.hiSet = f.psn, true
+				}
+			case fcAck:
+				r := vp.resps[f.key()]
+				if r == nil || r.req == nil || f.syn != wire.SyndromeNAKPSNSeqErr {
+					continue
+				}
+				e := ev[r.req]
+				if e == nil || !e.hiSet {
+					continue
+				}
+				switch {
+				case e.seen[f.psn] && !e.down:
+					e.down, e.dnFrame, e.dnPSN = true, f.idx, f.psn
+				case !e.seen[f.psn] && wire.PSNDiff(f.psn, e.hi) < 0 && !e.up:
+					e.up, e.upFrame, e.upPSN = true, f.idx, f.psn
+				}
+			}
+		}
+		var reqs []*checkReq
+		for _, s := range vp.reqs {
+			if s.pos == posTap {
+				reqs = append(reqs, s)
+			}
+		}
+		sort.Slice(reqs, func(i, j int) bool { return streamKeyLess(reqs[i].key, reqs[j].key) })
+		for _, s := range reqs {
+			e := ev[s]
+			if e == nil {
+				e = &evidence{}
+			}
+			upText := fmt.Sprintf("the NAK of frame %d asks for PSN %d, which never passed here while later PSNs did (lost before the capture)", e.upFrame+1, e.upPSN)
+			dnText := fmt.Sprintf("PSN %d passed here before the NAK of frame %d asked for it (lost after the capture)", e.dnPSN, e.dnFrame+1)
+			var what string
+			switch {
+			case e.up && e.down:
+				s.pos, what = posTapMid, "a tap with loss on both sides: "+upText+"; "+dnText
+			case e.up:
+				s.pos, what = posDownstream, "the receiver side: "+upText
+			case e.down:
+				s.pos, what = posTap, "the sender side: "+dnText
+			default:
+				s.inferred = "capture taken as the sender's side (no loss evidence)"
+				continue
+			}
+			if s.resp != nil {
+				s.resp.pos = s.pos
+			}
+			s.inferred = "capture inferred as " + what
+			c.rep.Inferences = append(c.rep.Inferences, fmt.Sprintf("%s: %s→%s qp %#06x: %s (--vantage overrides)", vp.name, s.key.src, s.key.dst, s.key.qp, what))
+		}
+	}
 }
 
 func (c *checker) runVantage(vp *checkVantage) {
@@ -598,6 +840,15 @@ type checkReq struct {
 
 	retrans, nakGen, nakResp []int64
 
+	// inferred: how this stream's position was inferred ("" when given).
+	inferred string
+	// At a tap on the receiver's side (or mid-path): the retransmission
+	// after a NAK must start at its PSN (resumeStep).
+	rxSet, rxNAKSet bool
+	rxHi, rxLast    uint32
+	rxNAK           uint32
+	rxNAKFrame      int
+
 	// holes are PSNs a data packet skipped while the capture shows
 	// reordering: the verdict waits the reorder window for them to turn
 	// up late.
@@ -667,6 +918,8 @@ func (s *checkReq) onData(f *checkFrame) {
 	}
 	if s.pos.judgesSender() && !s.readSeen {
 		s.senderStep(f)
+	} else if s.pos.isTap() && !s.readSeen && !f.ghost && !f.dupCopy {
+		s.resumeStep(f)
 	}
 	if f.ghost {
 		return
@@ -698,6 +951,49 @@ func (s *checkReq) onData(f *checkFrame) {
 	if s.nakSet && p == s.lastNAK {
 		s.repaired = true
 	}
+}
+
+// resumeStep applies, at a tap that may be downstream of loss, what can
+// still be decided there about the requester: its retransmission after a
+// NAK starts at the NAK's PSN. The first packet that goes back (a PSN at
+// or below the highest seen, not a repeat of the previous one) after a
+// NAK for e is the retransmission's first to reach the capture; if it is
+// above e, the requester skipped e..p-1 unless all of them were lost
+// again before the capture (none of the capture's ghosts shows that),
+// which the verdict says it assumed. With reordering in the capture it
+// stays silent: a reordered retransmission looks the same.
+func (s *checkReq) resumeStep(f *checkFrame) {
+	p := f.psn
+	if s.rxNAKSet && p == s.rxNAK {
+		s.rxNAKSet = false
+	}
+	if s.rxNAKSet && s.rxSet && wire.PSNDiff(p, s.rxHi) <= 0 && p != s.rxLast {
+		e := s.rxNAK
+		s.rxNAKSet = false
+		if d := wire.PSNDiff(p, e); d > 0 && s.c.reorderW == 0 && !s.c.ghostBetween(s.key, e, p) {
+			why := "assumes PSNs " + fmt.Sprint(e) + ".." + fmt.Sprint(wire.PSNAdd(p, -1)) + " were not lost again before the capture"
+			if s.inferred != "" {
+				why = s.inferred + "; " + why
+			}
+			s.c.violationInf(RulePSNOrder, f, why, "retransmission after the NAK of frame %d starts at PSN %d, but the NAK asks for PSN %d",
+				s.rxNAKFrame+1, p, e)
+		}
+	}
+	if !s.rxSet || wire.PSNDiff(p, s.rxHi) > 0 {
+		s.rxHi, s.rxSet = p, true
+	}
+	s.rxLast = p
+}
+
+// ghostBetween: a fault dropped some PSN in [from, to) of stream k
+// anywhere in the capture.
+func (c *checker) ghostBetween(k checkStreamKey, from, to uint32) bool {
+	for q := from; q != to && wire.PSNDiff(q, to) < 0; q = wire.PSNAdd(q, 1) {
+		if c.ghostPSN[ghostKey{k, q}] {
+			return true
+		}
+	}
+	return false
 }
 
 // seqSim: the responder receives exactly what passes this vantage point,
@@ -831,7 +1127,7 @@ func (s *checkReq) senderStep(f *checkFrame) {
 		s.clearEarly(p)
 	}
 	if bad != "" && !f.ghost && !s.deferSkip(f, bad) && !s.deferEarly(f, bad) {
-		c.violation(RulePSNOrder, f, "%s", bad)
+		s.violation(RulePSNOrder, f, "%s", bad)
 	}
 	s.lastTx[p] = t
 	s.next = wire.PSNAdd(p, 1)
@@ -909,7 +1205,7 @@ func (s *checkReq) expireHoles(t int64) {
 			continue
 		}
 		if h.fr != last {
-			s.c.violation(RulePSNOrder, h.fr, "%s (not seen within the reorder window of %v either)", h.text, time.Duration(s.c.reorderW))
+			s.violation(RulePSNOrder, h.fr, "%s (not seen within the reorder window of %v either)", h.text, time.Duration(s.c.reorderW))
 			last = h.fr
 		}
 	}
@@ -921,7 +1217,7 @@ func (s *checkReq) expireHoles(t int64) {
 			k++
 			continue
 		}
-		s.c.violation(RulePSNOrder, h.fr, "%s (and no packet starting it right turned up within the reorder window of %v)", h.text, time.Duration(s.c.reorderW))
+		s.violation(RulePSNOrder, h.fr, "%s (and no packet starting it right turned up within the reorder window of %v)", h.text, time.Duration(s.c.reorderW))
 	}
 	s.early = s.early[:k]
 }
@@ -1011,7 +1307,7 @@ func (s *checkReq) onNAK(f *checkFrame) {
 	e, c := f.psn, s.c
 	switch {
 	case s.upSet && !s.readSeen && wire.PSNDiff(e, s.up) > 0:
-		c.violation(RuleNAKPSN, f, "NAK asks for PSN %d, but PSN %d never passed this vantage point in sequence: the responder cannot have received it, so it is the first missing PSN", e, s.up)
+		s.violation(RuleNAKPSN, f, "NAK asks for PSN %d, but PSN %d never passed this vantage point in sequence: the responder cannot have received it, so it is the first missing PSN", e, s.up)
 		s.rememberNAK(e, f.idx, false)
 		return
 	case s.ackSet && wire.PSNDiff(e, s.acked) <= 0 && c.reordered(s.ackAt, f):
@@ -1019,7 +1315,7 @@ func (s *checkReq) onNAK(f *checkFrame) {
 		// acknowledges nothing new and asks for nothing.
 		return
 	case s.ackSet && wire.PSNDiff(e, s.acked) <= 0:
-		c.violation(RuleNAKPSN, f, "NAK asks for PSN %d, but PSN %d was already acknowledged (frame %d)", e, s.acked, s.ackFrame+1)
+		s.violation(RuleNAKPSN, f, "NAK asks for PSN %d, but PSN %d was already acknowledged (frame %d)", e, s.acked, s.ackFrame+1)
 		s.rememberNAK(e, f.idx, false)
 		return
 	}
@@ -1037,6 +1333,9 @@ func (s *checkReq) onNAK(f *checkFrame) {
 			s.hasGap = false
 		}
 		s.nakSet, s.lastNAK, s.lastNAKFrame, s.repaired = true, e, f.idx, false
+		if s.pos.isTap() && !s.pos.judgesSender() {
+			s.rxNAK, s.rxNAKSet, s.rxNAKFrame = e, true, f.idx
+		}
 		if s.pos.judgesSender() {
 			if _, ok := s.nakWait[e]; !ok {
 				s.nakWait[e] = f.eff

@@ -35,6 +35,19 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  injected     %s annotated by the emulator's faults (%s): not violations; the recovery from them is checked\n",
 			plural(r.Injected, "frame"), strings.Join(kinds, ", "))
 	}
+	if r.Snapped > 0 {
+		fmt.Fprintf(&b, "  snapped      %s cut by the capture's snaplen: headers read, ICRC and payload not checked\n", plural(r.Snapped, "frame"))
+	}
+	if r.Reordered > 0 {
+		fmt.Fprintf(&b, "  reordered    %s overtaken on the way (reorder window %v), not violations\n", plural(r.Reordered, "frame"), time.Duration(r.ReorderWindowNS))
+	}
+	for _, in := range r.Inferences {
+		fmt.Fprintf(&b, "  inferred     %s\n", in)
+	}
+	if len(r.Unpaired) > 0 {
+		fmt.Fprintf(&b, "  unpaired     %s whose responses could not be told apart, NOT CHECKED for psn-order, nak-psn, extra-nak (name them with --pair SRC,DST,REQQPN=RESPQPN): %s\n",
+			plural(len(r.Unpaired), "request stream"), strings.Join(r.Unpaired, ", "))
+	}
 	if r.AggChecked+r.AggUnchecked+r.AggForwarded > 0 {
 		fmt.Fprintf(&b, "  aggregation  %d results equal the rank-order sum, %d unchecked (contributions not all seen), %d stale duplicates forwarded\n",
 			r.AggChecked, r.AggUnchecked, r.AggForwarded)
@@ -50,7 +63,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	lat("retransmission latency", r.RetransLatency)
 	lat("NAK generation latency", r.NAKGenLatency)
 	lat("NAK response latency", r.NAKRespLatency)
-	if r.Conforms {
+	if r.Conforms && len(r.Unpaired) > 0 {
+		fmt.Fprintf(&b, "  result       conforms as far as checked (%s unchecked: unpaired)\n", plural(len(r.Unpaired), "request stream"))
+	} else if r.Conforms {
 		b.WriteString("  result       conforms\n")
 	} else {
 		counts := r.RuleCounts()
