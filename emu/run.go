@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -87,6 +88,19 @@ type Config struct {
 	SwitchMemory int64
 	// Jobs, if given, are the run's jobs, placed on the topology's hosts.
 	Jobs []JobSpec
+	// Context, if set, stops an emulated run when it is done (Ctrl-C):
+	// the event loop looks at it every PollEvents events and then ends the
+	// run as at a normal end (the capture closed, the Result filled in so
+	// far) with an *Interrupted error. On TAPs, close the devices instead.
+	Context context.Context
+	// Progress, if set, is told every PollEvents events, and once at the
+	// end, how many results the ranks of the run have received of how
+	// many they will: a result is one message of the tensor delivered to
+	// a rank, the unit in which every algorithm completes, so done only
+	// grows and reaches total when every rank holds its sum. It runs on
+	// the event loop: it must be quick (it is called a few thousand times
+	// a second at most, and the loop allocates nothing to call it).
+	Progress func(done, total int64)
 	// Devices, if set, runs the job on real interfaces (the TAP backend):
 	// wall-clock time, no emulated links, so no faults, capture or link
 	// model; MaxVirtual bounds the wall time. Only the ranks with a device
@@ -151,15 +165,20 @@ type JobSpec struct {
 
 // JobResult is what one job of a run did.
 type JobResult struct {
-	Name            string    `json:"name"`
-	Mode            string    `json:"mode"`
-	Exact           bool      `json:"exact"`
-	Ranks           []string  `json:"ranks"`
-	Workers         int       `json:"workers"`
-	Bytes           int64     `json:"bytes"`
-	DType           string    `json:"dtype"`
-	StartNS         int64     `json:"start_ns"`
-	VirtualNS       int64     `json:"virtual_ns"` // from its start to its last rank's last result
+	Name      string   `json:"name"`
+	Mode      string   `json:"mode"`
+	Exact     bool     `json:"exact"`
+	Ranks     []string `json:"ranks"`
+	Workers   int      `json:"workers"`
+	Bytes     int64    `json:"bytes"`
+	DType     string   `json:"dtype"`
+	StartNS   int64    `json:"start_ns"`
+	VirtualNS int64    `json:"virtual_ns"` // from its start to its last rank's last result
+	// Bandwidths as nccl-tests defines them (algbw = bytes/time, busbw =
+	// algbw × 2(n-1)/n), in GB/s (10^9 bytes/s) as nccl-tests prints them,
+	// and in Gbit/s (the keys of earlier versions).
+	AlgBWGBps       float64   `json:"algbw_gbytes_per_s"`
+	BusBWGBps       float64   `json:"busbw_gbytes_per_s"`
 	AlgBWGbps       float64   `json:"algbw_gbps"`
 	BusBWGbps       float64   `json:"busbw_gbps"`
 	FramesSent      uint64    `json:"frames_sent"`
@@ -186,7 +205,9 @@ type Result struct {
 	NIC             string           `json:"nic"`
 	Seed            uint64           `json:"seed"`
 	VirtualNS       int64            `json:"virtual_ns"`
-	AlgBWGbps       float64          `json:"algbw_gbps"`
+	AlgBWGBps       float64          `json:"algbw_gbytes_per_s"` // GB/s (10^9 bytes/s), as nccl-tests prints
+	BusBWGBps       float64          `json:"busbw_gbytes_per_s"`
+	AlgBWGbps       float64          `json:"algbw_gbps"` // Gbit/s
 	BusBWGbps       float64          `json:"busbw_gbps"`
 	FramesSent      uint64           `json:"frames_sent"`
 	Retransmissions uint64           `json:"retransmissions"`
@@ -322,6 +343,8 @@ type run struct {
 	// gpuBusy is, per GPU, when its port into the host's interconnect is
 	// free: every link and job sending from it shares it.
 	gpuBusy map[string]*time.Duration
+	// interrupted is set when Config.Context ended the run.
+	interrupted *Interrupted
 }
 
 // local lists the workers that run in this process.
@@ -417,7 +440,8 @@ func Run(cfg Config) (*Result, error) {
 			}
 		}
 		var je *JobError
-		if !errors.As(runErr, &je) {
+		var ie *Interrupted
+		if !errors.As(runErr, &je) && !errors.As(runErr, &ie) {
 			return res, &JobError{Msg: runErr.Error()}
 		}
 		return res, runErr
@@ -535,6 +559,9 @@ func newRun(cfg Config) (*run, error) {
 
 // err is the first job's error.
 func (u *run) err() error {
+	if u.interrupted != nil {
+		return u.interrupted
+	}
 	for _, r := range u.jobs {
 		if r.err != nil {
 			return r.err
@@ -748,6 +775,10 @@ func (u *run) running() bool {
 func (u *run) loop() *Result {
 	c := u.fab.Clock
 	events := 0
+	var stop <-chan struct{}
+	if u.cfg.Context != nil {
+		stop = u.cfg.Context.Done()
+	}
 	for u.running() {
 		if !c.Step() {
 			r := u.unfinished()
@@ -758,8 +789,60 @@ func (u *run) loop() *Result {
 		if c.Now() > u.cfg.MaxVirtual {
 			u.unfinished().err = &JobError{Msg: fmt.Sprintf("job did not finish within %v of virtual time: %s", u.cfg.MaxVirtual, u.progress())}
 		}
+		if events%PollEvents != 0 {
+			continue
+		}
+		if u.cfg.Progress != nil {
+			u.cfg.Progress(u.results())
+		}
+		select {
+		case <-stop: // nil without a Context: never ready
+			done, total := u.results()
+			u.interrupted = &Interrupted{At: c.Now(), Results: done, Want: total, Cause: context.Cause(u.cfg.Context)}
+		default:
+		}
+		if u.interrupted != nil {
+			break
+		}
+	}
+	if u.cfg.Progress != nil {
+		u.cfg.Progress(u.results())
 	}
 	return u.result(events)
+}
+
+// PollEvents is how often (in events) the event loop reports progress
+// and looks for a stop: a few thousand times a second at most, so neither
+// costs anything measurable, and a stop is seen within a millisecond of
+// wall time.
+const PollEvents = 4096
+
+// Interrupted is a run stopped through Config.Context before its jobs
+// ended: when, and how many results its ranks had received of how many.
+type Interrupted struct {
+	At            time.Duration // the virtual time it stopped at
+	Results, Want int64         // results received, and in all (Config.Progress)
+	Cause         error         // the context's cause (context.Canceled, ...)
+}
+
+func (e *Interrupted) Error() string {
+	return fmt.Sprintf("interrupted at %v of virtual time, %d of %d results received", e.At, e.Results, e.Want)
+}
+
+func (e *Interrupted) Unwrap() error { return e.Cause }
+
+// results is how many results the run's local ranks have received, of
+// how many they will (Config.Progress). It allocates nothing.
+func (u *run) results() (done, total int64) {
+	for _, r := range u.jobs {
+		for _, w := range r.workers {
+			if w.local {
+				done += int64(w.recvDone)
+				total += int64(w.recvWant)
+			}
+		}
+	}
+	return done, total
 }
 
 // unfinished is the first job that has not finished.
@@ -825,6 +908,7 @@ func (u *run) result(events int) *Result {
 		r, jr := u.jobs[0], res.Jobs[0]
 		res.Mode, res.Bytes, res.DType = jr.Mode, jr.Bytes, jr.DType
 		res.VirtualNS, res.AlgBWGbps, res.BusBWGbps = jr.VirtualNS, jr.AlgBWGbps, jr.BusBWGbps
+		res.AlgBWGBps, res.BusBWGBps = jr.AlgBWGBps, jr.BusBWGBps
 		for _, w := range r.local() {
 			res.Ranks = append(res.Ranks, w.rank)
 		}
@@ -871,6 +955,7 @@ func (r *runner) jobResult() JobResult {
 	if done > 0 {
 		jr.AlgBWGbps = float64(cfg.TensorBytes) * 8 / float64(done)
 		jr.BusBWGbps = jr.AlgBWGbps * 2 * float64(len(r.workers)-1) / float64(len(r.workers))
+		jr.AlgBWGBps, jr.BusBWGBps = jr.AlgBWGbps/8, jr.BusBWGbps/8 // bytes/ns is GB/s
 	}
 	return jr
 }

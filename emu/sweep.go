@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -27,9 +28,11 @@ type SweepRow struct {
 	Netem     string   `json:"netem"`
 	Runs      int      `json:"runs"`
 	Exact     int      `json:"exact"`
-	Failed    int      `json:"failed"` // ended in a transport error
-	Wrong     int      `json:"wrong"`  // ended with a result that differs
-	AlgBWGbps float64  `json:"algbw_gbps"`
+	Failed    int      `json:"failed"`             // ended in a transport error
+	Wrong     int      `json:"wrong"`              // ended with a result that differs
+	AlgBWGBps float64  `json:"algbw_gbytes_per_s"` // GB/s (10^9 bytes/s), as nccl-tests prints
+	BusBWGBps float64  `json:"busbw_gbytes_per_s"`
+	AlgBWGbps float64  `json:"algbw_gbps"` // Gbit/s
 	BusBWGbps float64  `json:"busbw_gbps"`
 	Retrans   float64  `json:"retransmissions"`
 	Timeouts  float64  `json:"timeouts"`
@@ -40,7 +43,9 @@ type SweepRow struct {
 // Sweep runs base at every point with each seed (runs in parallel, one
 // per core; each run is deterministic, so the rows are too) and reports
 // a row per point, in the order of points. progress, if set, is called
-// after each run (from one goroutine at a time).
+// after each run (from one goroutine at a time). When base.Context ends,
+// no further run starts, those under way stop, and the error wraps the
+// context's cause.
 func Sweep(base Config, points []SweepPoint, seeds []uint64, progress func(done, total int)) ([]SweepRow, error) {
 	if len(points) == 0 || len(seeds) == 0 {
 		return nil, &ConfigError{errors.New("sweep: nothing to run")}
@@ -49,6 +54,7 @@ func Sweep(base Config, points []SweepPoint, seeds []uint64, progress func(done,
 	cfgs := make([]Config, len(points))
 	for i, p := range points {
 		c := base
+		c.Progress = nil // the runs go in parallel: progress counts runs (the progress argument)
 		c.Mode, c.Link.Rate = p.Mode, p.Rate
 		n, err := faults.ParseNetem(p.Netem)
 		if err != nil {
@@ -103,13 +109,25 @@ func Sweep(base Config, points []SweepPoint, seeds []uint64, progress func(done,
 			}
 		}()
 	}
+	var stop <-chan struct{} // base.Context: no new runs, and those under way end at their next poll
+	if base.Context != nil {
+		stop = base.Context.Done()
+	}
+feed:
 	for p := range points {
 		for s := range seeds {
-			jobs <- job{p, s}
+			select {
+			case jobs <- job{p, s}:
+			case <-stop:
+				break feed
+			}
 		}
 	}
 	close(jobs)
 	wg.Wait()
+	if base.Context != nil && base.Context.Err() != nil {
+		return nil, fmt.Errorf("interrupted after %d of %d runs: %w", done, total, context.Cause(base.Context))
+	}
 	rows := make([]SweepRow, len(points))
 	for i, p := range points {
 		r := SweepRow{Mode: p.Mode.String(), Link: units.FormatRate(p.Rate), Netem: p.Netem, Runs: len(seeds), Seeds: seeds}
@@ -137,6 +155,7 @@ func Sweep(base Config, points []SweepPoint, seeds []uint64, progress func(done,
 			}
 		}
 		r.AlgBWGbps, r.BusBWGbps, r.Retrans, r.Timeouts = median(alg), median(bus), median(re), median(to)
+		r.AlgBWGBps, r.BusBWGBps = r.AlgBWGbps/8, r.BusBWGbps/8
 		rows[i] = r
 	}
 	return rows, nil

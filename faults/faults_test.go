@@ -77,7 +77,7 @@ func TestParseNetem(t *testing.T) {
 	assert.InDeltaSlice(t, []float64{0.01, 0.3, 0.7, 0.001}, []float64{n.GE.P, n.GE.R, n.GE.OneMinusH, n.GE.OneMinusK}, 1e-12)
 	n, err = faults.ParseNetem("delay 5")
 	require.NoError(t, err)
-	assert.Equal(t, 5*time.Millisecond, n.Delay, "a bare delay is milliseconds, as in tc")
+	assert.Equal(t, 5*time.Nanosecond, n.Delay, "a bare delay is nanoseconds, as tc's get_time64 reads netem's delay (duration.go)")
 
 	for spec, tok := range map[string]string{
 		"loss":             "end of input",

@@ -9,7 +9,6 @@ package faults
 import (
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -25,93 +24,6 @@ func ParsePercent(s string) (float64, error) {
 		return 0, fmt.Errorf("%q is not a percentage from 0 to 100", s)
 	}
 	return v / 100, nil
-}
-
-// MaxDuration bounds every duration a spec, a flag or a scenario gives
-// (delays, jitter, latency, the job's time limit). They are virtual time,
-// nanoseconds in an int64; an hour is far beyond any delay a network adds
-// and any allreduce the emulator runs (a 4 GiB tensor takes seconds at
-// 10 Gbit/s), and it keeps every sum of delays far from overflowing.
-const MaxDuration = time.Hour
-
-// ParseDuration reads a Go duration ("10us", "1.5ms") or a bare number of
-// milliseconds, as netem does ("10" = 10 ms). Negative durations, NaN,
-// infinities and anything beyond MaxDuration are errors.
-func ParseDuration(s string) (time.Duration, error) {
-	if v, err := strconv.ParseFloat(s, 64); err == nil || errors.Is(err, strconv.ErrRange) {
-		ms := float64(MaxDuration / time.Millisecond)
-		switch {
-		case math.IsNaN(v) || v < 0:
-			return 0, fmt.Errorf("%q is not a duration (e.g. 10us, 2ms; a bare number is milliseconds)", s)
-		case v > ms: // also +Inf and overflowing numbers
-			return 0, &tooLongError{s, true}
-		}
-		return time.Duration(v * float64(time.Millisecond)), nil
-	}
-	d, err := time.ParseDuration(s)
-	switch {
-	case err != nil && durationOverflows(s):
-		return 0, &tooLongError{s, false}
-	case err != nil || d < 0:
-		return 0, fmt.Errorf("%q is not a duration (e.g. 10us, 2ms)", s)
-	case d > MaxDuration:
-		return 0, &tooLongError{s, false}
-	}
-	return d, nil
-}
-
-// ErrTooLong matches (errors.Is) ParseDuration's error for a duration
-// beyond MaxDuration.
-var ErrTooLong = errors.New("duration beyond the limit")
-
-type tooLongError struct {
-	s    string
-	bare bool // a bare number: milliseconds
-}
-
-func (e *tooLongError) Error() string {
-	limit := strings.TrimSuffix(strings.TrimSuffix(MaxDuration.String(), "0s"), "0m") // 1h, not 1h0m0s
-	if e.bare {
-		return fmt.Sprintf("%q is beyond the %s limit for durations (a bare number is milliseconds)", e.s, limit)
-	}
-	return fmt.Sprintf("%q is beyond the %s limit for durations", e.s, limit)
-}
-
-func (e *tooLongError) Is(target error) bool { return target == ErrTooLong }
-
-// durationOverflows reports whether s is a well-formed Go duration that
-// time.ParseDuration refused only because it does not fit in an int64
-// ("9999999999h"): its digits and units, read as floats, give a huge value.
-func durationOverflows(s string) bool {
-	units := []struct {
-		suf string
-		d   float64
-	}{{"ns", 1}, {"us", 1e3}, {"µs", 1e3}, {"μs", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}}
-	t := strings.TrimPrefix(s, "+")
-	total := 0.0
-	for t != "" {
-		i := 0
-		for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
-			i++
-		}
-		v, err := strconv.ParseFloat(t[:i], 64)
-		if err != nil {
-			return false
-		}
-		t = t[i:]
-		found := false
-		for _, u := range units {
-			if strings.HasPrefix(t, u.suf) { // ms is tried before m
-				total += v * u.d
-				t, found = t[len(u.suf):], true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return total > math.MaxInt64
 }
 
 // Netem is the random part of a stage, in netem's vocabulary.

@@ -49,16 +49,16 @@ func ReadResults(name string, r io.Reader) ([]Sample, error) {
 			}
 			continue
 		}
-		if _, ok := obj["algbw_gbps"]; !ok {
-			return nil, fmt.Errorf("%s: not a run or sweep result (no algbw_gbps or rows)", name)
+		alg, bus, ok := bandwidths(obj)
+		if !ok {
+			return nil, fmt.Errorf("%s: not a run or sweep result (no algbw_gbytes_per_s, algbw_gbps or rows)", name)
 		}
-		s := Sample{Series: fmt.Sprint(obj["mode"]), Params: map[string]float64{}}
+		s := Sample{Series: fmt.Sprint(obj["mode"]), Params: map[string]float64{}, AlgBWGbps: alg, BusBWGbps: bus}
 		for k, v := range obj {
 			if f, ok := v.(float64); ok {
 				s.Params[k] = f
 			}
 		}
-		s.AlgBWGbps, s.BusBWGbps = s.Params["algbw_gbps"], s.Params["busbw_gbps"]
 		out = append(out, s)
 	}
 	if len(out) == 0 {
@@ -71,9 +71,8 @@ func sweepSample(m map[string]any) (Sample, error) {
 	mode, _ := m["mode"].(string)
 	link, _ := m["link"].(string)
 	netem, _ := m["netem"].(string)
-	alg, ok1 := m["algbw_gbps"].(float64)
-	bus, ok2 := m["busbw_gbps"].(float64)
-	if mode == "" || !ok1 || !ok2 {
+	alg, bus, ok := bandwidths(m)
+	if mode == "" || !ok {
 		return Sample{}, fmt.Errorf("a sweep row without mode or bandwidths")
 	}
 	s := Sample{Series: mode + " " + link, Params: map[string]float64{"loss": netemLoss(netem)}, AlgBWGbps: alg, BusBWGbps: bus}
@@ -81,6 +80,20 @@ func sweepSample(m map[string]any) (Sample, error) {
 		s.Params["link"] = g
 	}
 	return s, nil
+}
+
+// bandwidths are a result's algbw and busbw in Gbit/s: from the keys in
+// Gbit/s, or from those in GB/s (algbw_gbytes_per_s, as nccl-tests
+// prints) for results that have only them.
+func bandwidths(m map[string]any) (alg, bus float64, ok bool) {
+	alg, ok1 := m["algbw_gbps"].(float64)
+	bus, ok2 := m["busbw_gbps"].(float64)
+	if ok1 && ok2 {
+		return alg, bus, true
+	}
+	alg, ok1 = m["algbw_gbytes_per_s"].(float64)
+	bus, ok2 = m["busbw_gbytes_per_s"].(float64)
+	return alg * 8, bus * 8, ok1 && ok2
 }
 
 // netemLoss is the percentage of a netem setting's plain "loss P%" (0

@@ -36,6 +36,19 @@ func TestReadResults(t *testing.T) {
 	}
 }
 
+// Results that carry only the GB/s keys (algbw_gbytes_per_s, as
+// nccl-tests prints) give the same samples in Gbit/s.
+func TestReadResultsInGBps(t *testing.T) {
+	s, err := ReadResults("r.json", strings.NewReader(`{"rows":[{"mode":"ring","link":"10G","netem":"","algbw_gbytes_per_s":1.15,"busbw_gbytes_per_s":2}]}
+{"mode":"ring","workers":4,"algbw_gbytes_per_s":0.5,"busbw_gbytes_per_s":0.75}`))
+	require.NoError(t, err)
+	require.Len(t, s, 2)
+	assert.InDelta(t, 9.2, s[0].AlgBWGbps, 1e-12)
+	assert.InDelta(t, 16, s[0].BusBWGbps, 1e-12)
+	assert.InDelta(t, 4, s[1].AlgBWGbps, 1e-12)
+	assert.InDelta(t, 6, s[1].BusBWGbps, 1e-12)
+}
+
 func TestWriteSweep(t *testing.T) {
 	s, err := ReadResults("r.json", strings.NewReader(sweepJSON))
 	require.NoError(t, err)

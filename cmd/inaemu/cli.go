@@ -231,6 +231,7 @@ func goStyleFlags(root *cobra.Command, args []string) []string {
 var (
 	requiredRE  = regexp.MustCompile(`^required flag\(s\) (.*) not set$`)
 	exclusiveRE = regexp.MustCompile(`^if any flags in the group \[(.*)\] are set none of the others can be; \[(.*)\] were all set$`)
+	togetherRE  = regexp.MustCompile(`^if any flags in the group \[(.*)\] are set they must all be set; missing \[(.*)\]$`)
 )
 
 // cobraReason puts cobra's and pflag's messages in the project's words
@@ -251,10 +252,34 @@ func cobraReason(err error) string {
 		}
 		return strings.Join(names, " and ") + ": choose one"
 	}
+	if m := togetherRE.FindStringSubmatch(msg); m != nil {
+		return "--" + strings.Join(strings.Fields(m[1]), " and --") + " go together: need --" + strings.Join(strings.Fields(m[2]), " and --")
+	}
 	// cobra suggests commands on further lines: "unknown command "decodez"
 	// for "inaemu"\n\nDid you mean this?\n\tdecode\n".
 	if before, after, ok := strings.Cut(msg, "\n\nDid you mean this?\n"); ok {
 		msg = before + "; did you mean " + strings.Join(strings.Fields(after), " or ") + "?"
 	}
 	return strings.Join(strings.Fields(msg), " ")
+}
+
+// parentCommand is a command of subcommands (topo show, tap up, plot
+// psn): alone or with an unknown word (a noun: command, picture) it is a
+// usage error that lists them.
+func parentCommand(name, noun, short string, stdout, stderr io.Writer) *cobra.Command {
+	var c *cobra.Command
+	c = newCommand(name, short, stdout, stderr, func(e *cmdEnv, args []string) int {
+		var subs []string
+		for _, s := range c.Commands() {
+			subs = append(subs, "'"+s.Name()+"'")
+		}
+		want := strings.Join(subs, " or ")
+		if len(args) == 0 {
+			e.usageError("want %s", want)
+		} else {
+			e.usageError("unknown %s %q: want %s", noun, args[0], want)
+		}
+		return exitUsage
+	})
+	return c
 }

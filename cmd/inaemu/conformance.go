@@ -4,32 +4,50 @@ import (
 	crand "crypto/rand"
 	"encoding/binary"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/inaemu/inaemu/conformance"
 	"github.com/inaemu/inaemu/emu/netreduce"
 )
 
-func runConformance(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("conformance", "[--suite aggregation|gbn|icrc|all] [--count N] [--seed S] [--release safe|paper] [--out DIR] [--json]", stdout, stderr)
-	names := []string{}
+// conformanceArgs are conformance's flags.
+type conformanceArgs struct {
+	suite, release, out string
+	count               int
+	seed                uint64
+	asJSON              bool
+}
+
+// conformanceCommand is 'inaemu conformance': the property suites.
+func conformanceCommand(stdout, stderr io.Writer) *cobra.Command {
+	var a conformanceArgs
+	var names []string
 	for _, s := range conformance.Suites {
 		names = append(names, s.Name)
 	}
-	suite := fs.String("suite", "all", "which property suite: "+strings.Join(names, ", ")+" or all")
-	count := fs.Int("count", 100, "generated cases per property")
-	seed := fs.Uint64("seed", 0, "the suite's seed (default: a fresh one, printed)")
-	release := fs.String("release", "safe", "aggregator release rule the aggregation suite runs against: safe or paper")
-	out := fs.String("out", "counterexamples", "directory for shrunk counterexamples (a scenario file and its pcapng each)")
-	asJSON := fs.Bool("json", false, `print one JSON object: {"seed":S,"properties":[{"name","passed","cases","counterexample"},...]}`)
-	if code, ok := fs.parseFlagsOnly(args); !ok {
-		return code
-	}
+	c := newCommand("conformance", "run the property suites (aggregation, go-back-N, checksum) with shrunk counterexamples", stdout, stderr,
+		func(e *cmdEnv, _ []string) int { return runConformance(e, a, names) })
+	c.Args = noArgs
+	f := c.Flags()
+	f.StringVar(&a.suite, "suite", "all", "which property suite: "+strings.Join(names, ", ")+" or all")
+	f.IntVar(&a.count, "count", 100, "generated cases per property")
+	f.Uint64Var(&a.seed, "seed", 0, "the suite's seed (default: a fresh one, printed)")
+	f.StringVar(&a.release, "release", "safe", "aggregator release rule the aggregation suite runs against: safe or paper")
+	f.StringVar(&a.out, "out", "counterexamples", "directory for shrunk counterexamples (a scenario file and its pcapng each)")
+	f.BoolVar(&a.asJSON, "json", false, `print one JSON object: {"seed":S,"properties":[{"name","passed","cases","counterexample"},...]}`)
+	completeWords(c, map[string][]string{"suite": append(names, "all"), "release": {"safe", "paper"}})
+	_ = c.MarkFlagDirname("out")
+	return c
+}
+
+func runConformance(fs *cmdEnv, a conformanceArgs, names []string) int {
+	stdout, stderr := fs.stdout, fs.stderr
+	suite, count, seed, release, out, asJSON := &a.suite, &a.count, &a.seed, &a.release, &a.out, &a.asJSON
 	rel, err := netreduce.ParseRelease(*release)
 	if err != nil {
 		fs.usageError("%v", err)
@@ -49,23 +67,16 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 		fs.usageError("--suite %q: want %s or all", *suite, strings.Join(names, ", "))
 		return exitUsage
 	}
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "seed" })
-	if !set {
+	if !fs.changed("seed") {
 		var b [8]byte
 		_, _ = crand.Read(b[:])
 		*seed = binary.LittleEndian.Uint64(b[:]) >> 16
 	}
 	opts := conformance.SuiteOptions{Count: *count, Seed: *seed, Release: rel, OutDir: *out}
-	if isTerminal(stderr) {
-		opts.Progress = func(name string, done, total int) {
-			if done == total || done%10 == 0 {
-				fmt.Fprintf(stderr, "\r%-40s %d/%d", name, done, total)
-				if done == total {
-					fmt.Fprintln(stderr)
-				}
-			}
-		}
+	bar := startProgress(fs, "conformance", "cases", *asJSON)
+	opts.Progress = func(name string, done, total int) {
+		bar.label(name)
+		bar.observe(int64(done), int64(total))
 	}
 	if !*asJSON {
 		fmt.Fprintf(stdout, "inaemu conformance: seed %d, %d cases per property, release %s\n", *seed, *count, rel)
@@ -75,6 +86,7 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 	for _, r := range run {
 		results = append(results, r(opts)...)
 	}
+	bar.stop()
 	failed := 0
 	for _, r := range results {
 		if !r.Passed {
@@ -128,14 +140,4 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	return exitOK
-}
-
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -41,11 +42,22 @@ func main() {
 	go func() {
 		<-ctx.Done()
 		stop()
+		if !interruptible.Load() {
+			// A command that does not watch the context (check,
+			// conformance, ...) ends here, as the signal would end it.
+			fmt.Fprintln(os.Stderr, "\ninaemu: interrupted")
+			os.Exit(exitInterrupted)
+		}
 	}()
 	os.Exit(guarded(os.Args[1:], os.Stdout, os.Stderr, func(args []string, stdout, stderr io.Writer) int {
 		return runContext(ctx, args, stdout, stderr)
 	}))
 }
+
+// interruptible is set by a command that watches its context (run, sweep,
+// switch, host): Ctrl-C then lets it stop cleanly instead of ending the
+// process.
+var interruptible atomic.Bool
 
 // guarded runs the command and turns a panic into one line on stderr and
 // exit 70: a user never sees a Go trace. Bad input never gets here; it is

@@ -2,54 +2,55 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/inaemu/inaemu/graphs"
 	"github.com/inaemu/inaemu/internal/pcapio"
 )
 
-// runPlot draws pictures: `plot psn CAPTURE --out FILE.svg`.
-func runPlot(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" || args[0] == "help" {
-		fmt.Fprintln(stdout, "Usage: inaemu plot psn CAPTURE --out FILE.svg [--max N] [--title T] [--json]")
-		fmt.Fprintln(stdout, "       inaemu plot sweep RESULT.json... --x PARAM --out FILE.svg [--busbw] [--log-x] [--title T]")
-		fmt.Fprintln(stdout, "\n  psn    PSN against time per connection (data, retransmissions, ACKs, NAKs, injected faults),\n         the shape of Wireshark's tcptrace graph")
-		fmt.Fprintln(stdout, "  sweep  bandwidth against a swept parameter (loss, link, workers, ...) from sweep or run --json output")
-		if len(args) == 0 {
-			return exitUsage
-		}
-		return exitOK
-	}
-	switch args[0] {
-	case "psn":
-		return runPlotPSN(args[1:], stdout, stderr)
-	case "sweep":
-		return runPlotSweep(args[1:], stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "inaemu plot: unknown picture %q: want psn or sweep (see 'inaemu plot --help')\n", args[0])
-	return exitUsage
+// plotCommand is 'inaemu plot psn|sweep': pictures.
+func plotCommand(stdout, stderr io.Writer) *cobra.Command {
+	c := parentCommand("plot", "picture", "draw pictures as SVG: PSN against time per connection from any capture", stdout, stderr)
+	c.Long = `  psn    PSN against time per connection (data, retransmissions, ACKs, NAKs, injected faults),
+         the shape of Wireshark's tcptrace graph
+  sweep  bandwidth against a swept parameter (loss, link, workers, ...) from sweep or run --json output`
+	c.AddCommand(plotPSNCommand(stdout, stderr), plotSweepCommand(stdout, stderr))
+	return c
 }
 
-func runPlotPSN(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("plot psn", "CAPTURE --out FILE.svg [flags]", stdout, stderr)
-	out := fs.String("out", "", "the picture to write: FILE.svg, FILE.png or FILE.pdf (required)")
-	maxConns := fs.Int("max", 8, "draw at most this many connections, the first ones seen")
-	title := fs.String("title", "", "the picture's title (default: the capture's name)")
-	asJSON := fs.Bool("json", false, "also print one JSON object: the connections drawn and their points by kind")
-	pos, err := fs.parse(args)
-	if err != nil {
-		return flagExit(err)
-	}
+// plotPSNArgs are plot psn's flags.
+type plotPSNArgs struct {
+	out, title string
+	maxConns   int
+	asJSON     bool
+}
+
+func plotPSNCommand(stdout, stderr io.Writer) *cobra.Command {
+	var a plotPSNArgs
+	c := newCommand("psn CAPTURE --out FILE.svg", "PSN against time per connection (data, retransmissions, ACKs, NAKs, injected faults)", stdout, stderr,
+		func(e *cmdEnv, pos []string) int { return runPlotPSN(e, pos[0], a) })
+	c.Args = oneCapture
+	f := c.Flags()
+	f.StringVar(&a.out, "out", "", "the picture to write: FILE.svg, FILE.png or FILE.pdf (required)")
+	f.IntVar(&a.maxConns, "max", 8, "draw at most this many connections, the first ones seen")
+	f.StringVar(&a.title, "title", "", "the picture's title (default: the capture's name)")
+	f.BoolVar(&a.asJSON, "json", false, "also print one JSON object: the connections drawn and their points by kind")
+	_ = c.MarkFlagRequired("out")
+	_ = c.MarkFlagFilename("out", "svg", "png", "pdf")
+	return c
+}
+
+func runPlotPSN(fs *cmdEnv, file string, a plotPSNArgs) int {
+	stdout, stderr := fs.stdout, fs.stderr
+	pos := []string{file}
+	out, maxConns, title, asJSON := &a.out, &a.maxConns, &a.title, &a.asJSON
 	switch {
-	case len(pos) != 1:
-		fs.usageError("need exactly one capture file, got %d arguments", len(pos))
-		return exitUsage
-	case *out == "":
-		fs.usageError("need --out FILE.svg")
-		return exitUsage
 	case pictureFormat(*out) == "":
 		fs.usageError("--out %s: want a .svg, .png or .pdf file", *out)
 		return exitUsage
@@ -118,25 +119,38 @@ func pictureFormat(name string) string {
 	return ""
 }
 
-func runPlotSweep(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("plot sweep", "RESULT.json... --x PARAM --out FILE.svg [flags]", stdout, stderr)
-	out := fs.String("out", "", "the picture to write: FILE.svg, FILE.png or FILE.pdf (required)")
-	x := fs.String("x", "", "the parameter on the x axis: loss (% of a sweep's netem loss), link (Gbit/s), or a numeric field of run results (workers, bytes, ...) (required)")
-	bus := fs.Bool("busbw", false, "plot busbw instead of algbw")
-	logX := fs.Bool("log-x", false, "a logarithmic x axis (points at 0 are left out)")
-	title := fs.String("title", "", "the picture's title")
-	pos, err := fs.parse(args)
-	if err != nil {
-		return flagExit(err)
+// plotSweepArgs are plot sweep's flags.
+type plotSweepArgs struct {
+	out, x, title string
+	bus, logX     bool
+}
+
+func plotSweepCommand(stdout, stderr io.Writer) *cobra.Command {
+	var a plotSweepArgs
+	c := newCommand("sweep RESULT.json... --x PARAM --out FILE.svg", "bandwidth against a swept parameter (loss, link, workers, ...) from sweep or run --json output", stdout, stderr,
+		func(e *cmdEnv, pos []string) int { return runPlotSweep(e, pos, a) })
+	c.Args = func(_ *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return errors.New("need at least one result file (inaemu sweep --json or inaemu run --json output)")
+		}
+		return nil
 	}
-	switch {
-	case len(pos) == 0:
-		fs.usageError("need at least one result file (inaemu sweep --json or inaemu run --json output)")
-		return exitUsage
-	case *out == "" || *x == "":
-		fs.usageError("need --x PARAM and --out FILE.svg")
-		return exitUsage
-	case pictureFormat(*out) == "":
+	f := c.Flags()
+	f.StringVar(&a.out, "out", "", "the picture to write: FILE.svg, FILE.png or FILE.pdf (required)")
+	f.StringVar(&a.x, "x", "", "the parameter on the x axis: loss (% of a sweep's netem loss), link (Gbit/s), or a numeric field of run results (workers, bytes, ...) (required)")
+	f.BoolVar(&a.bus, "busbw", false, "plot busbw instead of algbw")
+	f.BoolVar(&a.logX, "log-x", false, "a logarithmic x axis (points at 0 are left out)")
+	f.StringVar(&a.title, "title", "", "the picture's title")
+	_ = c.MarkFlagRequired("x")
+	_ = c.MarkFlagRequired("out")
+	_ = c.MarkFlagFilename("out", "svg", "png", "pdf")
+	return c
+}
+
+func runPlotSweep(fs *cmdEnv, pos []string, a plotSweepArgs) int {
+	stdout, stderr := fs.stdout, fs.stderr
+	out, x, bus, logX, title := &a.out, &a.x, &a.bus, &a.logX, &a.title
+	if pictureFormat(*out) == "" {
 		fs.usageError("--out %s: want a .svg, .png or .pdf file", *out)
 		return exitUsage
 	}

@@ -10,72 +10,92 @@ import (
 	"slices"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/replay"
+	"github.com/inaemu/inaemu/emu/scenario"
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/internal/pcapio"
 	"github.com/inaemu/inaemu/internal/units"
 	"github.com/inaemu/inaemu/tap"
 )
 
-func runReplay(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("replay", "FILE (--tap IFACE [--pps N | --mbps R | --topspeed | --timing [--multiplier X]] [--loop N] [--limit N] | --through-switch --out FILE) [flags]", stdout, stderr)
-	through := fs.Bool("through-switch", false, "feed the capture's frames into the emulated switch offline and write what it emits")
-	out := fs.String("out", "", "the capture to write (pcapng, one interface per switch port and direction)")
-	tapName := fs.String("tap", "", "send the capture's frames out of this interface, as tcpreplay does (a TAP, a bridge, any interface; needs root)")
-	pps := fs.Float64("pps", 0, "with --tap: send at this many frames per second")
-	topspeed := fs.Bool("topspeed", false, "with --tap: send as fast as the interface takes them")
-	timing := fs.Bool("timing", false, "with --tap: keep the capture's own gaps between frames (the default)")
-	mbps := fs.Float64("mbps", 0, "with --tap: send at this many megabits per second (frame bytes, as tcpreplay counts them)")
-	multiplier := fs.Float64("multiplier", 0, "with --tap: keep the capture's gaps divided by this factor (2: twice as fast)")
-	loop := fs.Int("loop", 1, "with --tap: send the capture this many times")
-	limit := fs.Int("limit", 0, "with --tap: stop after this many frames (0: no limit)")
-	from := fs.String("from", "", "with --tap: send only the frames captured on this pcapng interface (e.g. port0-in)")
-	workers := fs.Int("workers", 0, "ring size (default: the highest INA rank seen + 1)")
-	window := fs.Int("window", 0, "NetReduce window N the aggregator array is sized for (default 2)")
-	msgLen := fs.Int("msg-len", 0, "packets per message (default: the longest INA MsgLen seen)")
-	mtu := fs.Int("mtu", 0, "path MTU (default: the smallest that holds every payload)")
-	dtype := fs.String("dtype", "f32", "element type the switch adds: f32, i32 or f16")
-	release := fs.String("release", "safe", "aggregator release rule: safe or paper")
-	link := fs.String("link", "100G", "egress link rate")
-	asJSON := fs.Bool("json", false, "print the report as one JSON object")
-	pos, err := fs.parse(args)
-	if err != nil {
-		return flagExit(err)
-	}
+// replayArgs are replay's flags.
+type replayArgs struct {
+	through, topspeed, timing, asJSON         bool
+	out, tapName, from, dtype, release, link  string
+	pps, mbps, multiplier                     float64
+	loop, limit, workers, window, msgLen, mtu int
+}
+
+// replayCommand is 'inaemu replay FILE': a capture through the emulated
+// switch offline, or out of an interface as tcpreplay sends it.
+func replayCommand(stdout, stderr io.Writer) *cobra.Command {
+	var a replayArgs
+	c := newCommand("replay FILE (--tap IFACE | --through-switch --out FILE)", "feed a capture through the emulated switch offline and write what it emits", stdout, stderr,
+		func(e *cmdEnv, pos []string) int { return runReplay(e, pos[0], a) })
+	c.Args = oneCapture
+	f := c.Flags()
+	f.BoolVar(&a.through, "through-switch", false, "feed the capture's frames into the emulated switch offline and write what it emits")
+	f.StringVar(&a.out, "out", "", "the capture to write (pcapng, one interface per switch port and direction)")
+	f.StringVar(&a.tapName, "tap", "", "send the capture's frames out of this interface, as tcpreplay does (a TAP, a bridge, any interface; needs root)")
+	f.Float64Var(&a.pps, "pps", 0, "with --tap: send at this many frames per second")
+	f.BoolVar(&a.topspeed, "topspeed", false, "with --tap: send as fast as the interface takes them")
+	f.BoolVar(&a.timing, "timing", false, "with --tap: keep the capture's own gaps between frames (the default)")
+	f.Float64Var(&a.mbps, "mbps", 0, "with --tap: send at this many megabits per second (frame bytes, as tcpreplay counts them)")
+	f.Float64Var(&a.multiplier, "multiplier", 0, "with --tap: keep the capture's gaps divided by this factor (2: twice as fast)")
+	f.IntVar(&a.loop, "loop", 1, "with --tap: send the capture this many times")
+	f.IntVar(&a.limit, "limit", 0, "with --tap: stop after this many frames (0: no limit)")
+	f.StringVar(&a.from, "from", "", "with --tap: send only the frames captured on this pcapng interface (e.g. port0-in)")
+	f.IntVar(&a.workers, "workers", 0, "ring size (default: the highest INA rank seen + 1)")
+	f.IntVar(&a.window, "window", 0, "NetReduce window N the aggregator array is sized for (default 2)")
+	f.IntVar(&a.msgLen, "msg-len", 0, "packets per message (default: the longest INA MsgLen seen)")
+	f.IntVar(&a.mtu, "mtu", 0, "path MTU (default: the smallest that holds every payload)")
+	f.StringVar(&a.dtype, "dtype", "f32", "element type the switch adds: f32, i32 or f16")
+	f.StringVar(&a.release, "release", "safe", "aggregator release rule: safe or paper")
+	f.StringVar(&a.link, "link", "100G", "egress link rate, as tc writes it (100G or 100gbit; 100gbps is bytes)")
+	f.BoolVar(&a.asJSON, "json", false, "print the report as one JSON object")
+	c.MarkFlagsMutuallyExclusive("tap", "through-switch")
+	// tcpreplay's pacing: one way at a time (--multiplier scales --timing).
+	c.MarkFlagsMutuallyExclusive("pps", "mbps", "topspeed", "timing")
+	c.MarkFlagsMutuallyExclusive("pps", "mbps", "topspeed", "multiplier")
+	c.MarkFlagsRequiredTogether("through-switch", "out")
+	completeWords(c, map[string][]string{"dtype": {"f32", "i32", "f16"}, "release": {"safe", "paper"}})
+	return c
+}
+
+func runReplay(fs *cmdEnv, file string, a replayArgs) int {
+	stdout, stderr := fs.stdout, fs.stderr
+	var err error
 	switch {
-	case len(pos) != 1:
-		fs.usageError("need exactly one capture file, got %d arguments", len(pos))
-		return exitUsage
-	case *tapName != "" && *through:
-		fs.usageError("--tap and --through-switch: choose one")
-		return exitUsage
-	case *tapName != "":
-		return replayOnto(fs, pos[0], *tapName, *from, tapPacing{pps: *pps, mbps: *mbps, multiplier: *multiplier, topspeed: *topspeed, timing: *timing, loop: *loop, limit: *limit}, *asJSON)
-	case !*through || *out == "":
+	case a.tapName != "":
+		return replayOnto(fs, file, a.tapName, a.from, tapPacing{pps: a.pps, mbps: a.mbps, multiplier: a.multiplier, topspeed: a.topspeed, timing: a.timing, loop: a.loop, limit: a.limit}, a.asJSON)
+	case !a.through || a.out == "":
 		fs.usageError("need --tap IFACE, or --through-switch and --out FILE")
 		return exitUsage
 	}
-	opt := replay.Options{Workers: *workers, Window: *window, MsgLen: *msgLen, MTU: *mtu}
-	if opt.DType, err = tensor.ParseDType(*dtype); err == nil {
-		if opt.Release, err = netreduce.ParseRelease(*release); err == nil {
-			opt.Rate, err = units.ParseRate(*link)
+	noteValue(fs, "--link ", scenario.Rate, a.link)
+	opt := replay.Options{Workers: a.workers, Window: a.window, MsgLen: a.msgLen, MTU: a.mtu}
+	if opt.DType, err = tensor.ParseDType(a.dtype); err == nil {
+		if opt.Release, err = netreduce.ParseRelease(a.release); err == nil {
+			opt.Rate, err = units.ParseRate(a.link)
 		}
 	}
 	if err != nil {
 		fs.usageError("%v", err)
 		return exitUsage
 	}
-	recs, names, err := pcapio.ReadAllNamed(pos[0]) // pcap files have no interface names
+	recs, names, err := pcapio.ReadAllNamed(file) // pcap files have no interface names
 	if err != nil {
 		fmt.Fprintf(stderr, "inaemu replay: %v\n", err)
 		return exitUsage
 	}
 	if name := topologyInterface(names); name != "" {
-		fs.usageError("%s: interface %q is a link direction of an emulated topology; replay --through-switch models one switch and needs a star's capture (interfaces portR-in, portR-out)", pos[0], name)
+		fs.usageError("%s: interface %q is a link direction of an emulated topology; replay --through-switch models one switch and needs a star's capture (interfaces portR-in, portR-out)", file, name)
 		return exitUsage
 	}
-	f, err := os.Create(*out)
+	f, err := os.Create(a.out)
 	if err != nil {
 		fmt.Fprintf(stderr, "inaemu replay: %v\n", err)
 		return exitUsage
@@ -93,7 +113,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "inaemu replay: %v\n", err)
 		return exitUsage
 	}
-	if *asJSON {
+	if a.asJSON {
 		if err := json.NewEncoder(stdout).Encode(rep); err != nil {
 			return exitFail
 		}
@@ -106,7 +126,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	s := rep.Switch
 	fmt.Fprintf(stdout, "  switch    %d aggregations, %d result re-sends, %d ICRC drops, %d first-lost drops, %d CLT misses, %d forwarded, %d flooded\n",
 		s.Aggregations, s.ResultResends, s.ICRCDrops, s.FirstLostDrops, s.CLTMisses, s.Forwarded, s.Flooded)
-	fmt.Fprintf(stdout, "  output    %s: %d frames\n", *out, rep.Emitted)
+	fmt.Fprintf(stdout, "  output    %s: %d frames\n", a.out, rep.Emitted)
 	return exitOK
 }
 
@@ -135,18 +155,9 @@ type tapPacing struct {
 // second) or as fast as possible (--topspeed), --loop times, stopping
 // after --limit frames. Frames a fault dropped (ghosts) were never on the
 // wire and are skipped.
-func replayOnto(fs *cmdFlags, file, iface, from string, pc tapPacing, asJSON bool) int {
-	modes := 0
-	for _, on := range []bool{pc.pps != 0, pc.mbps != 0, pc.topspeed, pc.timing || pc.multiplier != 0} {
-		if on {
-			modes++
-		}
-	}
+func replayOnto(fs *cmdEnv, file, iface, from string, pc tapPacing, asJSON bool) int {
 	bad := func(v float64) bool { return v < 0 || math.IsNaN(v) || math.IsInf(v, 0) }
-	switch {
-	case modes > 1:
-		fs.usageError("--pps, --mbps, --topspeed and --timing (--multiplier): choose one")
-		return exitUsage
+	switch { // one pacing at a time: cobra's exclusive flag groups
 	case bad(pc.pps):
 		fs.usageError("--pps %v: want a positive rate", pc.pps)
 		return exitUsage

@@ -140,7 +140,7 @@ func TestRunJSON(t *testing.T) {
 	for _, mode := range []string{"netreduce", "ring"} {
 		t.Run(mode, func(t *testing.T) {
 			m, _ := runJSON(t, append([]string{"--mode", mode, "--seed", "42"}, small...)...)
-			for _, k := range []string{"exact", "mode", "workers", "bytes", "virtual_ns", "algbw_gbps", "busbw_gbps",
+			for _, k := range []string{"exact", "mode", "workers", "bytes", "virtual_ns", "algbw_gbytes_per_s", "busbw_gbytes_per_s", "algbw_gbps", "busbw_gbps",
 				"frames_sent", "retransmissions", "naks", "timeouts", "icrc_drops", "fault_drops", "switch", "seed", "wall_ns"} {
 				assert.Contains(t, m, k)
 			}
@@ -159,6 +159,10 @@ func TestRunJSON(t *testing.T) {
 			alg := num(t, m, "algbw_gbps")
 			assert.InDelta(t, float64(64<<10)*8/vns, alg, 1e-9, "algbw = bytes*8/virtual_ns")
 			assert.InDelta(t, alg*2*3/4, num(t, m, "busbw_gbps"), 1e-9, "busbw = algbw*2(n-1)/n")
+			// nccl-tests' unit: GB/s, 10^9 bytes per second.
+			algB := num(t, m, "algbw_gbytes_per_s")
+			assert.InDelta(t, float64(64<<10)/vns, algB, 1e-9, "algbw = bytes/virtual_ns in GB/s")
+			assert.InDelta(t, algB*2*3/4, num(t, m, "busbw_gbytes_per_s"), 1e-9, "busbw in GB/s")
 			assert.Greater(t, num(t, m, "frames_sent"), 0.0)
 			for _, k := range []string{"retransmissions", "naks", "timeouts", "icrc_drops", "fault_drops"} {
 				assert.Equal(t, 0.0, num(t, m, k), k)

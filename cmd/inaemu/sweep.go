@@ -1,43 +1,70 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/emu/scenario"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/internal/units"
 )
+
+// sweepArgs are sweep's own flags: the grid's axes.
+type sweepArgs struct {
+	modes, links, latency, loss, netems string
+	seeds                               int
+	asJSON                              bool
+}
+
+// sweepCommand is 'inaemu sweep': one job over a grid.
+func sweepCommand(stdout, stderr io.Writer) *cobra.Command {
+	var a sweepArgs
+	var jf *jobFlags
+	c := newCommand("sweep", "run a job over a grid of algorithms, link rates and impairments (goodput against loss, ...)", stdout, stderr,
+		func(e *cmdEnv, _ []string) int { return runSweep(e, jf, a) })
+	c.Args = noArgs
+	jf = addJobFlags(c, scenario.JobGroup)
+	jf.addMemoryFlag()
+	f := c.Flags()
+	f.StringVar(&a.modes, "modes", "netreduce,ring", "algorithms, comma-separated: netreduce, ring")
+	f.StringVar(&a.links, "links", "10G", "link rates, comma-separated, as tc writes them (10G or 10gbit, 100G; 10gbps is bytes: 80 Gbit/s)")
+	f.StringVar(&a.latency, "latency", "1us", "one-way propagation delay of each link, as netem writes it (1us; a bare number is nanoseconds)")
+	f.StringVar(&a.loss, "loss", "0,0.01%,0.1%,1%", "netem loss rates on every link, comma-separated (0: no impairment); '' for none")
+	f.StringVar(&a.netems, "netem", "", "further impairments: netem settings separated by ';', e.g. 'reorder 5% gap 3;duplicate 5%'")
+	f.IntVar(&a.seeds, "seeds", 3, "runs per cell, with seeds --seed, --seed+1, ...")
+	f.BoolVar(&a.asJSON, "json", false, `print one JSON object: {"workers","tensor_bytes",...,"rows":[{"mode","link","netem","runs","exact","failed","wrong","algbw_gbytes_per_s","busbw_gbytes_per_s","retransmissions","timeouts","seeds","errors"}]}`)
+	return c
+}
 
 // runSweep runs one job over a grid: algorithms × link rates × impairments
 // (netem loss rates and whole netem settings), several seeds each, and
 // prints a row per cell: runs that ended exact, failed (transport error)
 // or wrong, and the median bandwidth of the exact ones.
-func runSweep(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("sweep", "[job flags] [--modes M,M] [--links R,R] [--loss P,P,...] [--netem 'SPEC;SPEC'] [--seeds N] [--json]", stdout, stderr)
-	jf := addJobFlags(fs, false)
-	jf.addMemoryFlag()
-	modes := fs.String("modes", "netreduce,ring", "algorithms, comma-separated: netreduce, ring")
-	links := fs.String("links", "10G", "link rates, comma-separated, as tc writes them (10G, 100G)")
-	latency := fs.String("latency", "1us", "one-way propagation delay of each link")
-	loss := fs.String("loss", "0,0.01%,0.1%,1%", "netem loss rates on every link, comma-separated (0: no impairment); '' for none")
-	netems := fs.String("netem", "", "further impairments: netem settings separated by ';', e.g. 'reorder 5% gap 3;duplicate 5%'")
-	seeds := fs.Int("seeds", 3, "runs per cell, with seeds --seed, --seed+1, ...")
-	asJSON := fs.Bool("json", false, `print one JSON object: {"workers","tensor_bytes",...,"rows":[{"mode","link","netem","runs","exact","failed","wrong","algbw_gbps","busbw_gbps","retransmissions","timeouts","seeds","errors"}]}`)
-	if code, ok := fs.parseFlagsOnly(args); !ok {
-		return code
-	}
-	if *seeds < 1 || *seeds > 1000 {
-		fs.usageError("--seeds %d: want 1..1000", *seeds)
+func runSweep(fs *cmdEnv, jf *jobFlags, a sweepArgs) int {
+	stdout, stderr := fs.stdout, fs.stderr
+	if a.seeds < 1 || a.seeds > 1000 {
+		fs.usageError("--seeds %d: want 1..1000", a.seeds)
 		return exitUsage
 	}
-	base, ok := jf.config()
+	base, ok := jf.config(fs)
 	if !ok {
 		return exitUsage
 	}
-	lat, err := faults.ParseDuration(*latency)
+	noteValue(fs, "--latency ", scenario.Duration, a.latency)
+	for _, l := range splitList(a.links, ",") {
+		noteValue(fs, "--links ", scenario.Rate, l)
+	}
+	for _, n := range splitList(a.netems, ";") {
+		noteNetem(fs, n)
+	}
+	lat, err := faults.ParseDuration(a.latency)
 	if err != nil {
 		fs.usageError("--latency: %v", err)
 		return exitUsage
@@ -45,7 +72,7 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 	base.Link.Latency = lat
 	var points []emu.SweepPoint
 	var impair []string
-	for _, l := range splitList(*loss, ",") {
+	for _, l := range splitList(a.loss, ",") {
 		p, err := faults.ParsePercent(l)
 		if err != nil {
 			fs.usageError("--loss: %v", err)
@@ -57,18 +84,18 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 			impair = append(impair, "loss "+l)
 		}
 	}
-	impair = append(impair, splitList(*netems, ";")...)
+	impair = append(impair, splitList(a.netems, ";")...)
 	if len(impair) == 0 {
 		fs.usageError("nothing to sweep: give --loss or --netem values")
 		return exitUsage
 	}
-	for _, m := range splitList(*modes, ",") {
+	for _, m := range splitList(a.modes, ",") {
 		mode, err := emu.ParseMode(m)
 		if err != nil {
 			fs.usageError("--modes: %v", err)
 			return exitUsage
 		}
-		for _, l := range splitList(*links, ",") {
+		for _, l := range splitList(a.links, ",") {
 			rate, err := units.ParseRate(l)
 			if err != nil {
 				fs.usageError("--links: %v", err)
@@ -80,16 +107,17 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	var ss []uint64
-	for i := 0; i < *seeds; i++ {
+	for i := 0; i < a.seeds; i++ {
 		ss = append(ss, base.Seed+uint64(i))
 	}
-	var progress func(int, int)
-	if isTerminal(stderr) {
-		progress = func(done, total int) { fmt.Fprintf(stderr, "\rinaemu sweep: %d/%d runs", done, total) }
-	}
-	rows, err := emu.Sweep(base, points, ss, progress)
-	if progress != nil {
-		fmt.Fprintln(stderr)
+	bar := startProgress(fs, "sweep", "runs", a.asJSON)
+	base.Context = fs.ctx
+	interruptible.Store(true)
+	rows, err := emu.Sweep(base, points, ss, func(done, total int) { bar.observe(int64(done), int64(total)) })
+	bar.stop()
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		fmt.Fprintf(stderr, "inaemu sweep: %v\n", err)
+		return exitInterrupted
 	}
 	if err != nil {
 		fs.usageError("%v", err)
@@ -104,7 +132,7 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 			code = exitJobFailed
 		}
 	}
-	if *asJSON {
+	if a.asJSON {
 		doc := struct {
 			Workers     int            `json:"workers"`
 			TensorBytes int64          `json:"tensor_bytes"`
@@ -128,14 +156,14 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 		w = max(w, len(r.Netem))
 	}
 	fmt.Fprintf(stdout, "%-10s %-6s %-*s %5s %6s %7s %6s %12s %12s %10s %9s\n",
-		"mode", "link", w, "impairment", "runs", "exact", "failed", "wrong", "algbw(Gb/s)", "busbw(Gb/s)", "retrans", "timeouts")
+		"mode", "link", w, "impairment", "runs", "exact", "failed", "wrong", "algbw(GB/s)", "busbw(GB/s)", "retrans", "timeouts")
 	for _, r := range rows {
 		n := r.Netem
 		if n == "" {
 			n = "none"
 		}
 		fmt.Fprintf(stdout, "%-10s %-6s %-*s %5d %6d %7d %6d %12.3f %12.3f %10.0f %9.0f\n",
-			r.Mode, r.Link, w, n, r.Runs, r.Exact, r.Failed, r.Wrong, r.AlgBWGbps, r.BusBWGbps, r.Retrans, r.Timeouts)
+			r.Mode, r.Link, w, n, r.Runs, r.Exact, r.Failed, r.Wrong, r.AlgBWGBps, r.BusBWGBps, r.Retrans, r.Timeouts)
 		for _, e := range r.Errors {
 			fmt.Fprintf(stdout, "    %s\n", e)
 		}

@@ -20,6 +20,7 @@ func TestSweepJSON(t *testing.T) {
 			Runs, Exact          int
 			Failed, Wrong        int
 			AlgBW                float64 `json:"algbw_gbps"`
+			AlgBWBytes           float64 `json:"algbw_gbytes_per_s"`
 			Seeds                []uint64
 			Retrans, TimeoutsRun float64
 		} `json:"rows"`
@@ -36,6 +37,7 @@ func TestSweepJSON(t *testing.T) {
 		assert.Equal(t, 2, r.Exact, "%+v", r)
 		assert.Equal(t, []uint64{5, 6}, r.Seeds)
 		assert.Greater(t, r.AlgBW, 0.0)
+		assert.InDelta(t, r.AlgBW/8, r.AlgBWBytes, 1e-12, "GB/s is Gbit/s over 8")
 	}
 	// The same sweep is the same table: runs are deterministic.
 	_, again, _ := runCLI("sweep", "--workers", "3", "--tensor", "64KiB", "--msg-len", "8", "--seed", "5", "--seeds", "2",
@@ -48,7 +50,7 @@ func TestSweepTable(t *testing.T) {
 	require.Equal(t, 0, code)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 3, out)
-	assert.Contains(t, lines[1], "algbw(Gb/s)")
+	assert.Contains(t, lines[1], "algbw(GB/s)")
 	assert.Regexp(t, `^ring\s+10G\s+none\s+1\s+1\s+0\s+0\s`, lines[2])
 }
 

@@ -6,14 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/live"
+	"github.com/inaemu/inaemu/emu/scenario"
 	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/internal/units"
 	"github.com/inaemu/inaemu/tap"
@@ -33,7 +33,7 @@ const tapTimeout = 16
 
 // needTAP prints the one-line reason and returns exitNoPrivilege when this
 // process cannot use TAPs, or 0.
-func needTAP(fs *cmdFlags) int {
+func needTAP(fs *cmdEnv) int {
 	if err := tap.Usable(); err != nil {
 		fmt.Fprintf(fs.stderr, "inaemu %s: %v\n", fs.name, err)
 		return exitNoPrivilege
@@ -43,7 +43,7 @@ func needTAP(fs *cmdFlags) int {
 
 // tapFailure maps an error from the tap package to an exit code.
 // A missing interface is a usage error (2); other device failures exit 1.
-func tapFailure(fs *cmdFlags, err error) int {
+func tapFailure(fs *cmdEnv, err error) int {
 	fmt.Fprintf(fs.stderr, "inaemu %s: %v\n", fs.name, err)
 	switch {
 	case errors.Is(err, tap.ErrNoPrivilege), errors.Is(err, tap.ErrNeedLinux):
@@ -56,32 +56,33 @@ func tapFailure(fs *cmdFlags, err error) int {
 
 var errNoInterface = errors.New("no such interface")
 
-func runTap(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || (args[0] != "up" && args[0] != "down") {
-		for _, a := range args {
-			if a == "-h" || a == "-help" || a == "--help" {
-				fmt.Fprintln(stdout, "Usage: inaemu tap up --workers H [--prefix ina] [--json]\n       inaemu tap down [--prefix ina] [--json]\n\n"+
-					"up creates, for each rank r, the switch port PREFIX-swR, the host NIC PREFIX-hR (persistent TAPs) and the\n"+
-					"bridge PREFIX-brR joining them, MTU 9000, IPv6 off; down removes every interface with that prefix that\n"+
-					"inaemu made. Both are idempotent.")
-				return exitOK
-			}
+// tapCommand is 'inaemu tap up|down'.
+func tapCommand(stdout, stderr io.Writer) *cobra.Command {
+	c := parentCommand("tap", "command", "create (up) or remove (down) the TAP interfaces and bridges of a job on real interfaces", stdout, stderr)
+	c.Long = "up creates, for each rank r, the switch port PREFIX-swR, the host NIC PREFIX-hR (persistent TAPs) and the\n" +
+		"bridge PREFIX-brR joining them, MTU 9000, IPv6 off; down removes every interface with that prefix that\n" +
+		"inaemu made. Both are idempotent."
+	for _, verb := range []string{"up", "down"} {
+		var prefix string
+		var workers int
+		var asJSON bool
+		short := map[string]string{"up": "create the TAPs and bridges of --workers ranks", "down": "remove every interface with the prefix that inaemu made"}[verb]
+		sub := newCommand(verb, short, stdout, stderr, func(e *cmdEnv, _ []string) int { return runTap(e, verb, prefix, workers, asJSON) })
+		sub.Args = noArgs
+		f := sub.Flags()
+		if verb == "up" {
+			f.IntVar(&workers, "workers", 8, "number of ranks H: H switch ports, H host NICs, H bridges")
 		}
-		fmt.Fprintln(stderr, "inaemu tap: want 'up' or 'down' (see 'inaemu tap --help')")
-		return exitUsage
+		f.StringVar(&prefix, "prefix", tap.DefaultPrefix, "interface name prefix")
+		f.BoolVar(&asJSON, "json", false, "print {\"created\": [...]} or {\"removed\": [...]}")
+		c.AddCommand(sub)
 	}
-	verb := args[0]
-	fs := newFlagSet("tap "+verb, "[flags]", stdout, stderr)
-	prefix := fs.String("prefix", tap.DefaultPrefix, "interface name prefix")
-	workers := new(int)
-	if verb == "up" {
-		workers = fs.Int("workers", 8, "number of ranks H: H switch ports, H host NICs, H bridges")
-	}
-	asJSON := fs.Bool("json", false, "print {\"created\": [...]} or {\"removed\": [...]}")
-	if code, ok := fs.parseFlagsOnly(args[1:]); !ok {
-		return code
-	}
-	topo := tap.Topology{Prefix: *prefix, Workers: *workers}
+	return c
+}
+
+func runTap(fs *cmdEnv, verb, prefix string, workers int, asJSON bool) int {
+	stdout := fs.stdout
+	topo := tap.Topology{Prefix: prefix, Workers: workers}
 	if verb == "up" {
 		if err := topo.Validate(); err != nil {
 			fs.usageError("%v", err)
@@ -98,7 +99,7 @@ func runTap(args []string, stdout, stderr io.Writer) int {
 		names, err = tap.Up(topo)
 	} else {
 		key = "removed"
-		names, err = tap.Down(*prefix)
+		names, err = tap.Down(prefix)
 	}
 	if err != nil {
 		return tapFailure(fs, err)
@@ -106,12 +107,12 @@ func runTap(args []string, stdout, stderr io.Writer) int {
 	if names == nil {
 		names = []string{}
 	}
-	if *asJSON {
+	if asJSON {
 		_ = json.NewEncoder(stdout).Encode(map[string][]string{key: names})
 		return exitOK
 	}
 	if len(names) == 0 {
-		fmt.Fprintf(stdout, "inaemu tap %s: nothing to do (%s)\n", verb, map[string]string{"up": "all interfaces exist", "down": "no interface of inaemu's with prefix " + *prefix}[verb])
+		fmt.Fprintf(stdout, "inaemu tap %s: nothing to do (%s)\n", verb, map[string]string{"up": "all interfaces exist", "down": "no interface of inaemu's with prefix " + prefix}[verb])
 	} else {
 		fmt.Fprintf(stdout, "inaemu tap %s: %s %s\n", verb, key, strings.Join(names, " "))
 	}
@@ -149,34 +150,37 @@ func openExisting(names []string) ([]tap.Device, error) {
 	return devs, nil
 }
 
-// interrupted is a context that ends on SIGINT or SIGTERM.
-func interrupted() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+// switchCommand is 'inaemu switch': the aggregating switch on TAP ports.
+func switchCommand(stdout, stderr io.Writer) *cobra.Command {
+	var prefix string
+	var duration time.Duration
+	var asJSON bool
+	var jf *jobFlags
+	c := newCommand("switch", "run the aggregating switch on TAP ports (one process; hosts join with 'inaemu host')", stdout, stderr,
+		func(e *cmdEnv, _ []string) int { return runSwitch(e, jf, prefix, duration, asJSON) })
+	c.Use = "switch --tap PREFIX"
+	c.Args = noArgs
+	jf = addJobFlags(c, scenario.JobGroup)
+	jf.refuseNetwork()
+	f := c.Flags()
+	f.StringVar(&prefix, "tap", "", "run on the TAP ports `PREFIX`-sw0 .. PREFIX-sw(H-1) (see 'inaemu tap up')")
+	f.DurationVar(&duration, "duration", 0, "stop after this long (default: run until SIGINT or SIGTERM)")
+	f.BoolVar(&asJSON, "json", false, "on exit, print the switch's counters as one JSON object")
+	_ = c.MarkFlagRequired("tap")
+	return c
 }
 
-func runSwitch(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("switch", "--tap PREFIX [flags]", stdout, stderr)
-	jf := addJobFlags(fs, false)
-	jf.addTopologyFlags(true) // refused: the TAP ports are a star
-	prefix := fs.String("tap", "", "run on the TAP ports PREFIX-sw0 .. PREFIX-sw(H-1) (see 'inaemu tap up')")
-	duration := fs.Duration("duration", 0, "stop after this long (default: run until SIGINT or SIGTERM)")
-	asJSON := fs.Bool("json", false, "on exit, print the switch's counters as one JSON object")
-	if code, ok := fs.parseFlagsOnly(args); !ok {
-		return code
-	}
-	if *prefix == "" {
-		fs.usageError("need --tap PREFIX")
+func runSwitch(fs *cmdEnv, jf *jobFlags, prefix string, duration time.Duration, asJSON bool) int {
+	stdout, stderr := fs.stdout, fs.stderr
+	if duration < 0 {
+		fs.usageError("--duration %v: want a positive duration (or none: until SIGINT or SIGTERM)", duration)
 		return exitUsage
 	}
-	if *duration < 0 {
-		fs.usageError("--duration %v: want a positive duration (or none: until SIGINT or SIGTERM)", *duration)
-		return exitUsage
-	}
-	cfg, ok := jf.config()
+	cfg, ok := jf.config(fs)
 	if !ok {
 		return exitUsage
 	}
-	topo := tap.Topology{Prefix: *prefix, Workers: cfg.Workers}
+	topo := tap.Topology{Prefix: prefix, Workers: cfg.Workers}
 	if err := topo.Validate(); err != nil {
 		fs.usageError("%v", err)
 		return exitUsage
@@ -192,11 +196,11 @@ func runSwitch(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return tapFailure(fs, err)
 	}
-	ctx, stop := interrupted()
-	defer stop()
-	if *duration > 0 {
+	interruptible.Store(true) // SIGINT and SIGTERM end the switch: fs.ctx
+	ctx := fs.ctx
+	if duration > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *duration)
+		ctx, cancel = context.WithTimeout(ctx, duration)
 		defer cancel()
 	}
 	start := time.Now()
@@ -224,7 +228,7 @@ func runSwitch(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "inaemu switch: %v\n", err)
 		return exitFail
 	}
-	if *asJSON {
+	if asJSON {
 		_ = json.NewEncoder(stdout).Encode(struct {
 			Ports  []string         `json:"ports"`
 			WallNS int64            `json:"wall_ns"`
@@ -239,70 +243,87 @@ func runSwitch(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func runHost(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("host", "--tap IFACE --rank R --seed S [flags]", stdout, stderr)
-	jf := addJobFlags(fs, false)
-	jf.addTopologyFlags(true) // refused: the TAP ports are a star
+// hostCommand is 'inaemu host': one rank on a TAP interface.
+func hostCommand(stdout, stderr io.Writer) *cobra.Command {
+	var iface string
+	var rank int
+	var asJSON bool
+	var jf *jobFlags
+	c := newCommand("host", "run one worker on a TAP interface, in its own process", stdout, stderr,
+		func(e *cmdEnv, _ []string) int { return runHost(e, jf, iface, rank, asJSON) })
+	c.Use = "host --tap IFACE --rank R --seed S"
+	c.Args = noArgs
+	jf = addJobFlags(c, scenario.JobGroup)
+	jf.refuseNetwork()
 	jf.addMemoryFlag()
-	iface := fs.String("tap", "", "the TAP interface that is this host's NIC (e.g. ina-h0 from 'inaemu tap up')")
-	rank := fs.Int("rank", -1, "this host's rank (0..H-1)")
-	asJSON := fs.Bool("json", false, "print the result as one JSON object (as 'inaemu run --json'; only this rank is checked)")
-	if code, ok := fs.parseFlagsOnly(args); !ok {
-		return code
+	f := c.Flags()
+	f.StringVar(&iface, "tap", "", "the TAP interface `IFACE` that is this host's NIC (e.g. ina-h0 from 'inaemu tap up')")
+	f.IntVar(&rank, "rank", -1, "this host's rank `R` (0..H-1)")
+	f.BoolVar(&asJSON, "json", false, "print the result as one JSON object (as 'inaemu run --json'; only this rank is checked)")
+	for _, req := range []string{"tap", "rank", "seed"} { // seed: every host of the job must draw the same tensors and PSNs
+		_ = c.MarkFlagRequired(req)
 	}
-	cfg, ok := jf.config()
+	return c
+}
+
+func runHost(fs *cmdEnv, jf *jobFlags, iface string, rank int, asJSON bool) int {
+	stdout := fs.stdout
+	cfg, ok := jf.config(fs)
 	switch {
 	case !ok:
 		return exitUsage
-	case *iface == "":
-		fs.usageError("need --tap IFACE")
-		return exitUsage
-	case *rank < 0 || *rank >= cfg.Workers:
-		fs.usageError("--rank %d: want 0..%d", *rank, cfg.Workers-1)
-		return exitUsage
-	case !jf.set["seed"]:
-		fs.usageError("need --seed: every host of the job must draw the same tensors and PSNs")
+	case rank < 0 || rank >= cfg.Workers:
+		fs.usageError("--rank %d: want 0..%d", rank, cfg.Workers-1)
 		return exitUsage
 	}
-	if !jf.set["timeout"] {
+	if !fs.changed("timeout") {
 		cfg.Timeout = tapTimeout
 	}
 	if code := needTAP(fs); code != 0 {
 		return code
 	}
-	devs, err := openExisting([]string{*iface})
+	devs, err := openExisting([]string{iface})
 	if err != nil {
 		return tapFailure(fs, err)
 	}
 	hosts := make([]tap.Device, cfg.Workers)
-	hosts[*rank] = devs[0]
+	hosts[rank] = devs[0]
 	cfg.Devices = &live.Devices{Hosts: hosts}
-	if !*asJSON {
+	if !asJSON {
 		fmt.Fprintf(stdout, "inaemu host: rank %d of %d on %s, %s allreduce of %s %s, seed %d\n",
-			*rank, cfg.Workers, *iface, cfg.Mode, units.FormatSize(cfg.TensorBytes), cfg.DType, cfg.Seed)
+			rank, cfg.Workers, iface, cfg.Mode, units.FormatSize(cfg.TensorBytes), cfg.DType, cfg.Seed)
 	}
-	res, runErr := runInterruptible(cfg, devs)
-	return reportJob(fs, res, runErr, "", *asJSON)
+	res, runErr := runInterruptible(fs, cfg, devs)
+	return reportJob(fs, res, runErr, "", asJSON)
 }
 
-// runInterruptible runs a job on devices; SIGINT or SIGTERM closes the
-// devices, which ends the job with an error (and the caller cleans up).
-func runInterruptible(cfg emu.Config, devs []tap.Device) (*emu.Result, error) {
-	ctx, stop := interrupted()
-	defer stop()
+// runInterruptible runs a job on devices; SIGINT or SIGTERM (e.ctx)
+// closes the devices, which ends the job with an error (and the caller
+// cleans up): exit 130 says it was the signal.
+func runInterruptible(e *cmdEnv, cfg emu.Config, devs []tap.Device) (*emu.Result, error) {
+	interruptible.Store(true)
+	done := make(chan struct{})
+	defer close(done)
 	go func() {
-		<-ctx.Done()
-		for _, d := range devs {
-			d.Close()
+		select {
+		case <-e.ctx.Done():
+			for _, d := range devs {
+				d.Close()
+			}
+		case <-done:
 		}
 	}()
-	return emu.Run(cfg)
+	res, err := emu.Run(cfg)
+	if err != nil && e.ctx.Err() != nil && res != nil {
+		err = &emu.Interrupted{At: time.Duration(res.VirtualNS), Cause: context.Cause(e.ctx)}
+	}
+	return res, err
 }
 
 // runOnTAPs is 'inaemu run --backend tap': the whole job in this process,
 // every host and switch port on its own TAP, each link a Linux bridge. It
 // creates the interfaces that are missing and removes those it created.
-func runOnTAPs(fs *cmdFlags, cfg emu.Config, prefix string, asJSON bool) int {
+func runOnTAPs(fs *cmdEnv, cfg emu.Config, prefix string, asJSON bool) int {
 	topo := tap.Topology{Prefix: prefix, Workers: cfg.Workers}
 	if err := topo.Validate(); err != nil {
 		fs.usageError("%v", err)
@@ -337,6 +358,6 @@ func runOnTAPs(fs *cmdFlags, cfg emu.Config, prefix string, asJSON bool) int {
 			cfg.Mode, cfg.Workers, units.FormatSize(cfg.TensorBytes), cfg.DType, topo.Host(0), topo.SwitchPort(cfg.Workers-1),
 			topo.Bridge(0), topo.Bridge(cfg.Workers-1), cfg.Seed)
 	}
-	res, runErr := runInterruptible(cfg, devs)
+	res, runErr := runInterruptible(fs, cfg, devs)
 	return reportJob(fs, res, runErr, "", asJSON)
 }

@@ -2,12 +2,13 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/scenario"
@@ -15,65 +16,57 @@ import (
 	"github.com/inaemu/inaemu/internal/units"
 )
 
-const topoUsage = `Usage: inaemu topo show [--topology SPEC] [--scenario FILE] [--workers N] [--link R] [--latency D] [--queue N] [--json] [--dot FILE]
-
-show prints the topology a run would use: its nodes, its links with the names of
+// topoCommand is 'inaemu topo show'.
+func topoCommand(stdout, stderr io.Writer) *cobra.Command {
+	c := parentCommand("topo", "command", "show a topology: nodes, links and their direction names, each switch's routes (text, JSON or Graphviz DOT)", stdout, stderr)
+	var asJSON bool
+	var dot string
+	var jf *jobFlags
+	show := newCommand("show", "print the topology a run would use", stdout, stderr,
+		func(e *cmdEnv, _ []string) int { return runTopoShow(e, jf, asJSON, dot) })
+	show.Long = `show prints the topology a run would use: its nodes, its links with the names of
 their two directions (what --fault link=NAME and the capture's interfaces call
-them), and each switch's next hops towards every host NIC. See
-'inaemu topo show --help' for the flags.`
-
-// runTopo is 'inaemu topo': only 'show' for now.
-func runTopo(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "show" {
-		for _, a := range args {
-			if a == "-h" || a == "-help" || a == "--help" {
-				fmt.Fprintln(stdout, topoUsage)
-				return exitOK
-			}
+them), and each switch's next hops towards every host NIC.`
+	show.Args = noArgs
+	jf = &jobFlags{cmd: show}
+	for _, o := range scenario.Options() {
+		if o.Key == "workers" || o.Key == "topology" || o.Group == scenario.LinkGroup {
+			jf.addOption(o)
 		}
-		fmt.Fprintln(stderr, "inaemu topo: want 'show' (see 'inaemu topo --help')")
-		return exitUsage
 	}
-	return runTopoShow(args[1:], stdout, stderr)
+	jf.addScenarioFlag()
+	f := show.Flags()
+	f.BoolVar(&asJSON, "json", false, `print one JSON object: {"kind","oversubscription","nodes":[{"name","kind","gpus",...}],"links":[{"a","b","rate_gbps","latency_ns","queue","directions",...}],"routes":[{"switch","host","nic","next_hops"}]}`)
+	f.StringVar(&dot, "dot", "", "write the topology as Graphviz DOT to `FILE` ('-': stdout, instead of the text)")
+	c.AddCommand(show)
+	return c
 }
 
 // runTopoShow resolves a topology as 'inaemu run' does (the scenario's,
 // --topology over it, links from --link/--latency/--queue where it sets
 // none, the star of --workers hosts without one) and prints it: text in
 // aligned columns, JSON (topo.Describe's layout) or Graphviz DOT.
-func runTopoShow(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("topo show", "[--topology SPEC] [--scenario FILE] [--workers N] [--link R] [--latency D] [--queue N] [--json] [--dot FILE]", stdout, stderr)
-	def := emu.DefaultConfig()
-	spec := fs.String("topology", "", topologyHelp)
-	file := fs.String("scenario", "", "take the topology (and its link settings) from a scenario `FILE`; flags given too override it")
-	workers := fs.Int("workers", def.Workers, "`N` hosts of the default star (and of a star that does not say)")
-	link := fs.String("link", units.FormatRate(def.Link.Rate), "link `RATE` wherever the topology sets none, e.g. 10G, 100G")
-	latency := fs.String("latency", def.Link.Latency.String(), "one-way propagation delay `D` wherever the topology sets none")
-	queue := fs.Int("queue", 1000, "egress queue per link direction, `N` frames, wherever the topology sets none")
-	asJSON := fs.Bool("json", false, `print one JSON object: {"kind","oversubscription","nodes":[{"name","kind","gpus",...}],"links":[{"a","b","rate_gbps","latency_ns","queue","directions",...}],"routes":[{"switch","host","nic","next_hops"}]}`)
-	dot := fs.String("dot", "", "write the topology as Graphviz DOT to `FILE` ('-': stdout, instead of the text)")
-	if code, ok := fs.parseFlagsOnly(args); !ok {
-		return code
-	}
-	if *dot == "-" && *asJSON {
+func runTopoShow(fs *cmdEnv, jf *jobFlags, asJSON bool, dotFile string) int {
+	stdout, stderr := fs.stdout, fs.stderr
+	if dotFile == "-" && asJSON {
 		fs.usageError("--json and --dot -: both want stdout; give --dot a file")
 		return exitUsage
 	}
-	t, ok := resolveTopology(fs, *spec, *file, *workers, *link, *latency, *queue)
+	t, ok := resolveTopology(fs, jf)
 	if !ok {
 		return exitUsage
 	}
-	if *dot != "" {
-		if *dot == "-" {
+	if dotFile != "" {
+		if dotFile == "-" {
 			fmt.Fprint(stdout, t.DOT())
 			return exitOK
 		}
-		if err := os.WriteFile(*dot, []byte(t.DOT()), 0o644); err != nil {
+		if err := os.WriteFile(dotFile, []byte(t.DOT()), 0o644); err != nil {
 			fmt.Fprintf(stderr, "inaemu topo show: %v\n", err)
 			return exitUsage
 		}
 	}
-	if *asJSON {
+	if asJSON {
 		if err := json.NewEncoder(stdout).Encode(t); err != nil {
 			fmt.Fprintf(stderr, "inaemu topo show: %v\n", err)
 			return exitSoftware
@@ -93,42 +86,12 @@ func runTopoShow(args []string, stdout, stderr io.Writer) int {
 // given (their defaults without a file), through the scenario's own Apply
 // so the result is the network 'inaemu run' would build; false means a
 // usage error has been printed.
-func resolveTopology(fs *cmdFlags, spec, file string, workers int, link, latency string, queue int) (*topo.Topology, bool) {
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	merged := &scenario.Scenario{}
-	if file != "" {
-		var err error
-		if merged, err = scenario.Load(file); err != nil {
-			fs.usageError("scenario: %v", err)
-			return nil, false
-		}
+func resolveTopology(fs *cmdEnv, jf *jobFlags) (*topo.Topology, bool) {
+	merged, ok := jf.merged(fs)
+	if !ok {
+		return nil, false
 	}
-	over := &scenario.Scenario{}
-	if set["workers"] || file == "" {
-		over.Workers = &workers
-	}
-	if set["link"] || file == "" {
-		over.Link = link
-	}
-	if set["latency"] || file == "" {
-		over.Latency = latency
-	}
-	if set["queue"] || file == "" {
-		over.Queue = &queue
-	}
-	if spec != "" {
-		sp, err := topo.ParseFlag(spec)
-		if err != nil {
-			fs.usageError("--topology: %v", err)
-			return nil, false
-		}
-		over.Topology = sp
-		if !set["workers"] {
-			over.Workers = nil // a topology given without --workers shows all its hosts
-		}
-	}
-	merged.Override(over)
+	file := jf.scenario
 	cfg := emu.DefaultConfig()
 	if err := merged.Apply(&cfg); err != nil {
 		if file != "" {

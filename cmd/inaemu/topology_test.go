@@ -72,7 +72,7 @@ jobs:
 `), 0o644))
 	code, out, errOut = runCLI("run", "--scenario", path)
 	require.Equal(t, 0, code, "%s%s", out, errOut)
-	lines := regexp.MustCompile(`(?m)^  job +(a|b) +(netreduce|ring) +4 ranks +exact +\S+.*algbw [0-9.]+ Gb/s +busbw [0-9.]+ Gb/s$`).FindAllStringSubmatch(out, -1)
+	lines := regexp.MustCompile(`(?m)^  job +(a|b) +(netreduce|ring) +4 ranks +exact +\S+.*algbw [0-9.]+ GB/s +busbw [0-9.]+ GB/s$`).FindAllStringSubmatch(out, -1)
 	require.Len(t, lines, 2, out)
 	assert.Equal(t, []string{"a", "netreduce"}, lines[0][1:])
 	assert.Equal(t, []string{"b", "ring"}, lines[1][1:])

@@ -8,39 +8,126 @@ import (
 	"strings"
 )
 
-// ParseRate reads a link rate in bits per second the way tc does: "10G"
-// or "10Gbit" (bits), "400M", "1000k", a bare number of bit/s; tc's
-// "bps" suffixes are bytes per second ("1gbps" = 8 Gbit/s).
-func ParseRate(s string) (float64, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	unit := 1.0
-	switch {
-	case strings.HasSuffix(t, "bit/s"):
-		t = strings.TrimSuffix(t, "bit/s")
-	case strings.HasSuffix(t, "bit"):
-		t = strings.TrimSuffix(t, "bit")
-	case strings.HasSuffix(t, "bps"):
-		t, unit = strings.TrimSuffix(t, "bps"), 8
-	}
-	mult := 1.0
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'k':
-			mult, t = 1e3, t[:n-1]
-		case 'm':
-			mult, t = 1e6, t[:n-1]
-		case 'g':
-			mult, t = 1e9, t[:n-1]
-		case 't':
-			mult, t = 1e12, t[:n-1]
+// Rates are read as tc reads them. iproute2's get_rate64 (lib/utils_math.c,
+// used by tc for every rate, netem's rate included) reads a floating-point
+// number with strtod and an optional unit from this table, compared
+// case-insensitively (strcasecmp):
+//
+//	bit or a bare number   bits per second
+//	kbit mbit gbit tbit    10^3, 10^6, 10^9, 10^12 bits per second
+//	kibit mibit gibit tibit 2^10, 2^20, 2^30, 2^40 bits per second
+//	bps                    BYTES per second (8 bits)
+//	kbps mbps gbps tbps    10^3 ... 10^12 BYTES per second
+//	kibps mibps gibps tibps 2^10 ... 2^40 BYTES per second
+//
+// so "10gbps" and "10GBps" are both 80 Gbit/s, and a negative number or any
+// other unit is an error. tc(8)'s RATES section documents the same table.
+//
+//	https://git.kernel.org/pub/scm/network/iproute2/iproute2.git/tree/lib/utils_math.c
+//	https://git.kernel.org/pub/scm/network/iproute2/iproute2.git/tree/man/man8/tc.8
+//	(mirrored at https://github.com/iproute2/iproute2)
+//
+// inaemu reads every spelling tc accepts as tc does. tc refuses a bare SI
+// prefix ("10G"), which is how people name Ethernet speeds; inaemu reads it
+// as bits ("10G" = 10gbit), as it reads "10Gbit/s". RateNote explains the
+// spellings that read differently than a user may expect.
+
+// rateUnits are get_rate64's units (lib/utils_math.c) in bits per second,
+// then inaemu's own: a bare SI prefix and bit/s, both bits.
+var rateUnits = []struct {
+	suffix string
+	scale  float64
+	tc     bool // tc's own spelling
+}{
+	{"bit", 1, true},
+	{"kibit", 1 << 10, true}, {"kbit", 1e3, true}, {"mibit", 1 << 20, true}, {"mbit", 1e6, true},
+	{"gibit", 1 << 30, true}, {"gbit", 1e9, true}, {"tibit", 1 << 40, true}, {"tbit", 1e12, true},
+	{"bps", 8, true},
+	{"kibps", 8 << 10, true}, {"kbps", 8e3, true}, {"mibps", 8 << 20, true}, {"mbps", 8e6, true},
+	{"gibps", 8 << 30, true}, {"gbps", 8e9, true}, {"tibps", 8 << 40, true}, {"tbps", 8e12, true},
+	{"bit/s", 1, false}, {"kbit/s", 1e3, false}, {"mbit/s", 1e6, false}, {"gbit/s", 1e9, false}, {"tbit/s", 1e12, false},
+	{"k", 1e3, false}, {"m", 1e6, false}, {"g", 1e9, false}, {"t", 1e12, false},
+}
+
+// splitRate splits a rate into its number and unit (the table's entry, or
+// a bare number: bits).
+func splitRate(s string) (num string, scale float64, unit string) {
+	t := strings.TrimSpace(s)
+	low := strings.ToLower(t)
+	for i := len(low) - 1; i >= 0; i-- { // the unit is the letters (and /) at the end
+		if c := low[i]; !(c >= 'a' && c <= 'z' || c == '/') {
+			u := low[i+1:]
+			for _, r := range rateUnits {
+				if u == r.suffix {
+					return t[:i+1], r.scale, t[i+1:]
+				}
+			}
+			if u == "" {
+				return t, 1, ""
+			}
+			return t, 0, t[i+1:]
 		}
 	}
-	v, err := strconv.ParseFloat(t, 64)
-	r := v * mult * unit
-	if err != nil || math.IsNaN(r) || r < 1e6 || r > 1e13 {
-		return 0, fmt.Errorf("rate %q: want e.g. 10G, 25Gbit, 100G (1 Mbit/s to 10 Tbit/s)", s)
+	return t, 0, t
+}
+
+// ParseRate reads a link rate as tc does (see above) and returns it in
+// bits per second: "10gbit", "100mbit", "1e10" (bits), "10gbps" (bytes:
+// 80 Gbit/s), "10gibit"; or, where tc has no reading, "10G" and
+// "10Gbit/s" (bits). From 1 Mbit/s to 10 Tbit/s.
+func ParseRate(s string) (float64, error) {
+	num, scale, _ := splitRate(s)
+	v, err := strconv.ParseFloat(num, 64)
+	r := v * scale
+	if err != nil || scale == 0 || math.IsNaN(r) || r < 1e6 || r > 1e13 {
+		return 0, fmt.Errorf("rate %q: want e.g. 10G, 25gbit, 100G (bits per second, as tc writes them; 1 Mbit/s to 10 Tbit/s)", s)
 	}
 	return r, nil
+}
+
+// RateNote is a one-line note for a rate whose reading may surprise: a
+// bytes unit (tc's "bps" family: "10Gbps" is 80 Gbit/s) or a binary
+// prefix ("10gibit" is 10.737 Gbit/s). "" for bits in SI units, and for
+// what ParseRate refuses.
+func RateNote(s string) string {
+	r, err := ParseRate(s)
+	if err != nil {
+		return ""
+	}
+	num, _, unit := splitRate(s)
+	low := strings.ToLower(unit)
+	prefix := unit // the SI or IEC prefix: G, Gi, k
+	for _, u := range []string{"bit/s", "bit", "bps"} {
+		if strings.HasSuffix(low, u) {
+			prefix = unit[:len(unit)-len(u)]
+			break
+		}
+	}
+	binary := strings.HasSuffix(strings.ToLower(prefix), "i")
+	switch {
+	case strings.HasSuffix(low, "bps"):
+		alt := ""
+		if !binary {
+			alt = " or " + FormatRate(r/8)
+		}
+		return fmt.Sprintf("%s is %s: tc reads 'bps' as bytes per second; write %s%sbit%s for bits", strings.TrimSpace(s), formatBits(r), num, prefix, alt)
+	case binary:
+		return fmt.Sprintf("%s is %s: tc reads ki, mi, gi and ti as binary prefixes (2^10 ... 2^40); write %s%sbit for powers of ten", strings.TrimSpace(s), formatBits(r), num, prefix[:len(prefix)-1])
+	}
+	return ""
+}
+
+// formatBits writes bits per second for a note: 80 Gbit/s, 10.737 Gbit/s.
+func formatBits(bps float64) string {
+	for _, u := range []struct {
+		suf string
+		m   float64
+	}{{"Tbit/s", 1e12}, {"Gbit/s", 1e9}, {"Mbit/s", 1e6}, {"kbit/s", 1e3}} {
+		if bps >= u.m {
+			return strconv.FormatFloat(math.Round(bps/u.m*1000)/1000, 'f', -1, 64) + " " + u.suf
+		}
+	}
+	return strconv.FormatFloat(bps, 'f', -1, 64) + " bit/s"
 }
 
 // ParseSize reads a byte count up to 1 TiB: "64MiB", "4MB", "512KiB",

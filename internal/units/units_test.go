@@ -93,3 +93,46 @@ func TestFormatBytes(t *testing.T) {
 		assert.Equal(t, want, FormatBytes(n))
 	}
 }
+
+// Every spelling of tc's rate table (get_rate64, iproute2
+// lib/utils_math.c; tc(8) RATES) means what tc means, in any case; tc's
+// bps units are bytes. inaemu's own spellings (a bare SI prefix, bit/s)
+// are bits.
+func TestRatesAsTCReadsThem(t *testing.T) {
+	for in, want := range map[string]float64{
+		// tc's table, bits.
+		"25000000bit": 25e6, "1e9": 1e9, "1000000": 1e6, "5000kbit": 5e6, "100mbit": 1e8, "10gbit": 1e10, "1tbit": 1e12,
+		"1024kibit": 1 << 20, "100mibit": 100 << 20, "10gibit": 10 << 30, "1tibit": 1 << 40,
+		// tc's table, bytes.
+		"125000000bps": 1e9, "125000kbps": 1e9, "125mbps": 1e9, "10gbps": 8e10, "1tbps": 8e12,
+		"128kibps": 8 << 17, "100mibps": 800 << 20, "1gibps": 8 << 30,
+		// Case does not matter to strcasecmp.
+		"10GBIT": 1e10, "10Gbit": 1e10, "10GBps": 8e10, "10GbPs": 8e10, "10MiBit": 10 << 20,
+		// strtod's numbers.
+		"2.5gbit": 2.5e9, "1e1gbit": 1e10, "+10gbit": 1e10,
+		// inaemu's: a bare SI prefix and bit/s are bits.
+		"10G": 1e10, "400m": 4e8, "10Gbit/s": 1e10, "1T": 1e12,
+	} {
+		got, err := ParseRate(in)
+		if assert.NoError(t, err, in) {
+			assert.InDelta(t, want, got, want*1e-12, in)
+		}
+	}
+	// tc refuses these, and so does inaemu.
+	for _, in := range []string{"-10gbit", "10 gbit", "10gbits", "10gb", "10gib", "10bytes", "10g bit", "gbit"} {
+		_, err := ParseRate(in)
+		assert.Error(t, err, in)
+	}
+}
+
+// The spellings that read differently than a user may expect get a note;
+// bits in SI units do not.
+func TestRateNote(t *testing.T) {
+	assert.Equal(t, "10Gbps is 80 Gbit/s: tc reads 'bps' as bytes per second; write 10Gbit or 10G for bits", RateNote("10Gbps"))
+	assert.Equal(t, "100mbps is 800 Mbit/s: tc reads 'bps' as bytes per second; write 100mbit or 100M for bits", RateNote("100mbps"))
+	assert.Contains(t, RateNote("1GiBps"), "1GiBps is 8.59 Gbit/s: tc reads 'bps' as bytes per second; write 1Gibit for bits")
+	assert.Equal(t, "10gibit is 10.737 Gbit/s: tc reads ki, mi, gi and ti as binary prefixes (2^10 ... 2^40); write 10gbit for powers of ten", RateNote("10gibit"))
+	for _, s := range []string{"10G", "10gbit", "25Gbit", "100mbit", "1e10", "10Gbit/s", "fast"} {
+		assert.Empty(t, RateNote(s), s)
+	}
+}

@@ -1,0 +1,165 @@
+package scenario
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/internal/units"
+)
+
+// Option is one setting of a run, declared once: its key in a scenario
+// file, the flag that gives it on the command line, its help and its
+// default. The field it sets is the Scenario field whose YAML tag is Key,
+// so a flag and a file can never disagree on where a setting goes; the
+// command line registers one flag per Option (cmd/inaemu) and the files
+// read the same fields.
+type Option struct {
+	Key   string // the scenario key: msg_len
+	Flag  string // the flag's name: msg-len (the key with - for _, but faults: --fault)
+	Arg   string // the value's name in the help: N, SIZE, RATE, D
+	Help  string
+	Group Group
+	// Default is the value a run takes without the option, as the flag
+	// shows it ("" for none); it is emu.DefaultConfig's setting written
+	// out, not a second default.
+	Default string
+	// Kind says how the value is read, for the notes on surprising
+	// spellings (rates and durations follow tc).
+	Kind Kind
+}
+
+// Group is the kind of setting: which commands take an Option.
+type Group int
+
+const (
+	// JobGroup: the job every process of a run takes (run, sweep,
+	// switch, host).
+	JobGroup Group = iota
+	// LinkGroup: the emulated links (run, topo show).
+	LinkGroup
+	// FaultGroup: impairments of the emulated links (run).
+	FaultGroup
+	// NetworkGroup: the topology and the switches' memory (run, topo
+	// show; refused on TAPs).
+	NetworkGroup
+)
+
+// Kind is how an Option's value is spelled.
+type Kind int
+
+const (
+	Text     Kind = iota // a word or a spec
+	Number               // an integer
+	Rate                 // a link rate, tc's way (units.ParseRate)
+	Duration             // a time, tc's way (faults.ParseDuration)
+	Size                 // a byte count (units.ParseSize)
+	List                 // repeatable: each flag adds one (faults)
+)
+
+// Exceptions are the scenario keys that have no flag, and why.
+var Exceptions = map[string]string{
+	"jobs": "a list of jobs, each with its own ranks and settings: a structure only a file can say",
+}
+
+// Options are the settings of a run, in the order --help lists them.
+func Options() []Option {
+	def := emu.DefaultConfig()
+	return []Option{
+		{Key: "workers", Arg: "N", Group: JobGroup, Kind: Number, Default: fmt.Sprint(def.Workers),
+			Help: "number of workers H (2..64); with a topology the job runs on its first H hosts (default there: all of them)"},
+		{Key: "mode", Arg: "MODE", Group: JobGroup, Default: def.Mode.String(),
+			Help: "allreduce algorithm: netreduce (through the aggregating switch) or ring (Ring-AllReduce; the switch only forwards)"},
+		{Key: "window", Arg: "N", Group: JobGroup, Kind: Number, Default: fmt.Sprint(def.Window),
+			Help: "NetReduce window N: messages in flight per worker (1..32)"},
+		{Key: "msg_len", Arg: "K", Group: JobGroup, Kind: Number, Default: fmt.Sprint(def.MsgLen),
+			Help: "packets per message (1..255)"},
+		{Key: "mtu", Arg: "BYTES", Group: JobGroup, Kind: Number, Default: fmt.Sprint(def.MTU),
+			Help: "path MTU: 256, 512, 1024, 2048 or 4096"},
+		{Key: "tensor", Arg: "SIZE", Group: JobGroup, Kind: Size, Default: units.FormatSize(def.TensorBytes),
+			Help: "tensor size per worker, e.g. 4MiB, 64MiB, 4MB, or bytes"},
+		{Key: "dtype", Arg: "TYPE", Group: JobGroup, Default: def.DType.String(),
+			Help: "element type: f32, i32 (fixed point, wrapping) or f16"},
+		{Key: "pattern", Arg: "PATTERN", Group: JobGroup, Default: def.Pattern.String(),
+			Help: "tensor contents: random (from the seed), zeros, ones or ramp"},
+		{Key: "transport", Arg: "ENCAP", Group: JobGroup, Default: def.Transport.String(),
+			Help: "encapsulation: v2-ipv4, v2-ipv6 or v1"},
+		{Key: "seed", Arg: "S", Group: JobGroup, Kind: Number,
+			Help: "seed of every random choice (default: a fresh one, printed)"},
+		{Key: "release", Arg: "RULE", Group: JobGroup, Default: def.Release.String(),
+			Help: "aggregator release rule: safe, or paper (NetReduce §3.1 as written)"},
+		{Key: "timeout", Arg: "EXP", Group: JobGroup, Kind: Number, Default: fmt.Sprint(def.Timeout),
+			Help: "QP local ACK timeout exponent: 4.096us × 2^EXP (14 ≈ 67 ms, as perftest sets it)"},
+		{Key: "retry_cnt", Arg: "N", Group: JobGroup, Kind: Number, Default: fmt.Sprint(def.RetryCnt),
+			Help: "QP retry count (0..7; 7 means seven retries, forever with --nic rxe)"},
+		{Key: "nic", Arg: "PROFILE", Group: JobGroup, Default: def.NIC.String(),
+			Help: "NIC behaviour profile: commodity (a hardware RNIC as the IB spec says) or rxe (Linux soft-RoCE: 128 PSNs in flight, one NAK retry at a time, retry_cnt 7 infinite)"},
+		{Key: "max_time", Arg: "D", Group: JobGroup, Kind: Duration, Default: "60s",
+			Help: "give up after this much virtual time (wall time on TAPs); a time as tc writes it, e.g. 60s, 500ms"},
+		{Key: "link", Arg: "RATE", Group: LinkGroup, Kind: Rate, Default: units.FormatRate(def.Link.Rate),
+			Help: "link rate as tc writes it: 10G or 10gbit (bits), 100mbit; tc's bps suffixes are bytes per second (10gbps = 80 Gbit/s)"},
+		{Key: "latency", Arg: "D", Group: LinkGroup, Kind: Duration, Default: def.Link.Latency.String(),
+			Help: "one-way propagation delay of each link, a time as netem writes it: 1us, 500ns, 2ms (a bare number is nanoseconds, as netem reads it)"},
+		{Key: "queue", Arg: "FRAMES", Group: LinkGroup, Kind: Number, Default: "1000",
+			Help: "egress queue per link direction, frames"},
+		{Key: "netem", Arg: "SPEC", Group: FaultGroup,
+			Help: "netem options for every link direction, e.g. 'loss gemodel 1% 10% delay 5us 1us'"},
+		{Key: "loss", Arg: "P", Group: FaultGroup,
+			Help: "netem loss on every link, both directions: P, or 'gemodel p r [1-h [1-k]]'"},
+		{Key: "reorder", Arg: "'P [gap N]'", Group: FaultGroup,
+			Help: "netem reorder on every link"},
+		{Key: "duplicate", Arg: "P", Group: FaultGroup,
+			Help: "netem duplicate probability on every link"},
+		{Key: "corrupt", Arg: "P", Group: FaultGroup,
+			Help: "netem corrupt probability on every link (one random bit)"},
+		{Key: "faults", Flag: "fault", Arg: "SPEC", Group: FaultGroup, Kind: List,
+			Help: "deterministic fault 'ACTION key=value ...' (repeatable); ACTION drop|dup|corrupt|delay=D|hold=K|spoof=R; keys link=NAME (a link direction: hR-leafL, portR-in, ...; see 'inaemu topo show') or port=R dir=in|out, class=data|ack|nak|any qp=N psn=P nth=K every=K prob=P"},
+		{Key: "topology", Arg: "SPEC", Group: NetworkGroup,
+			Help: "the network: star, star:hosts=8, spine-leaf:leaves=2,hosts=4,spines=1[,uplink=40G], dims:4x4[,kinds=ring/switch], or FILE.yaml (the keys of a scenario's topology:); links it does not set take --link, --latency and --queue (default: the star of --workers hosts)"},
+		{Key: "switch_memory", Arg: "SIZE", Group: NetworkGroup, Kind: Size,
+			Help: "each switch's aggregation memory budget, e.g. 64MiB (default: no bound); a NetReduce ring that does not fit is refused (exit 2)"},
+	}
+}
+
+// FlagName is the option's flag: Flag, or the key with - for _.
+func (o Option) FlagName() string {
+	if o.Flag != "" {
+		return o.Flag
+	}
+	return strings.ReplaceAll(o.Key, "_", "-")
+}
+
+// Field is the Scenario field the option sets, addressable: a string, a
+// *int, a *uint64, a []string or a *topo.Spec.
+func (o Option) Field(s *Scenario) (reflect.Value, error) {
+	v := reflect.ValueOf(s).Elem()
+	for i := range v.NumField() {
+		if yamlKey(v.Type().Field(i)) == o.Key {
+			return v.Field(i), nil
+		}
+	}
+	return reflect.Value{}, fmt.Errorf("scenario: option %q has no field", o.Key)
+}
+
+// Keys are the scenario's top-level keys, in the order of its fields.
+func Keys() []string {
+	t := reflect.TypeFor[Scenario]()
+	keys := make([]string, t.NumField())
+	for i := range keys {
+		keys[i] = yamlKey(t.Field(i))
+	}
+	return keys
+}
+
+func yamlKey(f reflect.StructField) string { return strings.Split(f.Tag.Get("yaml"), ",")[0] }
+
+// OptionByKey is the option of a scenario key, if it has one.
+func OptionByKey(key string) (Option, bool) {
+	for _, o := range Options() {
+		if o.Key == key {
+			return o, true
+		}
+	}
+	return Option{}, false
+}
