@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -247,8 +248,11 @@ func cobraReason(err error) string {
 	}
 	if m := exclusiveRE.FindStringSubmatch(msg); m != nil {
 		var names []string
-		for _, n := range strings.Fields(m[2]) {
-			names = append(names, "--"+n)
+		set := strings.Fields(m[2]) // sorted by cobra: named in the group's order
+		for _, n := range strings.Fields(m[1]) {
+			if slices.Contains(set, n) {
+				names = append(names, "--"+n)
+			}
 		}
 		return strings.Join(names, " and ") + ": choose one"
 	}

@@ -28,7 +28,11 @@ type progressBar struct {
 	p     *mpb.Progress
 	bar   *mpb.Bar
 	total int64
+	last  int64 // the last count shown
 }
+
+// startProgressHook, if set, is shown every bar made (tests).
+var startProgressHook func(*progressBar)
 
 // startProgress makes the bar of a long command: only on a terminal, and
 // never for --json (output meant for programs).
@@ -36,7 +40,11 @@ func startProgress(e *cmdEnv, what, unit string, asJSON bool) *progressBar {
 	if asJSON || !stderrIsTerminal(e.stderr) {
 		return nil
 	}
-	return &progressBar{w: e.stderr, what: what, unit: unit}
+	b := &progressBar{w: e.stderr, what: what, unit: unit}
+	if startProgressHook != nil {
+		startProgressHook(b)
+	}
+	return b
 }
 
 // observe is emu.Config.Progress: done of total results. The bar is made
@@ -51,6 +59,7 @@ func (b *progressBar) observe(done, total int64) {
 		b.newBar(total)
 	}
 	b.bar.SetCurrent(done)
+	b.last = done
 }
 
 // newBar replaces the bar (a new label or total: the next property of a

@@ -57,6 +57,7 @@ func completeWords(c *cobra.Command, words map[string][]string) {
 
 func runRun(e *cmdEnv, jf *jobFlags, pcap, backend, prefix string, asJSON bool) int {
 	stderr := e.stderr
+	interruptible.Store(true) // from here on Ctrl-C stops the run cleanly (e.ctx)
 	cfg, ok := jf.config(e)
 	if !ok {
 		return exitUsage
@@ -100,7 +101,6 @@ func runRun(e *cmdEnv, jf *jobFlags, pcap, backend, prefix string, asJSON bool) 
 	}
 	bar := startProgress(e, "run", "results", asJSON)
 	cfg.Context, cfg.Progress = e.ctx, bar.observe
-	interruptible.Store(true)
 	res, runErr := emu.Run(cfg)
 	bar.stop()
 	if capFile != nil {

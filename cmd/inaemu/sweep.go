@@ -49,6 +49,7 @@ func sweepCommand(stdout, stderr io.Writer) *cobra.Command {
 // or wrong, and the median bandwidth of the exact ones.
 func runSweep(fs *cmdEnv, jf *jobFlags, a sweepArgs) int {
 	stdout, stderr := fs.stdout, fs.stderr
+	interruptible.Store(true) // Ctrl-C stops the sweep cleanly (fs.ctx)
 	if a.seeds < 1 || a.seeds > 1000 {
 		fs.usageError("--seeds %d: want 1..1000", a.seeds)
 		return exitUsage
@@ -112,7 +113,6 @@ func runSweep(fs *cmdEnv, jf *jobFlags, a sweepArgs) int {
 	}
 	bar := startProgress(fs, "sweep", "runs", a.asJSON)
 	base.Context = fs.ctx
-	interruptible.Store(true)
 	rows, err := emu.Sweep(base, points, ss, func(done, total int) { bar.observe(int64(done), int64(total)) })
 	bar.stop()
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
