@@ -75,6 +75,7 @@ func runConformance(fs *cmdEnv, a conformanceArgs, names []string) int {
 	opts := conformance.SuiteOptions{Count: *count, Seed: *seed, Release: rel, OutDir: *out}
 	bar := startProgress(fs, "conformance", "cases", *asJSON)
 	opts.Progress = func(name string, done, total int) {
+		interruptNote.Store(fmt.Sprintf("inaemu conformance: interrupted in %s after %d of %d cases (seed %d)", name, done, total, *seed))
 		bar.label(name)
 		bar.observe(int64(done), int64(total))
 	}

@@ -44,8 +44,13 @@ func main() {
 		stop()
 		if !interruptible.Load() {
 			// A command that does not watch the context (check,
-			// conformance, ...) ends here, as the signal would end it.
-			fmt.Fprintln(os.Stderr, "\ninaemu: interrupted")
+			// conformance, ...) ends here, as the signal would end it,
+			// saying how far it got if it keeps count.
+			msg := "inaemu: interrupted"
+			if s, ok := interruptNote.Load().(string); ok {
+				msg = s
+			}
+			fmt.Fprintln(os.Stderr, "\n"+msg)
 			os.Exit(exitInterrupted)
 		}
 	}()
@@ -58,6 +63,10 @@ func main() {
 // switch, host): Ctrl-C then lets it stop cleanly instead of ending the
 // process.
 var interruptible atomic.Bool
+
+// interruptNote is what a command that cannot stop cleanly has done so
+// far, for the line Ctrl-C prints (conformance: the property and case).
+var interruptNote atomic.Value
 
 // guarded runs the command and turns a panic into one line on stderr and
 // exit 70: a user never sees a Go trace. Bad input never gets here; it is
