@@ -2,14 +2,13 @@ package capcheck
 
 import (
 	"bytes"
+	"container/heap"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
-	"github.com/inaemu/inaemu/internal/pcapio"
 )
 
 // The agg-sum rule: NetReduce results leaving the switch (X-out) against
@@ -68,17 +67,17 @@ func isLinkTap(name string, all bool) bool {
 // linkHostMACs learns, for each link-tap interface, its host's MAC: the
 // unicast address in the most frames there (every frame on a host's link
 // is from or to it).
-func linkHostMACs(recs []pcapio.Record, fs []checkFrame, link []bool) map[int][6]byte {
+func linkHostMACs(fs *frameStore, link []bool) map[int][6]byte {
 	count := map[int]map[[6]byte]int{}
-	for i := range fs {
-		ifc := fs[i].iface
-		if ifc >= len(link) || !link[ifc] || len(recs[i].Data) < 12 {
+	for i := range fs.len() {
+		ifc := fs.at(i).iface
+		if ifc >= len(link) || !link[ifc] || !fs.at(i).hasMAC {
 			continue
 		}
 		if count[ifc] == nil {
 			count[ifc] = map[[6]byte]int{}
 		}
-		for _, mac := range [][6]byte{[6]byte(recs[i].Data[0:6]), [6]byte(recs[i].Data[6:12])} {
+		for _, mac := range [][6]byte{fs.at(i).dstMAC, fs.at(i).srcMAC} {
 			if mac[0]&1 == 0 {
 				count[ifc][mac]++
 			}
@@ -91,9 +90,21 @@ func linkHostMACs(recs []pcapio.Record, fs []checkFrame, link []bool) map[int][6
 	return host
 }
 
-// checkAggregation applies agg-sum. hostLink marks the A-B and B-A
-// interfaces of host links, whose side (sideIn or sideOut) is in ifaceSide.
-func checkAggregation(recs []pcapio.Record, fs []checkFrame, names []string, ifaceSide []uint8, hostLink []bool, linkTaps bool, dt tensor.DType, tag uint32, rep *Report, report func(rule string, f *checkFrame, detail string)) {
+// aggReorder is how many frames agg-sum holds back to put a capture of
+// several interfaces in time order (dumpcap interleaves them only
+// roughly) while it reads the payloads as a stream.
+const aggReorder = 4096
+
+// aggKeep is how many messages behind a ring's newest agg-sum keeps the
+// contributions of: twice the largest NetReduce window (32 messages in
+// flight per worker). A result or late duplicate of an older message is
+// counted as unchecked.
+const aggKeep = 64
+
+// checkAggregation applies agg-sum (see Check), reading the payloads
+// again in capture order (payloads), in time order within aggReorder
+// frames; its memory is bounded by the messages in flight.
+func checkAggregation(payloads func(yield func(i int, data []byte) bool) error, fs *frameStore, names []string, ifaceSide []uint8, hostLink []bool, linkTaps bool, dt tensor.DType, tag uint32, rep *Report, report func(rule string, f *checkFrame, detail string)) error {
 	side := make([]uint8, len(names))
 	link := make([]bool, len(names))
 	any := false
@@ -114,156 +125,218 @@ func checkAggregation(recs []pcapio.Record, fs []checkFrame, names []string, ifa
 		}
 	}
 	if !any {
-		return
+		return nil
 	}
 	// On a link tap a frame's side is its direction: from the host to the
 	// switch, or from the switch to the host.
-	hostMAC := linkHostMACs(recs, fs, link)
+	hostMAC := linkHostMACs(fs, link)
 	frameSide := func(i int) uint8 {
-		f := &fs[i]
+		f := fs.at(i)
 		if f.iface >= len(side) {
 			return sideTap
 		}
 		if !link[f.iface] {
 			return side[f.iface]
 		}
-		mac, d := hostMAC[f.iface], recs[i].Data
-		switch {
-		case [6]byte(d[6:12]) == mac:
+		switch mac := hostMAC[f.iface]; {
+		case f.srcMAC == mac:
 			return sideIn
-		case [6]byte(d[0:6]) == mac:
+		case f.dstMAC == mac:
 			return sideOut
 		}
 		return sideTap
 	}
 	usable := func(i int) bool {
-		f := &fs[i]
+		f := fs.at(i)
 		return f.class == fcRequest && f.icrcOK && !f.ghost && !f.snapped && isWriteData(f.op) && frameSide(i) != sideTap
 	}
-	var v frames.View
 	// Ring sizes: the highest rank seen on a ring's INA headers, plus one.
 	ringH := map[uint8]int{}
-	for i := range fs {
-		if !usable(i) || frameSide(i) != sideIn || v.Parse(recs[i].Data) != nil {
-			continue
-		}
-		if h := inaOf(&v, tag); h != nil {
-			ringH[h.RingID()] = max(ringH[h.RingID()], int(h.Rank())+1)
+	for i := range fs.len() {
+		if f := fs.at(i); f.hasINA && f.inaTag == tag && usable(i) && frameSide(i) == sideIn {
+			ringH[f.inaRing] = max(ringH[f.inaRing], int(f.inaRank)+1)
 		}
 	}
 	if len(ringH) == 0 {
+		return nil
+	}
+	a := &aggregator{fs: fs, dt: dt, tag: tag, rep: rep, report: report, ringH: ringH,
+		conns: map[checkStreamKey]*aggConn{}, contrib: map[aggKey][][]byte{}, verified: map[aggKey]bool{}, newest: map[uint8]int64{}}
+	var held aggHeap
+	err := payloads(func(i int, data []byte) bool {
+		if i >= fs.len() || !usable(i) {
+			return true
+		}
+		heap.Push(&held, aggFrame{fs.at(i).ts, i, frameSide(i), append([]byte(nil), data...)})
+		if held.Len() > aggReorder {
+			a.frame(heap.Pop(&held).(aggFrame))
+		}
+		return true
+	})
+	for held.Len() > 0 {
+		a.frame(heap.Pop(&held).(aggFrame))
+	}
+	return err
+}
+
+// aggFrame is a usable frame held back for time order.
+type aggFrame struct {
+	ts   int64
+	i    int
+	side uint8
+	data []byte
+}
+
+type aggHeap []aggFrame
+
+func (h aggHeap) Len() int { return len(h) }
+func (h aggHeap) Less(a, b int) bool {
+	return h[a].ts < h[b].ts || (h[a].ts == h[b].ts && h[a].i < h[b].i)
+}
+func (h aggHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
+func (h *aggHeap) Push(x any)   { *h = append(*h, x.(aggFrame)) }
+func (h *aggHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	old[len(old)-1] = aggFrame{}
+	*h = old[:len(old)-1]
+	return x
+}
+
+// aggregator holds agg-sum's state: the connections, and the
+// contributions of the messages in flight.
+type aggregator struct {
+	fs       *frameStore
+	dt       tensor.DType
+	tag      uint32
+	rep      *Report
+	report   func(rule string, f *checkFrame, detail string)
+	ringH    map[uint8]int
+	conns    map[checkStreamKey]*aggConn
+	contrib  map[aggKey][][]byte
+	verified map[aggKey]bool
+	newest   map[uint8]int64 // per ring, the newest message id
+	v        frames.View
+	n        int
+}
+
+func (a *aggregator) frame(fr aggFrame) {
+	f, v := a.fs.at(fr.i), &a.v
+	if v.Parse(fr.data) != nil {
 		return
 	}
-	conns := map[checkStreamKey]*aggConn{}
-	contrib := map[aggKey][][]byte{}
-	verified := map[aggKey]bool{}
-	// In time order: a capture of several interfaces (dumpcap's) need not
-	// interleave them exactly, and a result must come after its
-	// contributions.
-	order := make([]int, len(fs))
-	for i := range order {
-		order[i] = i
+	if a.n++; a.n%(1<<12) == 0 {
+		a.evict()
 	}
-	sort.SliceStable(order, func(a, b int) bool { return fs[order[a]].ts < fs[order[b]].ts })
-	for _, i := range order {
-		f := &fs[i]
-		if !usable(i) || v.Parse(recs[i].Data) != nil {
-			continue
-		}
-		k := f.key()
-		conn := conns[k]
-		pay := v.Payload()
-		if frameSide(i) == sideIn {
-			var m aggMsg
-			var off int
-			if h := inaOf(&v, tag); h != nil {
-				if conn == nil {
-					conn = &aggConn{ring: h.RingID(), rank: h.Rank(), cur: int64(h.MsgID())}
-					conns[k] = conn
-				} else if conn.ring != h.RingID() || conn.rank != h.Rank() {
-					continue // the switch refuses a connection changing ring or rank
-				}
-				id := conn.cur + int64(int8(h.MsgID()-uint8(conn.cur)))
-				conn.cur = max(conn.cur, id)
-				found := false
-				for j := len(conn.msgs) - 1; j >= 0 && j >= len(conn.msgs)-maxAggSearch; j-- {
-					if conn.msgs[j].id == id {
-						m, found = conn.msgs[j], true
-						break
-					}
-				}
-				if !found {
-					m = aggMsg{id: id, psn0: f.psn, n: max(int(h.MsgLen()), 1)}
-					conn.msgs = append(conn.msgs, m)
-				}
-				if m.psn0 != f.psn {
-					continue
-				}
-				pay = pay[wire.INALen:]
-			} else {
-				if conn == nil || f.op.IsFirst() {
-					continue
-				}
-				var ok bool
-				if m, off, ok = conn.find(f.psn); !ok || off == 0 {
-					continue
+	k := f.key()
+	conn := a.conns[k]
+	pay := v.Payload()
+	if fr.side == sideIn {
+		var m aggMsg
+		var off int
+		if h := inaOf(v, a.tag); h != nil {
+			if conn == nil {
+				conn = &aggConn{ring: h.RingID(), rank: h.Rank(), cur: int64(h.MsgID())}
+				a.conns[k] = conn
+			} else if conn.ring != h.RingID() || conn.rank != h.Rank() {
+				return // the switch refuses a connection changing ring or rank
+			}
+			id := conn.cur + int64(int8(h.MsgID()-uint8(conn.cur)))
+			conn.cur = max(conn.cur, id)
+			a.newest[conn.ring] = max(a.newest[conn.ring], conn.cur)
+			found := false
+			for j := len(conn.msgs) - 1; j >= 0 && j >= len(conn.msgs)-maxAggSearch; j-- {
+				if conn.msgs[j].id == id {
+					m, found = conn.msgs[j], true
+					break
 				}
 			}
-			ak := aggKey{conn.ring, m.id, off}
-			cs := contrib[ak]
-			for len(cs) <= int(conn.rank) {
-				cs = append(cs, nil)
+			if !found {
+				m = aggMsg{id: id, psn0: f.psn, n: max(int(h.MsgLen()), 1)}
+				conn.msgs = append(conn.msgs, m)
+				if len(conn.msgs) > 2*maxAggSearch {
+					conn.msgs = append(conn.msgs[:0], conn.msgs[len(conn.msgs)-maxAggSearch:]...)
+				}
 			}
-			cs[conn.rank] = pay
-			contrib[ak] = cs
-			continue
-		}
-		// A frame leaving the switch: a result if its connection is known.
-		if conn == nil {
-			continue
-		}
-		m, off, ok := conn.find(f.psn)
-		if !ok {
-			rep.AggUnchecked++
-			continue
-		}
-		if off == 0 {
-			if !hasTag(pay, tag) {
-				rep.AggUnchecked++
-				continue
+			if m.psn0 != f.psn {
+				return
 			}
 			pay = pay[wire.INALen:]
+		} else {
+			if conn == nil || f.op.IsFirst() {
+				return
+			}
+			var ok bool
+			if m, off, ok = conn.find(f.psn); !ok || off == 0 {
+				return
+			}
 		}
 		ak := aggKey{conn.ring, m.id, off}
-		cs := contrib[ak]
-		H := ringH[conn.ring]
-		complete := len(cs) >= H
-		for r := 0; complete && r < H; r++ {
-			complete = cs[r] != nil && len(cs[r]) == len(cs[0])
+		cs := a.contrib[ak]
+		for len(cs) <= int(conn.rank) {
+			cs = append(cs, nil)
 		}
-		if !complete || len(cs[0])%dt.Size() != 0 {
+		cs[conn.rank] = pay
+		a.contrib[ak] = cs
+		return
+	}
+	// A frame leaving the switch: a result if its connection is known.
+	if conn == nil {
+		return
+	}
+	rep, dt := a.rep, a.dt
+	m, off, ok := conn.find(f.psn)
+	if !ok {
+		rep.AggUnchecked++
+		return
+	}
+	if off == 0 {
+		if !hasTag(pay, a.tag) {
 			rep.AggUnchecked++
-			continue
+			return
 		}
-		sum := append([]byte(nil), cs[0]...)
-		for r := 1; r < H; r++ {
-			tensor.Add(dt, sum, cs[r])
+		pay = pay[wire.INALen:]
+	}
+	ak := aggKey{conn.ring, m.id, off}
+	cs := a.contrib[ak]
+	H := a.ringH[conn.ring]
+	complete := len(cs) >= H
+	for r := 0; complete && r < H; r++ {
+		complete = cs[r] != nil && len(cs[r]) == len(cs[0])
+	}
+	if !complete || len(cs[0])%dt.Size() != 0 {
+		rep.AggUnchecked++
+		return
+	}
+	sum := append([]byte(nil), cs[0]...)
+	for r := 1; r < H; r++ {
+		tensor.Add(dt, sum, cs[r])
+	}
+	switch {
+	case bytes.Equal(sum, pay):
+		rep.AggChecked++
+		a.verified[ak] = true
+	case a.verified[ak] && int(conn.rank) < len(cs) && bytes.Equal(pay, cs[conn.rank]):
+		rep.AggForwarded++
+	case len(pay) != len(sum):
+		a.report(RuleAggSum, f, fmt.Sprintf("result carries %d data bytes, the %d contributions of ring %d message %d packet %d carry %d", len(pay), H, conn.ring, m.id, off, len(sum)))
+	default:
+		el := 0
+		for el*dt.Size() < len(sum) && bytes.Equal(sum[el*dt.Size():(el+1)*dt.Size()], pay[el*dt.Size():(el+1)*dt.Size()]) {
+			el++
 		}
-		switch {
-		case bytes.Equal(sum, pay):
-			rep.AggChecked++
-			verified[ak] = true
-		case verified[ak] && int(conn.rank) < len(cs) && bytes.Equal(pay, cs[conn.rank]):
-			rep.AggForwarded++
-		case len(pay) != len(sum):
-			report(RuleAggSum, f, fmt.Sprintf("result carries %d data bytes, the %d contributions of ring %d message %d packet %d carry %d", len(pay), H, conn.ring, m.id, off, len(sum)))
-		default:
-			el := 0
-			for el*dt.Size() < len(sum) && bytes.Equal(sum[el*dt.Size():(el+1)*dt.Size()], pay[el*dt.Size():(el+1)*dt.Size()]) {
-				el++
-			}
-			report(RuleAggSum, f, fmt.Sprintf("result is not the rank-order %s sum of the %d contributions (ring %d, message %d, packet %d): element %d is %s, want %s",
-				dt, H, conn.ring, m.id, off, el, tensor.Value(dt, pay, el), tensor.Value(dt, sum, el)))
+		a.report(RuleAggSum, f, fmt.Sprintf("result is not the rank-order %s sum of the %d contributions (ring %d, message %d, packet %d): element %d is %s, want %s",
+			dt, H, conn.ring, m.id, off, el, tensor.Value(dt, pay, el), tensor.Value(dt, sum, el)))
+	}
+}
+
+// evict forgets the contributions of messages aggKeep behind their
+// ring's newest: their results were judged long ago.
+func (a *aggregator) evict() {
+	for k := range a.contrib {
+		if k.msg < a.newest[k.ring]-aggKeep {
+			delete(a.contrib, k)
+			delete(a.verified, k)
 		}
 	}
 }

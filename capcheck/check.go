@@ -4,7 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
+	"io"
 	"net/netip"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -252,7 +255,13 @@ type Report struct {
 	Unpaired []string `json:"unpaired"`
 	// Snapped counts frames cut by the capture's snaplen: excluded from
 	// every rule.
-	Snapped        int            `json:"snapped"`
+	Snapped int `json:"snapped"`
+	// Truncated says where a file cut short ends: the frames before the
+	// cut were checked.
+	Truncated string `json:"truncated,omitempty"`
+	// AggError says why agg-sum could not read the payloads a second
+	// time (the file changed or went away between the reads).
+	AggError       string         `json:"agg_error,omitempty"`
 	Connections    int            `json:"connections"`
 	AggChecked     int            `json:"agg_checked"`
 	AggUnchecked   int            `json:"agg_unchecked"`
@@ -278,17 +287,64 @@ func (r *Report) RuleCounts() map[string]int {
 // report. When opt.Interfaces is nil the pcapng interface names are read
 // from the file.
 func CheckFile(path string, opt CheckOptions) (*Report, error) {
-	recs, names, err := pcapio.ReadAllNamed(path)
+	// The reader allocates every record afresh and the checker keeps none
+	// of them: collecting that garbage early keeps the peak RSS near what
+	// the checker holds (a small record per frame and the connections'
+	// state), not twice it.
+	defer debug.SetGCPercent(debug.SetGCPercent(checkGCPercent))
+	rd, err := pcapio.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	if opt.Interfaces == nil {
-		opt.Interfaces = names
+	p := newFrameParser()
+	var damage *pcapio.TruncatedError
+	for {
+		r, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			// A file cut short (a capture killed mid-write) is checked up
+			// to the cut, as tshark reads it; the report says where.
+			if errors.As(err, &damage) && p.rep.Frames > 0 {
+				break
+			}
+			rd.Close()
+			return nil, err
+		}
+		p.add(&r)
 	}
-	r := Check(recs, opt)
-	r.File = path
-	return r, nil
+	if opt.Interfaces == nil {
+		opt.Interfaces = rd.Interfaces()
+	}
+	rd.Close()
+	n := p.fs.len()
+	rep := p.check(opt, func(yield func(i int, data []byte) bool) error {
+		rd, err := pcapio.Open(path)
+		if err != nil {
+			return err
+		}
+		defer rd.Close()
+		for i := range n {
+			r, err := rd.Next()
+			if err != nil {
+				return fmt.Errorf("reading frame %d again: %v", i+1, err)
+			}
+			if !yield(i, r.Data) {
+				break
+			}
+		}
+		return nil
+	})
+	rep.File = path
+	if damage != nil {
+		rep.Truncated = damage.Error()
+	}
+	return rep, nil
 }
+
+// checkGCPercent is the garbage collector's GOGC while CheckFile runs.
+const checkGCPercent = 25
 
 // frame classes
 const (
@@ -335,9 +391,18 @@ type checkFrame struct {
 	iface int
 	ghost bool
 	// fault is what the frame's fault comment says was done to it.
+	// The frame's MAC addresses (hasMAC: it has them) and a hash of its
+	// bytes: all the checker keeps of them.
+	dstMAC, srcMAC [6]byte
+	hasMAC         bool
+	hash           uint64
+	// The INA header of a WRITE FIRST/ONLY whose payload has room for one
+	// (hasINA): its tag, ring and rank.
+	hasINA           bool
+	inaTag           uint32
+	inaRing, inaRank uint8
 	// snapped: cut by the snaplen (headers read, ICRC and payload not).
 	snapped  bool
-	fault    pcapio.Fault
 	injected bool
 	// dupCopy: the frame's bytes are those of a frame a duplicate fault
 	// copied (here or upstream).
@@ -355,12 +420,13 @@ type checkFrame struct {
 	psn        uint32
 	qp         uint32
 	syn        wire.Syndrome
-	src        netip.Addr
-	dst        netip.Addr
+	src, dst   uint32 // addresses, as indexes into the parser's table
 }
 
+// checkStreamKey names a stream: source and destination (indexes into
+// the checker's address table) and destination QPN.
 type checkStreamKey struct {
-	src, dst netip.Addr
+	src, dst uint32
 	qp       uint32
 }
 
@@ -573,111 +639,204 @@ func isRequestOp(op wire.Opcode) bool {
 // it; at the receiver's link and taps), NAK response latency (a NAK to the
 // first data packet carrying its PSN; at the sender's link and taps).
 func Check(recs []pcapio.Record, opt CheckOptions) *Report {
-	rep := &Report{Frames: len(recs), Violations: []Violation{}, Streams: []StreamReport{}, VantagePoints: []string{}, InjectedKinds: map[string]int{}, Inferences: []string{}, Unpaired: []string{}}
-	fs := make([]checkFrame, len(recs))
-	var v frames.View
-	type badICRC struct {
-		frame          int
-		wire, computed uint32
+	p := newFrameParser()
+	for i := range recs {
+		p.add(&recs[i])
 	}
-	var bad []badICRC
+	return p.check(opt, func(yield func(i int, data []byte) bool) error {
+		for i := range recs {
+			if !yield(i, recs[i].Data) {
+				break
+			}
+		}
+		return nil
+	})
+}
+
+// frameParser turns records into checkFrames, keeping nothing of a
+// record's bytes but its MAC addresses and a hash: a capture is read once
+// for every rule but agg-sum, which reads the payloads again (records).
+type frameParser struct {
+	rep *Report
+	fs  *frameStore
+	v   frames.View
+	bad []badICRC
 	// corrupted holds the bytes of frames a corrupt fault hit: a switch
 	// that forwards such a frame unchanged passes the fault on.
-	corrupted := map[string]bool{}
+	corrupted map[string]bool
 	// duplicated holds the bytes of frames a duplicate fault copied: the
 	// copies, wherever seen, are the network's, not their sender's.
-	duplicated := map[string]bool{}
-	for i := range recs {
-		r := &recs[i]
-		f := &fs[i]
-		f.idx, f.ts, f.iface = i, r.Info.Timestamp.UnixNano(), r.Info.InterfaceIndex
-		f.ghost = pcapio.IsGhost(r.Comments)
-		if f.ghost {
-			rep.Ghosts++
-		}
-		f.fault, f.injected = pcapio.FaultOf(r.Comments)
-		f.eff = f.ts - f.fault.ExtraDelay.Nanoseconds()
-		if f.fault.Has("duplicate") {
-			duplicated[string(r.Data)] = true
-		}
-		f.dupCopy = duplicated[string(r.Data)]
-		if f.injected {
-			rep.Injected++
-			for k := range strings.SplitSeq(f.fault.Kinds, ",") {
-				rep.InjectedKinds[k]++
-			}
-		}
-		data := r.Data
-		if r.Info.CaptureLength < r.Info.Length && r.Info.Length <= maxFrameLen && len(data) == r.Info.CaptureLength {
-			// Cut by the capture's snaplen: read the headers that survive,
-			// with the rest zeroed; nothing that needs the lost bytes (the
-			// ICRC, the payload) is judged.
-			f.snapped = true
-			rep.Snapped++
-			data = append(append(make([]byte, 0, r.Info.Length), data...), make([]byte, r.Info.Length-len(data))...)
-		}
-		if err := v.Parse(data); err != nil {
-			if f.snapped {
-				f.class = fcUnreadable
-				continue
-			}
-			var pe frames.ParseError
-			if errors.As(err, &pe) && pe != frames.ErrNotRoCE {
-				f.class = fcMalformed
-				if !f.ghost {
-					rep.Malformed++
-				}
-			} else if !otherTraffic(r.Data) {
-				f.class = fcUnreadable
-			}
-			continue
-		}
-		f.op, f.psn, f.qp = v.Opcode(), v.PSN(), v.DestQP()
-		f.src, f.dst = v.SrcAddr().Unmap(), v.DstAddr().Unmap()
-		f.icrcOK = v.ICRCOK()
-		if f.snapped {
-			// Usable only when the transport headers were captured whole.
-			if v.ICRCOffset()-len(v.Payload())-len(v.Pad()) > r.Info.CaptureLength {
-				f.class = fcUnreadable
-				continue
-			}
-			f.icrcOK = true
-		}
-		switch {
-		case isRequestOp(f.op):
-			f.class = fcRequest
-		case f.op == wire.Acknowledge && v.AETH() != nil:
-			f.class = fcAck
-			f.syn = v.AETH().Syndrome()
-		default:
-			f.class = fcRoCE
-		}
-		if f.ghost {
-			continue
-		}
-		rep.RoCEFrames++
-		if !f.icrcOK {
-			rep.BadICRC++
-			if f.fault.Has("corrupt") {
-				corrupted[string(r.Data)] = true
-				continue // the fault, not a violation
-			}
-			if corrupted[string(r.Data)] {
-				f.injected = true
-				rep.Injected++
-				rep.InjectedKinds["corrupt (forwarded)"]++
-				continue
-			}
-			bad = append(bad, badICRC{i, v.WireICRC(), v.ICRC()})
+	duplicated map[string]bool
+	padded     []byte
+	// addrs interns the addresses frames carry (a frame keeps an index).
+	addrs   []netip.Addr
+	addrIdx map[netip.Addr]uint32
+	// What the fault annotations show of reordering: the largest extra
+	// delay, and whether any frame was held back or reordered.
+	maxExtra int64
+	held     bool
+}
+
+func (p *frameParser) addr(a netip.Addr) uint32 {
+	if i, ok := p.addrIdx[a]; ok {
+		return i
+	}
+	i := uint32(len(p.addrs))
+	p.addrs = append(p.addrs, a)
+	p.addrIdx[a] = i
+	return i
+}
+
+type badICRC struct {
+	frame          int
+	wire, computed uint32
+}
+
+func newFrameParser() *frameParser {
+	return &frameParser{
+		rep: &Report{Violations: []Violation{}, Streams: []StreamReport{}, VantagePoints: []string{},
+			InjectedKinds: map[string]int{}, Inferences: []string{}, Unpaired: []string{}},
+		fs: &frameStore{}, corrupted: map[string]bool{}, duplicated: map[string]bool{}, addrIdx: map[netip.Addr]uint32{},
+	}
+}
+
+// frameStore holds the frames in chunks, so that it grows without
+// copying (a copy would hold the old and the new array at once).
+type frameStore struct {
+	chunks [][]checkFrame
+	n      int
+}
+
+const frameChunk = 1 << 14
+
+func (s *frameStore) len() int { return s.n }
+
+func (s *frameStore) at(i int) *checkFrame { return &s.chunks[i/frameChunk][i%frameChunk] }
+
+// push adds a zero frame and returns it.
+func (s *frameStore) push() *checkFrame {
+	if s.n%frameChunk == 0 {
+		s.chunks = append(s.chunks, make([]checkFrame, frameChunk))
+	}
+	s.n++
+	return s.at(s.n - 1)
+}
+
+// hashSeed makes frame hashes equal within a run (only equality is used).
+var hashSeed = maphash.MakeSeed()
+
+// add reads one record.
+func (p *frameParser) add(r *pcapio.Record) {
+	rep, v := p.rep, &p.v
+	i := p.fs.len()
+	f := p.fs.push()
+	rep.Frames++
+	f.idx, f.ts, f.iface = i, r.Info.Timestamp.UnixNano(), r.Info.InterfaceIndex
+	if len(r.Data) >= 12 {
+		f.dstMAC, f.srcMAC, f.hasMAC = [6]byte(r.Data[0:6]), [6]byte(r.Data[6:12]), true
+	}
+	f.hash = maphash.Bytes(hashSeed, r.Data)
+	f.ghost = pcapio.IsGhost(r.Comments)
+	if f.ghost {
+		rep.Ghosts++
+	}
+	fault, injected := pcapio.FaultOf(r.Comments)
+	f.injected = injected
+	f.eff = f.ts - fault.ExtraDelay.Nanoseconds()
+	p.maxExtra = max(p.maxExtra, fault.ExtraDelay.Nanoseconds())
+	p.held = p.held || fault.Has("hold") || fault.Has("reorder")
+	if fault.Has("duplicate") {
+		p.duplicated[string(r.Data)] = true
+	}
+	f.dupCopy = len(p.duplicated) > 0 && p.duplicated[string(r.Data)]
+	if f.injected {
+		rep.Injected++
+		for k := range strings.SplitSeq(fault.Kinds, ",") {
+			rep.InjectedKinds[k]++
 		}
 	}
+	data := r.Data
+	if r.Info.CaptureLength < r.Info.Length && r.Info.Length <= maxFrameLen && len(data) == r.Info.CaptureLength {
+		// Cut by the capture's snaplen: read the headers that survive,
+		// with the rest zeroed; nothing that needs the lost bytes (the
+		// ICRC, the payload) is judged.
+		f.snapped = true
+		rep.Snapped++
+		p.padded = append(append(p.padded[:0], data...), make([]byte, r.Info.Length-len(data))...)
+		data = p.padded
+	}
+	if err := v.Parse(data); err != nil {
+		if f.snapped {
+			f.class = fcUnreadable
+			return
+		}
+		var pe frames.ParseError
+		if errors.As(err, &pe) && pe != frames.ErrNotRoCE {
+			f.class = fcMalformed
+			if !f.ghost {
+				rep.Malformed++
+			}
+		} else if !otherTraffic(r.Data) {
+			f.class = fcUnreadable
+		}
+		return
+	}
+	f.op, f.psn, f.qp = v.Opcode(), v.PSN(), v.DestQP()
+	f.src, f.dst = p.addr(v.SrcAddr().Unmap()), p.addr(v.DstAddr().Unmap())
+	f.icrcOK = v.ICRCOK()
+	if f.snapped {
+		// Usable only when the transport headers were captured whole.
+		if v.ICRCOffset()-len(v.Payload())-len(v.Pad()) > r.Info.CaptureLength {
+			f.class = fcUnreadable
+			return
+		}
+		f.icrcOK = true
+	}
+	if op := f.op; op.IsWrite() && op.IsFirst() && len(v.Payload()) >= wire.INALen && !f.snapped {
+		h := wire.INA(v.Payload())
+		f.hasINA, f.inaTag, f.inaRing, f.inaRank = true, h.Tag(), h.RingID(), h.Rank()
+	}
+	switch {
+	case isRequestOp(f.op):
+		f.class = fcRequest
+	case f.op == wire.Acknowledge && v.AETH() != nil:
+		f.class = fcAck
+		f.syn = v.AETH().Syndrome()
+	default:
+		f.class = fcRoCE
+	}
+	if f.ghost {
+		return
+	}
+	rep.RoCEFrames++
+	if !f.icrcOK {
+		rep.BadICRC++
+		if fault.Has("corrupt") {
+			p.corrupted[string(r.Data)] = true
+			return // the fault, not a violation
+		}
+		if p.corrupted[string(r.Data)] {
+			f.injected = true
+			rep.Injected++
+			rep.InjectedKinds["corrupt (forwarded)"]++
+			return
+		}
+		p.bad = append(p.bad, badICRC{i, v.WireICRC(), v.ICRC()})
+	}
+}
 
+// check applies the rules to the frames read; payloads yields the
+// records' bytes again, in capture order, for agg-sum.
+func (p *frameParser) check(opt CheckOptions, payloads func(yield func(i int, data []byte) bool) error) *Report {
+	fs, rep, bad := p.fs, p.rep, p.bad
 	c := newChecker(opt, fs, rep)
+	c.addrs, c.addrIdx = p.addrs, p.addrIdx
+	c.reorderW = reorderWindow(opt.ReorderWindow, p.maxExtra, p.held, rep)
 	for _, b := range bad {
-		f := &fs[b.frame]
+		f := fs.at(b.frame)
 		c.violation(RuleICRC, f, "bad ICRC: wire %08x, computed %08x", b.wire, b.computed)
 	}
-	c.buildVantages(func(i int) []byte { return recs[i].Data })
+	c.buildVantages()
 	c.discover()
 	c.pairAll()
 	c.inferVantages()
@@ -689,7 +848,7 @@ func Check(recs []pcapio.Record, opt CheckOptions) *Report {
 	if tag == 0 {
 		tag = wire.INATag
 	}
-	checkAggregation(recs, fs, c.ifaceNames, c.ifaceSide, c.ifaceHostLink, opt.LinkTaps, opt.DType, tag, rep,
+	aggErr := checkAggregation(payloads, fs, c.ifaceNames, c.ifaceSide, c.ifaceHostLink, opt.LinkTaps, opt.DType, tag, rep,
 		func(rule string, f *checkFrame, detail string) { c.violation(rule, f, "%s", detail) })
 	c.finish()
 
@@ -701,5 +860,8 @@ func Check(recs []pcapio.Record, opt CheckOptions) *Report {
 		return a.Rule < b.Rule
 	})
 	rep.Conforms = len(rep.Violations) == 0
+	if aggErr != nil {
+		rep.AggError = aggErr.Error()
+	}
 	return rep
 }

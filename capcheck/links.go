@@ -62,23 +62,22 @@ type hostCandidate struct {
 // When exactly one reading remains, that direction becomes sideIn and the
 // reverse sideOut, as X-in and X-out. Otherwise the pair stays sideFwd
 // and sideRev: a link between switches, or one the capture cannot orient.
-func (c *checker) orientHostLinks(data func(i int) []byte) {
+func (c *checker) orientHostLinks() {
 	type dirCount struct {
 		src, dst   map[[6]byte]int
 		nSrc, nDst int
 	}
 	count := map[*checkVantage]*[2]dirCount{}
-	for i := range c.fs {
-		side := c.ifaceSide[c.fs[i].iface]
+	for i := range c.fs.len() {
+		side := c.ifaceSide[c.fs.at(i).iface]
 		if side != sideFwd && side != sideRev {
 			continue
 		}
-		d := data(i)
-		if len(d) < 12 {
+		if !c.fs.at(i).hasMAC {
 			continue
 		}
-		dst, src := [6]byte(d[0:6]), [6]byte(d[6:12])
-		vp := c.ifaceVP[c.fs[i].iface]
+		dst, src := c.fs.at(i).dstMAC, c.fs.at(i).srcMAC
+		vp := c.ifaceVP[c.fs.at(i).iface]
 		cs := count[vp]
 		if cs == nil {
 			cs = &[2]dirCount{}
@@ -126,19 +125,18 @@ func (c *checker) orientHostLinks(data func(i int) []byte) {
 			votes[candKey{vp, h.dir, h.mac}] = &[2]int{}
 		}
 	}
-	first := c.firstSightings(data)
-	for i := range c.fs {
-		f := &c.fs[i]
+	first := c.firstSightings()
+	for i := range c.fs.len() {
+		f := c.fs.at(i)
 		side := c.ifaceSide[f.iface]
-		d := data(i)
-		if (side != sideFwd && side != sideRev) || len(d) < 12 {
+		if (side != sideFwd && side != sideRev) || !f.hasMAC {
 			continue
 		}
-		v := votes[candKey{c.ifaceVP[f.iface], int(side - sideFwd), [6]byte(d[6:12])}]
+		v := votes[candKey{c.ifaceVP[f.iface], int(side - sideFwd), f.srcMAC}]
 		if v == nil {
 			continue
 		}
-		switch s := first[frameHash(d)]; {
+		switch s := first[f.hash]; {
 		case !s.shared:
 		case c.ifaceVP[s.iface] == c.ifaceVP[f.iface] && c.ifaceSide[s.iface] == side:
 			v[0]++
@@ -181,11 +179,11 @@ type sighting struct {
 }
 
 // firstSightings indexes every frame of the capture by its bytes.
-func (c *checker) firstSightings(data func(i int) []byte) map[uint64]sighting {
-	m := make(map[uint64]sighting, len(c.fs))
-	for i := range c.fs {
-		f := &c.fs[i]
-		h := frameHash(data(i))
+func (c *checker) firstSightings() map[uint64]sighting {
+	m := make(map[uint64]sighting, c.fs.len())
+	for i := range c.fs.len() {
+		f := c.fs.at(i)
+		h := f.hash
 		s, ok := m[h]
 		if !ok {
 			m[h] = sighting{iface: f.iface, ts: f.ts, idx: i}
@@ -200,15 +198,4 @@ func (c *checker) firstSightings(data func(i int) []byte) map[uint64]sighting {
 		m[h] = s
 	}
 	return m
-}
-
-// frameHash is a 64-bit FNV-1a hash of a frame's bytes and length; equal
-// hashes are taken as equal frames (a collision among a capture's frames
-// is far less likely than a bit error on the wire).
-func frameHash(b []byte) uint64 {
-	h := uint64(14695981039346656037)
-	for _, x := range b {
-		h = (h ^ uint64(x)) * 1099511628211
-	}
-	return (h ^ uint64(len(b))) * 1099511628211
 }

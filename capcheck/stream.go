@@ -48,7 +48,7 @@ func (p checkPosition) seesGaps() bool { return p != posSender }
 
 type checker struct {
 	opt        CheckOptions
-	fs         []checkFrame
+	fs         *frameStore
 	rep        *Report
 	ifaceNames []string
 	ifaceVP    []*checkVantage
@@ -64,6 +64,8 @@ type checker struct {
 	reorderW      int64 // ns; 0: no reordering allowed
 	t0            int64 // the first frame's timestamp
 	spans         map[checkStreamKey]*psnSpan
+	addrs         []netip.Addr
+	addrIdx       map[netip.Addr]uint32
 	// ghostPSN: a fault dropped a request with this key and PSN somewhere
 	// in the capture.
 	ghostPSN map[ghostKey]bool
@@ -82,10 +84,10 @@ type checkVantage struct {
 	unknown map[int]int // per interface: unreadable frames so far
 }
 
-func newChecker(opt CheckOptions, fs []checkFrame, rep *Report) *checker {
+func newChecker(opt CheckOptions, fs *frameStore, rep *Report) *checker {
 	n := len(opt.Interfaces)
-	for i := range fs {
-		n = max(n, fs[i].iface+1)
+	for i := range fs.len() {
+		n = max(n, fs.at(i).iface+1)
 	}
 	names := make([]string, n)
 	for i := range names {
@@ -99,9 +101,9 @@ func newChecker(opt CheckOptions, fs []checkFrame, rep *Report) *checker {
 	if w == 0 {
 		w = DefaultInFlight
 	}
-	c := &checker{opt: opt, fs: fs, rep: rep, ifaceNames: names, inFlight: int64(max(w, 0)), reorderW: reorderWindow(opt.ReorderWindow, fs, rep)}
-	if len(fs) > 0 {
-		c.t0 = fs[0].ts
+	c := &checker{opt: opt, fs: fs, rep: rep, ifaceNames: names, inFlight: int64(max(w, 0))}
+	if fs.len() > 0 {
+		c.t0 = fs.at(0).ts
 	}
 	return c
 }
@@ -113,18 +115,14 @@ func newChecker(opt CheckOptions, fs []checkFrame, rep *Report) *checker {
 // at least DefaultInFlight when a fault held frames back or reordered
 // them (netem reorder swaps a frame with the next one). A capture without
 // such annotations allows none.
-func reorderWindow(opt time.Duration, fs []checkFrame, rep *Report) int64 {
+func reorderWindow(opt time.Duration, maxExtra int64, held bool, rep *Report) int64 {
 	if opt != 0 {
 		rep.ReorderWindowNS = max(int64(opt), 0)
 		return rep.ReorderWindowNS
 	}
-	var w int64
-	for i := range fs {
-		f := &fs[i]
-		w = max(w, 2*f.fault.ExtraDelay.Nanoseconds())
-		if f.fault.Has("hold") || f.fault.Has("reorder") {
-			w = max(w, int64(DefaultInFlight))
-		}
+	w := 2 * maxExtra
+	if held {
+		w = max(w, int64(DefaultInFlight))
 	}
 	rep.ReorderWindowNS = w
 	return w
@@ -132,15 +130,15 @@ func reorderWindow(opt time.Duration, fs []checkFrame, rep *Report) int64 {
 
 // buildVantages maps interfaces to vantage points, merging X-in with
 // X-out and A-B with B-A.
-func (c *checker) buildVantages(data func(i int) []byte) {
+func (c *checker) buildVantages() {
 	n := len(c.ifaceNames)
 	c.ifaceVP = make([]*checkVantage, n)
 	c.ifaceSide = make([]uint8, n)
 	c.ifaceHostLink = make([]bool, n)
 	links := pairLinkNames(c.ifaceNames)
 	used := make([]bool, n)
-	for i := range c.fs {
-		used[c.fs[i].iface] = true
+	for i := range c.fs.len() {
+		used[c.fs.at(i).iface] = true
 	}
 	vpByName := map[string]*checkVantage{}
 	get := func(name string) *checkVantage {
@@ -163,13 +161,9 @@ func (c *checker) buildVantages(data func(i int) []byte) {
 		c.ifaceVP[i] = get(vpName)
 		c.ifaceSide[i] = side
 	}
-	c.orientHostLinks(data)
+	c.orientHostLinks()
 	c.markNotForHost(func(i int) (dst, src [6]byte, ok bool) {
-		d := data(i)
-		if len(d) < 12 {
-			return dst, src, false
-		}
-		return [6]byte(d[0:6]), [6]byte(d[6:12]), true
+		return c.fs.at(i).dstMAC, c.fs.at(i).srcMAC, c.fs.at(i).hasMAC
 	})
 	// Each interface in capture order, except that on an interface
 	// watched from the sending end of its link (X-in, the A-B directions
@@ -181,8 +175,8 @@ func (c *checker) buildVantages(data func(i int) []byte) {
 	// times at host X (what it sent, what reached it).
 	perIface := make([][]int, n)
 	displaced := make([]bool, n)
-	for i := range c.fs {
-		f := &c.fs[i]
+	for i := range c.fs.len() {
+		f := c.fs.at(i)
 		if c.ifaceSide[f.iface] == sideOut {
 			f.eff = f.ts
 		}
@@ -191,7 +185,7 @@ func (c *checker) buildVantages(data func(i int) []byte) {
 	}
 	for k, q := range perIface {
 		if displaced[k] {
-			sort.SliceStable(q, func(a, b int) bool { return c.fs[q[a]].eff < c.fs[q[b]].eff })
+			sort.SliceStable(q, func(a, b int) bool { return c.fs.at(q[a]).eff < c.fs.at(q[b]).eff })
 		}
 	}
 	for _, vp := range c.vantages {
@@ -211,7 +205,7 @@ func (c *checker) buildVantages(data func(i int) []byte) {
 					best = k
 					continue
 				}
-				a, b := &c.fs[q[0]], &c.fs[qs[best][0]]
+				a, b := c.fs.at(q[0]), c.fs.at(qs[best][0])
 				if a.eff < b.eff || (a.eff == b.eff && a.idx < b.idx) {
 					best = k
 				}
@@ -232,8 +226,8 @@ func (c *checker) buildVantages(data func(i int) []byte) {
 // nor its responder.
 func (c *checker) markNotForHost(macs func(i int) (dst, src [6]byte, ok bool)) {
 	count := map[*checkVantage]map[[6]byte]int{}
-	for i := range c.fs {
-		f := &c.fs[i]
+	for i := range c.fs.len() {
+		f := c.fs.at(i)
 		if c.ifaceSide[f.iface] != sideIn {
 			continue
 		}
@@ -249,8 +243,8 @@ func (c *checker) markNotForHost(macs func(i int) (dst, src [6]byte, ok bool)) {
 	for vp, m := range count {
 		host[vp] = mostCommonMAC(m)
 	}
-	for i := range c.fs {
-		f := &c.fs[i]
+	for i := range c.fs.len() {
+		f := c.fs.at(i)
 		if c.ifaceSide[f.iface] != sideOut {
 			continue
 		}
@@ -267,8 +261,8 @@ func (f *checkFrame) key() checkStreamKey { return checkStreamKey{f.src, f.dst, 
 func (c *checker) discover() {
 	c.spans = map[checkStreamKey]*psnSpan{}
 	c.ghostPSN = map[ghostKey]bool{}
-	for i := range c.fs {
-		f := &c.fs[i]
+	for i := range c.fs.len() {
+		f := c.fs.at(i)
 		if f.ghost && f.class == fcRequest {
 			c.ghostPSN[ghostKey{f.key(), f.psn}] = true
 		}
@@ -308,14 +302,19 @@ func (c *checker) discover() {
 	}
 }
 
-func streamKeyLess(a, b checkStreamKey) bool {
+func (c *checker) streamKeyLess(a, b checkStreamKey) bool {
 	if a.src != b.src {
-		return a.src.Less(b.src)
+		return c.addrs[a.src].Less(c.addrs[b.src])
 	}
 	if a.dst != b.dst {
-		return a.dst.Less(b.dst)
+		return c.addrs[a.dst].Less(c.addrs[b.dst])
 	}
 	return a.qp < b.qp
+}
+
+// keyText is a stream as the report writes it: "SRC→DST qp 0x000012".
+func (c *checker) keyText(k checkStreamKey) string {
+	return fmt.Sprintf("%s→%s qp %#06x", c.addrs[k.src], c.addrs[k.dst], k.qp)
 }
 
 // position picks the side of a merged vantage point a stream is watched
@@ -392,7 +391,7 @@ const (
 
 // pairing works on key sets so that the vantage points and the connection
 // count use the same rule.
-func pairKeys(reqs, resps []checkStreamKey, pairs []QPPair, spans map[checkStreamKey]*psnSpan) map[checkStreamKey]checkStreamKey {
+func pairKeys(reqs, resps []checkStreamKey, pairs []QPPair, spans map[checkStreamKey]*psnSpan, addrIdx map[netip.Addr]uint32) map[checkStreamKey]checkStreamKey {
 	out := map[checkStreamKey]checkStreamKey{}
 	isReq := map[checkStreamKey]bool{}
 	for _, k := range reqs {
@@ -401,14 +400,19 @@ func pairKeys(reqs, resps []checkStreamKey, pairs []QPPair, spans map[checkStrea
 	claimedResp := map[checkStreamKey]bool{}
 	claimedReq := map[checkStreamKey]bool{}
 	for _, p := range pairs {
-		rk := checkStreamKey{p.Src, p.Dst, p.ReqQP}
-		sk := checkStreamKey{p.Dst, p.Src, p.RespQP}
+		src, ok1 := addrIdx[p.Src]
+		dst, ok2 := addrIdx[p.Dst]
+		if !ok1 || !ok2 {
+			continue // names hosts the capture never shows
+		}
+		rk := checkStreamKey{src, dst, p.ReqQP}
+		sk := checkStreamKey{dst, src, p.RespQP}
 		claimedReq[rk], claimedResp[sk] = true, true
 		if isReq[rk] {
 			out[rk] = sk
 		}
 	}
-	type dir struct{ a, b netip.Addr }
+	type dir struct{ a, b uint32 }
 	nReq := map[dir]int{}
 	for _, k := range reqs {
 		if !claimedReq[k] {
@@ -475,7 +479,7 @@ func (c *checker) pairAll() {
 		for k := range vp.resps {
 			resps = append(resps, k)
 		}
-		for rk, sk := range pairKeys(reqs, resps, c.opt.Pairs, c.spans) {
+		for rk, sk := range pairKeys(reqs, resps, c.opt.Pairs, c.spans, c.addrIdx) {
 			r := vp.resps[sk]
 			if r == nil { // named by --pair, no response seen here
 				r = &checkResp{c: c, vp: vp, key: sk, pos: vp.reqs[rk].pos}
@@ -507,21 +511,21 @@ func (c *checker) countConnections() {
 		resps = append(resps, k)
 	}
 	paired := map[checkStreamKey]bool{}
-	pairs := pairKeys(reqs, resps, c.opt.Pairs, c.spans)
+	pairs := pairKeys(reqs, resps, c.opt.Pairs, c.spans, c.addrIdx)
 	for _, sk := range pairs {
 		paired[sk] = true
 	}
 	// A request stream left unpaired while responses came back its way
 	// is one whose responses could not be told from another's: nothing
 	// that needs them is judged, and the report says so.
-	back := map[[2]netip.Addr]bool{}
+	back := map[[2]uint32]bool{}
 	for _, k := range resps {
-		back[[2]netip.Addr{k.dst, k.src}] = true
+		back[[2]uint32{k.dst, k.src}] = true
 	}
-	sort.Slice(reqs, func(i, j int) bool { return streamKeyLess(reqs[i], reqs[j]) })
+	sort.Slice(reqs, func(i, j int) bool { return c.streamKeyLess(reqs[i], reqs[j]) })
 	for _, k := range reqs {
-		if _, ok := pairs[k]; !ok && back[[2]netip.Addr{k.src, k.dst}] {
-			c.rep.Unpaired = append(c.rep.Unpaired, fmt.Sprintf("%s→%s qp %#06x", k.src, k.dst, k.qp))
+		if _, ok := pairs[k]; !ok && back[[2]uint32{k.src, k.dst}] {
+			c.rep.Unpaired = append(c.rep.Unpaired, c.keyText(k))
 		}
 	}
 	n := len(reqs)
@@ -595,7 +599,7 @@ func (c *checker) inferVantages() {
 	for _, vp := range c.vantages {
 		ev := map[*checkReq]*evidence{}
 		for _, i := range vp.frames {
-			f := &c.fs[i]
+			f := c.fs.at(i)
 			// A ghost request counts as seen: the capture point recorded
 			// its sender sending it (a fault dropped it there).
 			if (f.ghost && f.class != fcRequest) || !f.icrcOK || f.notForHost {
@@ -639,7 +643,7 @@ func (c *checker) inferVantages() {
 				reqs = append(reqs, s)
 			}
 		}
-		sort.Slice(reqs, func(i, j int) bool { return streamKeyLess(reqs[i].key, reqs[j].key) })
+		sort.Slice(reqs, func(i, j int) bool { return c.streamKeyLess(reqs[i].key, reqs[j].key) })
 		for _, s := range reqs {
 			e := ev[s]
 			if e == nil {
@@ -663,14 +667,14 @@ func (c *checker) inferVantages() {
 				s.resp.pos = s.pos
 			}
 			s.inferred = "capture inferred as " + what
-			c.rep.Inferences = append(c.rep.Inferences, fmt.Sprintf("%s: %s→%s qp %#06x: %s (--vantage overrides)", vp.name, s.key.src, s.key.dst, s.key.qp, what))
+			c.rep.Inferences = append(c.rep.Inferences, fmt.Sprintf("%s: %s: %s (--vantage overrides)", vp.name, c.keyText(s.key), what))
 		}
 	}
 }
 
 func (c *checker) runVantage(vp *checkVantage) {
 	for _, i := range vp.frames {
-		f := &c.fs[i]
+		f := c.fs.at(i)
 		switch {
 		case f.class == fcMalformed || f.class == fcUnreadable || (f.class != fcOther && !f.icrcOK):
 			// Unreadable: it may have been any frame (data, ACK, ...).
@@ -691,7 +695,7 @@ func (c *checker) runVantage(vp *checkVantage) {
 func (c *checker) finish() {
 	for _, vp := range c.vantages {
 		if n := len(vp.frames); n > 0 {
-			end := c.fs[vp.frames[n-1]].eff
+			end := c.fs.at(vp.frames[n-1]).eff
 			for _, s := range vp.reqs {
 				s.expireHoles(end)
 			}
@@ -758,7 +762,7 @@ type checkResp struct {
 
 func (r *checkResp) report() StreamReport {
 	q := r.key.qp
-	return StreamReport{Vantage: r.vp.name, Src: r.key.dst.String(), Dst: r.key.src.String(), RespQP: &q,
+	return StreamReport{Vantage: r.vp.name, Src: r.c.addrs[r.key.dst].String(), Dst: r.c.addrs[r.key.src].String(), RespQP: &q,
 		Position: r.pos.String(), ACKs: r.acks, NAKs: r.naks}
 }
 
@@ -892,7 +896,7 @@ func newCheckReq(c *checker, vp *checkVantage, k checkStreamKey) *checkReq {
 
 func (s *checkReq) report() StreamReport {
 	q := s.key.qp
-	row := StreamReport{Vantage: s.vp.name, Src: s.key.src.String(), Dst: s.key.dst.String(), QP: &q,
+	row := StreamReport{Vantage: s.vp.name, Src: s.c.addrs[s.key.src].String(), Dst: s.c.addrs[s.key.dst].String(), QP: &q,
 		Position: s.pos.String(), DataPackets: s.data, Retransmissions: s.retx,
 		RetransLatency: summarize(s.retrans), NAKGenLatency: summarize(s.nakGen), NAKRespLatency: summarize(s.nakResp)}
 	if s.resp != nil {
@@ -939,6 +943,7 @@ func (s *checkReq) onData(f *checkFrame) {
 		// results as aggregators complete): the first PSN never seen.
 		s.seen[p] = true
 		for s.seen[s.up] {
+			delete(s.seen, s.up) // the bound never goes back
 			s.up = wire.PSNAdd(s.up, 1)
 		}
 	}
@@ -1094,6 +1099,9 @@ func (s *checkReq) senderStep(f *checkFrame) {
 	if s.fillHole(p, t) {
 		return // a skipped PSN turned up late: it was overtaken
 	}
+	if s.data%pruneEvery == 0 {
+		s.prune()
+	}
 	if t0, ok := s.firstTx[p]; ok {
 		s.retx++
 		if !s.retxSeen[p] {
@@ -1222,6 +1230,46 @@ func (s *checkReq) expireHoles(t int64) {
 	s.early = s.early[:k]
 }
 
+// pruneEvery is how many data packets pass between prunings of a
+// stream's per-PSN memory; pruneBehind is how far behind what was
+// acknowledged (or the highest PSN sent) a PSN is forgotten: a
+// retransmission from there is judged without its first transmission's
+// time (no latency sample), as one of an acknowledged PSN.
+const (
+	pruneEvery  = 1 << 13
+	pruneBehind = 1 << 12
+)
+
+// prune forgets the PSNs far behind: a stream's memory is bounded by its
+// window, not by the length of the capture.
+func (s *checkReq) prune() {
+	ref := s.hi
+	if s.ackSet {
+		ref = s.acked
+	}
+	old := func(q uint32) bool { return wire.PSNDiff(q, ref) < -pruneBehind }
+	for q := range s.firstTx {
+		if old(q) {
+			delete(s.firstTx, q)
+		}
+	}
+	for q := range s.lastTx {
+		if old(q) {
+			delete(s.lastTx, q)
+		}
+	}
+	for q := range s.retxSeen {
+		if old(q) {
+			delete(s.retxSeen, q)
+		}
+	}
+	for q := range s.nakWait {
+		if old(q) {
+			delete(s.nakWait, q)
+		}
+	}
+}
+
 func skipText(next, p uint32) string {
 	if wire.PSNAdd(next, 1) == p {
 		return fmt.Sprintf("skips PSN %d (expected PSN %d next)", next, next)
@@ -1288,6 +1336,7 @@ func (s *checkReq) raiseUp(psn uint32) {
 	if !s.upSet || wire.PSNDiff(psn, s.up) > 0 {
 		s.up, s.upSet, s.hasGap = psn, true, false
 		for !s.seqSim() && s.seen[s.up] {
+			delete(s.seen, s.up)
 			s.up = wire.PSNAdd(s.up, 1)
 		}
 	}

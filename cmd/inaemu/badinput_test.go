@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+
 	"bytes"
 	"io"
 	"os"
@@ -8,6 +10,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/inaemu/inaemu/internal/testtool"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -155,8 +159,10 @@ func truncatedCopies(t *testing.T) (pcap, pcapng string) {
 	return pcap, pcapng
 }
 
-// check, decode and replay say where a capture is cut, in one line, and
-// exit 2.
+// decode and replay say where a capture is cut, in one line, and exit 2
+// (decode after printing the frames before the cut, as tshark does).
+// check checks the frames before the cut, prints its report, warns in one
+// line and exits 2 (1 if it found a violation).
 func TestTruncatedCaptureCommands(t *testing.T) {
 	pcap, pcapng := truncatedCopies(t)
 	out := filepath.Join(t.TempDir(), "out.pcapng")
@@ -165,11 +171,9 @@ func TestTruncatedCaptureCommands(t *testing.T) {
 		prefix string
 		want   string
 	}{
-		{[]string{"check", pcap}, "inaemu check: ", pcap + ": frame 1: truncated record at byte "},
 		{[]string{"decode", pcap}, "inaemu decode: ", pcap + ": frame 1: truncated record at byte "},
 		{[]string{"decode", pcap, "--json"}, "inaemu decode: ", "truncated record at byte "},
 		{[]string{"replay", pcap, "--through-switch", "--out", out}, "inaemu replay: ", "truncated record at byte "},
-		{[]string{"check", pcapng}, "inaemu check: ", pcapng + ": frame "},
 		{[]string{"decode", pcapng}, "inaemu decode: ", "truncated Enhanced Packet Block at byte "},
 		{[]string{"replay", pcapng, "--through-switch", "--out", out}, "inaemu replay: ", "truncated Enhanced Packet Block at byte "},
 	} {
@@ -178,11 +182,29 @@ func TestTruncatedCaptureCommands(t *testing.T) {
 			oneLine(t, code, errOut, c.prefix, c.want, "present)")
 		})
 	}
-	// The message, exactly: icrc.pcap's second record is 16 bytes of
-	// header and no data.
-	code, _, errOut := runGuarded("check", pcap)
+	// check: icrc.pcap's second record is 16 bytes of header and no data;
+	// the first frame is checked, and the warning says where the file ends.
+	code, out, errOut := runGuarded("check", pcap)
 	require.Equal(t, 2, code)
-	assert.Regexp(t, `^inaemu check: .*cut\.pcap: frame 1: truncated record at byte \d+ \(header says \d+ bytes, 0 present\)\n$`, errOut)
+	assert.Contains(t, out, "1 frame (1 RoCE")
+	assert.Contains(t, out, "result       conforms")
+	assert.Regexp(t, `^inaemu check: warning: .*cut\.pcap: frame 1: truncated record at byte \d+ \(header says \d+ bytes, 0 present\): the 1 frames before the cut were checked\n$`, errOut)
+	// psn_order.pcapng cut in its last block: its violations before the
+	// cut are still found (exit 1), with the warning.
+	code, out, errOut = runGuarded("check", pcapng, "--vantage", "sender")
+	require.Equal(t, 1, code)
+	assert.Contains(t, out, "psn-order frame 6 ")
+	assert.Contains(t, errOut, "inaemu check: warning: ")
+	assert.Equal(t, 1, strings.Count(errOut, "\n"))
+	// tshark reads the same frames before the cut.
+	if testtool.HaveTshark() {
+		got, _, _ := testtool.Run(t, "tshark", "-r", pcapng, "-T", "fields", "-e", "frame.number")
+		var j map[string]any
+		_, jout, _ := runGuarded("check", pcapng, "--json")
+		require.NoError(t, json.Unmarshal([]byte(jout), &j))
+		assert.EqualValues(t, strings.Count(got, "\n"), j["frames"])
+		assert.Contains(t, j["truncated"], "truncated Enhanced Packet Block")
+	}
 }
 
 // Go's own flag durations (check --in-flight, switch --duration: wall

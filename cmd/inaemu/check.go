@@ -45,12 +45,18 @@ func checkCommand(stdout, stderr io.Writer) *cobra.Command {
 		func(e *cmdEnv, pos []string) int { return runCheck(e, pos[0], a) })
 	c.Args = oneCapture
 	f := c.Flags()
-	f.BoolVar(&a.asJSON, "json", false, "print one JSON object (conforms, frames, roce_frames, bad_icrc, malformed, ghosts, vantage_points, connections, agg_checked, agg_unchecked, agg_forwarded, retransmission_latency, nak_generation_latency, nak_response_latency, streams, violations[{rule,frame,qp,psn,detail}])")
+	c.Long = `Exit status: 0 the capture conforms; 1 a violation was found; 2 a usage error, an unreadable
+file, a capture with nothing to check, or a file cut short (a capture killed mid-write: its
+frames before the cut are checked and reported, as tshark reads them, with a warning; a
+violation among them still exits 1).
+Frame numbers are Wireshark's (1 for the first frame); JSON gives decode's 0-based index too.`
+	f.BoolVar(&a.asJSON, "json", false, "print one JSON object (conforms, frames, roce_frames, bad_icrc, malformed, ghosts, injected, injected_kinds, reordered, reorder_window_ns, snapped, truncated, vantage_points, inferences, unpaired, connections, agg_checked, agg_unchecked, agg_forwarded, retransmission_latency, nak_generation_latency, nak_response_latency, streams, violations[{rule,frame,index,interface,time_ns,qp,psn,detail,inferred}])")
 	f.Var(&a.pairs, "pair", "pair a request stream with its response stream (`SRC,DST,REQQPN=RESPQPN`): requests SRC→DST with destination QPN REQQPN are answered by ACKs DST→SRC with destination QPN RESPQPN, e.g. 10.0.0.1,10.0.0.2,0x12=0x11 (repeatable; overrides automatic pairing)")
 	f.StringVar(&a.dtype, "dtype", "f32", "element `TYPE` of NetReduce payloads for the agg-sum rule: f32, i32 or f16")
 	f.StringVar(&a.vantage, "vantage", "auto", "`WHERE` a single-interface capture (a pcap file, a mirror port, tcpdump on one host) was taken: sender (at the requester), receiver (at the responder), tap (anywhere on the path) or auto (inferred per connection from the evidence); named link directions say it themselves")
 	f.BoolVar(&a.linkTaps, "link-taps", false, "every interface is the link of one host (a capture per host link): agg-sum tells directions apart by the host's MAC; interfaces named PREFIX-brN (the TAP backend's bridges) are taken so without it")
 	f.DurationVar(&a.inFlight, "in-flight", capcheck.DefaultInFlight, "how long frames may be on the way between the capture point and a requester, both ways: psn-order lets a requester act on responses captured within this window before its packet as if they had not reached it yet")
+	f.StringVar(&a.reorder, "reorder-window", "auto", "how far apart in time (`D`) a frame may have been overtaken on the way by a later one: auto (from the capture's fault annotations; none without), 0 (none) or a duration such as 20us")
 	f.StringVar(&a.inaTag, "ina-tag", "INA1", "the InetTag of the switch's INA headers: four ASCII characters or a 32-bit number (0x494E4131 is inaemu's INA1)")
 	_ = c.RegisterFlagCompletionFunc("dtype", cobra.FixedCompletions([]string{"f32", "i32", "f16"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("vantage", cobra.FixedCompletions([]string{"auto", "sender", "receiver", "tap"}, cobra.ShellCompDirectiveNoFileComp))
@@ -62,6 +68,7 @@ type checkArgs struct {
 	asJSON, linkTaps       bool
 	pairs                  pairFlags
 	dtype, vantage, inaTag string
+	reorder                string
 	inFlight               time.Duration
 }
 
@@ -91,7 +98,19 @@ func runCheck(fs *cmdEnv, file string, a checkArgs) int {
 	if w == 0 {
 		w = -1 // CheckOptions: 0 is the default, negative is no window
 	}
-	rep, err := capcheck.CheckFile(file, capcheck.CheckOptions{Pairs: a.pairs, DType: dt, Vantage: vt, InFlight: w, LinkTaps: a.linkTaps, INATag: tag})
+	var rw time.Duration // CheckOptions: 0 is auto, negative is none
+	if a.reorder != "auto" {
+		d, err := time.ParseDuration(a.reorder)
+		if err != nil || d < 0 {
+			fs.usageError("--reorder-window %q: want auto or a duration of 0 or more, such as 20us", a.reorder)
+			return exitUsage
+		}
+		rw = d
+		if d == 0 {
+			rw = -1
+		}
+	}
+	rep, err := capcheck.CheckFile(file, capcheck.CheckOptions{Pairs: a.pairs, DType: dt, Vantage: vt, InFlight: w, LinkTaps: a.linkTaps, INATag: tag, ReorderWindow: rw})
 	if err != nil {
 		fmt.Fprintf(stderr, "inaemu check: %v\n", err)
 		return exitUsage
@@ -114,8 +133,17 @@ func runCheck(fs *cmdEnv, file string, a checkArgs) int {
 		fmt.Fprintf(stderr, "inaemu check: %v\n", err)
 		return exitUsage
 	}
-	if !rep.Conforms {
+	if rep.Truncated != "" {
+		fmt.Fprintf(stderr, "inaemu check: warning: %s: the %d frames before the cut were checked\n", rep.Truncated, rep.Frames)
+	}
+	if rep.AggError != "" {
+		fmt.Fprintf(stderr, "inaemu check: warning: agg-sum stopped: %s\n", rep.AggError)
+	}
+	switch {
+	case !rep.Conforms:
 		return exitFail
+	case rep.Truncated != "" || rep.AggError != "":
+		return exitUsage
 	}
 	return exitOK
 }
