@@ -8,8 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/inaemu/inaemu/emu"
-	"github.com/inaemu/inaemu/emu/scenario"
 	"github.com/inaemu/inaemu/internal/pcapio"
 )
 
@@ -20,22 +18,14 @@ import (
 // at least one serialization time apart, as a transmitter sends them;
 // the jittered arrival times are not (so the check has teeth).
 func TestCaptureExtraDelayGivesSendOrder(t *testing.T) {
-	s, err := scenario.Parse([]byte(`
+	b, _ := scenarioCapture(t, `
 workers: 4
 tensor: 256KiB
 seed: 7
 netem: "delay 5us 3us"
 faults: ["delay=40us port=2 dir=in class=data nth=5"]
-`))
-	require.NoError(t, err)
-	cfg := emu.DefaultConfig()
-	require.NoError(t, s.Apply(&cfg))
-	var buf bytes.Buffer
-	cfg.Capture = &buf
-	res, err := emu.Run(cfg)
-	require.NoError(t, err)
-	require.True(t, res.Exact)
-	rd, err := pcapio.NewReader("capture", &buf)
+`)
+	rd, err := pcapio.NewReader("capture", bytes.NewReader(b))
 	require.NoError(t, err)
 	recs, _, err := rd.All()
 	require.NoError(t, err)

@@ -8,8 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/capcheck"
-	"github.com/inaemu/inaemu/emu"
-	"github.com/inaemu/inaemu/emu/scenario"
 	"github.com/inaemu/inaemu/internal/pcapio"
 )
 
@@ -31,16 +29,8 @@ func TestCheckerAcceptsInjectedFaults(t *testing.T) {
 		{"everything", "workers: 5\ntensor: 512KiB\nnetem: loss 0.5% duplicate 1% corrupt 0.2% delay 3us 2us reorder 3% gap 2\nseed: 3\n", []string{"loss", "duplicate", "corrupt", "delay", "reorder"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s, err := scenario.Parse([]byte(c.yaml))
-			require.NoError(t, err)
-			cfg := emu.DefaultConfig()
-			require.NoError(t, s.Apply(&cfg))
-			var buf bytes.Buffer
-			cfg.Capture = &buf
-			res, err := emu.Run(cfg)
-			require.NoError(t, err)
-			require.True(t, res.Exact)
-			rd, err := pcapio.NewReader(c.name, &buf)
+			b, _ := scenarioCapture(t, c.yaml)
+			rd, err := pcapio.NewReader(c.name, bytes.NewReader(b))
 			require.NoError(t, err)
 			recs, names, err := rd.All()
 			require.NoError(t, err)

@@ -82,6 +82,16 @@ netem: "loss gemodel 1% 50% 50%"
 
 func goldenCapture(t *testing.T, text string) []byte {
 	t.Helper()
+	b, res := scenarioCapture(t, text)
+	require.NotZero(t, res.Faults.Lost+res.Faults.Dropped+res.Faults.Corrupted+res.Faults.Reordered+res.Faults.Spoofed+res.Faults.Held+res.Faults.Delayed,
+		"a golden scenario must exercise its faults")
+	return b
+}
+
+// scenarioCapture runs a scenario (YAML) that must end exact and returns
+// its capture.
+func scenarioCapture(t *testing.T, text string) ([]byte, *emu.Result) {
+	t.Helper()
 	s, err := scenario.Parse([]byte(text))
 	require.NoError(t, err)
 	cfg := emu.DefaultConfig()
@@ -91,9 +101,7 @@ func goldenCapture(t *testing.T, text string) []byte {
 	res, err := emu.Run(cfg)
 	require.NoError(t, err)
 	require.True(t, res.Exact)
-	require.NotZero(t, res.Faults.Lost+res.Faults.Dropped+res.Faults.Corrupted+res.Faults.Reordered+res.Faults.Spoofed+res.Faults.Held+res.Faults.Delayed,
-		"a golden scenario must exercise its faults")
-	return buf.Bytes()
+	return buf.Bytes(), res
 }
 
 func TestGoldenCaptures(t *testing.T) {
