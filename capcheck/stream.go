@@ -1248,24 +1248,17 @@ func (s *checkReq) prune() {
 		ref = s.acked
 	}
 	old := func(q uint32) bool { return wire.PSNDiff(q, ref) < -pruneBehind }
-	for q := range s.firstTx {
+	prunePSNs(s.firstTx, old)
+	prunePSNs(s.lastTx, old)
+	prunePSNs(s.retxSeen, old)
+	prunePSNs(s.nakWait, old)
+}
+
+// prunePSNs deletes the PSNs old says are.
+func prunePSNs[V any](m map[uint32]V, old func(uint32) bool) {
+	for q := range m {
 		if old(q) {
-			delete(s.firstTx, q)
-		}
-	}
-	for q := range s.lastTx {
-		if old(q) {
-			delete(s.lastTx, q)
-		}
-	}
-	for q := range s.retxSeen {
-		if old(q) {
-			delete(s.retxSeen, q)
-		}
-	}
-	for q := range s.nakWait {
-		if old(q) {
-			delete(s.nakWait, q)
+			delete(m, q)
 		}
 	}
 }
