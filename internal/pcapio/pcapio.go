@@ -17,12 +17,19 @@ import (
 	"github.com/gopacket/gopacket/pcapgo"
 )
 
-// Record is one captured frame.
+// Record is one captured frame, as an Ethernet frame (see Next).
 type Record struct {
 	Data     []byte
 	Info     gopacket.CaptureInfo
 	Comments []string // pcapng packet comments (fault annotations)
+	// LinkType is the link type the frame was captured with (Ethernet,
+	// or a type Next turned into Ethernet).
+	LinkType layers.LinkType
 }
+
+// Snapped reports whether the capture's snaplen cut the frame: fewer bytes
+// were captured than the frame had.
+func (r Record) Snapped() bool { return r.Info.CaptureLength < r.Info.Length }
 
 // Reader yields the records of a capture.
 type Reader struct {
@@ -32,6 +39,7 @@ type Reader struct {
 	pcap  *pcapgo.Reader
 	ng    *pcapgo.NgReader
 	index int
+	lt    layers.LinkType // a classic pcap's link type
 }
 
 const (
@@ -71,10 +79,10 @@ func newReader(name string, in io.Reader) (*Reader, error) {
 	var lt layers.LinkType
 	switch binary.BigEndian.Uint32(head) {
 	case magicPcapng:
-		r.ng, err = pcapgo.NewNgReader(br, pcapgo.NgReaderOptions{})
-		if err == nil {
-			lt = r.ng.LinkType()
-		}
+		// Each interface may have its own link type; Next checks each
+		// frame's.
+		r.ng, err = pcapgo.NewNgReader(br, pcapgo.NgReaderOptions{WantMixedLinkType: true})
+		lt = layers.LinkTypeEthernet
 	case magicPcapUs, magicPcapNs, magicPcapUsSwap, magicPcapNsSwap:
 		r.pcap, err = pcapgo.NewReader(br)
 		if err == nil {
@@ -89,9 +97,10 @@ func newReader(name string, in io.Reader) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: bad capture header: %v", name, err)
 	}
-	if lt != layers.LinkTypeEthernet {
-		return nil, fmt.Errorf("%s: link type %d (%s), want Ethernet (1)", name, lt, lt)
+	if !readableLinkType(lt) {
+		return nil, fmt.Errorf("%s: link type %d (%s): %s", name, lt, lt, wantLinkTypes)
 	}
+	r.lt = lt
 	return r, nil
 }
 
@@ -122,6 +131,21 @@ func (r *Reader) Next() (Record, error) {
 	}
 	if rec.Info.CaptureLength != len(rec.Data) {
 		return rec, fmt.Errorf("%s: frame %d: record length %d does not match %d data bytes", r.name, r.index, rec.Info.CaptureLength, len(rec.Data))
+	}
+	rec.LinkType = r.lt
+	if r.ng != nil {
+		rec.LinkType = layers.LinkTypeEthernet
+		if len(rec.Info.AncillaryData) > 0 {
+			if lt, ok := rec.Info.AncillaryData[0].(layers.LinkType); ok {
+				rec.LinkType = lt
+			}
+		}
+		rec.Info.AncillaryData = nil
+	}
+	if rec.LinkType != layers.LinkTypeEthernet {
+		if err := toEthernet(&rec); err != nil {
+			return rec, fmt.Errorf("%s: frame %d: %v", r.name, r.index, err)
+		}
 	}
 	r.index++
 	return rec, nil
