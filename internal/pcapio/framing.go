@@ -33,6 +33,29 @@ func (e *TruncatedError) Error() string {
 	return fmt.Sprintf("%s: %struncated %s at byte %d (%s %d bytes, %d present)", e.Name, frame, e.What, e.Offset, says, e.Want, e.Have)
 }
 
+// Unwrap makes a *TruncatedError an io.ErrUnexpectedEOF too, for callers
+// that know only the standard library's word for a cut stream.
+func (e *TruncatedError) Unwrap() error { return io.ErrUnexpectedEOF }
+
+// CorruptError is a capture damaged at frame Frame: a record or block
+// whose lengths or fields make no sense (a captured length beyond any
+// snaplen or beyond the frame's own length, a pcapng block shorter than
+// its header or not a multiple of 4 bytes, a packet block naming an
+// interface its section does not describe, ...). The frames before it
+// were read; nothing after it can be trusted, so Next stops there.
+type CorruptError struct {
+	Name   string // the file, as given to Open or NewReader
+	Frame  int    // index of the frame being read (the number of frames read before it)
+	Offset int64  // where the damaged record or block starts, when the framing shows it; else where reading frame Frame began (the damage is at or after it)
+	Err    error  // what the capture library found
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("%s: frame %d: damaged at or after byte %d: %v", e.Name, e.Frame, e.Offset, e.Err)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
 // framer passes a capture's bytes through and follows its framing as they
 // go by (pcap: a 24-byte file header, then 16-byte record headers each
 // followed by its captured length of data; pcapng: blocks whose header
@@ -54,11 +77,17 @@ type framer struct {
 	ng    bool
 	order binary.ByteOrder
 	typ   uint32 // pcapng: the current block's type
+	snap  uint32 // pcap: the file header's snaplen
 	// frames counts complete packet records or blocks.
 	frames int
 	lost   bool // a length field made no sense: pcapgo reports the file as corrupt
+	bad    lostAt
 	trunc  *TruncatedError
 }
+
+// maxSnaplen is libpcap's MAXIMUM_SNAPLEN, the longest record pcapgo (and
+// tshark) reads from a classic pcap whose snaplen is no longer.
+const maxSnaplen = 262144
 
 type unitKind uint8
 
@@ -136,10 +165,19 @@ func (f *framer) header() {
 		}
 		return
 	case unitFileHeader:
+		f.snap = f.order.Uint32(f.hdr[16:20])
 		f.next()
 		return
 	case unitRecord:
-		f.total = int64(f.order.Uint32(f.hdr[8:12]))
+		// A record pcapgo refuses (longer than the snaplen and than any
+		// real snaplen, or than the frame it holds) is damage, not a cut:
+		// the framer leaves it to pcapgo.
+		caplen, orig := f.order.Uint32(f.hdr[8:12]), f.order.Uint32(f.hdr[12:16])
+		if caplen > max(f.snap, maxSnaplen) || caplen > orig {
+			f.lose(nil) // pcapgo says which
+			return
+		}
+		f.total = int64(caplen)
 		f.body = f.total
 	case unitBlock:
 		f.typ = binary.LittleEndian.Uint32(f.hdr[0:4]) // SHB's type reads the same either way
@@ -150,17 +188,17 @@ func (f *framer) header() {
 			case 0x4D3C2B1A:
 				f.order = binary.LittleEndian
 			default:
-				f.lost = true
+				f.lose(nil)
 				return
 			}
 		} else if f.order == nil {
-			f.lost = true
+			f.lose(nil)
 			return
 		}
 		f.typ = f.order.Uint32(f.hdr[0:4])
 		f.total = int64(f.order.Uint32(f.hdr[4:8]))
 		if f.total < 12 || f.total%4 != 0 {
-			f.lost = true
+			f.lose(fmt.Errorf("%s at byte %d says it is %d bytes long (a block is a multiple of 4 bytes, 12 or more)", blockName(f.typ), f.start, f.total))
 			return
 		}
 		f.body = f.total - 12
@@ -186,6 +224,34 @@ func (f *framer) next() {
 	if f.ng {
 		f.want = 12
 	}
+}
+
+// lostAt is where the framer found a length that makes no sense, and
+// why (nil: pcapgo's error says it).
+type lostAt struct {
+	offset int64
+	frame  int // complete frames before it
+	why    error
+}
+
+// lose: the current unit's header makes no sense; the framer follows the
+// file no further.
+func (f *framer) lose(why error) {
+	f.lost = true
+	f.bad = lostAt{offset: f.start, frame: f.frames, why: why}
+}
+
+// corruptAt is the damage to report for an error pcapgo gave while
+// reading frame index, which began at byte start.
+func (f *framer) corruptAt(index int, start int64, err error) *CorruptError {
+	e := &CorruptError{Name: f.name, Frame: index, Offset: start, Err: err}
+	if f.lost && f.bad.frame == index {
+		e.Offset = f.bad.offset
+		if f.bad.why != nil {
+			e.Err = f.bad.why
+		}
+	}
+	return e
 }
 
 // end: the input ended. Unless that is between two units, the file is

@@ -1,6 +1,63 @@
-// Package pcapio reads classic pcap and pcapng captures of Ethernet frames
-// through one interface, telling the two apart by their magic number, and
-// turns every way a file can be broken into an error that names the frame.
+// Package pcapio reads classic pcap and pcapng captures through one
+// interface, telling the two apart by their magic number, and hands out
+// every frame as an Ethernet frame: Ethernet captures as they are, Linux
+// cooked (tcpdump -i any) and raw-IP captures as the Ethernet frames they
+// stand for (see Record.LinkType). A file that is cut short or damaged is
+// read up to the damage, which is then reported as an error naming the
+// frame and the byte offset (*TruncatedError, *CorruptError), as tshark
+// reads such a file.
+//
+// # Link types
+//
+// Link types read besides Ethernet, as the tcpdump.org list numbers them
+// (https://www.tcpdump.org/linktypes.html, pcap-linktype(7)):
+//
+//   - Linux cooked captures, what `tcpdump -i any` and `dumpcap -i any`
+//     write: LINKTYPE_LINUX_SLL (113), a 16-byte header (packet type,
+//     ARPHRD_ type, address length, 8 bytes of address, protocol), and
+//     LINKTYPE_LINUX_SLL2 (276), 20 bytes (protocol, reserved, interface
+//     index, ARPHRD_ type, packet type, address length, 8 bytes of
+//     address);
+//   - raw IP: LINKTYPE_RAW (101, the packet begins with an IPv4 or IPv6
+//     header), LINKTYPE_IPV4 (228) and LINKTYPE_IPV6 (229), and the
+//     DLT_RAW values some platforms wrote into files before LINKTYPE_RAW
+//     existed: 12 (DLT_RAW on most platforms) and 14 (on OpenBSD and
+//     BSD/OS), read as raw IP as Wireshark reads them.
+//
+// Every reader of this package parses Ethernet frames, so [Reader.Next] hands out
+// the Ethernet frame such a frame stands for: its own header is replaced
+// by a 14-byte Ethernet header, and the rest of the frame follows as it
+// was captured.
+//
+// Source MAC: a cooked header's link-layer address when it is 6 bytes
+// long (ARPHRD_ETHER and ARPHRD_LOOPBACK). Linux records the address of
+// the frame's sender in every packet type, an outgoing frame's included
+// (it is then the capturing interface's own), so it is the source MAC
+// whatever the direction. Other lengths (0 on tun devices, 20 for
+// InfiniBand) and raw IP give zero.
+//
+// Destination MAC: neither format records it. A cooked frame of packet
+// type broadcast gets ff:ff:ff:ff:ff:ff, one of packet type multicast the
+// group MAC of its IPv4 (01:00:5e + the low 23 bits) or IPv6 (33:33 + the
+// low 32 bits) destination; every other frame gets 00:00:00:00:00:00, which
+// no Ethernet card is assigned (only Linux's loopback device takes it as its
+// own), so a reader cannot mistake it for another host's.
+//
+// EtherType: the cooked header's protocol; raw IP's by the version in the
+// first nibble (4: 0x0800, 6: 0x86DD), or by the link type for LINKTYPE_IPV4
+// and LINKTYPE_IPV6. When that is not an EtherType — a cooked protocol
+// below 0x0600 (0x0004 for an 802.2 LLC frame such as a spanning-tree
+// BPDU, 0x0001 Novell 802.3, 0x000C CAN), an ARPHRD_ type whose protocol
+// field means something else (ARPHRD_FRAD 770, ARPHRD_IEEE80211_RADIOTAP
+// 803, ARPHRD_NETLINK 824), or raw IP of another version — the field holds
+// an IEEE 802.3 length instead (the rest of the frame's original length,
+// at most 1500), as an 802.3 frame's does: a parser reads an 802.2 frame,
+// never IP or RoCE.
+//
+// Lengths: Info.CaptureLength and Info.Length both grow (raw IP: by 14) or
+// shrink (SLL: by 2, SLL2: by 6) by the difference of the headers, so
+// CaptureLength < Length still says the snaplen cut the frame
+// ([Record.Snapped]).
 package pcapio
 
 import (
@@ -19,27 +76,52 @@ import (
 
 // Record is one captured frame, as an Ethernet frame (see Next).
 type Record struct {
-	Data     []byte
+	// Data is the frame's captured bytes. They are the record's own: Next
+	// never writes over them (records read by one Reader share larger
+	// allocations, so keeping one keeps up to 64 KiB of its neighbours).
+	Data []byte
+	// Info.CaptureLength is len(Data) and Info.Length the frame's length
+	// on the wire, both counted with the Ethernet header Data begins with
+	// (see LinkType); Info.InterfaceIndex is the pcapng interface (0 in a
+	// classic pcap). Info.AncillaryData is nil.
 	Info     gopacket.CaptureInfo
 	Comments []string // pcapng packet comments (fault annotations)
-	// LinkType is the link type the frame was captured with (Ethernet,
-	// or a type Next turned into Ethernet).
+	// LinkType is the link type the frame was captured with, as the file
+	// (classic pcap) or its interface (pcapng) says: Ethernet, whose
+	// frames are Data as captured, or LinkTypeLinuxSLL, LinkTypeLinuxSLL2,
+	// LinkTypeRaw, LinkTypeIPv4, LinkTypeIPv6 (or DLT_RAW's 12 or 14),
+	// whose link-layer header Next replaced by the 14-byte Ethernet header
+	// it stands for (the package comment says how: the destination MAC
+	// is unknown, zero for a unicast frame). A Record not made by a
+	// Reader has 0 here.
 	LinkType layers.LinkType
+	// PacketType is a Linux cooked frame's packet type, which says its
+	// direction: LinuxSLLPacketTypeOutgoing for a frame the capturing host
+	// sent, Host, Broadcast, Multicast or Otherhost for one it received.
+	// It is zero (Host) for every other link type: check LinkType first.
+	PacketType layers.LinuxSLLPacketType
 }
 
 // Snapped reports whether the capture's snaplen cut the frame: fewer bytes
-// were captured than the frame had.
+// were captured (Info.CaptureLength) than the frame had on the wire
+// (Info.Length). A snapped frame's headers may be whole but its payload
+// and trailer (a RoCE frame's ICRC) are not, so a reader that checks
+// them excludes it and counts it; tshark marks such a frame "[Packet size
+// limited during capture]".
 func (r Record) Snapped() bool { return r.Info.CaptureLength < r.Info.Length }
 
 // Reader yields the records of a capture.
 type Reader struct {
 	name  string
 	fr    *framer
+	br    *bufio.Reader // between the framer and pcapgo
 	f     *os.File
 	pcap  *pcapgo.Reader
 	ng    *pcapgo.NgReader
 	index int
 	lt    layers.LinkType // a classic pcap's link type
+	err   error           // io.EOF, *TruncatedError or *CorruptError: Next returns it again
+	slab  []byte          // where the next records' Data are carved from
 }
 
 const (
@@ -50,7 +132,8 @@ const (
 	magicPcapNsSwap = 0x4D3CB2A1
 )
 
-// Open opens a pcap or pcapng file of Ethernet frames.
+// Open opens a pcap or pcapng file (of the link types Record.LinkType
+// lists).
 func Open(path string) (*Reader, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -75,12 +158,14 @@ func newReader(name string, in io.Reader) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: too short to be a capture (%d bytes)", name, len(head))
 	}
-	r := &Reader{name: name, fr: fr}
+	r := &Reader{name: name, fr: fr, br: br}
 	var lt layers.LinkType
 	switch binary.BigEndian.Uint32(head) {
 	case magicPcapng:
-		// Each interface may have its own link type; Next checks each
-		// frame's.
+		// Each interface may have its own link type: Next reads each
+		// frame's (pcapgo would otherwise skip, without a word, the
+		// frames of every interface whose link type differs from the
+		// first's).
 		r.ng, err = pcapgo.NewNgReader(br, pcapgo.NgReaderOptions{WantMixedLinkType: true})
 		lt = layers.LinkTypeEthernet
 	case magicPcapUs, magicPcapNs, magicPcapUsSwap, magicPcapNsSwap:
@@ -104,52 +189,107 @@ func newReader(name string, in io.Reader) (*Reader, error) {
 	return r, nil
 }
 
-// Next returns the next record, io.EOF at a clean end of file (between two
-// records), or an error naming the frame at which the file is corrupt or,
-// a *TruncatedError, where it is cut short.
+// Next returns the next record, as an Ethernet frame (see Record), or:
+//
+//   - io.EOF at a clean end of file (between two records);
+//   - a *TruncatedError where the file is cut short (inside a record, a
+//     record header or a pcapng block: a copy that did not finish, a
+//     capture killed mid-write);
+//   - a *CorruptError where the file is damaged (a record or block whose
+//     lengths or fields make no sense);
+//   - an error naming a frame Next cannot turn into Ethernet (a cooked
+//     header cut by the snaplen, an interface of a link type not listed
+//     at Record.LinkType): that frame is skipped, and the next call reads
+//     on.
+//
+// Every complete record before the cut or the damage is returned first,
+// and after io.EOF, a *TruncatedError or a *CorruptError, Next returns
+// the same again: the reader stops where tshark stops (see ReadAll).
 func (r *Reader) Next() (Record, error) {
+	if r.err != nil {
+		return Record{}, r.err
+	}
+	start := r.offset()
 	var rec Record
+	var data []byte
 	var err error
+	lt := r.lt
 	if r.ng != nil {
+		// Zero-copy: data is pcapgo's buffer until the next read, and the
+		// frame is copied out of it below, once, with its new header.
 		var opts pcapgo.NgPacketOptions
-		rec.Data, rec.Info, opts, err = r.ng.ReadPacketDataWithOptions()
+		data, rec.Info, opts, err = r.ng.ZeroCopyReadPacketDataWithOptions()
 		rec.Comments = opts.Comments
-	} else {
-		rec.Data, rec.Info, err = r.pcap.ReadPacketData()
-	}
-	if t := r.fr.truncatedAt(r.index); err != nil && t != nil {
-		return rec, t
-	}
-	if err == io.EOF {
-		return rec, io.EOF
-	}
-	if err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return rec, fmt.Errorf("%s: truncated inside frame %d", r.name, r.index)
-		}
-		return rec, fmt.Errorf("%s: frame %d: %v", r.name, r.index, err)
-	}
-	if rec.Info.CaptureLength != len(rec.Data) {
-		return rec, fmt.Errorf("%s: frame %d: record length %d does not match %d data bytes", r.name, r.index, rec.Info.CaptureLength, len(rec.Data))
-	}
-	rec.LinkType = r.lt
-	if r.ng != nil {
-		rec.LinkType = layers.LinkTypeEthernet
+		lt = layers.LinkTypeEthernet
 		if len(rec.Info.AncillaryData) > 0 {
-			if lt, ok := rec.Info.AncillaryData[0].(layers.LinkType); ok {
-				rec.LinkType = lt
+			lt, _ = rec.Info.AncillaryData[0].(layers.LinkType)
+		}
+		rec.Info.AncillaryData = nil // pcapgo's, reused
+	} else {
+		data, rec.Info, err = r.pcap.ZeroCopyReadPacketData()
+	}
+	switch t := r.fr.truncatedAt(r.index); {
+	case err == nil && rec.Info.CaptureLength != len(data):
+		r.err = &CorruptError{Name: r.name, Frame: r.index, Offset: start,
+			Err: fmt.Errorf("record length %d does not match %d data bytes", rec.Info.CaptureLength, len(data))}
+	case err == nil:
+	case t != nil:
+		r.err = t
+	case err == io.EOF:
+		r.err = io.EOF
+	default:
+		r.err = r.fr.corruptAt(r.index, start, err)
+	}
+	if r.err != nil {
+		return Record{}, r.err
+	}
+	index := r.index
+	r.index++
+	rec.LinkType = lt
+	if lt == layers.LinkTypeEthernet {
+		rec.Data = r.alloc(len(data))
+		copy(rec.Data, data)
+		return rec, nil
+	}
+	var h [14]byte
+	strip, pt, err := ethernetHeader(lt, data, rec.Info.Length, &h)
+	if err != nil {
+		if r.ng != nil {
+			if ifc, ierr := r.ng.Interface(rec.Info.InterfaceIndex); ierr == nil {
+				return Record{}, fmt.Errorf("%s: frame %d: interface %d (%q): %v", r.name, index, rec.Info.InterfaceIndex, ifc.Name, err)
 			}
 		}
-		rec.Info.AncillaryData = nil
+		return Record{}, fmt.Errorf("%s: frame %d: %v", r.name, index, err)
 	}
-	if rec.LinkType != layers.LinkTypeEthernet {
-		if err := toEthernet(&rec); err != nil {
-			return rec, fmt.Errorf("%s: frame %d: %v", r.name, r.index, err)
-		}
-	}
-	r.index++
+	rec.Data = r.alloc(14 + len(data) - strip)
+	copy(rec.Data, h[:])
+	copy(rec.Data[14:], data[strip:])
+	rec.Info.CaptureLength += 14 - strip
+	rec.Info.Length += 14 - strip
+	rec.PacketType = pt
 	return rec, nil
 }
+
+// slabSize is the allocation records' Data are carved from: one
+// allocation for many frames instead of one each.
+const slabSize = 64 << 10
+
+// alloc returns n bytes no other record uses, with no room to append in
+// place.
+func (r *Reader) alloc(n int) []byte {
+	if n > len(r.slab) {
+		if n > slabSize/4 {
+			return make([]byte, n)
+		}
+		r.slab = make([]byte, slabSize)
+	}
+	b := r.slab[:n:n]
+	r.slab = r.slab[n:]
+	return b
+}
+
+// offset is how many bytes of the file pcapgo has consumed.
+func (r *Reader) offset() int64 { return r.fr.off - int64(r.br.Buffered()) }
 
 // Close closes the underlying file, if Open opened one.
 func (r *Reader) Close() error {
@@ -159,14 +299,24 @@ func (r *Reader) Close() error {
 	return nil
 }
 
-// ReadAll reads every record of the file at path.
+// ReadAll reads every record of the file at path. On an error it returns
+// the records read before it too (Reader.All). A file cut short gives
+// every complete record and a *TruncatedError: tshark -r reads such a
+// file the same way, printing every complete frame and then "The file
+// ... appears to have been cut short in the middle of a packet" on
+// stderr, and exits with status 2 (TShark 4.0; a damaged file: every
+// frame before the damage, "appears to be damaged or corrupt", status 2
+// too). A caller that takes any error as fatal refuses such a file as it
+// always did; one that reads a cut file as tshark does checks
+// errors.As(err, &te) for a *TruncatedError, warns, and keeps the records.
 func ReadAll(path string) ([]Record, error) {
 	recs, _, err := ReadAllNamed(path)
 	return recs, err
 }
 
 // ReadAllNamed reads every record of the file at path and the names of its
-// pcapng interfaces (nil for a pcap file).
+// pcapng interfaces (nil for a pcap file). On an error it returns the
+// records before it and the interfaces read so far too: see ReadAll.
 func ReadAllNamed(path string) ([]Record, []string, error) {
 	r, err := Open(path)
 	if err != nil {
@@ -177,7 +327,10 @@ func ReadAllNamed(path string) ([]Record, []string, error) {
 }
 
 // All reads the remaining records and the names of the pcapng interfaces
-// (nil for a pcap file); on an error, the records before it.
+// (nil for a pcap file). On an error it returns the records before it
+// too, and the error: a *TruncatedError or *CorruptError after every
+// complete record of a cut or damaged file (see ReadAll), or the error
+// Next gave for a frame it could not read as Ethernet.
 func (r *Reader) All() ([]Record, []string, error) {
 	var out []Record
 	for {

@@ -1,0 +1,225 @@
+package pcapio
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/inaemu/inaemu/internal/testtool"
+)
+
+// ngCapture is a pcapng of n frames (of 60+i bytes) on two interfaces,
+// as the emulator writes them, with a comment on each.
+func ngCapture(t *testing.T, n int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, "port0-in", "port0-out")
+	require.NoError(t, err)
+	for i := 0; i < n; i++ {
+		require.NoError(t, w.Write([]string{"port0-in", "port0-out"}[i%2], int64(i), bytes.Repeat([]byte{byte(i)}, 60+i), "frame"))
+	}
+	require.NoError(t, w.Flush())
+	return buf.Bytes()
+}
+
+// A capture killed mid-write (Ctrl-C on tcpdump: the last record cut
+// half way) reads as tshark reads it: every complete record, then a
+// *TruncatedError naming the cut record, its index and its offset; the
+// file readers return the records together with the error, and Next
+// keeps returning the error.
+func TestCutLastRecord(t *testing.T) {
+	dir := t.TempDir()
+	pcap := writePcap(t, 60, 70, 80, 90, 100)
+	last := 24 + (16 + 60) + (16 + 70) + (16 + 80) + (16 + 90) // where the last record starts
+	ng := ngCapture(t, 5)
+	ngBounds := boundaries(t, ng)
+	ngLast := 0 // where the last frame's block starts
+	for off, frames := range ngBounds {
+		if frames == 4 && off > ngLast {
+			ngLast = off
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		data  []byte
+		cut   int
+		start int
+		what  string
+		names []string
+	}{
+		{"cut.pcap", pcap, last + 16 + 50, last, "record", nil},
+		{"cut-header.pcap", pcap, last + 7, last, "record header", nil},
+		{"cut.pcapng", ng, len(ng) - 9, ngLast, "Enhanced Packet Block", []string{"port0-in", "port0-out"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			full := readAllBytes(t, c.data)
+			require.Len(t, full, 5)
+			path := filepath.Join(dir, c.name)
+			require.NoError(t, os.WriteFile(path, c.data[:c.cut], 0o644))
+
+			recs, names, err := ReadAllNamed(path)
+			var te *TruncatedError
+			require.True(t, errors.As(err, &te), "want a *TruncatedError, got %v", err)
+			assert.Equal(t, 4, te.Frame)
+			assert.Equal(t, int64(c.start), te.Offset)
+			assert.Equal(t, c.what, te.What)
+			assert.Equal(t, path, te.Name)
+			have := int64(c.cut - c.start) // a record's Have counts its data only
+			if c.what == "record" {
+				have -= 16
+			}
+			assert.Equal(t, have, te.Have)
+			assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
+			assert.Equal(t, c.names, names)
+			require.Len(t, recs, 4, "every complete record before the cut")
+			for i := range recs {
+				assert.Equal(t, full[i].Data, recs[i].Data, "frame %d", i)
+				assert.Equal(t, full[i].Info, recs[i].Info, "frame %d", i)
+				assert.Equal(t, full[i].Comments, recs[i].Comments, "frame %d", i)
+			}
+
+			recs2, err2 := ReadAll(path)
+			assert.Equal(t, err.Error(), err2.Error())
+			assert.Len(t, recs2, 4)
+
+			r, err := Open(path)
+			require.NoError(t, err)
+			defer r.Close()
+			for i := 0; i < 4; i++ {
+				_, err := r.Next()
+				require.NoError(t, err, "frame %d", i)
+			}
+			_, err = r.Next()
+			require.True(t, errors.As(err, &te), "want a *TruncatedError, got %v", err)
+			_, again := r.Next()
+			assert.Same(t, err, again, "Next returns the same error again")
+		})
+	}
+}
+
+func readAllBytes(t *testing.T, data []byte) []Record {
+	t.Helper()
+	r, err := NewReader("whole", bytes.NewReader(data))
+	require.NoError(t, err)
+	recs, _, err := r.All()
+	require.NoError(t, err)
+	return recs
+}
+
+// A damaged file (a record length no capture has, a packet block naming
+// an interface its section lacks) reads up to the damage, which is a
+// *CorruptError, not a *TruncatedError, naming the frame and the byte
+// where reading it began.
+func TestCorruptFile(t *testing.T) {
+	pcap := writePcap(t, 60, 60, 60, 60)
+	third := 24 + 2*(16+60)
+	huge := bytes.Clone(pcap)
+	binary.LittleEndian.PutUint32(huge[third+8:], 0x7fffffff)
+	longer := bytes.Clone(pcap)
+	binary.LittleEndian.PutUint32(longer[third+8:], 61) // 61 captured of a 60-byte frame
+
+	ng := ngCapture(t, 4)
+	var epbs []int
+	for off := 0; off < len(ng); {
+		typ, n := binary.LittleEndian.Uint32(ng[off:]), int(binary.LittleEndian.Uint32(ng[off+4:]))
+		if typ == blockEPB {
+			epbs = append(epbs, off)
+		}
+		off += n
+	}
+	require.Len(t, epbs, 4)
+	noIface := bytes.Clone(ng)
+	binary.LittleEndian.PutUint32(noIface[epbs[2]+8:], 7) // interface 7 of 2
+	badLen := bytes.Clone(ng)
+	binary.LittleEndian.PutUint32(badLen[epbs[2]+4:], 10) // a block shorter than its header
+
+	for _, c := range []struct {
+		name string
+		data []byte
+		at   int64
+		msg  string
+	}{
+		{"huge.pcap", huge, int64(third), "huge.pcap: frame 2: damaged at or after byte 176: capture length exceeds snap length: 2147483647 > 65535"},
+		{"longer.pcap", longer, int64(third), "longer.pcap: frame 2: damaged at or after byte 176: capture length exceeds original packet length: 61 > 60"},
+		{"noiface.pcapng", noIface, int64(epbs[2]), "noiface.pcapng: frame 2: damaged at or after byte " + strconv.Itoa(epbs[2]) + ": Interface id 7 not present in section (have only 2 interfaces)"},
+		{"badlen.pcapng", badLen, int64(epbs[2]), "badlen.pcapng: frame 2: damaged at or after byte 356: Enhanced Packet Block at byte 356 says it is 10 bytes long (a block is a multiple of 4 bytes, 12 or more)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := NewReader(c.name, bytes.NewReader(c.data))
+			require.NoError(t, err)
+			recs, _, err := r.All()
+			require.Len(t, recs, 2)
+			var ce *CorruptError
+			require.True(t, errors.As(err, &ce), "want a *CorruptError, got %v", err)
+			var te *TruncatedError
+			assert.False(t, errors.As(err, &te))
+			assert.Equal(t, 2, ce.Frame)
+			assert.Equal(t, c.at, ce.Offset)
+			if c.msg != "" {
+				assert.EqualError(t, err, c.msg)
+			}
+			_, again := r.Next()
+			assert.Same(t, err, again)
+		})
+	}
+}
+
+// tshark reads a cut or damaged file as Next does: the same complete
+// frames, then a message and exit status 2 (what ReadAll's comment says).
+// A file cut between two records is a shorter capture to both: status 0.
+func TestTsharkReadsDamageAlike(t *testing.T) {
+	testtool.Need(t, "tshark", testtool.HaveTshark)
+	dir := t.TempDir()
+	pcap := writePcap(t, 60, 70, 80, 90, 100)
+	last := 24 + (16 + 60) + (16 + 70) + (16 + 80) + (16 + 90)
+	huge := bytes.Clone(pcap)
+	binary.LittleEndian.PutUint32(huge[last+8:], 0x7fffffff)
+	ng := ngCapture(t, 5)
+	for _, c := range []struct {
+		name   string
+		data   []byte
+		status int
+		says   string
+	}{
+		{"cut.pcap", pcap[:len(pcap)-30], 2, "appears to have been cut short in the middle of a packet"},
+		{"cut.pcapng", ng[:len(ng)-9], 2, "appears to have been cut short in the middle of a packet"},
+		{"huge.pcap", huge, 2, "appears to be damaged or corrupt"},
+		{"between.pcap", pcap[:last], 0, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(dir, c.name)
+			require.NoError(t, os.WriteFile(path, c.data, 0o644))
+			recs, err := ReadAll(path)
+			if c.status == 0 {
+				require.NoError(t, err)
+			} else {
+				require.Error(t, err)
+			}
+			out, errOut, terr := testtool.Run(t, "tshark", "-r", path, "-T", "fields", "-e", "frame.number", "-e", "frame.cap_len")
+			status := 0
+			var ee interface{ ExitCode() int }
+			if errors.As(terr, &ee) {
+				status = ee.ExitCode()
+			} else {
+				require.NoError(t, terr, errOut)
+			}
+			assert.Equal(t, c.status, status, errOut)
+			assert.Contains(t, errOut, c.says)
+			lines := strings.Fields(strings.TrimSpace(out))
+			require.Len(t, lines, 2*len(recs), "tshark's frames: %q", out)
+			for i, r := range recs {
+				assert.Equal(t, strconv.Itoa(i+1), lines[2*i])
+				assert.Equal(t, strconv.Itoa(r.Info.CaptureLength), lines[2*i+1])
+			}
+		})
+	}
+}
