@@ -13,11 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// testdata/bench.out is what `make bench` wrote on a 2-core machine (5
+// testdata/bench.txt is what `make bench` wrote on a 2-core machine (5
 // rounds). The expected medians are computed here from its lines with
 // plain string splitting, not with benchfmt.
 func TestTableFromRealOutput(t *testing.T) {
-	in, err := os.ReadFile("testdata/bench.out")
+	in, err := os.ReadFile("testdata/bench.txt")
 	require.NoError(t, err)
 	want := map[string]float64{} // benchmark name -> median ratio
 	rounds := map[string][]float64{}

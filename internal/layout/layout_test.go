@@ -27,7 +27,7 @@ var levels = map[string]int{
 	"emu":        7, "emu/replay": 7,
 	"emu/scenario": 8,
 	"conformance":  9,
-	"cmd/inaemu":   10, "contrib/wireshark": 10,
+	"cmd/inaemu":   10, "contrib/wireshark": 10, "internal/benchtable": 10,
 }
 
 // wireOnly are the packages that judge or draw captures of any device:
