@@ -256,8 +256,8 @@ type Report struct {
 	// Snapped counts frames cut by the capture's snaplen: excluded from
 	// every rule.
 	Snapped int `json:"snapped"`
-	// Truncated says where a file cut short ends: the frames before the
-	// cut were checked.
+	// Truncated says where a file cut short or damaged stops being
+	// readable: the frames before that point were checked.
 	Truncated string `json:"truncated,omitempty"`
 	// AggError says why agg-sum could not read the payloads a second
 	// time (the file changed or went away between the reads).
@@ -297,16 +297,20 @@ func CheckFile(path string, opt CheckOptions) (*Report, error) {
 		return nil, err
 	}
 	p := newFrameParser()
-	var damage *pcapio.TruncatedError
+	var damage error
 	for {
 		r, err := rd.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			// A file cut short (a capture killed mid-write) is checked up
-			// to the cut, as tshark reads it; the report says where.
-			if errors.As(err, &damage) && p.rep.Frames > 0 {
+			// A file cut short (a capture killed mid-write) or damaged
+			// further on is checked up to the cut or the damage, as
+			// tshark reads it; the report says where.
+			var cut *pcapio.TruncatedError
+			var bad *pcapio.CorruptError
+			if (errors.As(err, &cut) || errors.As(err, &bad)) && p.rep.Frames > 0 {
+				damage = err
 				break
 			}
 			rd.Close()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
 
 	"bytes"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -188,7 +190,7 @@ func TestTruncatedCaptureCommands(t *testing.T) {
 	require.Equal(t, 2, code)
 	assert.Contains(t, out, "1 frame (1 RoCE")
 	assert.Contains(t, out, "result       conforms")
-	assert.Regexp(t, `^inaemu check: warning: .*cut\.pcap: frame 1: truncated record at byte \d+ \(header says \d+ bytes, 0 present\): the 1 frames before the cut were checked\n$`, errOut)
+	assert.Regexp(t, `^inaemu check: warning: .*cut\.pcap: frame 1: truncated record at byte \d+ \(header says \d+ bytes, 0 present\): the 1 frames before it were checked\n$`, errOut)
 	// psn_order.pcapng cut in its last block: its violations before the
 	// cut are still found (exit 1), with the warning.
 	code, out, errOut = runGuarded("check", pcapng, "--vantage", "sender")
@@ -204,6 +206,46 @@ func TestTruncatedCaptureCommands(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(jout), &j))
 		assert.EqualValues(t, strings.Count(got, "\n"), j["frames"])
 		assert.Contains(t, j["truncated"], "truncated Enhanced Packet Block")
+	}
+}
+
+// A capture damaged in the middle (a pcapng block whose length field is
+// nonsense) is checked up to the damage, as tshark reads it: the frames
+// before it are reported, the warning names the frame and the byte, and
+// the exit status is 2. With nothing readable before the damage the file
+// is refused.
+func TestDamagedCaptureCheck(t *testing.T) {
+	data, err := os.ReadFile(checkGolden("psn_order.pcapng"))
+	require.NoError(t, err)
+	// Walk the blocks (type, total length) and damage the length field of
+	// the fourth Enhanced Packet Block.
+	off, epbs, at := 0, 0, -1
+	for off+8 <= len(data) {
+		typ, n := binary.LittleEndian.Uint32(data[off:]), int(binary.LittleEndian.Uint32(data[off+4:]))
+		if typ == 6 {
+			if epbs == 3 {
+				at = off
+				break
+			}
+			epbs++
+		}
+		off += n
+	}
+	require.Positive(t, at, "psn_order.pcapng has four packet blocks")
+	bad := append([]byte(nil), data...)
+	binary.LittleEndian.PutUint32(bad[at+4:], 7)
+	path := filepath.Join(t.TempDir(), "damaged.pcapng")
+	require.NoError(t, os.WriteFile(path, bad, 0o644))
+	code, out, errOut := runGuarded("check", path, "--json")
+	require.Equal(t, 2, code, errOut)
+	var j map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	assert.EqualValues(t, 3, j["frames"])
+	assert.Contains(t, j["truncated"], "frame 3: damaged at or after byte "+strconv.Itoa(at))
+	assert.Regexp(t, `^inaemu check: warning: .*damaged\.pcapng: frame 3: damaged at or after byte \d+: .*: the 3 frames before it were checked\n$`, errOut)
+	if testtool.HaveTshark() {
+		got, _, _ := testtool.Run(t, "tshark", "-r", path, "-T", "fields", "-e", "frame.number")
+		assert.Equal(t, 3, strings.Count(got, "\n"), "tshark reads the same frames")
 	}
 }
 

@@ -46,9 +46,9 @@ func checkCommand(stdout, stderr io.Writer) *cobra.Command {
 	c.Args = oneCapture
 	f := c.Flags()
 	c.Long = `Exit status: 0 the capture conforms; 1 a violation was found; 2 a usage error, an unreadable
-file, a capture with nothing to check, or a file cut short (a capture killed mid-write: its
-frames before the cut are checked and reported, as tshark reads them, with a warning; a
-violation among them still exits 1).
+file, a capture with nothing to check, or a file cut short or damaged (a capture killed
+mid-write: its frames before the cut or the damage are checked and reported, as tshark reads
+them, with a warning; a violation among them still exits 1).
 Frame numbers are Wireshark's (1 for the first frame); JSON gives decode's 0-based index too.`
 	f.BoolVar(&a.asJSON, "json", false, "print one JSON object (conforms, frames, roce_frames, bad_icrc, malformed, ghosts, injected, injected_kinds, reordered, reorder_window_ns, snapped, truncated, vantage_points, inferences, unpaired, connections, agg_checked, agg_unchecked, agg_forwarded, retransmission_latency, nak_generation_latency, nak_response_latency, streams, violations[{rule,frame,index,interface,time_ns,qp,psn,detail,inferred}])")
 	f.Var(&a.pairs, "pair", "pair a request stream with its response stream (`SRC,DST,REQQPN=RESPQPN`): requests SRC→DST with destination QPN REQQPN are answered by ACKs DST→SRC with destination QPN RESPQPN, e.g. 10.0.0.1,10.0.0.2,0x12=0x11 (repeatable; overrides automatic pairing)")
@@ -134,7 +134,7 @@ func runCheck(fs *cmdEnv, file string, a checkArgs) int {
 		return exitUsage
 	}
 	if rep.Truncated != "" {
-		fmt.Fprintf(stderr, "inaemu check: warning: %s: the %d frames before the cut were checked\n", rep.Truncated, rep.Frames)
+		fmt.Fprintf(stderr, "inaemu check: warning: %s: the %d frames before it were checked\n", rep.Truncated, rep.Frames)
 	}
 	if rep.AggError != "" {
 		fmt.Fprintf(stderr, "inaemu check: warning: agg-sum stopped: %s\n", rep.AggError)
