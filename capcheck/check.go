@@ -157,7 +157,7 @@ func ParseQPPair(s string) (QPPair, error) {
 
 // Violation is one broken rule. Frame is the frame's number as Wireshark
 // shows it (1 for the first frame; `frame.number == N` selects it), Index
-// the same frame counted from 0 (`inaemu decode`'s first column);
+// the same frame counted from 0 (`inaemu decode --json`'s index);
 // Interface is where it was captured and TimeNS its time since the first
 // frame (Wireshark's frame.time_relative). QP and PSN are the frame's
 // destination QPN and PSN. Frame numbers inside Detail are Wireshark's
@@ -584,7 +584,7 @@ func isRequestOp(op wire.Opcode) bool {
 // it carries one.
 //
 // Frame numbers in violations are Wireshark's (1-based); Index is the
-// 0-based one `inaemu decode` prints first.
+// the 0-based index `inaemu decode --json` prints beside frame.
 //
 // nak-psn. A NAK-sequence-error carries the responder's expected PSN, the
 // first PSN it is missing. The responder only receives what passed the

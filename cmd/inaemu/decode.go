@@ -74,15 +74,16 @@ type decoded struct {
 	frames.Summary
 }
 
-// line is the human line: the 0-based index, the time, the interface (-
-// for pcap), the frame, and its comments after #.
+// line is the human line: Wireshark's frame number (the same number check
+// reports), the time, the interface (- for pcap), the frame, and its
+// comments after #.
 func (d *decoded) line() string {
 	iface := d.Interface
 	if iface == "" {
 		iface = "-"
 	}
 	_, rest, _ := strings.Cut(d.Summary.Line(), " ") // the index, printed first here
-	s := fmt.Sprintf("%d %.9f %s %s", d.Index, d.Time, iface, rest)
+	s := fmt.Sprintf("%d %.9f %s %s", d.Frame, d.Time, iface, rest)
 	for _, c := range d.Comments {
 		s += "  # " + c
 	}

@@ -212,4 +212,15 @@ func TestDecodeWhereAndWhenAgreeWithTshark(t *testing.T) {
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, `port0-in v2-ipv4 10.0.0.1 > 10.0.0.2 RC_RDMA_WRITE_LAST_WITH_IMMEDIATE`)
 	assert.Contains(t, out, `  # inaemu: fault=drop spec="drop port=0 dir=in class=data nth=2" (not delivered)`)
+	// Each human line starts with tshark's frame number and interface,
+	// the number check's violation lines give.
+	human := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, human, len(lines))
+	for i, l := range lines {
+		f := strings.Split(l, "|")
+		h := strings.Fields(human[i])
+		require.GreaterOrEqual(t, len(h), 3, human[i])
+		assert.Equal(t, f[0], h[0], "frame number of line %d", i)
+		assert.Equal(t, f[1], h[2], "interface of line %d", i)
+	}
 }
