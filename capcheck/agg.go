@@ -66,9 +66,12 @@ func isLinkTap(name string, all bool) bool {
 
 // linkHostMACs learns, for each link-tap interface, its host's MAC: the
 // unicast address in the most frames there (every frame on a host's link
-// is from or to it).
+// is from or to it), preferring an address seen on no other link (the
+// switch's is on all of them). The all-zero address is what a cooked or
+// raw-IP capture gives for one it did not record: nobody's.
 func linkHostMACs(fs *frameStore, link []bool) map[int][6]byte {
 	count := map[int]map[[6]byte]int{}
+	links := map[[6]byte]map[int]bool{}
 	for i := range fs.len() {
 		ifc := fs.at(i).iface
 		if ifc >= len(link) || !link[ifc] || !fs.at(i).hasMAC {
@@ -78,14 +81,27 @@ func linkHostMACs(fs *frameStore, link []bool) map[int][6]byte {
 			count[ifc] = map[[6]byte]int{}
 		}
 		for _, mac := range [][6]byte{fs.at(i).dstMAC, fs.at(i).srcMAC} {
-			if mac[0]&1 == 0 {
+			if mac[0]&1 == 0 && mac != ([6]byte{}) {
 				count[ifc][mac]++
+				if links[mac] == nil {
+					links[mac] = map[int]bool{}
+				}
+				links[mac][ifc] = true
 			}
 		}
 	}
 	host := map[int][6]byte{}
 	for ifc, m := range count {
-		host[ifc] = mostCommonMAC(m)
+		own := map[[6]byte]int{}
+		for mac, k := range m {
+			if len(links[mac]) == 1 {
+				own[mac] = k
+			}
+		}
+		if len(own) == 0 {
+			own = m
+		}
+		host[ifc] = mostCommonMAC(own)
 	}
 	return host
 }
@@ -141,7 +157,9 @@ func checkAggregation(payloads func(yield func(i int, data []byte) bool) error, 
 		switch mac := hostMAC[f.iface]; {
 		case f.srcMAC == mac:
 			return sideIn
-		case f.dstMAC == mac:
+		case f.dstMAC == mac, f.dstMAC == [6]byte{} && f.srcMAC != [6]byte{}:
+			// to the host, or, with no destination recorded (a cooked
+			// capture), from the other end of its link
 			return sideOut
 		}
 		return sideTap
@@ -300,7 +318,7 @@ func (a *aggregator) frame(fr aggFrame) {
 	ak := aggKey{conn.ring, m.id, off}
 	cs := a.contrib[ak]
 	H := a.ringH[conn.ring]
-	complete := len(cs) >= H
+	complete := H > 0 && len(cs) >= H
 	for r := 0; complete && r < H; r++ {
 		complete = cs[r] != nil && len(cs[r]) == len(cs[0])
 	}

@@ -7,7 +7,6 @@ import (
 	"hash/maphash"
 	"io"
 	"net/netip"
-	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -256,6 +255,12 @@ type Report struct {
 	// Snapped counts frames cut by the capture's snaplen: excluded from
 	// every rule.
 	Snapped int `json:"snapped"`
+	// Skipped counts frames the reader could not turn into Ethernet (a
+	// link type it does not read, a cooked header cut by the snaplen):
+	// they keep their frame numbers and are not checked. SkippedWhy is
+	// the first one's reason.
+	Skipped    int    `json:"skipped"`
+	SkippedWhy string `json:"skipped_why,omitempty"`
 	// Truncated says where a file cut short or damaged stops being
 	// readable: the frames before that point were checked.
 	Truncated string `json:"truncated,omitempty"`
@@ -283,15 +288,13 @@ func (r *Report) RuleCounts() map[string]int {
 }
 
 // CheckFile reads a pcap or pcapng file and checks it. The error is about
-// the file (unreadable, truncated, not a capture); violations are in the
-// report. When opt.Interfaces is nil the pcapng interface names are read
-// from the file.
+// the file (unreadable, not a capture, or cut or damaged before its first
+// frame); a file cut or damaged later is checked up to that point and the
+// report's Truncated says where. Violations are in the report. When
+// opt.Interfaces is nil the pcapng interface names are read from the
+// file. A program that checks large captures keeps its peak memory near
+// what the checker holds by running with GCPercent (inaemu check does).
 func CheckFile(path string, opt CheckOptions) (*Report, error) {
-	// The reader allocates every record afresh and the checker keeps none
-	// of them: collecting that garbage early keeps the peak RSS near what
-	// the checker holds (a small record per frame and the connections'
-	// state), not twice it.
-	defer debug.SetGCPercent(debug.SetGCPercent(checkGCPercent))
 	rd, err := pcapio.Open(path)
 	if err != nil {
 		return nil, err
@@ -309,6 +312,11 @@ func CheckFile(path string, opt CheckOptions) (*Report, error) {
 			// tshark reads it; the report says where.
 			var cut *pcapio.TruncatedError
 			var bad *pcapio.CorruptError
+			var skip *pcapio.SkippedError
+			if errors.As(err, &skip) {
+				p.addSkipped(&r, skip)
+				continue
+			}
 			if (errors.As(err, &cut) || errors.As(err, &bad)) && p.rep.Frames > 0 {
 				damage = err
 				break
@@ -331,6 +339,9 @@ func CheckFile(path string, opt CheckOptions) (*Report, error) {
 		defer rd.Close()
 		for i := range n {
 			r, err := rd.Next()
+			if skip := (*pcapio.SkippedError)(nil); errors.As(err, &skip) {
+				continue // skipped the first time too
+			}
 			if err != nil {
 				return fmt.Errorf("reading frame %d again: %v", i+1, err)
 			}
@@ -347,8 +358,13 @@ func CheckFile(path string, opt CheckOptions) (*Report, error) {
 	return rep, nil
 }
 
-// checkGCPercent is the garbage collector's GOGC while CheckFile runs.
-const checkGCPercent = 25
+// GCPercent is the garbage collector setting (GOGC) for a program that
+// checks a large capture: the reader's 64 KiB slabs of records become
+// garbage as fast as the file is read, and collecting them early keeps
+// the peak RSS near what the checker holds (about 100 bytes per frame and
+// the connections' state), not twice it. It is the program's to set
+// (debug.SetGCPercent is process-wide), not CheckFile's.
+const GCPercent = 25
 
 // frame classes
 const (
@@ -394,7 +410,6 @@ type checkFrame struct {
 	ts    int64
 	iface int
 	ghost bool
-	// fault is what the frame's fault comment says was done to it.
 	// The frame's MAC addresses (hasMAC: it has them) and a hash of its
 	// bytes: all the checker keeps of them.
 	dstMAC, srcMAC [6]byte
@@ -560,10 +575,11 @@ func isRequestOp(op wire.Opcode) bool {
 // previous data packet, a packet is accepted if one of the k PSNs before
 // it would have been (they may have been its predecessors). A data packet that
 // repeats the PSN of the stream's previous data packet is taken as a
-// network duplicate. The network is assumed to keep each stream in order:
-// a frame reordered before a sender-side vantage point reads as a
-// psn-order violation, a response reordered before any vantage point as
-// ack-regress or nak-psn.
+// network duplicate. Without a reorder window (CheckOptions.ReorderWindow;
+// auto opens one when the emulator's fault comments show frames held back)
+// the network is assumed to keep each stream in order: a frame reordered
+// before a sender-side vantage point reads as a psn-order violation, a
+// response reordered before any vantage point as ack-regress or nak-psn.
 //
 // psn-order (paired stream). Responses come from the paired response
 // stream at this vantage point (an ACK for q acknowledges q, a NAK for e
@@ -583,14 +599,11 @@ func isRequestOp(op wire.Opcode) bool {
 // count: psn-order and the upper bound of nak-psn stop for a stream once
 // it carries one.
 //
-// Frame numbers in violations are Wireshark's (1-based); Index is the
-// the 0-based index `inaemu decode --json` prints beside frame.
-//
 // nak-psn. A NAK-sequence-error carries the responder's expected PSN, the
 // first PSN it is missing. The responder only receives what passed the
 // vantage point (the vantage point is on the path), so the good-ICRC,
 // delivered data packets seen here bound that PSN from above: at the
-// receiver's link (and a tap declared downstream) the responder gets them
+// receiver's link (and a tap declared or inferred downstream) the responder gets them
 // in this order, and replaying a go-back-N responder over them gives the
 // bound (at a tap inferred to be there, the verdict says so); elsewhere
 // (mid-path too: an aggregating switch may lie beyond)
@@ -657,9 +670,10 @@ func Check(recs []pcapio.Record, opt CheckOptions) *Report {
 	})
 }
 
-// frameParser turns records into checkFrames, keeping nothing of a
-// record's bytes but its MAC addresses and a hash: a capture is read once
-// for every rule but agg-sum, which reads the payloads again (records).
+// frameParser turns records into checkFrames, keeping of a record's bytes
+// only its MAC addresses and a hash (and whole frames in corrupted and
+// duplicated, for the few frames a fault comment names): a capture is read
+// once for every rule but agg-sum, which reads the payloads again.
 type frameParser struct {
 	rep *Report
 	fs  *frameStore
@@ -730,6 +744,20 @@ func (s *frameStore) push() *checkFrame {
 var hashSeed = maphash.MakeSeed()
 
 // add reads one record.
+// addSkipped keeps the place of a frame the reader could not read, so
+// that the frames after it keep Wireshark's numbers; no rule sees it.
+func (p *frameParser) addSkipped(r *pcapio.Record, why *pcapio.SkippedError) {
+	i := p.fs.len()
+	f := p.fs.push()
+	p.rep.Frames++
+	f.idx, f.ts, f.iface, f.eff = i, r.Info.Timestamp.UnixNano(), r.Info.InterfaceIndex, r.Info.Timestamp.UnixNano()
+	f.class = fcOther
+	p.rep.Skipped++
+	if p.rep.SkippedWhy == "" {
+		p.rep.SkippedWhy = why.Error()
+	}
+}
+
 func (p *frameParser) add(r *pcapio.Record) {
 	rep, v := p.rep, &p.v
 	i := p.fs.len()

@@ -3,6 +3,7 @@ package capcheck_test
 import (
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,6 +29,7 @@ func TestCheckFileMemory(t *testing.T) {
 	}
 	st, err := os.Stat(path)
 	require.NoError(t, err)
+	defer debug.SetGCPercent(debug.SetGCPercent(capcheck.GCPercent)) // as inaemu check runs
 	rep, err := capcheck.CheckFile(path, capcheck.CheckOptions{})
 	require.NoError(t, err)
 	runtime.KeepAlive(rep)

@@ -231,7 +231,7 @@ func (c *checker) markNotForHost(macs func(i int) (dst, src [6]byte, ok bool)) {
 		if c.ifaceSide[f.iface] != sideIn {
 			continue
 		}
-		if _, src, ok := macs(i); ok && src[0]&1 == 0 {
+		if _, src, ok := macs(i); ok && src[0]&1 == 0 && src != ([6]byte{}) {
 			vp := c.ifaceVP[f.iface]
 			if count[vp] == nil {
 				count[vp] = map[[6]byte]int{}
@@ -249,7 +249,7 @@ func (c *checker) markNotForHost(macs func(i int) (dst, src [6]byte, ok bool)) {
 			continue
 		}
 		mac, ok := host[c.ifaceVP[f.iface]]
-		if dst, _, ok2 := macs(i); ok && ok2 && dst[0]&1 == 0 && dst != mac {
+		if dst, _, ok2 := macs(i); ok && ok2 && dst[0]&1 == 0 && dst != ([6]byte{}) && dst != mac {
 			f.notForHost = true
 		}
 	}
@@ -1002,7 +1002,7 @@ func (c *checker) ghostBetween(k checkStreamKey, from, to uint32) bool {
 }
 
 // seqSim: the responder receives exactly what passes this vantage point,
-// in order (the receiver's link, or a tap declared downstream).
+// in order (the receiver's link, or a tap declared or inferred downstream).
 func (s *checkReq) seqSim() bool { return s.pos == posReceiver || s.pos == posDownstream }
 
 // judge says what is wrong with transmitting p next (psn-order), or "".
@@ -1144,8 +1144,9 @@ func (s *checkReq) senderStep(f *checkFrame) {
 	}
 }
 
-// deferSkip: when the capture shows reordering and p skipped PSNs never
-// sent before, the verdict waits for them (fillHole, expireHoles).
+// deferSkip: when the capture shows reordering and p skipped PSNs not sent
+// within the reorder window before it, the verdict waits for them
+// (fillHole, expireHoles).
 func (s *checkReq) deferSkip(f *checkFrame, bad string) bool {
 	d := wire.PSNDiff(f.psn, s.next)
 	if s.c.reorderW <= 0 || d <= 0 || d > maxHoles {
@@ -1193,7 +1194,13 @@ func (s *checkReq) fillHole(p uint32, t int64) bool {
 	for i, h := range s.holes {
 		if h.psn == p {
 			s.holes = append(s.holes[:i], s.holes[i+1:]...)
-			s.firstTx[p] = t
+			// A hole may be a PSN sent before, longer ago than the
+			// reorder window: then this late copy is a retransmission.
+			if _, sent := s.firstTx[p]; sent {
+				s.retx++
+			} else {
+				s.firstTx[p] = t
+			}
 			s.c.rep.Reordered++
 			return true
 		}

@@ -38,6 +38,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Snapped > 0 {
 		fmt.Fprintf(&b, "  snapped      %s cut by the capture's snaplen: headers read, ICRC and payload not checked\n", plural(r.Snapped, "frame"))
 	}
+	if r.Skipped > 0 {
+		fmt.Fprintf(&b, "  skipped      %s not readable as Ethernet, not checked (first: %s)\n", plural(r.Skipped, "frame"), r.SkippedWhy)
+	}
 	if r.Reordered > 0 {
 		fmt.Fprintf(&b, "  reordered    %s overtaken on the way (reorder window %v), not violations\n", plural(r.Reordered, "frame"), time.Duration(r.ReorderWindowNS))
 	}
@@ -45,7 +48,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  inferred     %s\n", in)
 	}
 	if len(r.Unpaired) > 0 {
-		fmt.Fprintf(&b, "  unpaired     %s whose responses could not be told apart, NOT CHECKED for psn-order, nak-psn, extra-nak (name them with --pair SRC,DST,REQQPN=RESPQPN): %s\n",
+		fmt.Fprintf(&b, "  unpaired     %s whose responses could not be told apart, NOT CHECKED for nak-psn and extra-nak, psn-order only loosely (name them with --pair SRC,DST,REQQPN=RESPQPN): %s\n",
 			plural(len(r.Unpaired), "request stream"), strings.Join(r.Unpaired, ", "))
 	}
 	if r.AggChecked+r.AggUnchecked+r.AggForwarded > 0 {

@@ -1,10 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
-
-	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,12 +13,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/inaemu/inaemu/internal/testtool"
-
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/internal/pcapio"
+	"github.com/inaemu/inaemu/internal/testtool"
 	"github.com/inaemu/inaemu/internal/units"
 )
 
@@ -173,7 +176,7 @@ func TestTruncatedCaptureCommands(t *testing.T) {
 		prefix string
 		want   string
 	}{
-		{[]string{"decode", pcap}, "inaemu decode: ", pcap + ": frame 1: truncated record at byte "},
+		{[]string{"decode", pcap}, "inaemu decode: ", pcap + ": frame 2: truncated record at byte "},
 		{[]string{"decode", pcap, "--json"}, "inaemu decode: ", "truncated record at byte "},
 		{[]string{"replay", pcap, "--through-switch", "--out", out}, "inaemu replay: ", "truncated record at byte "},
 		{[]string{"decode", pcapng}, "inaemu decode: ", "truncated Enhanced Packet Block at byte "},
@@ -190,7 +193,7 @@ func TestTruncatedCaptureCommands(t *testing.T) {
 	require.Equal(t, 2, code)
 	assert.Contains(t, out, "1 frame (1 RoCE")
 	assert.Contains(t, out, "result       conforms")
-	assert.Regexp(t, `^inaemu check: warning: .*cut\.pcap: frame 1: truncated record at byte \d+ \(header says \d+ bytes, 0 present\): the 1 frames before it were checked\n$`, errOut)
+	assert.Regexp(t, `^inaemu check: warning: .*cut\.pcap: frame 2: truncated record at byte \d+ \(header says \d+ bytes, 0 present\): the 1 frames before it were checked\n$`, errOut)
 	// psn_order.pcapng cut in its last block: its violations before the
 	// cut are still found (exit 1), with the warning.
 	code, out, errOut = runGuarded("check", pcapng, "--vantage", "sender")
@@ -241,8 +244,8 @@ func TestDamagedCaptureCheck(t *testing.T) {
 	var j map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &j))
 	assert.EqualValues(t, 3, j["frames"])
-	assert.Contains(t, j["truncated"], "frame 3: damaged at or after byte "+strconv.Itoa(at))
-	assert.Regexp(t, `^inaemu check: warning: .*damaged\.pcapng: frame 3: damaged at or after byte \d+: .*: the 3 frames before it were checked\n$`, errOut)
+	assert.Contains(t, j["truncated"], "frame 4: damaged at or after byte "+strconv.Itoa(at))
+	assert.Regexp(t, `^inaemu check: warning: .*damaged\.pcapng: frame 4: damaged at or after byte \d+: .*: the 3 frames before it were checked\n$`, errOut)
 	if testtool.HaveTshark() {
 		got, _, _ := testtool.Run(t, "tshark", "-r", path, "-T", "fields", "-e", "frame.number")
 		assert.Equal(t, 3, strings.Count(got, "\n"), "tshark reads the same frames")
@@ -294,4 +297,48 @@ func TestPanicGuard(t *testing.T) {
 	code = guarded([]string{"--help"}, &o, &e, run)
 	assert.Equal(t, 0, code)
 	assert.Empty(t, e.String())
+}
+
+// A frame of a link type nobody reads (an 802.11 interface beside the
+// Ethernet ones) keeps its frame number and is skipped with a count: check
+// still checks the others and names their frames as Wireshark does, and
+// decode prints a line for it and reads on.
+func TestSkippedFrameKeepsNumbering(t *testing.T) {
+	recs, names, err := pcapio.ReadAllNamed(checkGolden("psn_order.pcapng"))
+	require.NoError(t, err)
+	require.NotEmpty(t, names)
+	var b bytes.Buffer
+	w, err := pcapgo.NewNgWriterInterface(&b, pcapgo.NgInterface{Name: "wlan0", LinkType: layers.LinkTypeIEEE802_11}, pcapgo.NgWriterOptions{})
+	require.NoError(t, err)
+	ids := map[int]int{}
+	for i, n := range names {
+		ids[i], err = w.AddInterface(pcapgo.NgInterface{Name: n, LinkType: layers.LinkTypeEthernet})
+		require.NoError(t, err)
+	}
+	t0 := recs[0].Info.Timestamp
+	require.NoError(t, w.WritePacket(gopacket.CaptureInfo{Timestamp: t0, CaptureLength: 30, Length: 30}, make([]byte, 30)))
+	for _, r := range recs {
+		ci := r.Info
+		ci.InterfaceIndex = ids[ci.InterfaceIndex]
+		require.NoError(t, w.WritePacket(ci, r.Data))
+	}
+	require.NoError(t, w.Flush())
+	path := filepath.Join(t.TempDir(), "wifi.pcapng")
+	require.NoError(t, os.WriteFile(path, b.Bytes(), 0o644))
+
+	code, out, errOut := runGuarded("check", path, "--vantage", "sender")
+	require.Equal(t, 1, code, errOut)
+	assert.Contains(t, out, "psn-order frame 7 ", "frame 6 of the original is frame 7 behind the 802.11 frame")
+	assert.Contains(t, out, "  skipped      1 frame not readable as Ethernet, not checked (first: ")
+	assert.Contains(t, out, fmt.Sprintf("%d frames", len(recs)+1))
+	code, out, errOut = runGuarded("decode", path)
+	require.Equal(t, 0, code, errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, len(recs)+1)
+	assert.Regexp(t, `^1 0\.000000000 wlan0 not-read len=30: link type 105 \(802\.11\)`, lines[0])
+	assert.Regexp(t, `^2 `, lines[1])
+	if testtool.HaveTshark() {
+		got, _, _ := testtool.Run(t, "tshark", "-r", path, "-Y", "infiniband.bth.psn", "-T", "fields", "-e", "frame.number")
+		assert.Contains(t, strings.Fields(got), "7", "tshark numbers the frames the same way")
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -41,7 +42,12 @@ func runDecode(e *cmdEnv, file string, asJSON bool) int {
 		if err == io.EOF {
 			return exitOK
 		}
-		if err != nil {
+		var skip *pcapio.SkippedError
+		if errors.As(err, &skip) {
+			// One frame that is not Ethernet: said on its own line, as
+			// tshark shows a frame it cannot dissect, and reading goes on.
+			rec.Data = nil
+		} else if err != nil {
 			out.Flush()
 			fmt.Fprintf(stderr, "inaemu decode: %v\n", err)
 			return exitUsage
@@ -50,6 +56,10 @@ func runDecode(e *cmdEnv, file string, asJSON bool) int {
 			t0 = rec.Info.Timestamp
 		}
 		d := decoded{Frame: i + 1, Time: rec.Info.Timestamp.Sub(t0).Seconds(), Comments: rec.Comments, Summary: frames.Describe(i, rec.Data)}
+		if skip != nil {
+			d.skipped = skip.Err.Error()
+			d.Summary.FrameLen, d.Summary.Error = rec.Info.Length, "not read: "+d.skipped
+		}
 		if names := r.Interfaces(); rec.Info.InterfaceIndex < len(names) {
 			d.Interface = names[rec.Info.InterfaceIndex]
 		}
@@ -72,6 +82,8 @@ type decoded struct {
 	Interface string   `json:"interface,omitempty"` // the pcapng interface's name
 	Comments  []string `json:"comments,omitempty"`  // pcapng packet comments (fault annotations)
 	frames.Summary
+	skipped string // why the reader could not read the frame as Ethernet
+
 }
 
 // line is the human line: Wireshark's frame number (the same number check
@@ -83,6 +95,9 @@ func (d *decoded) line() string {
 		iface = "-"
 	}
 	_, rest, _ := strings.Cut(d.Summary.Line(), " ") // the index, printed first here
+	if d.skipped != "" {
+		rest = fmt.Sprintf("not-read len=%d: %s", d.FrameLen, d.skipped)
+	}
 	s := fmt.Sprintf("%d %.9f %s %s", d.Frame, d.Time, iface, rest)
 	for _, c := range d.Comments {
 		s += "  # " + c

@@ -144,7 +144,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"missing", []string{"decode", filepath.Join(dir, "nope.pcap")}, 2, "no such file", 0},
 		{"junk", []string{"decode", junk}, 2, "not a pcap or pcapng file", 0},
 		{"empty", []string{"decode", empty}, 2, "too short to be a capture", 0},
-		{"truncated", []string{"decode", "--json", trunc}, 2, "trunc.pcap: frame 2: truncated record at byte 208 (header says 314 bytes, 276 present)", 2},
+		{"truncated", []string{"decode", "--json", trunc}, 2, "trunc.pcap: frame 3: truncated record at byte 208 (header says 314 bytes, 276 present)", 2},
 		{"unknown command", []string{"decodez"}, 2, "unknown command", 0},
 		{"help", []string{"decode", "--help"}, 0, "", -1},
 	} {

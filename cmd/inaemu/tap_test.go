@@ -7,6 +7,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -136,6 +137,58 @@ func start(t *testing.T, ready string, name string, args ...string) *process {
 			}
 		case <-deadline:
 			t.Fatalf("%s: no %q within a minute; stderr: %q", name, ready, seen)
+		}
+	}
+}
+
+// waitCapturing returns once the capture file shows a frame on every
+// bridge of the topology. tshark says "Capturing on" before dumpcap's
+// socket on each interface is live (a late one missed the first half of a
+// job), so a probe frame (broadcast, local experimental EtherType 0x88B5)
+// is written into each host's TAP every 100 ms until the file holds one
+// from each bridge. (A frame sent out of the bridge itself would be
+// dropped unseen: a bridge none of whose ports has carrier has no queue.)
+// This waits on a real process; it asserts nothing about time.
+func waitCapturing(t *testing.T, pcap string, topo tap.Topology) {
+	t.Helper()
+	probe := append([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 0, 0xfe, 0x88, 0xb5}, []byte("inaemu capture probe")...)
+	probe = append(probe, make([]byte, 60-len(probe))...)
+	bridges := topo.Bridges()
+	hosts := make([]tap.Device, len(bridges))
+	for r := range hosts {
+		d, err := tap.Open(topo.Host(r))
+		require.NoError(t, err)
+		defer d.Close() // before the host process opens it
+		hosts[r] = d
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(30 * time.Second); ; <-tick.C {
+		require.True(t, time.Now().Before(deadline), "the capture of %v shows no probe on every bridge within 30 s", bridges)
+		seen := map[string]bool{}
+		if r, err := pcapio.Open(pcap); err == nil {
+			for {
+				rec, err := r.Next()
+				if err != nil {
+					break // the end, or a block dumpcap is still writing
+				}
+				if bytes.Equal(rec.Data, probe) {
+					if names := r.Interfaces(); rec.Info.InterfaceIndex < len(names) {
+						seen[names[rec.Info.InterfaceIndex]] = true
+					}
+				}
+			}
+			r.Close()
+		}
+		all := true
+		for r, name := range bridges {
+			if !seen[name] {
+				all = false
+				require.NoError(t, hosts[r].WriteFrame(probe))
+			}
+		}
+		if all {
+			return
 		}
 	}
 }
@@ -293,11 +346,13 @@ func TestMultiProcessJobOverTAPs(t *testing.T) {
 	const prefix, workers = "itmp", 3
 	topo := topology(t, prefix, workers)
 	bin := inaemuBinary(t)
-	// dumpcap sometimes misses frames of a job this short (a few ms; it
-	// says "Capturing on" before every interface is open). A capture is
-	// only taken as incomplete, and the job run again (at most 3 times),
-	// when every host ended exact with no retransmission: then every frame
-	// crossed the bridges in order, and what the capture lacks it lost.
+	// tshark says "Capturing on" before every interface is open, so the
+	// job starts only once a probe frame shows up from every bridge
+	// (waitCapturing). Should dumpcap still miss frames of a job this
+	// short (a few ms), a capture is taken as incomplete, and the job run
+	// again (at most 3 times), only when every host ended exact with no
+	// retransmission: then every frame crossed the bridges in order, and
+	// what the capture lacks it lost.
 	for attempt := 1; ; attempt++ {
 		if multiProcessJobOverTAPs(t, topo, bin, attempt < 3) {
 			return
@@ -320,6 +375,7 @@ func multiProcessJobOverTAPs(t *testing.T, topo tap.Topology, bin string, retry 
 		capArgs = append(capArgs, "-i", b)
 	}
 	shark := start(t, "Capturing on", "tshark", capArgs...)
+	waitCapturing(t, pcap, topo)
 	job := []string{"--workers", fmt.Sprint(workers), "--tensor", "256KiB", "--msg-len", "16", "--seed", "11"}
 	sw := start(t, "ready", bin, append([]string{"switch", "--tap", prefix, "--json"}, job...)...)
 

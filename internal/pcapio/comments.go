@@ -59,12 +59,18 @@ func FaultOf(comments []string) (f Fault, ok bool) {
 			v := rest[i+1+len(DelayKey):]
 			v, _, _ = strings.Cut(v, " ")
 			if n, err := strconv.ParseInt(strings.TrimSuffix(v, "ns"), 10, 64); err == nil && n > 0 {
-				f.ExtraDelay = time.Duration(n)
+				// The emulator's delays are below an hour; a larger
+				// value (a hand-edited comment) is held to one, so that
+				// sums of delays cannot overflow.
+				f.ExtraDelay = min(time.Duration(n), maxExtraDelay)
 			}
 		}
 	}
 	return f, ok
 }
+
+// maxExtraDelay bounds the extra_delay a comment can claim.
+const maxExtraDelay = time.Hour
 
 // IsGhost reports whether a capture record's comments mark it as a frame a
 // fault dropped, written where it would have arrived: it was never

@@ -139,6 +139,8 @@ func TestCorruptFile(t *testing.T) {
 	require.Len(t, epbs, 4)
 	noIface := bytes.Clone(ng)
 	binary.LittleEndian.PutUint32(noIface[epbs[2]+8:], 7) // interface 7 of 2
+	shorter := bytes.Clone(ng)
+	binary.LittleEndian.PutUint32(shorter[epbs[2]+24:], 10) // original length 10 of a longer captured frame
 	badLen := bytes.Clone(ng)
 	binary.LittleEndian.PutUint32(badLen[epbs[2]+4:], 10) // a block shorter than its header
 
@@ -148,10 +150,11 @@ func TestCorruptFile(t *testing.T) {
 		at   int64
 		msg  string
 	}{
-		{"huge.pcap", huge, int64(third), "huge.pcap: frame 2: damaged at or after byte 176: capture length exceeds snap length: 2147483647 > 65535"},
-		{"longer.pcap", longer, int64(third), "longer.pcap: frame 2: damaged at or after byte 176: capture length exceeds original packet length: 61 > 60"},
-		{"noiface.pcapng", noIface, int64(epbs[2]), "noiface.pcapng: frame 2: damaged at or after byte " + strconv.Itoa(epbs[2]) + ": Interface id 7 not present in section (have only 2 interfaces)"},
-		{"badlen.pcapng", badLen, int64(epbs[2]), "badlen.pcapng: frame 2: damaged at or after byte 356: Enhanced Packet Block at byte 356 says it is 10 bytes long (a block is a multiple of 4 bytes, 12 or more)"},
+		{"huge.pcap", huge, int64(third), "huge.pcap: frame 3: damaged at or after byte 176: capture length exceeds snap length: 2147483647 > 65535"},
+		{"longer.pcap", longer, int64(third), "longer.pcap: frame 3: damaged at or after byte 176: capture length exceeds original packet length: 61 > 60"},
+		{"noiface.pcapng", noIface, int64(epbs[2]), "noiface.pcapng: frame 3: damaged at or after byte " + strconv.Itoa(epbs[2]) + ": Interface id 7 not present in section (have only 2 interfaces)"},
+		{"shorter.pcapng", shorter, int64(epbs[2]), "shorter.pcapng: frame 3: damaged at or after byte " + strconv.Itoa(epbs[2]) + ": capture length exceeds original packet length: " + strconv.Itoa(int(binary.LittleEndian.Uint32(ng[epbs[2]+20:]))) + " > 10"},
+		{"badlen.pcapng", badLen, int64(epbs[2]), "badlen.pcapng: frame 3: damaged at or after byte 356: Enhanced Packet Block at byte 356 says it is 10 bytes long (a block is a multiple of 4 bytes, 12 or more)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r, err := NewReader(c.name, bytes.NewReader(c.data))

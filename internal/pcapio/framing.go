@@ -14,7 +14,7 @@ import (
 type TruncatedError struct {
 	Name   string // the file, as given to Open or NewReader
 	What   string // "file header", "record header", "record", "block header", "Enhanced Packet Block", ...
-	Frame  int    // index of the frame being read (the number of complete frames before it)
+	Frame  int    // 0-based index of the frame being read (the number of complete frames before it); messages print Frame+1, Wireshark's number
 	Offset int64  // where the cut header, record or block starts
 	Want   int64  // bytes its header declares (or the header's own length)
 	Have   int64  // bytes present from Offset to the end of the file (a record's: of its data)
@@ -24,7 +24,7 @@ type TruncatedError struct {
 func (e *TruncatedError) Error() string {
 	frame := ""
 	if e.packet {
-		frame = fmt.Sprintf("frame %d: ", e.Frame)
+		frame = fmt.Sprintf("frame %d: ", e.Frame+1) // Wireshark's number
 	}
 	says := "header says"
 	if e.What == "file header" || e.What == "record header" || e.What == "block header" {
@@ -45,16 +45,36 @@ func (e *TruncatedError) Unwrap() error { return io.ErrUnexpectedEOF }
 // were read; nothing after it can be trusted, so Next stops there.
 type CorruptError struct {
 	Name   string // the file, as given to Open or NewReader
-	Frame  int    // index of the frame being read (the number of frames read before it)
+	Frame  int    // 0-based index of the frame being read (the number of frames read before it); messages print Frame+1, Wireshark's number
 	Offset int64  // where the damaged record or block starts, when the framing shows it; else where reading frame Frame began (the damage is at or after it)
 	Err    error  // what the capture library found
 }
 
 func (e *CorruptError) Error() string {
-	return fmt.Sprintf("%s: frame %d: damaged at or after byte %d: %v", e.Name, e.Frame, e.Offset, e.Err)
+	return fmt.Sprintf("%s: frame %d: damaged at or after byte %d: %v", e.Name, e.Frame+1, e.Offset, e.Err) // Wireshark's number
 }
 
 func (e *CorruptError) Unwrap() error { return e.Err }
+
+// SkippedError is a frame Next cannot turn into Ethernet: its link type
+// is none of those Record.LinkType lists, or the snaplen cut its cooked
+// header. Only that frame is lost; the next call to Next reads on.
+type SkippedError struct {
+	Name          string // the file, as given to Open or NewReader
+	Frame         int    // 0-based index of the frame; messages print Frame+1, Wireshark's number
+	Interface     int    // its pcapng interface, -1 in a classic pcap
+	InterfaceName string
+	Err           error // why it cannot be read
+}
+
+func (e *SkippedError) Error() string {
+	if e.Interface >= 0 {
+		return fmt.Sprintf("%s: frame %d: interface %d (%q): %v", e.Name, e.Frame+1, e.Interface, e.InterfaceName, e.Err)
+	}
+	return fmt.Sprintf("%s: frame %d: %v", e.Name, e.Frame+1, e.Err)
+}
+
+func (e *SkippedError) Unwrap() error { return e.Err }
 
 // framer passes a capture's bytes through and follows its framing as they
 // go by (pcap: a 24-byte file header, then 16-byte record headers each

@@ -105,7 +105,7 @@ func TestMixedLinkTypes(t *testing.T) {
 	rd, err = pcapio.NewReader("cut.pcapng", bytes.NewReader(b.Bytes()))
 	require.NoError(t, err)
 	_, _, err = rd.All()
-	require.EqualError(t, err, `cut.pcapng: frame 0: interface 0 ("any"): Linux cooked (SLL) header cut at 10 of 16 bytes`)
+	require.EqualError(t, err, `cut.pcapng: frame 1: interface 0 ("any"): Linux cooked (SLL) header cut at 10 of 16 bytes`)
 
 	b.Reset()
 	pw := pcapgo.NewWriter(&b)
@@ -287,7 +287,7 @@ func TestUnreadableFrameSkipped(t *testing.T) {
 	rd, err := pcapio.NewReader("wifi.pcapng", bytes.NewReader(b.Bytes()))
 	require.NoError(t, err)
 	_, err = rd.Next()
-	require.EqualError(t, err, `wifi.pcapng: frame 0: interface 0 ("wlan0"): link type 105 (802.11): `+
+	require.EqualError(t, err, `wifi.pcapng: frame 1: interface 0 ("wlan0"): link type 105 (802.11): `+
 		"want Ethernet (1), Linux cooked SLL (113) or SLL2 (276), or raw IP (101, 228, 229)")
 	r, err := rd.Next()
 	require.NoError(t, err)
@@ -300,7 +300,7 @@ func TestUnreadableFrameSkipped(t *testing.T) {
 	rd, err = pcapio.NewReader("any.pcap", bytes.NewReader(classic(t, layers.LinkTypeLinuxSLL, [][]byte{cooked, cooked}, 10)))
 	require.NoError(t, err)
 	_, err = rd.Next()
-	require.EqualError(t, err, "any.pcap: frame 0: Linux cooked (SLL) header cut at 10 of 16 bytes")
+	require.EqualError(t, err, "any.pcap: frame 1: Linux cooked (SLL) header cut at 10 of 16 bytes")
 	r, err = rd.Next()
 	require.NoError(t, err)
 	assert.Equal(t, native, r.Data)

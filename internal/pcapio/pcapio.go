@@ -197,10 +197,11 @@ func newReader(name string, in io.Reader) (*Reader, error) {
 //     capture killed mid-write);
 //   - a *CorruptError where the file is damaged (a record or block whose
 //     lengths or fields make no sense);
-//   - an error naming a frame Next cannot turn into Ethernet (a cooked
-//     header cut by the snaplen, an interface of a link type not listed
-//     at Record.LinkType): that frame is skipped, and the next call reads
-//     on.
+//   - a *SkippedError naming a frame Next cannot turn into Ethernet (a
+//     cooked header cut by the snaplen, an interface of a link type not
+//     listed at Record.LinkType), returned with the frame's Record
+//     without Data (its time, interface and lengths): that frame is
+//     skipped, and the next call reads on.
 //
 // Every complete record before the cut or the damage is returned first,
 // and after io.EOF, a *TruncatedError or a *CorruptError, Next returns
@@ -232,6 +233,10 @@ func (r *Reader) Next() (Record, error) {
 	case err == nil && rec.Info.CaptureLength != len(data):
 		r.err = &CorruptError{Name: r.name, Frame: r.index, Offset: start,
 			Err: fmt.Errorf("record length %d does not match %d data bytes", rec.Info.CaptureLength, len(data))}
+	case err == nil && rec.Info.CaptureLength > rec.Info.Length:
+		// pcapgo checks this for classic pcap only.
+		r.err = &CorruptError{Name: r.name, Frame: r.index, Offset: start,
+			Err: fmt.Errorf("capture length exceeds original packet length: %d > %d", rec.Info.CaptureLength, rec.Info.Length)}
 	case err == nil:
 	case t != nil:
 		r.err = t
@@ -254,12 +259,15 @@ func (r *Reader) Next() (Record, error) {
 	var h [14]byte
 	strip, pt, err := ethernetHeader(lt, data, rec.Info.Length, &h)
 	if err != nil {
+		sk := &SkippedError{Name: r.name, Frame: index, Interface: -1, Err: err}
 		if r.ng != nil {
 			if ifc, ierr := r.ng.Interface(rec.Info.InterfaceIndex); ierr == nil {
-				return Record{}, fmt.Errorf("%s: frame %d: interface %d (%q): %v", r.name, index, rec.Info.InterfaceIndex, ifc.Name, err)
+				sk.Interface, sk.InterfaceName = rec.Info.InterfaceIndex, ifc.Name
 			}
 		}
-		return Record{}, fmt.Errorf("%s: frame %d: %v", r.name, index, err)
+		// The record's place, time and lengths stay, so a reader can keep
+		// Wireshark's frame numbering; it has no Data.
+		return rec, sk
 	}
 	rec.Data = r.alloc(14 + len(data) - strip)
 	copy(rec.Data, h[:])

@@ -209,9 +209,9 @@ func TestTruncatedMessages(t *testing.T) {
 		n    int
 		want string
 	}{
-		{24 + 76 + 16, "capture.pcap: frame 1: truncated record at byte 100 (header says 60 bytes, 0 present)"},
-		{24 + 76 + 16 + 12, "capture.pcap: frame 1: truncated record at byte 100 (header says 60 bytes, 12 present)"},
-		{24 + 76 + 5, "capture.pcap: frame 1: truncated record header at byte 100 (needs 16 bytes, 5 present)"},
+		{24 + 76 + 16, "capture.pcap: frame 2: truncated record at byte 100 (header says 60 bytes, 0 present)"},
+		{24 + 76 + 16 + 12, "capture.pcap: frame 2: truncated record at byte 100 (header says 60 bytes, 12 present)"},
+		{24 + 76 + 5, "capture.pcap: frame 2: truncated record header at byte 100 (needs 16 bytes, 5 present)"},
 		{10, "capture.pcap: truncated file header at byte 0 (needs 24 bytes, 10 present)"},
 	} {
 		recs, err := readPrefix("capture.pcap", data[:c.n])
@@ -239,7 +239,7 @@ func TestTruncatedMessages(t *testing.T) {
 	epb := ends[len(ends)-2] // the last block is the EPB
 	_, err = readPrefix("capture.pcapng", ng[:len(ng)-4])
 	require.Error(t, err)
-	assert.Equal(t, fmt.Sprintf("capture.pcapng: frame 0: truncated Enhanced Packet Block at byte %d (header says %d bytes, %d present)",
+	assert.Equal(t, fmt.Sprintf("capture.pcapng: frame 1: truncated Enhanced Packet Block at byte %d (header says %d bytes, %d present)",
 		epb, len(ng)-epb, len(ng)-epb-4), err.Error())
 }
 
@@ -250,5 +250,5 @@ func TestTruncatedFileNamed(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, data[:len(data)-1], 0o644))
 	_, err := ReadAll(path)
 	require.Error(t, err)
-	assert.Equal(t, path+": frame 1: truncated record at byte 100 (header says 60 bytes, 59 present)", err.Error())
+	assert.Equal(t, path+": frame 2: truncated record at byte 100 (header says 60 bytes, 59 present)", err.Error())
 }
