@@ -59,8 +59,13 @@ func init() {
 // CRC as a number; on the wire it is written little-endian. The frame is
 // only read.
 func (v *View) ICRC() uint32 {
-	f := v.frame
-	n := f[v.l3:]
+	return icrcUpdate(lrhSeed^v.maskFix(), v.frame[v.l3:v.icrc])
+}
+
+// maskFix is the change to the CRC's starting state equivalent to reading
+// the variant fields as ones (seedFix).
+func (v *View) maskFix() uint32 {
+	n := v.frame[v.l3:]
 	var fx uint32
 	switch v.transport {
 	case V2IPv4:
@@ -75,8 +80,54 @@ func (v *View) ICRC() uint32 {
 		fx ^= seedFix[u][^n[u]] ^ seedFix[u+1][^n[u+1]]
 	}
 	b := v.bth - v.l3 + 4 // BTH FECN/BECN/reserved byte reads as ones
-	fx ^= seedFix[b][^n[b]]
-	return crc32.Update(lrhSeed^fx, crc32.IEEETable, f[v.l3:v.icrc])
+	return fx ^ seedFix[b][^n[b]]
+}
+
+// icrcUpdate is crc32.Update(crc, crc32.IEEETable, p) for the ICRC's
+// covered bytes. hash/crc32 folds 16-byte blocks with carry-less
+// multiplication but finishes a tail of up to 15 bytes with one dependent
+// table lookup per byte; here the blocks go to hash/crc32 and the tail is
+// finished with independent lookups in slicing-by-16 tables.
+func icrcUpdate(crc uint32, p []byte) uint32 {
+	if len(p) < 64 {
+		return crc32.Update(crc, crc32.IEEETable, p)
+	}
+	body := len(p) &^ 15
+	crc = crc32.Update(crc, crc32.IEEETable, p[:body])
+	return crcTail(crc, p[body:])
+}
+
+// tailTables[j][b] is the CRC register contribution of byte b followed
+// by 15-j zero bytes: a tail of n bytes uses tailTables[16-n:], its byte i
+// row 16-n+i.
+var tailTables = func() (t [16][256]uint32) {
+	t[15] = *crc32.IEEETable
+	for j := 14; j >= 0; j-- {
+		for b := range 256 {
+			r := t[j+1][b]
+			t[j][b] = r>>8 ^ t[15][r&0xFF]
+		}
+	}
+	return t
+}()
+
+// crcTail continues crc (crc32.Update's convention) over at most 15
+// bytes: byte i of the tail, XORed with register byte i for the first
+// four, moves through the bytes after it by one lookup; the lookups are
+// independent of each other.
+func crcTail(crc uint32, p []byte) uint32 {
+	n := len(p)
+	if n < 4 || n > 15 {
+		return crc32.Update(crc, crc32.IEEETable, p)
+	}
+	rows := tailTables[16-n:]
+	p = p[:len(rows)]
+	r := ^crc ^ binary.LittleEndian.Uint32(p)
+	out := rows[0][byte(r)] ^ rows[1][byte(r>>8)] ^ rows[2][byte(r>>16)] ^ rows[3][r>>24]
+	for i := 4; i < len(rows); i++ {
+		out ^= rows[i][p[i]]
+	}
+	return ^out
 }
 
 // WireICRC is the ICRC value the frame carries.
