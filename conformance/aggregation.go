@@ -408,6 +408,7 @@ func AggregationSuite(o SuiteOptions) []PropertyResult {
 	name := "aggregation/release=" + o.Release.String()
 	start := time.Now()
 	res := PropertyResult{Name: name, Passed: true}
+	o.record(&res)
 	transport := 0
 	var stall *struct {
 		i    int
@@ -431,6 +432,9 @@ func AggregationSuite(o SuiteOptions) []PropertyResult {
 		}
 	}
 	for i := 0; i < o.Count; i++ {
+		if !o.Shard.owns(i) {
+			continue
+		}
 		seed := caseSeed(o.Seed, name, i)
 		c := sample(aggCaseGen(seed), seed).(aggCase)
 		c.place()
@@ -438,6 +442,9 @@ func AggregationSuite(o SuiteOptions) []PropertyResult {
 		res.Cases++
 		if out.transport {
 			transport++
+			if res.Shard != nil {
+				res.Shard.Transport = append(res.Shard.Transport, i)
+			}
 		}
 		if o.Progress != nil {
 			o.Progress(name, i+1, o.Count)
@@ -453,21 +460,27 @@ func AggregationSuite(o SuiteOptions) []PropertyResult {
 					out  aggOutcome
 					seed uint64
 				}{i, c, out, seed}
+				if res.Shard != nil {
+					res.Shard.StallAt, res.Shard.StallDetail = i, out.detail
+				}
 			}
 			continue
 		}
 		report(i, c, out, seed)
+		if res.Shard != nil {
+			res.Shard.FailAt = i
+		}
 		break
 	}
 	if stall != nil {
 		if res.Passed {
 			report(stall.i, stall.c, stall.out, stall.seed)
 		} else {
-			res.Notes = append(res.Notes, fmt.Sprintf("case %d also stalled unrecoverably: %s", stall.i, stall.out.detail))
+			res.Notes = append(res.Notes, stallNote(stall.i, stall.out.detail))
 		}
 	}
 	if transport > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("%d of %d cases ended in a transport error after a frame was destroyed more than retry_cnt times (allowed)", transport, res.Cases))
+		res.Notes = append(res.Notes, transportNote(transport, res.Cases))
 	}
 	res.Wall = time.Since(start)
 	return []PropertyResult{res}

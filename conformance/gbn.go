@@ -319,7 +319,11 @@ func GBNSuite(o SuiteOptions) []PropertyResult {
 	name := "gbn"
 	start := time.Now()
 	res := PropertyResult{Name: name, Passed: true}
+	o.record(&res)
 	for i := 0; i < o.Count; i++ {
+		if !o.Shard.owns(i) {
+			continue
+		}
 		seed := caseSeed(o.Seed, name, i)
 		c := sample(gbnCaseGen(seed), seed).(gbnCase)
 		fail := gbnFails(c)
@@ -332,6 +336,9 @@ func GBNSuite(o SuiteOptions) []PropertyResult {
 		}
 		small, sfail := shrinkGBN(c, fail)
 		res.Passed = false
+		if res.Shard != nil {
+			res.Shard.FailAt = i
+		}
 		res.Failure = fmt.Sprintf("case %d (%s): %s; shrunk to %s: %s", i, c, fail, small, sfail)
 		res.Replay = fmt.Sprintf("inaemu conformance --suite gbn --seed %d --count %d", o.Seed, i+1)
 		if o.OutDir != "" {

@@ -91,8 +91,12 @@ func emittedVerify(o SuiteOptions) PropertyResult {
 	name := "icrc/emitted-frames-verify"
 	start := time.Now()
 	res := PropertyResult{Name: name, Passed: true}
+	o.record(&res)
 	var v frames.View
 	for i := 0; i < o.Count; i++ {
+		if !o.Shard.owns(i) {
+			continue
+		}
 		seed := caseSeed(o.Seed, name, i)
 		sc := cleanCase(seed)
 		recs, _, err := captureOf(sc)
@@ -115,6 +119,9 @@ func emittedVerify(o SuiteOptions) PropertyResult {
 		}
 		if fail != "" {
 			res.Passed, res.Failure = false, fail
+			if res.Shard != nil {
+				res.Shard.FailAt = i
+			}
 			if p, err := writeCounterexample(o.OutDir, fmt.Sprintf("icrc-emitted-%d", seed), sc); err == nil && p != "" {
 				res.Counterexample, res.Replay = &p, "inaemu run --scenario "+p
 			}
@@ -194,12 +201,16 @@ func bitFlips(o SuiteOptions) PropertyResult {
 	name := "icrc/bit-flips-detected"
 	start := time.Now()
 	res := PropertyResult{Name: name, Passed: true}
+	o.record(&res)
 	pool := sampleFrames(o.Seed)
 	if len(pool) == 0 {
 		res.Passed, res.Failure = false, "no frames to test"
 		return res
 	}
 	for i := 0; i < o.Count; i++ {
+		if !o.Shard.owns(i) {
+			continue
+		}
 		r := rand.New(rand.NewPCG(caseSeed(o.Seed, name, i), 2))
 		f := append([]byte(nil), pool[r.IntN(len(pool))]...)
 		l3, end, _, _ := icrcLayout(f)
@@ -218,6 +229,9 @@ func bitFlips(o SuiteOptions) PropertyResult {
 		}
 		if err == nil && ok {
 			res.Passed = false
+			if res.Shard != nil {
+				res.Shard.FailAt = i
+			}
 			res.Failure = fmt.Sprintf("flipping bit %d of byte %d was not detected: % x", bit, at, f)
 			break
 		}
@@ -230,8 +244,12 @@ func maskedFields(o SuiteOptions) PropertyResult {
 	name := "icrc/masked-fields-keep-icrc"
 	start := time.Now()
 	res := PropertyResult{Name: name, Passed: true}
+	o.record(&res)
 	pool := sampleFrames(o.Seed + 7)
 	for i := 0; i < o.Count && len(pool) > 0; i++ {
+		if !o.Shard.owns(i) {
+			continue
+		}
 		r := rand.New(rand.NewPCG(caseSeed(o.Seed, name, i), 3))
 		f := append([]byte(nil), pool[r.IntN(len(pool))]...)
 		l3, end, _, _ := icrcLayout(f)
@@ -250,6 +268,9 @@ func maskedFields(o SuiteOptions) PropertyResult {
 		if err != nil || !ok {
 			res.Passed = false
 			res.Failure = fmt.Sprintf("changing only masked fields broke the ICRC (%v): % x", err, f)
+			if res.Shard != nil {
+				res.Shard.FailAt = i
+			}
 			break
 		}
 	}
@@ -272,7 +293,11 @@ func noAggregateFromCorruption(o SuiteOptions) PropertyResult {
 	name := "icrc/no-aggregate-from-corruption"
 	start := time.Now()
 	res := PropertyResult{Name: name, Passed: true}
+	o.record(&res)
 	for i := 0; i < o.Count; i++ {
+		if !o.Shard.owns(i) {
+			continue
+		}
 		seed := caseSeed(o.Seed, name, i)
 		c := sample(aggCaseGen(seed), seed).(aggCase) // on the star: even interfaces are the hosts' links into the switch
 		c.Workers, c.Elems, c.Netem = min(c.Workers, 6), min(c.Elems, 4096), ""
@@ -311,6 +336,9 @@ func noAggregateFromCorruption(o SuiteOptions) PropertyResult {
 		}
 		if fail != "" {
 			res.Passed, res.Failure = false, fmt.Sprintf("case %d (%s): %s", i, c, fail)
+			if res.Shard != nil {
+				res.Shard.FailAt = i
+			}
 			if p, err := writeCounterexample(o.OutDir, fmt.Sprintf("icrc-corrupt-%d", seed), sc); err == nil && p != "" {
 				res.Counterexample, res.Replay = &p, "inaemu run --scenario "+p
 			}

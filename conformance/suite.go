@@ -22,6 +22,9 @@ type SuiteOptions struct {
 	OutDir  string            // where counterexamples are written ("" = nowhere)
 	// Progress, if set, is told after every case.
 	Progress func(property string, done, total int)
+	// Shard, if set, runs only the shard's cases (case i when i mod Of is
+	// Index) and records what Merge needs in each result.
+	Shard Shard
 }
 
 // PropertyResult is one property's verdict.
@@ -38,16 +41,19 @@ type PropertyResult struct {
 	// allowed transport failure.
 	Notes []string      `json:"notes,omitempty"`
 	Wall  time.Duration `json:"wall_ns"`
+	// Shard is set in a shard's result (SuiteOptions.Shard).
+	Shard *ShardRecord `json:"shard,omitempty"`
 }
 
 // Suites are the property suites by name, in the order `all` runs them.
 var Suites = []struct {
-	Name string
-	Run  func(SuiteOptions) []PropertyResult
+	Name       string
+	Run        func(SuiteOptions) []PropertyResult
+	Properties int // results Run returns
 }{
-	{"aggregation", AggregationSuite},
-	{"gbn", GBNSuite},
-	{"icrc", ICRCSuite},
+	{"aggregation", AggregationSuite, 1},
+	{"gbn", GBNSuite, 1},
+	{"icrc", ICRCSuite, 4},
 }
 
 // caseSeed derives case i's seed from the suite seed.

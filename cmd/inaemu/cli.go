@@ -130,6 +130,7 @@ func rootCommand(stdout, stderr io.Writer) *cobra.Command {
 		topoCommand(stdout, stderr),
 		sweepCommand(stdout, stderr),
 		conformanceCommand(stdout, stderr),
+		mergeCommand(stdout, stderr),
 		tapCommand(stdout, stderr),
 		switchCommand(stdout, stderr),
 		hostCommand(stdout, stderr),

@@ -6,7 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,10 +21,10 @@ import (
 
 // conformanceArgs are conformance's flags.
 type conformanceArgs struct {
-	suite, release, out string
-	count               int
-	seed                uint64
-	asJSON              bool
+	suite, release, out, shard string
+	count, jobs                int
+	seed                       uint64
+	asJSON                     bool
 }
 
 // conformanceCommand is 'inaemu conformance': the property suites.
@@ -33,92 +37,182 @@ func conformanceCommand(stdout, stderr io.Writer) *cobra.Command {
 	c := newCommand("conformance", "run the property suites (aggregation, go-back-N, checksum) with shrunk counterexamples", stdout, stderr,
 		func(e *cmdEnv, _ []string) int { return runConformance(e, a, names) })
 	c.Args = noArgs
+	c.Long = `Sharding: --shard I/N runs the cases i with i mod N = I (I from 0) and records in its --json
+report what 'inaemu merge' needs to turn the N shard reports into exactly the report of the
+unsharded run with the same seed (wall times are summed). --shard N takes I from the batch
+system: JOB_COMPLETION_INDEX (a Kubernetes Indexed Job), else SLURM_ARRAY_TASK_ID minus
+SLURM_ARRAY_TASK_MIN (a Slurm job array). -j N runs N shards in this process, one per core,
+and merges them (the same report as -j 1).`
 	f := c.Flags()
 	f.StringVar(&a.suite, "suite", "all", "which property suite: "+strings.Join(names, ", ")+" or all")
 	f.IntVar(&a.count, "count", 100, "generated cases per property")
 	f.Uint64Var(&a.seed, "seed", 0, "the suite's seed (default: a fresh one, printed)")
 	f.StringVar(&a.release, "release", "safe", "aggregator release rule the aggregation suite runs against: safe or paper")
 	f.StringVar(&a.out, "out", "counterexamples", "directory for shrunk counterexamples (a scenario file and its pcapng each)")
-	f.BoolVar(&a.asJSON, "json", false, `print one JSON object: {"seed":S,"properties":[{"name","passed","cases","counterexample"},...]}`)
+	f.StringVar(&a.shard, "shard", "", "run shard `I/N` of the cases (or N: I from JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID); merge the --json reports with 'inaemu merge'")
+	f.IntVarP(&a.jobs, "jobs", "j", 1, "run the cases in `N` shards at once in this process (one per core) and merge them")
+	f.BoolVar(&a.asJSON, "json", false, `print one JSON object: {"seed","release","suite","count","shard","properties":[{"name","passed","cases","counterexample","failure","replay","notes","wall_ns","shard"},...]}`)
 	completeWords(c, map[string][]string{"suite": append(names, "all"), "release": {"safe", "paper"}})
+	c.MarkFlagsMutuallyExclusive("shard", "jobs")
 	_ = c.MarkFlagDirname("out")
 	return c
 }
 
+// parseShard reads --shard: I/N, or N with I from the batch system's
+// environment (getenv).
+func parseShard(s string, getenv func(string) string) (conformance.Shard, error) {
+	idx, of, explicit := strings.Cut(s, "/")
+	if !explicit {
+		of = idx
+		idx = ""
+	}
+	n, err := strconv.Atoi(of)
+	if err != nil || n < 1 {
+		return conformance.Shard{}, fmt.Errorf("--shard %s: want I/N with N a whole number of shards from 1 (or N alone, with the index from JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID)", s)
+	}
+	from := "--shard"
+	if !explicit {
+		switch {
+		case getenv("JOB_COMPLETION_INDEX") != "":
+			idx, from = getenv("JOB_COMPLETION_INDEX"), "JOB_COMPLETION_INDEX"
+		case getenv("SLURM_ARRAY_TASK_ID") != "":
+			idx, from = getenv("SLURM_ARRAY_TASK_ID"), "SLURM_ARRAY_TASK_ID"
+			if lo := getenv("SLURM_ARRAY_TASK_MIN"); lo != "" {
+				id, err1 := strconv.Atoi(idx)
+				min, err2 := strconv.Atoi(lo)
+				if err1 != nil || err2 != nil {
+					return conformance.Shard{}, fmt.Errorf("SLURM_ARRAY_TASK_ID %q, SLURM_ARRAY_TASK_MIN %q: want whole numbers", idx, lo)
+				}
+				idx, from = strconv.Itoa(id-min), "SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN"
+			}
+		default:
+			return conformance.Shard{}, fmt.Errorf("--shard %s: no shard index: give I/N, or set JOB_COMPLETION_INDEX (Kubernetes Indexed Job) or SLURM_ARRAY_TASK_ID (Slurm job array)", s)
+		}
+	}
+	i, err := strconv.Atoi(idx)
+	if err != nil || i < 0 || i >= n {
+		return conformance.Shard{}, fmt.Errorf("--shard %s: index %q (from %s) is not a whole number from 0 to %d", s, idx, from, n-1)
+	}
+	return conformance.Shard{Index: i, Of: n}, nil
+}
+
 func runConformance(fs *cmdEnv, a conformanceArgs, names []string) int {
 	stdout, stderr := fs.stdout, fs.stderr
-	suite, count, seed, release, out, asJSON := &a.suite, &a.count, &a.seed, &a.release, &a.out, &a.asJSON
-	rel, err := netreduce.ParseRelease(*release)
+	rel, err := netreduce.ParseRelease(a.release)
 	if err != nil {
 		fs.usageError("%v", err)
 		return exitUsage
 	}
-	if *count < 1 {
-		fs.usageError("--count %d: want at least 1", *count)
+	if a.count < 1 {
+		fs.usageError("--count %d: want at least 1", a.count)
 		return exitUsage
 	}
-	var run []func(conformance.SuiteOptions) []conformance.PropertyResult
+	if a.jobs < 1 || a.jobs > 1024 {
+		fs.usageError("--jobs %d: want 1..1024", a.jobs)
+		return exitUsage
+	}
+	var shard conformance.Shard
+	if fs.changed("shard") {
+		if shard, err = parseShard(a.shard, os.Getenv); err != nil {
+			fs.usageError("%v", err)
+			return exitUsage
+		}
+	}
+	type suite struct {
+		run   func(conformance.SuiteOptions) []conformance.PropertyResult
+		props int
+	}
+	var run []suite
+	props := 0
 	for _, s := range conformance.Suites {
-		if *suite == "all" || *suite == s.Name {
-			run = append(run, s.Run)
+		if a.suite == "all" || a.suite == s.Name {
+			run = append(run, suite{s.Run, s.Properties})
+			props += s.Properties
 		}
 	}
 	if len(run) == 0 {
-		fs.usageError("--suite %q: want %s or all", *suite, strings.Join(names, ", "))
+		fs.usageError("--suite %q: want %s or all", a.suite, strings.Join(names, ", "))
 		return exitUsage
 	}
+	seed := a.seed
 	if !fs.changed("seed") {
 		var b [8]byte
 		_, _ = crand.Read(b[:])
-		*seed = binary.LittleEndian.Uint64(b[:]) >> 16
+		seed = binary.LittleEndian.Uint64(b[:]) >> 16
 	}
-	opts := conformance.SuiteOptions{Count: *count, Seed: *seed, Release: rel, OutDir: *out}
-	bar := startProgress(fs, "conformance", "cases", *asJSON)
-	opts.Progress = func(name string, done, total int) {
-		interruptNote.Store(fmt.Sprintf("inaemu conformance: interrupted in %s after %d of %d cases (seed %d)", name, done, total, *seed))
-		bar.label(name)
-		bar.observe(int64(done), int64(total))
+	head := conformance.Report{Seed: seed, Release: rel.String(), Suite: a.suite, Count: a.count}
+	opts := conformance.SuiteOptions{Count: a.count, Seed: seed, Release: rel, OutDir: a.out, Shard: shard}
+	bar := startProgress(fs, "conformance", "cases", a.asJSON)
+	var done atomic.Int64
+	opts.Progress = func(name string, _, _ int) {
+		n := done.Add(1)
+		interruptNote.Store(fmt.Sprintf("inaemu conformance: interrupted in %s after %d cases of the run (seed %d)", name, n, seed))
+		bar.observe(n, int64(props*a.count/max(shard.Of, 1)))
 	}
-	if !*asJSON {
-		fmt.Fprintf(stdout, "inaemu conformance: seed %d, %d cases per property, release %s\n", *seed, *count, rel)
+	if !a.asJSON {
+		what := ""
+		if shard.Of > 1 {
+			what = fmt.Sprintf(", shard %v", shard)
+		} else if a.jobs > 1 {
+			what = fmt.Sprintf(", %d shards at once", a.jobs)
+		}
+		fmt.Fprintf(stdout, "inaemu conformance: seed %d, %d cases per property, release %s%s\n", seed, a.count, rel, what)
 	}
 	start := time.Now()
-	var results []conformance.PropertyResult
-	for _, r := range run {
-		results = append(results, r(opts)...)
+	runAll := func(o conformance.SuiteOptions) []conformance.PropertyResult {
+		var out []conformance.PropertyResult
+		for _, s := range run {
+			out = append(out, s.run(o)...)
+		}
+		return out
+	}
+	rep := head
+	switch {
+	case a.jobs > 1:
+		parts := make([]conformance.Report, a.jobs)
+		var wg sync.WaitGroup
+		for k := range parts {
+			o := opts
+			o.Shard = conformance.Shard{Index: k, Of: a.jobs}
+			parts[k] = head
+			parts[k].Shard = &o.Shard
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				parts[k].Properties = runAll(o)
+			}()
+		}
+		wg.Wait()
+		if rep, err = conformance.Merge(parts); err != nil {
+			fmt.Fprintf(stderr, "inaemu conformance: merging the %d shards: %v\n", a.jobs, err) // a bug
+			return exitFail
+		}
+	default:
+		if shard.Of > 1 {
+			rep.Shard = &shard
+		}
+		rep.Properties = runAll(opts)
 	}
 	bar.stop()
+	return printConformance(stdout, stderr, rep, a.asJSON, time.Since(start))
+}
+
+// printConformance prints a report (a run's, a shard's or a merge's) and
+// returns the exit status: 1 when a property fails.
+func printConformance(stdout, stderr io.Writer, rep conformance.Report, asJSON bool, elapsed time.Duration) int {
 	failed := 0
-	for _, r := range results {
+	for _, r := range rep.Properties {
 		if !r.Passed {
 			failed++
 		}
 	}
-	if *asJSON {
-		type prop struct {
-			Name           string   `json:"name"`
-			Passed         bool     `json:"passed"`
-			Cases          int      `json:"cases"`
-			Counterexample *string  `json:"counterexample"`
-			Failure        string   `json:"failure,omitempty"`
-			Replay         string   `json:"replay,omitempty"`
-			Notes          []string `json:"notes,omitempty"`
-			WallNS         int64    `json:"wall_ns"`
-		}
-		doc := struct {
-			Seed       uint64 `json:"seed"`
-			Release    string `json:"release"`
-			Properties []prop `json:"properties"`
-		}{Seed: *seed, Release: rel.String(), Properties: []prop{}}
-		for _, r := range results {
-			doc.Properties = append(doc.Properties, prop{r.Name, r.Passed, r.Cases, r.Counterexample, r.Failure, r.Replay, r.Notes, int64(r.Wall)})
-		}
-		if err := json.NewEncoder(stdout).Encode(&doc); err != nil {
+	if asJSON {
+		if err := json.NewEncoder(stdout).Encode(&rep); err != nil {
 			fmt.Fprintf(stderr, "inaemu conformance: %v\n", err)
 			return exitFail
 		}
 	} else {
-		for _, r := range results {
+		for _, r := range rep.Properties {
 			verdict := "holds"
 			if !r.Passed {
 				verdict = "FAILS"
@@ -135,7 +229,7 @@ func runConformance(fs *cmdEnv, a conformanceArgs, names []string) int {
 				fmt.Fprintf(stdout, "      replay: %s\n", r.Replay)
 			}
 		}
-		fmt.Fprintf(stdout, "  %d of %d properties hold (%v)\n", len(results)-failed, len(results), time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(stdout, "  %d of %d properties hold (%v)\n", len(rep.Properties)-failed, len(rep.Properties), elapsed.Round(time.Millisecond))
 	}
 	if failed > 0 {
 		return exitFail

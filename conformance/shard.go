@@ -1,0 +1,219 @@
+package conformance
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Shard names the part of a suite one run does: case i belongs to shard
+// i mod Of. Of 0 or 1 is the whole suite.
+type Shard struct {
+	Index int `json:"index"`
+	Of    int `json:"of"`
+}
+
+func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Of) }
+
+// whole reports whether the shard is the whole suite.
+func (s Shard) whole() bool { return s.Of <= 1 }
+
+// owns reports whether case i is this shard's.
+func (s Shard) owns(i int) bool { return s.whole() || i%s.Of == s.Index }
+
+// ShardRecord is what a shard's result keeps beside its verdict so that
+// the shards' results merge into exactly the unsharded one: an unsharded
+// run stops at its first failing case, counts the cases up to it, and
+// notes what happened before it, so the merge needs the indices.
+type ShardRecord struct {
+	// FailAt is the index of the case this shard failed at (it ran no
+	// case after it), -1 if none.
+	FailAt int `json:"fail_at"`
+	// Transport are the cases that ended in an allowed transport error.
+	Transport []int `json:"transport,omitempty"`
+	// StallAt and StallDetail: the first case that stalled unrecoverably
+	// under the paper's release rule (aggregation), -1 if none.
+	StallAt     int    `json:"stall_at"`
+	StallDetail string `json:"stall_detail,omitempty"`
+}
+
+// Report is a conformance run's report: the suite's parameters and one
+// result per property. Shard is set in a shard's report; Merge turns the
+// shards' reports into the unsharded one.
+type Report struct {
+	Seed       uint64           `json:"seed"`
+	Release    string           `json:"release"`
+	Suite      string           `json:"suite"`
+	Count      int              `json:"count"`
+	Shard      *Shard           `json:"shard,omitempty"`
+	Properties []PropertyResult `json:"properties"`
+}
+
+// Merge combines the reports of shards 0..N-1 of one suite (same seed,
+// release, suite and count) into the report the unsharded run gives:
+// equal in every field but the wall times, which are summed (the work
+// the shards did together). A missing, repeated or foreign shard is an
+// error.
+func Merge(reports []Report) (Report, error) {
+	if len(reports) == 0 {
+		return Report{}, fmt.Errorf("no shard reports")
+	}
+	first := reports[0]
+	if first.Shard == nil {
+		return Report{}, fmt.Errorf("report 1 is not a shard's (no \"shard\" in it)")
+	}
+	n := first.Shard.Of
+	seen := make([]bool, n)
+	for k, r := range reports {
+		switch {
+		case r.Shard == nil:
+			return Report{}, fmt.Errorf("report %d is not a shard's (no \"shard\" in it)", k+1)
+		case r.Shard.Of != n:
+			return Report{}, fmt.Errorf("report %d is shard %v, report 1 of %d shards", k+1, *r.Shard, n)
+		case r.Seed != first.Seed || r.Release != first.Release || r.Suite != first.Suite || r.Count != first.Count:
+			return Report{}, fmt.Errorf("report %d is of another run (seed %d, release %s, suite %s, count %d; report 1: seed %d, release %s, suite %s, count %d)",
+				k+1, r.Seed, r.Release, r.Suite, r.Count, first.Seed, first.Release, first.Suite, first.Count)
+		case r.Shard.Index < 0 || r.Shard.Index >= n:
+			return Report{}, fmt.Errorf("report %d: shard %v is out of range", k+1, *r.Shard)
+		case seen[r.Shard.Index]:
+			return Report{}, fmt.Errorf("shard %v appears twice", *r.Shard)
+		case len(r.Properties) != len(first.Properties):
+			return Report{}, fmt.Errorf("report %d has %d properties, report 1 %d", k+1, len(r.Properties), len(first.Properties))
+		}
+		seen[r.Shard.Index] = true
+	}
+	if i := slices.Index(seen, false); i >= 0 {
+		return Report{}, fmt.Errorf("shard %d/%d is missing", i, n)
+	}
+	out := Report{Seed: first.Seed, Release: first.Release, Suite: first.Suite, Count: first.Count, Properties: []PropertyResult{}}
+	for p := range first.Properties {
+		parts := make([]PropertyResult, len(reports))
+		for k, r := range reports {
+			parts[k] = r.Properties[p]
+			if parts[k].Name != first.Properties[p].Name {
+				return Report{}, fmt.Errorf("report %d: property %d is %s, report 1's %s", k+1, p+1, parts[k].Name, first.Properties[p].Name)
+			}
+			if parts[k].Shard == nil {
+				return Report{}, fmt.Errorf("report %d: property %s carries no shard record", k+1, parts[k].Name)
+			}
+		}
+		out.Properties = append(out.Properties, mergeProperty(parts, first.Count))
+	}
+	return out, nil
+}
+
+// mergeProperty replays the unsharded loop over the shards' records:
+// cases 0..F run (F the first failing case over all shards), the first
+// stall before F is noted (or reported, with no failure), and the
+// transport errors up to F are counted.
+func mergeProperty(parts []PropertyResult, count int) PropertyResult {
+	res := PropertyResult{Name: parts[0].Name, Passed: true}
+	failAt, failBy := -1, -1
+	stallAt, stallBy := -1, -1
+	for k, p := range parts {
+		res.Wall += p.Wall
+		if f := p.Shard.FailAt; f >= 0 && (failAt < 0 || f < failAt) {
+			failAt, failBy = f, k
+		}
+	}
+	for k, p := range parts {
+		if s := p.Shard.StallAt; s >= 0 && (failAt < 0 || s < failAt) && (stallAt < 0 || s < stallAt) {
+			stallAt, stallBy = s, k
+		}
+	}
+	res.Cases = count
+	if cases := totalCases(parts); cases < count {
+		res.Cases = cases // a suite with nothing to run (no frames) runs no case
+	}
+	if failAt >= 0 {
+		res.Cases = failAt + 1
+	}
+	transport := 0
+	for _, p := range parts {
+		for _, i := range p.Shard.Transport {
+			if failAt < 0 || i <= failAt {
+				transport++
+			}
+		}
+	}
+	switch {
+	case failAt >= 0:
+		copyVerdict(&res, parts[failBy])
+		if stallAt >= 0 {
+			res.Notes = append(res.Notes, stallNote(stallAt, parts[stallBy].Shard.StallDetail))
+		}
+	case stallAt >= 0:
+		copyVerdict(&res, parts[stallBy]) // that shard failed on nothing else, so it reported the stall
+	case !allPassed(parts):
+		// A failure outside the cases (nothing to test): every shard says it.
+		for _, p := range parts {
+			if !p.Passed {
+				copyVerdict(&res, p)
+				break
+			}
+		}
+	}
+	if transport > 0 {
+		res.Notes = append(res.Notes, transportNote(transport, res.Cases))
+	}
+	return res
+}
+
+func totalCases(parts []PropertyResult) int {
+	total := 0
+	for _, p := range parts {
+		total += p.Cases
+	}
+	return total
+}
+
+func allPassed(parts []PropertyResult) bool {
+	for _, p := range parts {
+		if !p.Passed {
+			return false
+		}
+	}
+	return true
+}
+
+// copyVerdict takes a failing shard's verdict: its failure, shrunk
+// counterexample and replay command name global case indices already.
+func copyVerdict(res *PropertyResult, p PropertyResult) {
+	res.Passed, res.Failure, res.Counterexample, res.Replay = false, p.Failure, p.Counterexample, p.Replay
+	for _, n := range p.Notes {
+		if isOtherNote(n) {
+			res.Notes = append(res.Notes, n)
+		}
+	}
+}
+
+// The suites' notes, written by one function each so that a merge writes
+// them as a run does.
+func stallNote(i int, detail string) string {
+	return fmt.Sprintf("case %d also stalled unrecoverably: %s", i, detail)
+}
+
+func transportNote(n, cases int) string {
+	return fmt.Sprintf("%d of %d cases ended in a transport error after a frame was destroyed more than retry_cnt times (allowed)", n, cases)
+}
+
+// isOtherNote: a note that is neither of the two a merge recomputes (e.g.
+// a counterexample that could not be written).
+func isOtherNote(n string) bool {
+	var i int
+	var rest string
+	if _, err := fmt.Sscanf(n, "case %d also stalled%s", &i, &rest); err == nil {
+		return false
+	}
+	var a, b int
+	if _, err := fmt.Sscanf(n, "%d of %d cases ended in a transport error", &a, &b); err == nil {
+		return false
+	}
+	return true
+}
+
+// record starts a result's shard record when the run is a shard.
+func (o SuiteOptions) record(res *PropertyResult) {
+	if !o.Shard.whole() {
+		res.Shard = &ShardRecord{FailAt: -1, StallAt: -1}
+	}
+}
