@@ -4,7 +4,6 @@
 package vclock
 
 import (
-	"container/heap"
 	"time"
 
 	"github.com/inaemu/inaemu/roce"
@@ -37,7 +36,7 @@ func (c *Clock) Step() bool {
 	if len(c.q) == 0 {
 		return false
 	}
-	t := heap.Pop(&c.q).(*Timer)
+	t := c.q.pop()
 	if t.when > c.now {
 		c.now = t.when
 	}
@@ -99,46 +98,111 @@ func (t *Timer) Stop() bool {
 	if t.idx < 0 {
 		return false
 	}
-	heap.Remove(&t.c.q, t.idx)
+	t.c.q.remove(t.idx)
 	return true
 }
 
+// Reset reschedules the timer at Now()+d, after every event already
+// scheduled for that instant. A pending timer moves within the queue.
 func (t *Timer) Reset(d time.Duration) bool {
-	was := t.Stop()
 	if d < 0 {
 		d = 0
 	}
 	t.when = t.c.now + d
 	t.c.seq++
 	t.seq = t.c.seq
-	heap.Push(&t.c.q, t)
-	return was
+	if t.idx >= 0 {
+		t.c.q.fix(t.idx)
+		return true
+	}
+	t.c.q.push(t)
+	return false
 }
 
+// queue is a binary min-heap of timers by (when, seq), written for
+// *Timer so that the event loop makes no interface calls. seq is unique,
+// so the order timers leave the heap is fixed whatever its layout.
 type queue []*Timer
 
-func (q queue) Len() int { return len(q) }
-func (q queue) Less(i, j int) bool {
-	if q[i].when != q[j].when {
-		return q[i].when < q[j].when
-	}
-	return q[i].seq < q[j].seq
+func (q queue) less(i, j int) bool {
+	a, b := q[i], q[j]
+	return a.when < b.when || a.when == b.when && a.seq < b.seq
 }
-func (q queue) Swap(i, j int) {
+
+func (q queue) swap(i, j int) {
 	q[i], q[j] = q[j], q[i]
 	q[i].idx = i
 	q[j].idx = j
 }
-func (q *queue) Push(x any) {
-	t := x.(*Timer)
+
+func (q queue) up(j int) {
+	for j > 0 {
+		i := (j - 1) / 2
+		if !q.less(j, i) {
+			break
+		}
+		q.swap(i, j)
+		j = i
+	}
+}
+
+// down moves element i down within q[:n]; it reports whether it moved.
+func (q queue) down(i, n int) bool {
+	i0 := i
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		j := l
+		if r := l + 1; r < n && q.less(r, l) {
+			j = r
+		}
+		if !q.less(j, i) {
+			break
+		}
+		q.swap(i, j)
+		i = j
+	}
+	return i > i0
+}
+
+func (q *queue) push(t *Timer) {
 	t.idx = len(*q)
 	*q = append(*q, t)
+	q.up(t.idx)
 }
-func (q *queue) Pop() any {
-	old := *q
-	t := old[len(old)-1]
-	old[len(old)-1] = nil
-	*q = old[:len(old)-1]
+
+func (q *queue) pop() *Timer {
+	h := *q
+	n := len(h) - 1
+	h.swap(0, n)
+	h.down(0, n)
+	t := h[n]
+	h[n] = nil
+	*q = h[:n]
 	t.idx = -1
 	return t
+}
+
+func (q *queue) remove(i int) {
+	h := *q
+	n := len(h) - 1
+	t := h[i]
+	if i != n {
+		h.swap(i, n)
+		if !h.down(i, n) {
+			h.up(i)
+		}
+	}
+	h[n] = nil
+	*q = h[:n]
+	t.idx = -1
+}
+
+// fix restores the order after element i's key changed.
+func (q queue) fix(i int) {
+	if !q.down(i, len(q)) {
+		q.up(i)
+	}
 }

@@ -1,10 +1,13 @@
 package vclock
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/inaemu/inaemu/roce"
 )
 
 func TestOrderAndTime(t *testing.T) {
@@ -64,4 +67,65 @@ func TestAdvanceToAndNext(t *testing.T) {
 	assert.Equal(t, 7*time.Microsecond, next)
 	assert.Equal(t, 1, c.AdvanceTo(7*time.Microsecond))
 	assert.Equal(t, 3, fired)
+}
+
+// Under random schedules, resets and stops, events fire in the order a
+// reference (every pending timer sorted by due time, then by when it was
+// last scheduled) gives.
+func TestQueueOrderAgainstReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for trial := range 200 {
+		c := New()
+		type ref struct {
+			id        int
+			when      time.Duration
+			seq       int
+			scheduled bool
+		}
+		var refs []*ref
+		var timers []roce.Timer
+		var fired []int
+		seq := 0
+		sched := func(r *ref, d time.Duration) {
+			seq++
+			r.when, r.seq, r.scheduled = c.Now()+max(d, 0), seq, true
+		}
+		for op := range 300 {
+			switch k := rng.IntN(10); {
+			case k < 4 || len(refs) == 0:
+				r := &ref{id: len(refs)}
+				d := time.Duration(rng.IntN(50))
+				refs = append(refs, r)
+				timers = append(timers, c.AfterFunc(d, func() { fired = append(fired, r.id); r.scheduled = false }))
+				sched(r, d)
+			case k < 6:
+				i := rng.IntN(len(refs))
+				d := time.Duration(rng.IntN(50)) - 5
+				if got := timers[i].Reset(d); got != refs[i].scheduled {
+					t.Fatalf("trial %d op %d: Reset reported %v, want %v", trial, op, got, refs[i].scheduled)
+				}
+				sched(refs[i], d)
+			case k < 7:
+				i := rng.IntN(len(refs))
+				if got := timers[i].Stop(); got != refs[i].scheduled {
+					t.Fatalf("trial %d op %d: Stop reported %v", trial, op, got)
+				}
+				refs[i].scheduled = false
+			default:
+				var next *ref
+				for _, r := range refs {
+					if r.scheduled && (next == nil || r.when < next.when || r.when == next.when && r.seq < next.seq) {
+						next = r
+					}
+				}
+				fired = fired[:0]
+				if ok := c.Step(); ok != (next != nil) {
+					t.Fatalf("trial %d op %d: Step %v with %v pending", trial, op, ok, next != nil)
+				}
+				if next != nil && (len(fired) != 1 || fired[0] != next.id || c.Now() != next.when) {
+					t.Fatalf("trial %d op %d: fired %v at %v, want timer %d at %v", trial, op, fired, c.Now(), next.id, next.when)
+				}
+			}
+		}
+	}
 }
