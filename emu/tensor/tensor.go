@@ -230,8 +230,25 @@ func ParsePattern(s string) (Pattern, error) {
 // for int32 (so eight ranks never wrap), drawn from a generator seeded by
 // seed and rank.
 func Fill(d DType, p Pattern, buf []byte, rank int, seed uint64) {
-	rng := rand.New(rand.NewPCG(seed, 0x7E45_0000+uint64(rank)))
+	rng := rand.NewPCG(seed, 0x7E45_0000+uint64(rank))
 	sz := d.Size()
+	// The common cases without a switch per element (a job's setup fills
+	// every rank's tensor); the same draws and conversions as below.
+	switch {
+	case p == Random && d == F32:
+		for i := 0; i+4 <= len(buf); i += 4 {
+			u := rng.Uint64()
+			v := float64(int64(u>>40)-1<<23) / (1 << 23)
+			binary.LittleEndian.PutUint32(buf[i:], math.Float32bits(float32(v)))
+		}
+		return
+	case p == Random && d == I32:
+		for i := 0; i+4 <= len(buf); i += 4 {
+			u := rng.Uint64()
+			binary.LittleEndian.PutUint32(buf[i:], uint32(int32(u>>43)-1<<20))
+		}
+		return
+	}
 	for i := 0; i+sz <= len(buf); i += sz {
 		var v float64
 		var iv int32

@@ -466,3 +466,32 @@ func TestValue(t *testing.T) {
 	assert.Equal(t, "-2", tensor.Value(tensor.F16, []byte{0x00, 0xc0}, 0))
 	assert.Equal(t, "?", tensor.Value(tensor.F32, f32s(1), 1))
 }
+
+// Random tensors are the documented draws: one PCG value per element,
+// seeded by (seed, 0x7E450000 + rank); f32 takes its top 24 bits as a
+// multiple of 2^-23 in [-1, 1), i32 its top 21 bits minus 2^20, f16 its
+// top 11 bits as a multiple of 2^-10. A change of values would change
+// every capture and result; this pins them, computed here from the PCG.
+func TestFillRandomIsTheDocumentedDraw(t *testing.T) {
+	const n = 1000
+	for _, d := range []tensor.DType{tensor.F32, tensor.I32, tensor.F16} {
+		for _, rank := range []int{0, 7} {
+			buf := make([]byte, n*d.Size())
+			tensor.Fill(d, tensor.Random, buf, rank, 99)
+			pcg := rand.NewPCG(99, 0x7E450000+uint64(rank))
+			for i := range n {
+				u := pcg.Uint64()
+				switch d {
+				case tensor.F32:
+					want := float32(float64(int64(u>>40)-(1<<23)) / (1 << 23))
+					require.Equal(t, math.Float32bits(want), binary.LittleEndian.Uint32(buf[4*i:]), "f32 rank %d element %d", rank, i)
+				case tensor.I32:
+					require.Equal(t, int32(u>>43)-(1<<20), int32(binary.LittleEndian.Uint32(buf[4*i:])), "i32 element %d", i)
+				case tensor.F16:
+					want := float64(int64(u>>53)-(1<<10)) / (1 << 10)
+					require.Equal(t, want, refDecode16(binary.LittleEndian.Uint16(buf[2*i:])), "f16 element %d", i)
+				}
+			}
+		}
+	}
+}
