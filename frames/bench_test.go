@@ -79,14 +79,15 @@ func BenchmarkICRC(b *testing.B) {
 			// is the median of the rounds'.
 			var rounds benchratio.Rounds
 			const round = 256
-			icrc := func(n int) time.Duration {
+			var n int
+			icrc := func() time.Duration {
 				t0 := time.Now()
 				for i := 0; i < n; i++ {
 					sink += v.ICRC()
 				}
 				return time.Since(t0)
 			}
-			crc := func(n int) time.Duration {
+			crc := func() time.Duration {
 				t0 := time.Now()
 				for i := 0; i < n; i++ {
 					sink += crc32.ChecksumIEEE(frame)
@@ -95,14 +96,8 @@ func BenchmarkICRC(b *testing.B) {
 			}
 			b.ResetTimer()
 			for done, k := 0, 0; done < b.N; done, k = done+round, k+1 {
-				n := min(round, b.N-done)
-				if k%2 == 0 {
-					ours := icrc(n)
-					rounds.Add(ours, crc(n))
-				} else {
-					raw := crc(n)
-					rounds.Add(icrc(n), raw)
-				}
+				n = min(round, b.N-done)
+				rounds.Pair(k, icrc, crc)
 			}
 			b.StopTimer()
 			b.ReportMetric(rounds.Ratio(), "ratio")

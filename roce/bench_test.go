@@ -104,13 +104,7 @@ func BenchmarkQPWrite1MiB(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if i%2 == 0 {
-			emu := timed(one)
-			rounds.Add(emu, timed(raw))
-		} else {
-			r := timed(raw)
-			rounds.Add(timed(one), r)
-		}
+		rounds.Pair(i, func() time.Duration { return timed(one) }, func() time.Duration { return timed(raw) })
 	}
 	b.StopTimer()
 	gbps := func(d time.Duration) float64 { return float64(b.N) * size * 8 / float64(d.Nanoseconds()) }

@@ -124,13 +124,7 @@ func BenchmarkAggregate8x1KiB(b *testing.B) {
 			for _, f := range fs {
 				processed += int64(len(f))
 			}
-			if k%2 == 0 {
-				ours := aggregate(fs)
-				rounds.Add(ours, checksum(fs))
-			} else {
-				raw := checksum(fs)
-				rounds.Add(aggregate(fs), raw)
-			}
+			rounds.Pair(k, func() time.Duration { return aggregate(fs) }, func() time.Duration { return checksum(fs) })
 		}
 		b.StopTimer()
 		if d := rounds.Ours(); d > 0 {

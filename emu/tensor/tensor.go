@@ -70,9 +70,9 @@ func Add(d DType, dst, src []byte) {
 		// the results are the same bits as addScalar's.
 		k := n / 4
 		if d == F32 {
-			addF32(unsafe.Slice((*float32)(unsafe.Pointer(&dst[0])), k), unsafe.Slice((*float32)(unsafe.Pointer(&src[0])), k))
+			addLanes(unsafe.Slice((*float32)(unsafe.Pointer(&dst[0])), k), unsafe.Slice((*float32)(unsafe.Pointer(&src[0])), k))
 		} else {
-			addI32(unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), k), unsafe.Slice((*uint32)(unsafe.Pointer(&src[0])), k))
+			addLanes(unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), k), unsafe.Slice((*uint32)(unsafe.Pointer(&src[0])), k))
 		}
 		return
 	}
@@ -82,22 +82,8 @@ func Add(d DType, dst, src []byte) {
 // nativeLE: this machine stores integers little-endian, as the wire does.
 var nativeLE = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
-func addF32(d, s []float32) {
-	s = s[:len(d)]
-	i := 0
-	for ; i+4 <= len(d); i += 4 {
-		d4, s4 := d[i:i+4:i+4], s[i:i+4:i+4]
-		d4[0] += s4[0]
-		d4[1] += s4[1]
-		d4[2] += s4[2]
-		d4[3] += s4[3]
-	}
-	for ; i < len(d); i++ {
-		d[i] += s[i]
-	}
-}
-
-func addI32(d, s []uint32) {
+// addLanes adds s into d four elements at a time.
+func addLanes[T float32 | uint32](d, s []T) {
 	s = s[:len(d)]
 	i := 0
 	for ; i+4 <= len(d); i += 4 {

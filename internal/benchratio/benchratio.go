@@ -30,6 +30,19 @@ func (r *Rounds) Add(ours, raw time.Duration) {
 	}
 }
 
+// Pair times one round pair, ours and raw, each doing the same work and
+// returning how long it took; pair k runs ours first when k is even and
+// raw first when it is odd, so neither always runs on a warmed-up cache.
+func (r *Rounds) Pair(k int, ours, raw func() time.Duration) {
+	if k%2 == 0 {
+		o := ours()
+		r.Add(o, raw())
+		return
+	}
+	w := raw()
+	r.Add(ours(), w)
+}
+
 // Ratio is the median speed ratio (raw time / our time, so above 1 is
 // faster than the limit), 0 without rounds.
 func (r *Rounds) Ratio() float64 {
