@@ -23,6 +23,9 @@ type SweepPoint struct {
 // SweepRow is what the runs of one point did. Bandwidths and per-run
 // counts are medians over the runs that ended exact.
 type SweepRow struct {
+	// Point is the row's index in the grid (modes × links × impairments),
+	// which keeps its place when shards of a sweep are merged.
+	Point     int      `json:"point"`
 	Mode      string   `json:"mode"`
 	Link      string   `json:"link"`
 	Netem     string   `json:"netem"`

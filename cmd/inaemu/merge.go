@@ -6,45 +6,68 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/inaemu/inaemu/conformance"
+	"github.com/inaemu/inaemu/emu"
 )
 
 // mergeCommand is 'inaemu merge': shard reports into one.
 func mergeCommand(stdout, stderr io.Writer) *cobra.Command {
 	var asJSON bool
-	c := newCommand("merge REPORT.json...", "combine the --json reports of 'conformance --shard I/N' runs into the unsharded run's report", stdout, stderr,
+	c := newCommand("merge REPORT.json...", "combine the --json reports of 'conformance --shard' or 'sweep --shard' runs into the unsharded run's report", stdout, stderr,
 		func(e *cmdEnv, files []string) int { return runMerge(e, files, asJSON) })
-	c.Long = `Each file is the --json output of one shard of the same run (same seed, release, suite and
-count); all N shards must be there, in any order. The merged report is exactly the one the
-unsharded run prints, but for the wall times, which are the shards' summed. Exit status: 0
-every property holds, 1 one fails, 2 the reports do not make one run (or cannot be read).`
+	c.Long = `Each file is the --json output of one shard of the same run (conformance: same seed, release,
+suite and count; sweep: same job and grid); all N shards must be there, in any order. The merged
+report is exactly the one the unsharded run prints, but for conformance's wall times, which are
+the shards' summed. Exit status: as the unsharded run's (conformance: 1 a property fails; sweep:
+1 a run ended wrong, 3 one failed in the transport), 2 when the reports do not make one run or
+cannot be read.`
 	c.Args = func(_ *cobra.Command, args []string) error {
 		if len(args) == 0 {
 			return fmt.Errorf("need the shard reports to merge")
 		}
 		return nil
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print the merged report as one JSON object, as 'conformance --json' does")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the merged report as one JSON object, as the run's --json does")
 	return c
 }
 
 func runMerge(e *cmdEnv, files []string, asJSON bool) int {
-	var reports []conformance.Report
-	for _, name := range files {
+	var raw [][]byte
+	sweep := false
+	for k, name := range files {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "inaemu merge: %v\n", err)
 			return exitUsage
 		}
+		var keys map[string]json.RawMessage
+		if err := json.Unmarshal(b, &keys); err != nil {
+			fmt.Fprintf(e.stderr, "inaemu merge: %s: not a --json report: %v\n", name, err)
+			return exitUsage
+		}
+		_, isSweep := keys["rows"]
+		if k == 0 {
+			sweep = isSweep
+		} else if isSweep != sweep {
+			fmt.Fprintf(e.stderr, "inaemu merge: %s is a %s report, %s a %s report\n", name, kind(isSweep), files[0], kind(sweep))
+			return exitUsage
+		}
+		raw = append(raw, b)
+	}
+	if sweep {
+		return mergeSweeps(e, files, raw, asJSON)
+	}
+	var reports []conformance.Report
+	for k, b := range raw {
 		var r conformance.Report
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&r); err != nil {
-			fmt.Fprintf(e.stderr, "inaemu merge: %s: not a conformance --json report: %v\n", name, err)
+		if err := strictJSON(b, &r); err != nil {
+			fmt.Fprintf(e.stderr, "inaemu merge: %s: not a conformance --json report: %v\n", files[k], err)
 			return exitUsage
 		}
 		reports = append(reports, r)
@@ -62,4 +85,86 @@ func runMerge(e *cmdEnv, files []string, asJSON bool) int {
 		fmt.Fprintf(e.stdout, "inaemu conformance: seed %d, %d cases per property, release %s, %d shards merged\n", rep.Seed, rep.Count, rep.Release, len(reports))
 	}
 	return printConformance(e.stdout, e.stderr, rep, asJSON, wall)
+}
+
+func kind(sweep bool) string {
+	if sweep {
+		return "sweep"
+	}
+	return "conformance"
+}
+
+func strictJSON(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// mergeSweeps puts the shards' rows back in grid order under the one
+// header they share.
+func mergeSweeps(e *cmdEnv, files []string, raw [][]byte, asJSON bool) int {
+	var docs []sweepDoc
+	for k, b := range raw {
+		var d sweepDoc
+		if err := strictJSON(b, &d); err != nil {
+			fmt.Fprintf(e.stderr, "inaemu merge: %s: not a sweep --json report: %v\n", files[k], err)
+			return exitUsage
+		}
+		if d.Shard == nil {
+			fmt.Fprintf(e.stderr, "inaemu merge: %s is not a shard's report (no \"shard\" in it)\n", files[k])
+			return exitUsage
+		}
+		docs = append(docs, d)
+	}
+	head := func(d sweepDoc) sweepDoc {
+		d.Rows, d.Shard = nil, nil
+		return d
+	}
+	first := docs[0]
+	n := first.Shard.Of
+	seen := make([]bool, n)
+	out := head(first)
+	for k, d := range docs {
+		switch {
+		case d.Shard.Of != n:
+			fmt.Fprintf(e.stderr, "inaemu merge: %s is shard %v, %s one of %d shards\n", files[k], *d.Shard, files[0], n)
+			return exitUsage
+		case !reflect.DeepEqual(head(d), head(first)):
+			fmt.Fprintf(e.stderr, "inaemu merge: %s is of another sweep than %s (job or grid differ)\n", files[k], files[0])
+			return exitUsage
+		case d.Shard.Index < 0 || d.Shard.Index >= n:
+			fmt.Fprintf(e.stderr, "inaemu merge: %s: shard %v is out of range\n", files[k], *d.Shard)
+			return exitUsage
+		case seen[d.Shard.Index]:
+			fmt.Fprintf(e.stderr, "inaemu merge: shard %v appears twice\n", *d.Shard)
+			return exitUsage
+		}
+		seen[d.Shard.Index] = true
+		out.Rows = append(out.Rows, d.Rows...)
+	}
+	if i := slices.Index(seen, false); i >= 0 {
+		fmt.Fprintf(e.stderr, "inaemu merge: shard %d/%d is missing\n", i, n)
+		return exitUsage
+	}
+	slices.SortFunc(out.Rows, func(a, b emu.SweepRow) int { return a.Point - b.Point })
+	for i, r := range out.Rows {
+		if r.Point != i {
+			fmt.Fprintf(e.stderr, "inaemu merge: the shards hold cells %v of a grid of %d\n", points(out.Rows), first.Points)
+			return exitUsage
+		}
+	}
+	if len(out.Rows) != first.Points {
+		fmt.Fprintf(e.stderr, "inaemu merge: the shards hold %d cells of a grid of %d\n", len(out.Rows), first.Points)
+		return exitUsage
+	}
+	out.Points = 0 // as the unsharded run prints it
+	return printSweep(e.stdout, out, asJSON)
+}
+
+func points(rows []emu.SweepRow) []int {
+	var p []int
+	for _, r := range rows {
+		p = append(p, r.Point)
+	}
+	return p
 }

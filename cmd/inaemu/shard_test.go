@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -85,9 +86,55 @@ func TestConformanceShardsMergeCLI(t *testing.T) {
 		assert.Equal(t, 2, code, "%v: %s", c.args, out)
 		assert.Contains(t, errOut, c.want, "%v", c.args)
 	}
-	notJSON := filepath.Join(dir, "x.json")
-	require.NoError(t, os.WriteFile(notJSON, []byte(`{"rows":[]}`), 0o644))
-	code, _, errOut = runCLI("merge", notJSON)
+	for body, want := range map[string]string{
+		`{"rows":[]}`:  `is not a shard's report`,
+		`{"foo":1}`:    "not a conformance --json report",
+		`[1,2]`:        "not a --json report",
+		`{"seed":"x"}`: "not a conformance --json report",
+	} {
+		f := filepath.Join(dir, "x.json")
+		require.NoError(t, os.WriteFile(f, []byte(body), 0o644))
+		code, _, errOut = runCLI("merge", f)
+		assert.Equal(t, 2, code, body)
+		assert.Contains(t, errOut, want, body)
+	}
+}
+
+// A sweep's shards (cells k mod N) merge into the unsharded --json report
+// byte for byte; more shards than cells leave some empty, which merge
+// too; the text form of the merge is the run's table.
+func TestSweepShardsMergeCLI(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"sweep", "--workers", "3", "--tensor", "64KiB", "--seeds", "2", "--seed", "4", "--loss", "0,0.5%", "--links", "10G,100G", "--modes", "netreduce", "--json"}
+	code, whole, errOut := runCLI(args...)
+	require.Equal(t, 0, code, errOut)
+	for _, of := range []int{3, 6} {
+		var files []string
+		for i := range of {
+			code, out, errOut := runCLI(append(args, "--shard", strconv.Itoa(i)+"/"+strconv.Itoa(of))...)
+			require.Equal(t, 0, code, errOut)
+			f := filepath.Join(dir, "sweep-"+strconv.Itoa(of)+"-"+strconv.Itoa(i)+".json")
+			require.NoError(t, os.WriteFile(f, []byte(out), 0o644))
+			files = append([]string{f}, files...) // reversed
+		}
+		code, merged, errOut := runCLI(append([]string{"merge", "--json"}, files...)...)
+		require.Equal(t, 0, code, errOut)
+		assert.Equal(t, whole, merged, "%d shards", of)
+		code, text, _ := runCLI(append([]string{"merge"}, files...)...)
+		require.Equal(t, 0, code)
+		_, wholeText, _ := runCLI(args[:len(args)-1]...)
+		assert.Equal(t, wholeText, text)
+		if of == 3 {
+			code, _, errOut = runCLI("merge", files[0], files[1])
+			assert.Equal(t, 2, code)
+			assert.Contains(t, errOut, "is missing")
+		}
+	}
+	other := filepath.Join(dir, "other.json")
+	code, out, _ := runCLI("sweep", "--workers", "4", "--tensor", "64KiB", "--seeds", "1", "--loss", "0", "--shard", "1/2", "--json")
+	require.Equal(t, 0, code)
+	require.NoError(t, os.WriteFile(other, []byte(out), 0o644))
+	code, _, errOut = runCLI("merge", filepath.Join(dir, "sweep-3-0.json"), other)
 	assert.Equal(t, 2, code)
-	assert.Contains(t, errOut, "not a conformance --json report")
+	assert.Contains(t, errOut, "shard 1/2, ")
 }

@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/inaemu/inaemu/conformance"
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/scenario"
 	"github.com/inaemu/inaemu/faults"
@@ -18,9 +21,26 @@ import (
 
 // sweepArgs are sweep's own flags: the grid's axes.
 type sweepArgs struct {
-	modes, links, latency, loss, netems string
-	seeds                               int
-	asJSON                              bool
+	modes, links, latency, loss, netems, shard string
+	seeds                                      int
+	asJSON                                     bool
+}
+
+// sweepDoc is sweep's --json report. Shard and Points are set in a
+// shard's report (Points: the whole grid's size), for inaemu merge.
+type sweepDoc struct {
+	Workers     int                `json:"workers"`
+	TensorBytes int64              `json:"tensor_bytes"`
+	DType       string             `json:"dtype"`
+	Window      int                `json:"window"`
+	MsgLen      int                `json:"msg_len"`
+	MTU         int                `json:"mtu"`
+	NIC         string             `json:"nic"`
+	Timeout     uint8              `json:"timeout"`
+	LatencyNS   int64              `json:"latency_ns"`
+	Shard       *conformance.Shard `json:"shard,omitempty"`
+	Points      int                `json:"points,omitempty"`
+	Rows        []emu.SweepRow     `json:"rows"`
 }
 
 // sweepCommand is 'inaemu sweep': one job over a grid.
@@ -39,7 +59,8 @@ func sweepCommand(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&a.loss, "loss", "0,0.01%,0.1%,1%", "netem loss rates on every link, comma-separated (0: no impairment); '' for none")
 	f.StringVar(&a.netems, "netem", "", "further impairments: netem settings separated by ';', e.g. 'reorder 5% gap 3;duplicate 5%'")
 	f.IntVar(&a.seeds, "seeds", 3, "runs per cell, with seeds --seed, --seed+1, ...")
-	f.BoolVar(&a.asJSON, "json", false, `print one JSON object: {"workers","tensor_bytes",...,"rows":[{"mode","link","netem","runs","exact","failed","wrong","algbw_gbytes_per_s","busbw_gbytes_per_s","retransmissions","timeouts","seeds","errors"}]}`)
+	f.StringVar(&a.shard, "shard", "", "run shard `I/N` of the grid's cells (cell k when k mod N = I; or N: I from JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID); merge the --json reports with 'inaemu merge'")
+	f.BoolVar(&a.asJSON, "json", false, `print one JSON object: {"workers","tensor_bytes",...,"latency_ns","shard","points","rows":[{"point","mode","link","netem","runs","exact","failed","wrong","algbw_gbytes_per_s","busbw_gbytes_per_s","retransmissions","timeouts","seeds","errors"}]}`)
 	return c
 }
 
@@ -107,6 +128,29 @@ func runSweep(fs *cmdEnv, jf *jobFlags, a sweepArgs) int {
 			}
 		}
 	}
+	total := len(points)
+	var shard conformance.Shard
+	var index []int // the grid index of each point run here
+	for k := range points {
+		index = append(index, k)
+	}
+	if fs.changed("shard") {
+		if shard, err = parseShard(a.shard, os.Getenv); err != nil {
+			fs.usageError("%v", err)
+			return exitUsage
+		}
+		var mine []emu.SweepPoint
+		index = index[:0]
+		for k, p := range points {
+			if k%shard.Of == shard.Index {
+				mine, index = append(mine, p), append(index, k)
+			}
+		}
+		points = mine // none when there are more shards than cells: an empty report
+	}
+	if len(points) == 0 {
+		return printSweep(stdout, sweepDoc{base.Workers, base.TensorBytes, base.DType.String(), base.Window, base.MsgLen, base.MTU, base.NIC.String(), base.Timeout, int64(lat), &shard, total, []emu.SweepRow{}}, a.asJSON)
+	}
 	var ss []uint64
 	for i := 0; i < a.seeds; i++ {
 		ss = append(ss, base.Seed+uint64(i))
@@ -123,6 +167,21 @@ func runSweep(fs *cmdEnv, jf *jobFlags, a sweepArgs) int {
 		fs.usageError("%v", err)
 		return exitUsage
 	}
+	for i := range rows {
+		rows[i].Point = index[i]
+	}
+	doc := sweepDoc{base.Workers, base.TensorBytes, base.DType.String(), base.Window, base.MsgLen, base.MTU, base.NIC.String(), base.Timeout, int64(lat), nil, 0, rows}
+	if shard.Of > 1 {
+		doc.Shard, doc.Points = &shard, total
+	}
+	return printSweep(stdout, doc, a.asJSON)
+}
+
+// printSweep prints a sweep's report (a run's, a shard's or a merge's)
+// and returns the exit status: 1 when a run ended wrong, 3 when one
+// failed in the transport.
+func printSweep(stdout io.Writer, doc sweepDoc, asJSON bool) int {
+	rows := doc.Rows
 	code := exitOK
 	for _, r := range rows {
 		switch {
@@ -132,25 +191,23 @@ func runSweep(fs *cmdEnv, jf *jobFlags, a sweepArgs) int {
 			code = exitJobFailed
 		}
 	}
-	if a.asJSON {
-		doc := struct {
-			Workers     int            `json:"workers"`
-			TensorBytes int64          `json:"tensor_bytes"`
-			DType       string         `json:"dtype"`
-			Window      int            `json:"window"`
-			MsgLen      int            `json:"msg_len"`
-			MTU         int            `json:"mtu"`
-			NIC         string         `json:"nic"`
-			Timeout     uint8          `json:"timeout"`
-			Rows        []emu.SweepRow `json:"rows"`
-		}{base.Workers, base.TensorBytes, base.DType.String(), base.Window, base.MsgLen, base.MTU, base.NIC.String(), base.Timeout, rows}
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(doc)
 		return code
 	}
-	fmt.Fprintf(stdout, "inaemu sweep: %d workers × %s %s, window %d, msg-len %d, MTU %d, NIC %s, timeout 2^%d × 4.096us, %v latency, seeds %d..%d\n",
-		base.Workers, units.FormatSize(base.TensorBytes), base.DType, base.Window, base.MsgLen, base.MTU, base.NIC, base.Timeout, lat, ss[0], ss[len(ss)-1])
+	seeds := ""
+	if len(rows) > 0 && len(rows[0].Seeds) > 0 {
+		ss := rows[0].Seeds
+		seeds = fmt.Sprintf(", seeds %d..%d", ss[0], ss[len(ss)-1])
+	}
+	shard := ""
+	if doc.Shard != nil {
+		shard = fmt.Sprintf(", shard %v of %d cells", *doc.Shard, doc.Points)
+	}
+	fmt.Fprintf(stdout, "inaemu sweep: %d workers × %s %s, window %d, msg-len %d, MTU %d, NIC %s, timeout 2^%d × 4.096us, %v latency%s%s\n",
+		doc.Workers, units.FormatSize(doc.TensorBytes), doc.DType, doc.Window, doc.MsgLen, doc.MTU, doc.NIC, doc.Timeout, time.Duration(doc.LatencyNS), seeds, shard)
 	w := len("impairment")
 	for _, r := range rows {
 		w = max(w, len(r.Netem))
