@@ -179,7 +179,7 @@ func checkAggregation(payloads func(yield func(i int, data []byte) bool) error, 
 		return nil
 	}
 	a := &aggregator{fs: fs, dt: dt, tag: tag, rep: rep, report: report, ringH: ringH,
-		conns: map[checkStreamKey]*aggConn{}, contrib: map[aggKey][][]byte{}, verified: map[aggKey]bool{}, newest: map[uint8]int64{}}
+		conns: map[checkStreamKey]*aggConn{}, contrib: map[aggKey][][]byte{}, sums: map[aggKey][]byte{}, verified: map[aggKey]bool{}, newest: map[uint8]int64{}}
 	var held aggHeap
 	err := payloads(func(i int, data []byte) bool {
 		if i >= fs.len() || !usable(i) {
@@ -224,14 +224,18 @@ func (h *aggHeap) Pop() any {
 // aggregator holds agg-sum's state: the connections, and the
 // contributions of the messages in flight.
 type aggregator struct {
-	fs       *frameStore
-	dt       tensor.DType
-	tag      uint32
-	rep      *Report
-	report   func(rule string, f *checkFrame, detail string)
-	ringH    map[uint8]int
-	conns    map[checkStreamKey]*aggConn
-	contrib  map[aggKey][][]byte
+	fs      *frameStore
+	dt      tensor.DType
+	tag     uint32
+	rep     *Report
+	report  func(rule string, f *checkFrame, detail string)
+	ringH   map[uint8]int
+	conns   map[checkStreamKey]*aggConn
+	contrib map[aggKey][][]byte
+	// sums caches the rank-order sum of a packet's contributions: every
+	// rank's connection carries the same result, so it is summed once,
+	// and again only if a contribution changes.
+	sums     map[aggKey][]byte
 	verified map[aggKey]bool
 	newest   map[uint8]int64 // per ring, the newest message id
 	v        frames.View
@@ -296,6 +300,7 @@ func (a *aggregator) frame(fr aggFrame) {
 		}
 		cs[conn.rank] = pay
 		a.contrib[ak] = cs
+		delete(a.sums, ak)
 		return
 	}
 	// A frame leaving the switch: a result if its connection is known.
@@ -326,9 +331,13 @@ func (a *aggregator) frame(fr aggFrame) {
 		rep.AggUnchecked++
 		return
 	}
-	sum := append([]byte(nil), cs[0]...)
-	for r := 1; r < H; r++ {
-		tensor.Add(dt, sum, cs[r])
+	sum, ok := a.sums[ak]
+	if !ok {
+		sum = append([]byte(nil), cs[0]...)
+		for r := 1; r < H; r++ {
+			tensor.Add(dt, sum, cs[r])
+		}
+		a.sums[ak] = sum
 	}
 	switch {
 	case bytes.Equal(sum, pay):
@@ -354,6 +363,7 @@ func (a *aggregator) evict() {
 	for k := range a.contrib {
 		if k.msg < a.newest[k.ring]-aggKeep {
 			delete(a.contrib, k)
+			delete(a.sums, k)
 			delete(a.verified, k)
 		}
 	}
