@@ -3,6 +3,7 @@ package frames
 import (
 	"encoding/binary"
 	"hash/crc32"
+	"sync/atomic"
 )
 
 // The ICRC (docs/roce.md §2) is the IEEE CRC-32 over a pseudo-packet: 8 bytes of
@@ -158,4 +159,112 @@ func VerifyICRC(frame []byte) (bool, error) {
 		return false, err
 	}
 	return v.ICRCOK(), nil
+}
+
+// A TailCRC is the CRC contribution of the last bytes a frame's ICRC
+// covers (from some offset up to the ICRC field), computed once and used
+// for every frame that ends with the same bytes: an aggregating switch
+// sends one result payload on every connection, each behind its own
+// headers, and need not hash the payload once per connection.
+type TailCRC struct {
+	n int    // the bytes' length
+	c uint32 // their contribution to the CRC register, from a zero register
+}
+
+// NewTailCRC is the contribution of p, the last len(p) covered bytes.
+func NewTailCRC(p []byte) TailCRC {
+	return TailCRC{n: len(p), c: ^crc32.Update(0xFFFFFFFF, crc32.IEEETable, p)}
+}
+
+// ICRCWithTail is v.ICRC() for a frame whose last t.n covered bytes are
+// the ones t was made of: only the bytes before them are hashed, and the
+// register is carried across the tail by a shift table (CRC linearity:
+// CRC(A‖B) = Z^|B|(CRC(A)) ⊕ CRC₀(B)). Without a table for the length yet
+// (see zeroShiftFor) it hashes the whole frame.
+func (v *View) ICRCWithTail(t TailCRC) uint32 {
+	head := v.icrc - v.l3 - t.n
+	z := zeroShiftFor(t.n)
+	if z == nil || head < v.bth-v.l3+5 { // the tail must not hold a variant field
+		return v.ICRC()
+	}
+	s := ^crc32.Update(lrhSeed^v.maskFix(), crc32.IEEETable, v.frame[v.l3:v.l3+head])
+	return ^(z.apply(s) ^ t.c)
+}
+
+// A zeroShift moves a CRC register through n zero bytes: Z^n(d) is d
+// times x^(8n) modulo the CRC polynomial, linear in d, so four byte
+// tables hold it. Tables are kept per length in a small direct-mapped
+// cache; a length gets its table the second time in a row its slot sees
+// it (a run of ever-changing lengths builds nothing).
+type zeroShift struct {
+	n int
+	t [4][256]uint32
+}
+
+func (z *zeroShift) apply(d uint32) uint32 {
+	return z.t[0][byte(d)] ^ z.t[1][byte(d>>8)] ^ z.t[2][byte(d>>16)] ^ z.t[3][d>>24]
+}
+
+const zeroShiftSlots = 64
+
+var zeroShifts [zeroShiftSlots]struct {
+	tab  atomic.Pointer[zeroShift]
+	seen atomic.Int64 // the length last looked up here
+}
+
+// zeroShiftFor is the table for n bytes, or nil (not yet).
+func zeroShiftFor(n int) *zeroShift {
+	s := &zeroShifts[n%zeroShiftSlots]
+	if z := s.tab.Load(); z != nil && z.n == n {
+		return z
+	}
+	if s.seen.Swap(int64(n)) != int64(n) {
+		return nil
+	}
+	z := newZeroShift(n)
+	s.tab.Store(z) // a table never changes once stored
+	return z
+}
+
+func newZeroShift(n int) *zeroShift {
+	c := xPow8(n)
+	z := &zeroShift{n: n}
+	for j := range 4 {
+		for b := range 256 {
+			z.t[j][b] = gfMul(c, uint32(b)<<(8*j))
+		}
+	}
+	return z
+}
+
+// crcPoly is the IEEE polynomial bit-reversed (x^0 is bit 31), as the
+// register holds it.
+const crcPoly = 0xEDB88320
+
+// gfMul multiplies a and b modulo the CRC polynomial, both bit-reversed.
+func gfMul(a, b uint32) uint32 {
+	var p uint32
+	for m := uint32(1) << 31; m != 0; m >>= 1 {
+		if a&m != 0 {
+			p ^= b
+		}
+		if b&1 != 0 {
+			b = b>>1 ^ crcPoly
+		} else {
+			b >>= 1
+		}
+	}
+	return p
+}
+
+// xPow8 is x^(8n) modulo the CRC polynomial, bit-reversed.
+func xPow8(n int) uint32 {
+	p, base := uint32(1)<<31, uint32(1)<<(31-8) // x^0, x^8
+	for ; n > 0; n >>= 1 {
+		if n&1 != 0 {
+			p = gfMul(p, base)
+		}
+		base = gfMul(base, base)
+	}
+	return p
 }

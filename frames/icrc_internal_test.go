@@ -90,3 +90,61 @@ func TestICRCBothPathsMatchReference(t *testing.T) {
 		}
 	}
 }
+
+// A zero shift is the register stepped through n zero bytes one table
+// lookup at a time.
+func TestZeroShiftIsZeroBytes(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	for _, n := range []int{1, 2, 7, 64, 65, 1064, 1076, 1084, 4140, 9000} {
+		z := newZeroShift(n)
+		for range 50 {
+			d := rng.Uint32()
+			r := d
+			for range n {
+				r = crc32.IEEETable[r&0xFF] ^ r>>8
+			}
+			if got := z.apply(d); got != r {
+				t.Fatalf("n=%d d=%#x: %#x, stepping gives %#x", n, d, got, r)
+			}
+		}
+	}
+}
+
+// ICRCWithTail is the reference ICRC for every split of the covered bytes
+// that leaves the variant fields in front, before and after its length
+// has a shift table, on every transport.
+func TestICRCWithTailMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	buf := make([]byte, 9000)
+	for _, tr := range []Transport{V2IPv4, V2IPv6, V1} {
+		src, dst := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
+		if tr != V2IPv4 {
+			src, dst = netip.MustParseAddr("fd00::1"), netip.MustParseAddr("fd00::2")
+		}
+		b, err := NewBuilder(Path{Transport: tr, SrcMAC: []byte{2, 0, 0, 0, 0, 1}, DstMAC: []byte{2, 0, 0, 0, 0, 2}, SrcIP: src, DstIP: dst, SrcPort: 0xC011, DestQP: 0x12})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 200 {
+			pay := make([]byte, 1+rng.Intn(2048))
+			rng.Read(pay)
+			n, err := b.Build(buf, &Packet{Opcode: wire.WriteMiddle, PSN: rng.Uint32() & 0xFFFFFF, Payload: pay})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var v View
+			if err := v.Parse(buf[:n]); err != nil {
+				t.Fatal(err)
+			}
+			buf[v.l3+8] = byte(rng.Intn(256)) // a variant field (TTL or hop limit)
+			want := refICRC(&v)
+			tail := rng.Intn(v.icrc - v.bth) // any split at or after the BTH
+			tc := NewTailCRC(v.frame[v.icrc-tail : v.icrc])
+			for k := range 3 {
+				if got := v.ICRCWithTail(tc); got != want {
+					t.Fatalf("%v frame %d, tail %d of %d covered bytes, try %d: %#x, reference %#x", tr, i, tail, v.icrc-v.l3, k+1, got, want)
+				}
+			}
+		}
+	}
+}

@@ -41,6 +41,8 @@
 package netreduce
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 
@@ -520,10 +522,22 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 	}
 	g.done = true
 	a.Stats.Aggregations++
+	// Every result ends with the same covered bytes (the sum, then the
+	// pad): they are hashed once, and each connection's ICRC only over
+	// its own headers (frames.TailCRC).
+	var tail frames.TailCRC
+	var tailBytes []byte // what tail was made of: the sum and a pad
 	for k := 0; k < r.cfg.Workers; k++ {
 		f := g.frames[k]
 		copy(f[g.dataOff[k]:], sum)
-		a.fixICRC(f)
+		if a.view.Parse(f) == nil {
+			end := a.view.ICRCOffset()
+			// The sum was just copied into every frame: only the pads can differ.
+			if t := f[g.dataOff[k]:end]; tailBytes == nil || len(t) != len(tailBytes) || !bytes.Equal(t[g.dataLen:], tailBytes[g.dataLen:]) {
+				tail, tailBytes = frames.NewTailCRC(t), t
+			}
+			binary.LittleEndian.PutUint32(f[end:], a.view.ICRCWithTail(tail))
+		}
 		a.Stats.ResultPackets++
 		emit(f, KindResult, &r.cfg)
 	}
