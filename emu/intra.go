@@ -83,7 +83,7 @@ func (l *intraLink) deliver() {
 		wr := l.pending[l.phead].wr
 		st := roce.StatusSuccess
 		mr := l.dst.recvMR
-		bad := mr == nil || mr.RKey != wr.RKey || wr.RemoteVA < mr.Addr || wr.RemoteVA-mr.Addr+uint64(len(wr.Local)) > uint64(len(mr.Buf))
+		bad := mr == nil || mr.RKey != wr.RKey || wr.RemoteVA < mr.Addr || wr.RemoteVA-mr.Addr+uint64(len(wr.Local)) > mr.Size()
 		if !bad && l.rhead == len(l.recvs) {
 			l.waiting = true // until PostRecv
 			return
@@ -94,7 +94,7 @@ func (l *intraLink) deliver() {
 		case bad:
 			st = roce.StatusRemAccessErr
 		default:
-			copy(mr.Buf[wr.RemoteVA-mr.Addr:], wr.Local)
+			mr.Write(wr.RemoteVA-mr.Addr, wr.Local)
 			rv := l.recvs[l.rhead]
 			l.rhead++
 			l.recvCQ.Push(roce.Completion{WRID: rv.ID, Status: st, Opcode: roce.WRWriteImm, Recv: true, Len: len(wr.Local), Imm: wr.Imm, HasImm: true})

@@ -153,7 +153,7 @@ func (s *responder) execute(q *QP, v *frames.View, op wire.Opcode) (wire.Syndrom
 			return invalid, StatusRemInvReqErr
 		}
 		if n > 0 {
-			copy(s.mr.Buf[s.va-s.mr.Addr:], payload)
+			s.mr.Write(s.va-s.mr.Addr, payload)
 		}
 		s.va += uint64(n)
 		s.remaining -= uint64(n)

@@ -149,11 +149,47 @@ const (
 )
 
 // MR is a registered memory region: Buf is the memory at address Addr.
+//
+// With Len set (larger than len(Buf)) the region is Len bytes long but
+// Buf holds only a window of it, as a ring: address a is
+// Buf[(a-Addr) mod len(Buf)]. A receiver that consumes each message as it
+// completes, before the sender may reuse its place, needs no more memory
+// than the messages in flight (an emulated worker verifying results of a
+// large tensor as they land).
 type MR struct {
 	Addr   uint64
 	Buf    []byte
+	Len    uint64
 	RKey   uint32
 	Access Access
+}
+
+// Size is the region's length in bytes.
+func (mr *MR) Size() uint64 {
+	if mr.Len > uint64(len(mr.Buf)) {
+		return mr.Len
+	}
+	return uint64(len(mr.Buf))
+}
+
+// Write copies p to the region at offset off (a ring wraps).
+func (mr *MR) Write(off uint64, p []byte) {
+	if uint64(len(mr.Buf)) >= mr.Size() {
+		copy(mr.Buf[off:], p)
+		return
+	}
+	for len(p) > 0 {
+		at := off % uint64(len(mr.Buf))
+		n := copy(mr.Buf[at:], p)
+		p, off = p[n:], off+uint64(n)
+	}
+}
+
+// At is the memory at offset off, up to n bytes and the end of Buf (a
+// ring's window ends at the end of Buf).
+func (mr *MR) At(off uint64, n int) []byte {
+	at := off % uint64(len(mr.Buf))
+	return mr.Buf[at:min(uint64(len(mr.Buf)), at+uint64(n))]
 }
 
 // PD is a protection domain: the memory regions a responder may target.
@@ -181,7 +217,7 @@ func (pd *PD) lookup(rkey uint32, va uint64, n uint64, acc Access) *MR {
 	if mr == nil || mr.Access&acc != acc {
 		return nil
 	}
-	end := mr.Addr + uint64(len(mr.Buf))
+	end := mr.Addr + mr.Size()
 	if va < mr.Addr || va+n < va || va+n > end {
 		return nil
 	}
