@@ -20,15 +20,40 @@ import (
 // so what arrives is the result. A message-level sliding window of N keeps
 // at most N messages unfinished: receiving result k from the predecessor
 // lets the worker send message k+N.
+//
+// Memory does not grow with the tensor: a worker's messages are generated
+// from its tensor's stream as they are posted, into a ring of slots, and
+// its results land in a ring MR and are checked as each completes,
+// against a rank-order sum generated once per message for all workers.
+// Within a ring's slots a job behaves exactly as with whole buffers.
 type netReduceJob struct {
 	r      *runner
 	msgs   int      // M messages per worker
 	stride int      // MsgLen × MTU: a message slot in the buffers
 	chunk  int      // tensor bytes per full message (stride - INA header)
-	send   [][]byte // per rank: INA header + tensor chunk, per message slot
-	recv   [][]byte // per rank: the result buffer (its MR)
-	next   []int    // per rank: next message to post
-	ringID uint8
+	slots  int      // messages a send ring and a receive ring hold
+	send   [][]byte // per rank: the send ring (INA header + tensor chunk per slot)
+	sendSt []*tensor.Stream
+	next   []int // per rank: next message to post
+	// The rank-order sum of message k, made when the first worker
+	// completes k (workers complete in order, so the ranks' expect
+	// streams run front to back) and dropped once every local worker
+	// checked it.
+	expSt    []*tensor.Stream
+	expected []expectedMsg        // message k at k mod slots (workers are at most a window apart)
+	extra    map[int]*expectedMsg // a sum whose place is still taken (never seen; kept for safety)
+	expNext  int                  // the next message whose sum is made
+	piece    []byte               // scratch: one rank's message
+	hdr      [wire.INALen]byte    // scratch: the INA header a result must carry
+	mismatch *Mismatch
+	mmAt     [2]int // (message, rank) of mismatch: the first in that order is kept
+	ringID   uint8
+}
+
+type expectedMsg struct {
+	k    int
+	sum  []byte
+	left int // local workers yet to check it
 }
 
 func init() {
@@ -43,25 +68,19 @@ func newNetReduceJob(r *runner) (*netReduceJob, error) {
 	if err := j.installRing(); err != nil {
 		return nil, err
 	}
-	size := j.msgs * j.stride
-	tens := make([]byte, cfg.TensorBytes)
+	j.slots = min(j.msgs, netReduceSlots(cfg))
+	j.expected = make([]expectedMsg, j.slots)
+	for i := range j.expected {
+		j.expected[i] = expectedMsg{k: -1, sum: make([]byte, 0, j.chunk)}
+	}
+	j.piece = make([]byte, j.chunk)
+	j.mmAt = [2]int{j.msgs, 0}
 	for _, w := range r.workers {
-		tensor.Fill(cfg.DType, cfg.Pattern, tens, w.rank, cfg.Seed)
-		buf := make([]byte, size)
-		for k := 0; k < j.msgs; k++ {
-			data := j.slot(buf, k)[wire.INALen:]
-			copy(data, tens[k*j.chunk:])
-			h := wire.INA(buf[k*j.stride:])
-			h.SetTag(wire.INATag)
-			h.SetRingID(j.ringID)
-			h.SetMsgID(uint8(k))
-			h.SetMsgLen(uint8((len(data) + wire.INALen + cfg.MTU - 1) / cfg.MTU))
-			h.SetRank(uint8(w.rank))
-		}
-		j.send = append(j.send, buf)
-		res := make([]byte, size)
-		j.recv = append(j.recv, res)
-		w.recvMR = &roce.MR{Addr: r.recvVA, Buf: res, RKey: r.rkey(w.rank), Access: roce.AccessLocalWrite | roce.AccessRemoteWrite}
+		j.sendSt = append(j.sendSt, tensor.NewStream(cfg.DType, cfg.Pattern, w.rank, cfg.Seed))
+		j.expSt = append(j.expSt, tensor.NewStream(cfg.DType, cfg.Pattern, w.rank, cfg.Seed))
+		j.send = append(j.send, make([]byte, j.slots*j.stride))
+		res := make([]byte, j.slots*j.stride)
+		w.recvMR = &roce.MR{Addr: r.recvVA, Buf: res, Len: uint64(j.msgs * j.stride), RKey: r.rkey(w.rank), Access: roce.AccessLocalWrite | roce.AccessRemoteWrite}
 		if err := w.h.PD.Register(w.recvMR); err != nil {
 			return nil, err
 		}
@@ -69,6 +88,31 @@ func newNetReduceJob(r *runner) (*netReduceJob, error) {
 	}
 	j.next = make([]int, cfg.Workers)
 	return j, nil
+}
+
+// netReduceSlots is how many messages a worker's send and receive rings
+// hold: four windows and a margin. A worker posts message k+N once result
+// k arrived, and result k+s lands in k's slot only after k was checked; a
+// send slot is reused only once its message's WRITE completed (ACKed),
+// which lags results by about an ACK's flight, so the margin is never
+// the limit in practice; where it would be, posting waits for it.
+func netReduceSlots(cfg Config) int { return 4*cfg.Window + 8 }
+
+// msgLen is message k's length: header plus data (the last is short).
+func (j *netReduceJob) msgLen(k int) int {
+	if k == j.msgs-1 {
+		return int(j.r.cfg.TensorBytes-int64(k)*int64(j.chunk)) + wire.INALen
+	}
+	return j.stride
+}
+
+// header writes message k's INA header as rank sends it.
+func (j *netReduceJob) header(h wire.INA, k, rank int) {
+	h.SetTag(wire.INATag)
+	h.SetRingID(j.ringID)
+	h.SetMsgID(uint8(k))
+	h.SetMsgLen(uint8((j.msgLen(k) + j.r.cfg.MTU - 1) / j.r.cfg.MTU))
+	h.SetRank(uint8(rank))
 }
 
 // netReduceMessages is how many messages each worker sends: MsgLen
@@ -141,13 +185,10 @@ func NetReduceRing(cfg Config, startPSNs []uint32) netreduce.RingConfig {
 		DType: cfg.DType, Release: cfg.Release, Conns: conns}
 }
 
-// slot is message k of a buffer: header plus data, as long as it is.
-func (j *netReduceJob) slot(buf []byte, k int) []byte {
-	n := j.stride
-	if k == j.msgs-1 {
-		n = int(j.r.cfg.TensorBytes-int64(k)*int64(j.chunk)) + wire.INALen
-	}
-	return buf[k*j.stride : k*j.stride+n]
+// slot is message k's place in a ring: header plus data, as long as it is.
+func (j *netReduceJob) slot(ring []byte, k int) []byte {
+	at := k % j.slots * j.stride
+	return ring[at : at+j.msgLen(k)]
 }
 
 func (j *netReduceJob) start() error {
@@ -157,74 +198,134 @@ func (j *netReduceJob) start() error {
 				return err
 			}
 		}
-		for k := 0; k < j.r.cfg.Window && k < j.msgs; k++ {
-			if err := j.post(w); err != nil {
-				return err
-			}
+		if err := j.post(w); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
+// post posts the worker's next messages while its window (N results
+// ahead) and its send ring (a slot whose WRITE completed) allow.
 func (j *netReduceJob) post(w *worker) error {
-	k := j.next[w.rank]
-	succ := j.r.workers[(w.rank+1)%len(j.r.workers)]
-	j.next[w.rank]++
-	return w.sq.PostSend(roce.SendWR{ID: uint64(k), Opcode: roce.WRWriteImm, Local: j.slot(j.send[w.rank], k),
-		RemoteVA: j.r.recvVA + uint64(k*j.stride), RKey: succ.recvMR.RKey, Imm: uint32(k), Signaled: true})
+	for {
+		k := j.next[w.rank]
+		if k >= j.msgs || k >= w.recvDone+j.r.cfg.Window || k-w.sendDone >= j.slots {
+			return nil
+		}
+		succ := j.r.workers[(w.rank+1)%len(j.r.workers)]
+		j.next[w.rank]++
+		msg := j.slot(j.send[w.rank], k)
+		j.header(wire.INA(msg), k, w.rank)
+		j.sendSt[w.rank].Fill(msg[wire.INALen:])
+		if err := w.sq.PostSend(roce.SendWR{ID: uint64(k), Opcode: roce.WRWriteImm, Local: msg,
+			RemoteVA: j.r.recvVA + uint64(k*j.stride), RKey: succ.recvMR.RKey, Imm: uint32(k), Signaled: true}); err != nil {
+			return err
+		}
+	}
 }
 
 func (j *netReduceJob) onCompletion(w *worker) {
 	j.r.drain(w, func(c roce.Completion) {
 		if !c.Recv {
 			w.sendDone++
-			return
-		}
-		if !c.HasImm || int(c.Imm) != w.recvDone {
-			j.r.err = &JobError{Msg: fmt.Sprintf("rank %d: result message %d arrived when %d was due", w.rank, c.Imm, w.recvDone)}
-			return
-		}
-		w.recvDone++
-		if w.recvDone == w.recvWant {
-			w.doneAt = j.r.fab.Clock.Now()
-		}
-		if j.next[w.rank] < j.msgs { // the window slides
-			if err := j.post(w); err != nil {
-				j.r.err = &JobError{Msg: fmt.Sprintf("rank %d: post message %d: %v", w.rank, j.next[w.rank], err)}
+		} else {
+			if !c.HasImm || int(c.Imm) != w.recvDone {
+				j.r.err = &JobError{Msg: fmt.Sprintf("rank %d: result message %d arrived when %d was due", w.rank, c.Imm, w.recvDone)}
+				return
 			}
+			j.verify(w, w.recvDone)
+			w.recvDone++
+			if w.recvDone == w.recvWant {
+				w.doneAt = j.r.fab.Clock.Now()
+			}
+		}
+		if err := j.post(w); err != nil { // the window slides, or a send slot freed
+			j.r.err = &JobError{Msg: fmt.Sprintf("rank %d: post message %d: %v", w.rank, j.next[w.rank], err)}
 		}
 	})
 }
 
-// check compares every worker's result buffer with the rank-order sum of
-// all ranks' tensors, message by message, and each result's INA header
-// with the predecessor's (the connection the result came in on).
-func (j *netReduceJob) check() *Mismatch {
-	d := j.r.cfg.DType
+// verify checks result k as it completes at worker w, before its slot of
+// the ring is used again: the rank-order sum of all ranks' message k, and
+// the INA header of the predecessor (the connection it came in on). The
+// first mismatch in (message, rank) order is kept for check.
+func (j *netReduceJob) verify(w *worker, k int) {
 	n := len(j.r.workers)
-	var ref []byte
-	for k := 0; k < j.msgs; k++ {
-		ref = append(ref[:0], j.slot(j.send[0], k)[wire.INALen:]...)
-		for rank := 1; rank < n; rank++ {
-			tensor.Add(d, ref, j.slot(j.send[rank], k)[wire.INALen:])
+	e := j.expectedSum(k)
+	defer func() {
+		if e.left--; e.left == 0 && j.extra[k] == e {
+			delete(j.extra, k)
 		}
-		for rank := 0; rank < n; rank++ {
-			if !j.r.workers[rank].local {
-				continue
+	}()
+	if k > j.mmAt[0] || k == j.mmAt[0] && w.rank > j.mmAt[1] {
+		return // an earlier mismatch is already the one reported
+	}
+	got := j.slot(w.recvMR.Buf, k)
+	want := j.hdr[:]
+	j.header(want, k, (w.rank+n-1)%n)
+	d := j.r.cfg.DType
+	var m *Mismatch
+	if !bytes.Equal(got[:wire.INALen], want[:]) {
+		m = &Mismatch{Rank: w.rank, Element: int64(k*j.chunk) / int64(d.Size()),
+			Got: fmt.Sprintf("INA header % x", got[:wire.INALen]), Want: fmt.Sprintf("INA header % x", want)}
+	} else {
+		m = firstDiff(d, w.rank, int64(k*j.chunk), got[wire.INALen:], e.sum)
+	}
+	if m != nil {
+		j.mismatch, j.mmAt = m, [2]int{k, w.rank}
+	}
+}
+
+// expectedSum is message k's rank-order sum, made from the ranks' expect
+// streams the first time a worker asks (workers ask in message order).
+func (j *netReduceJob) expectedSum(k int) *expectedMsg {
+	if e := &j.expected[k%j.slots]; e.k == k {
+		return e
+	}
+	if e := j.extra[k]; e != nil {
+		return e
+	}
+	for ; j.expNext <= k; j.expNext++ {
+		m := j.expNext
+		e := &j.expected[m%j.slots]
+		if e.k >= 0 && e.left > 0 { // its place is still needed
+			if j.extra == nil {
+				j.extra = map[int]*expectedMsg{}
 			}
-			got := j.slot(j.recv[rank], k)
-			pred := j.slot(j.send[(rank+n-1)%n], k)
-			if !bytes.Equal(got[:wire.INALen], pred[:wire.INALen]) {
-				return &Mismatch{Rank: rank, Element: int64(k*j.chunk) / int64(d.Size()),
-					Got: fmt.Sprintf("INA header % x", got[:wire.INALen]), Want: fmt.Sprintf("INA header % x", pred[:wire.INALen])}
-			}
-			if m := firstDiff(d, rank, int64(k*j.chunk), got[wire.INALen:], ref); m != nil {
-				return m
+			e = &expectedMsg{}
+			j.extra[m] = e
+		}
+		size := j.msgLen(m) - wire.INALen
+		if cap(e.sum) < size {
+			e.sum = make([]byte, j.chunk)
+		}
+		if cap(j.piece) < size {
+			j.piece = make([]byte, j.chunk)
+		}
+		e.k, e.sum = m, e.sum[:size]
+		j.expSt[0].Fill(e.sum)
+		for rank := 1; rank < len(j.expSt); rank++ {
+			p := j.piece[:size]
+			j.expSt[rank].Fill(p)
+			tensor.Add(j.r.cfg.DType, e.sum, p)
+		}
+		e.left = 0
+		for _, w := range j.r.workers {
+			if w.local {
+				e.left++
 			}
 		}
 	}
-	return nil
+	if e := &j.expected[k%j.slots]; e.k == k {
+		return e
+	}
+	return j.extra[k]
 }
+
+// check reports the first result (in message, then rank order) that was
+// not the rank-order sum or came with the wrong INA header.
+func (j *netReduceJob) check() *Mismatch { return j.mismatch }
 
 // firstDiff reports the first element where got differs from want; base is
 // got's byte offset in the tensor.

@@ -98,8 +98,12 @@ func EstimateMemory(cfg Config) MemoryEstimate {
 		outstanding = 2*ceilDiv(maxC, mtu) + 2
 	default:
 		msgs := netReduceMessages(cfg)
-		size := msgs * msgB
-		e.Buffers = t + 2*w*size + msgB
+		// Send and receive rings of a few windows per worker (the
+		// tensor is generated and checked as it goes), and the
+		// expected sums, one per ring slot.
+		slots := min(msgs, int64(netReduceSlots(cfg)))
+		size := slots * msgB
+		e.Buffers = 2*w*size + size + msgB
 		e.Queues = w * 2 * (msgs + 1) * wrBytes
 		aggs := 2 * int64(cfg.Window) * int64(cfg.MsgLen)
 		used := min(msgs, 2*int64(cfg.Window)) * int64(cfg.MsgLen)
@@ -249,7 +253,9 @@ func (c *Config) checkMemory(jobs []jobConfig) error {
 		return nil
 	}
 	hint := "use fewer workers or a smaller --tensor"
-	switch max(e.Buffers, e.Links, e.Base) {
+	switch max(e.Buffers, e.Links, e.Base, e.Queues) {
+	case e.Queues:
+		hint = "use a longer --msg-len, fewer workers or a smaller --tensor (every message is a posted work request)"
 	case e.Base:
 		hint = fmt.Sprintf("the emulator itself needs about %s", units.FormatBytes(e.Base))
 	case e.Links: // never the buffers' size otherwise: the switch touches at most half as much, the queues less
@@ -259,7 +265,14 @@ func (c *Config) checkMemory(jobs []jobConfig) error {
 		return fmt.Errorf("the %d jobs need ≈%s together, %s %s; %s", len(jobs), units.FormatBytes(e.Total), units.FormatBytes(limit), what, hint)
 	}
 	j := jobs[0].cfg // the one job's own workers and tensor
-	return fmt.Errorf("the job needs ≈%s (%d workers × %s × %.1f), %s %s; %s",
-		units.FormatBytes(e.Total), j.Workers, units.FormatBytes(j.TensorBytes), float64(e.Total)/float64(int64(j.Workers)*j.TensorBytes),
-		units.FormatBytes(limit), what, hint)
+	size := fmt.Sprintf("%d workers × %s × %.1f", j.Workers, units.FormatBytes(j.TensorBytes), float64(e.Total)/float64(int64(j.Workers)*j.TensorBytes))
+	if j.Mode == NetReduce {
+		// Its tensors are generated and checked as they go: what it
+		// holds grows with the workers and the window, not the tensor.
+		size = fmt.Sprintf("%d workers, window %d", j.Workers, j.Window)
+		if hint == "use fewer workers or a smaller --tensor" {
+			hint = "use fewer workers or a smaller --window"
+		}
+	}
+	return fmt.Errorf("the job needs ≈%s (%s), %s %s; %s", units.FormatBytes(e.Total), size, units.FormatBytes(limit), what, hint)
 }

@@ -74,7 +74,7 @@ func TestRunBadInput(t *testing.T) {
 		{[]string{"--fault", "drop port=4"}, []string{"port=4", "0..3"}},
 		{[]string{"--fault", "spoof=7 port=0 class=data nth=2"}, []string{"spoof=7", "0..3"}},
 		{[]string{"--fault", "drop qp=5 dir=in"}, []string{"qp=0x5", "0x11", "0x12"}},
-		{[]string{"--workers", "64", "--tensor", "1GiB", "--max-memory", "8GiB"}, []string{"the job needs ≈1", "(64 workers × 1 GiB × 2.0), 8 GiB allowed by --max-memory; use fewer workers or a smaller --tensor"}},
+		{[]string{"--workers", "64", "--tensor", "1GiB", "--max-memory", "100MiB"}, []string{"the job needs ≈", "(64 workers, window 2), 100 MiB allowed by --max-memory; use "}},
 		{[]string{"--workers", "64", "--tensor", "1GiB", "--mode", "ring", "--max-memory", "8GiB"}, []string{"(64 workers × 1 GiB × 4.0)"}},
 		{[]string{"--workers", "2", "--mode", "ring", "--mtu", "256", "--tensor", "1GiB", "--latency", "1h", "--max-memory", "16GiB"}, []string{"--latency"}},
 		{[]string{"--max-memory", "lots"}, []string{"--max-memory", `"lots"`}},
@@ -267,7 +267,7 @@ func TestFlagDurations(t *testing.T) {
 		{[]string{"switch", "--tap", "ina", "--duration", "-5s"}, "inaemu switch: ", "--duration -5s"},
 		{[]string{"switch", "--tap", "ina", "--max-time", "1e13"}, "inaemu switch: ", "beyond the 1h limit"},
 		{[]string{"host", "--tap", "ina-h0", "--rank", "0", "--seed", "1", "--max-memory", "lots"}, "inaemu host: ", "--max-memory"},
-		{[]string{"host", "--tap", "ina-h0", "--rank", "0", "--seed", "1", "--workers", "64", "--tensor", "1GiB", "--max-memory", "1GiB"}, "inaemu host: ", "the job needs ≈"},
+		{[]string{"host", "--tap", "ina-h0", "--rank", "0", "--seed", "1", "--workers", "64", "--tensor", "1GiB", "--max-memory", "100MiB"}, "inaemu host: ", "the job needs ≈"},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			code, out, errOut := runGuarded(c.args...)
