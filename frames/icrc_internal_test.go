@@ -22,6 +22,20 @@ func TestICRCUpdateIsCRC32(t *testing.T) {
 	}
 }
 
+// testBuilder builds frames of one transport between two fixed hosts.
+func testBuilder(t *testing.T, tr Transport) *Builder {
+	t.Helper()
+	src, dst := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
+	if tr != V2IPv4 {
+		src, dst = netip.MustParseAddr("fd00::1"), netip.MustParseAddr("fd00::2")
+	}
+	b, err := NewBuilder(Path{Transport: tr, SrcMAC: []byte{2, 0, 0, 0, 0, 1}, DstMAC: []byte{2, 0, 0, 0, 0, 2}, SrcIP: src, DstIP: dst, SrcPort: 0xC011, DestQP: 0x12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // refICRC is the ICRC as the specification words it, written separately
 // here: eight 0xFF bytes, then a copy of the covered bytes with the
 // variant fields set to ones, through hash/crc32 in one call.
@@ -54,14 +68,7 @@ func TestICRCBothPathsMatchReference(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
 	buf := make([]byte, 9000)
 	for _, tr := range []Transport{V2IPv4, V2IPv6, V1} {
-		src, dst := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
-		if tr != V2IPv4 {
-			src, dst = netip.MustParseAddr("fd00::1"), netip.MustParseAddr("fd00::2")
-		}
-		b, err := NewBuilder(Path{Transport: tr, SrcMAC: []byte{2, 0, 0, 0, 0, 1}, DstMAC: []byte{2, 0, 0, 0, 0, 2}, SrcIP: src, DstIP: dst, SrcPort: 0xC011, DestQP: 0x12})
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := testBuilder(t, tr)
 		for i := range 300 {
 			pay := make([]byte, rng.Intn(4097))
 			rng.Read(pay)
@@ -117,14 +124,7 @@ func TestICRCWithTailMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewSource(5))
 	buf := make([]byte, 9000)
 	for _, tr := range []Transport{V2IPv4, V2IPv6, V1} {
-		src, dst := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
-		if tr != V2IPv4 {
-			src, dst = netip.MustParseAddr("fd00::1"), netip.MustParseAddr("fd00::2")
-		}
-		b, err := NewBuilder(Path{Transport: tr, SrcMAC: []byte{2, 0, 0, 0, 0, 1}, DstMAC: []byte{2, 0, 0, 0, 0, 2}, SrcIP: src, DstIP: dst, SrcPort: 0xC011, DestQP: 0x12})
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := testBuilder(t, tr)
 		for i := range 200 {
 			pay := make([]byte, 1+rng.Intn(2048))
 			rng.Read(pay)
