@@ -185,13 +185,6 @@ func (mr *MR) Write(off uint64, p []byte) {
 	}
 }
 
-// At is the memory at offset off, up to n bytes and the end of Buf (a
-// ring's window ends at the end of Buf).
-func (mr *MR) At(off uint64, n int) []byte {
-	at := off % uint64(len(mr.Buf))
-	return mr.Buf[at:min(uint64(len(mr.Buf)), at+uint64(n))]
-}
-
 // PD is a protection domain: the memory regions a responder may target.
 type PD struct {
 	mrs map[uint32]*MR

@@ -221,9 +221,8 @@ func Fill(d DType, p Pattern, buf []byte, rank int, seed uint64) {
 }
 
 // A Stream generates rank's tensor front to back, a piece at a time, the
-// same bytes Fill writes whole; a Mark taken between pieces resumes it
-// there. A job that sends a large tensor keeps a mark per message instead
-// of the tensor.
+// same bytes Fill writes whole: a job that sends a large tensor generates
+// each message as it sends it instead of holding the tensor.
 type Stream struct {
 	d    DType
 	p    Pattern
@@ -232,51 +231,17 @@ type Stream struct {
 	elem int64 // elements generated so far
 }
 
-// Mark is a Stream's position: the generator's state and the element.
-type Mark struct {
-	state [24]byte
-	n     uint8
-	elem  int64
-}
-
 // NewStream starts rank's tensor at element 0.
 func NewStream(d DType, p Pattern, rank int, seed uint64) *Stream {
 	return &Stream{d: d, p: p, rank: rank, rng: rand.NewPCG(seed, 0x7E45_0000+uint64(rank))}
-}
-
-// Mark is the stream's position now.
-func (s *Stream) Mark() Mark {
-	m := Mark{elem: s.elem}
-	b, _ := s.rng.AppendBinary(m.state[:0]) // 20 bytes: no allocation
-	m.n = uint8(copy(m.state[:], b))
-	return m
-}
-
-// Resume continues the stream from m (taken on a stream of the same
-// tensor).
-func (s *Stream) Resume(m Mark) {
-	if err := s.rng.UnmarshalBinary(m.state[:m.n]); err != nil {
-		panic("tensor: resume from a mark no stream made: " + err.Error())
-	}
-	s.elem = m.elem
-}
-
-// Skip moves past n bytes of the tensor without writing them.
-func (s *Stream) Skip(n int) {
-	k := n / s.d.Size()
-	if s.p == Random {
-		for range k {
-			s.rng.Uint64()
-		}
-	}
-	s.elem += int64(k)
 }
 
 // Fill writes the next len(buf)/d.Size() elements into buf.
 func (s *Stream) Fill(buf []byte) {
 	d, p, rng, rank := s.d, s.p, s.rng, s.rank
 	sz := d.Size()
-	defer func() { s.elem += int64(len(buf) / sz) }()
+	first := s.elem // the index of buf's first element in the tensor
+	s.elem += int64(len(buf) / sz)
 	// The common cases without a switch per element (a job's setup fills
 	// every rank's tensor); the same draws and conversions as below.
 	switch {
@@ -311,7 +276,7 @@ func (s *Stream) Fill(buf []byte) {
 		case Ones:
 			v, iv = 1, 1
 		case Ramp:
-			iv = int32((s.elem+int64(i/sz))%256 + int64(rank))
+			iv = int32((first+int64(i/sz))%256 + int64(rank))
 			v = float64(iv)
 		}
 		switch d {
