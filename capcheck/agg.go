@@ -67,8 +67,7 @@ func isLinkTap(name string, all bool) bool {
 // linkHostMACs learns, for each link-tap interface, its host's MAC: the
 // unicast address in the most frames there (every frame on a host's link
 // is from or to it), preferring an address seen on no other link (the
-// switch's is on all of them). The all-zero address is what a cooked or
-// raw-IP capture gives for one it did not record: nobody's.
+// switch's is on all of them).
 func linkHostMACs(fs *frameStore, link []bool) map[int][6]byte {
 	count := map[int]map[[6]byte]int{}
 	links := map[[6]byte]map[int]bool{}
@@ -81,7 +80,7 @@ func linkHostMACs(fs *frameStore, link []bool) map[int][6]byte {
 			count[ifc] = map[[6]byte]int{}
 		}
 		for _, mac := range [][6]byte{fs.at(i).dstMAC, fs.at(i).srcMAC} {
-			if mac[0]&1 == 0 && mac != ([6]byte{}) {
+			if hostAddr(mac) {
 				count[ifc][mac]++
 				if links[mac] == nil {
 					links[mac] = map[int]bool{}

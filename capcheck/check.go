@@ -743,7 +743,6 @@ func (s *frameStore) push() *checkFrame {
 // hashSeed makes frame hashes equal within a run (only equality is used).
 var hashSeed = maphash.MakeSeed()
 
-// add reads one record.
 // addSkipped keeps the place of a frame the reader could not read, so
 // that the frames after it keep Wireshark's numbers; no rule sees it.
 func (p *frameParser) addSkipped(r *pcapio.Record, why *pcapio.SkippedError) {
@@ -758,6 +757,7 @@ func (p *frameParser) addSkipped(r *pcapio.Record, why *pcapio.SkippedError) {
 	}
 }
 
+// add reads one record.
 func (p *frameParser) add(r *pcapio.Record) {
 	rep, v := p.rep, &p.v
 	i := p.fs.len()

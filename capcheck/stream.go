@@ -231,7 +231,7 @@ func (c *checker) markNotForHost(macs func(i int) (dst, src [6]byte, ok bool)) {
 		if c.ifaceSide[f.iface] != sideIn {
 			continue
 		}
-		if _, src, ok := macs(i); ok && src[0]&1 == 0 && src != ([6]byte{}) {
+		if _, src, ok := macs(i); ok && hostAddr(src) {
 			vp := c.ifaceVP[f.iface]
 			if count[vp] == nil {
 				count[vp] = map[[6]byte]int{}
@@ -249,7 +249,7 @@ func (c *checker) markNotForHost(macs func(i int) (dst, src [6]byte, ok bool)) {
 			continue
 		}
 		mac, ok := host[c.ifaceVP[f.iface]]
-		if dst, _, ok2 := macs(i); ok && ok2 && dst[0]&1 == 0 && dst != ([6]byte{}) && dst != mac {
+		if dst, _, ok2 := macs(i); ok && ok2 && hostAddr(dst) && dst != mac {
 			f.notForHost = true
 		}
 	}
@@ -1395,6 +1395,11 @@ func (s *checkReq) onNAK(f *checkFrame) {
 	s.raiseUp(e)
 	s.rememberNAK(e, f.idx, true)
 }
+
+// hostAddr reports whether mac can name a host: unicast, and not the
+// all-zero address a cooked or raw-IP capture gives for one it did not
+// record.
+func hostAddr(mac [6]byte) bool { return mac[0]&1 == 0 && mac != [6]byte{} }
 
 // mostCommonMAC is the address counted most often (ties: the lowest), the
 // way the checker recognizes a host by the frames on its link.

@@ -43,11 +43,9 @@ func runDecode(e *cmdEnv, file string, asJSON bool) int {
 			return exitOK
 		}
 		var skip *pcapio.SkippedError
-		if errors.As(err, &skip) {
-			// One frame that is not Ethernet: said on its own line, as
-			// tshark shows a frame it cannot dissect, and reading goes on.
-			rec.Data = nil
-		} else if err != nil {
+		// A frame that is not Ethernet (rec has no Data) is said on its own
+		// line, as tshark shows a frame it cannot dissect, and reading goes on.
+		if err != nil && !errors.As(err, &skip) {
 			out.Flush()
 			fmt.Fprintf(stderr, "inaemu decode: %v\n", err)
 			return exitUsage
@@ -83,7 +81,6 @@ type decoded struct {
 	Comments  []string `json:"comments,omitempty"`  // pcapng packet comments (fault annotations)
 	frames.Summary
 	skipped string // why the reader could not read the frame as Ethernet
-
 }
 
 // line is the human line: Wireshark's frame number (the same number check
