@@ -442,9 +442,7 @@ func AggregationSuite(o SuiteOptions) []PropertyResult {
 		res.Cases++
 		if out.transport {
 			transport++
-			if res.Shard != nil {
-				res.Shard.Transport = append(res.Shard.Transport, i)
-			}
+			res.Shard.transport(i)
 		}
 		if o.Progress != nil {
 			o.Progress(name, i+1, o.Count)
@@ -460,16 +458,12 @@ func AggregationSuite(o SuiteOptions) []PropertyResult {
 					out  aggOutcome
 					seed uint64
 				}{i, c, out, seed}
-				if res.Shard != nil {
-					res.Shard.StallAt, res.Shard.StallDetail = i, out.detail
-				}
+				res.Shard.stalled(i, out.detail)
 			}
 			continue
 		}
 		report(i, c, out, seed)
-		if res.Shard != nil {
-			res.Shard.FailAt = i
-		}
+		res.Shard.failed(i)
 		break
 	}
 	if stall != nil {

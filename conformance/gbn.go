@@ -336,9 +336,7 @@ func GBNSuite(o SuiteOptions) []PropertyResult {
 		}
 		small, sfail := shrinkGBN(c, fail)
 		res.Passed = false
-		if res.Shard != nil {
-			res.Shard.FailAt = i
-		}
+		res.Shard.failed(i)
 		res.Failure = fmt.Sprintf("case %d (%s): %s; shrunk to %s: %s", i, c, fail, small, sfail)
 		res.Replay = fmt.Sprintf("inaemu conformance --suite gbn --seed %d --count %d", o.Seed, i+1)
 		if o.OutDir != "" {

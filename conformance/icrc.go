@@ -119,9 +119,7 @@ func emittedVerify(o SuiteOptions) PropertyResult {
 		}
 		if fail != "" {
 			res.Passed, res.Failure = false, fail
-			if res.Shard != nil {
-				res.Shard.FailAt = i
-			}
+			res.Shard.failed(i)
 			if p, err := writeCounterexample(o.OutDir, fmt.Sprintf("icrc-emitted-%d", seed), sc); err == nil && p != "" {
 				res.Counterexample, res.Replay = &p, "inaemu run --scenario "+p
 			}
@@ -229,9 +227,7 @@ func bitFlips(o SuiteOptions) PropertyResult {
 		}
 		if err == nil && ok {
 			res.Passed = false
-			if res.Shard != nil {
-				res.Shard.FailAt = i
-			}
+			res.Shard.failed(i)
 			res.Failure = fmt.Sprintf("flipping bit %d of byte %d was not detected: % x", bit, at, f)
 			break
 		}
@@ -268,9 +264,7 @@ func maskedFields(o SuiteOptions) PropertyResult {
 		if err != nil || !ok {
 			res.Passed = false
 			res.Failure = fmt.Sprintf("changing only masked fields broke the ICRC (%v): % x", err, f)
-			if res.Shard != nil {
-				res.Shard.FailAt = i
-			}
+			res.Shard.failed(i)
 			break
 		}
 	}
@@ -336,9 +330,7 @@ func noAggregateFromCorruption(o SuiteOptions) PropertyResult {
 		}
 		if fail != "" {
 			res.Passed, res.Failure = false, fmt.Sprintf("case %d (%s): %s", i, c, fail)
-			if res.Shard != nil {
-				res.Shard.FailAt = i
-			}
+			res.Shard.failed(i)
 			if p, err := writeCounterexample(o.OutDir, fmt.Sprintf("icrc-corrupt-%d", seed), sc); err == nil && p != "" {
 				res.Counterexample, res.Replay = &p, "inaemu run --scenario "+p
 			}

@@ -3,6 +3,7 @@ package conformance
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Shard names the part of a suite one run does: case i belongs to shard
@@ -187,28 +188,40 @@ func copyVerdict(res *PropertyResult, p PropertyResult) {
 }
 
 // The suites' notes, written by one function each so that a merge writes
-// them as a run does.
-func stallNote(i int, detail string) string {
-	return fmt.Sprintf("case %d also stalled unrecoverably: %s", i, detail)
-}
+// them as a run does, and recognises them by the same words.
+const (
+	stallWords     = " also stalled unrecoverably: "
+	transportWords = " cases ended in a transport error after a frame was destroyed more than retry_cnt times (allowed)"
+)
 
-func transportNote(n, cases int) string {
-	return fmt.Sprintf("%d of %d cases ended in a transport error after a frame was destroyed more than retry_cnt times (allowed)", n, cases)
-}
+func stallNote(i int, detail string) string { return fmt.Sprintf("case %d%s%s", i, stallWords, detail) }
+
+func transportNote(n, cases int) string { return fmt.Sprintf("%d of %d%s", n, cases, transportWords) }
 
 // isOtherNote: a note that is neither of the two a merge recomputes (e.g.
 // a counterexample that could not be written).
 func isOtherNote(n string) bool {
-	var i int
-	var rest string
-	if _, err := fmt.Sscanf(n, "case %d also stalled%s", &i, &rest); err == nil {
-		return false
+	return !strings.Contains(n, stallWords) && !strings.HasSuffix(n, transportWords)
+}
+
+// failed, transport and stalled record case i in a shard's record; a run
+// of the whole suite has none, and they do nothing.
+func (r *ShardRecord) failed(i int) {
+	if r != nil {
+		r.FailAt = i
 	}
-	var a, b int
-	if _, err := fmt.Sscanf(n, "%d of %d cases ended in a transport error", &a, &b); err == nil {
-		return false
+}
+
+func (r *ShardRecord) transport(i int) {
+	if r != nil {
+		r.Transport = append(r.Transport, i)
 	}
-	return true
+}
+
+func (r *ShardRecord) stalled(i int, detail string) {
+	if r != nil {
+		r.StallAt, r.StallDetail = i, detail
+	}
 }
 
 // record starts a result's shard record when the run is a shard.
