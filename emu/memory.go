@@ -253,6 +253,12 @@ func (c *Config) checkMemory(jobs []jobConfig) error {
 		return nil
 	}
 	hint := "use fewer workers or a smaller --tensor"
+	netReduce := len(jobs) == 1 && jobs[0].cfg.Mode == NetReduce
+	if netReduce {
+		// Its tensors are generated and checked as they go: what it
+		// holds grows with the workers and the window, not the tensor.
+		hint = "use fewer workers or a smaller --window"
+	}
 	switch max(e.Buffers, e.Links, e.Base, e.Queues) {
 	case e.Queues:
 		hint = "use a longer --msg-len, fewer workers or a smaller --tensor (every message is a posted work request)"
@@ -266,13 +272,8 @@ func (c *Config) checkMemory(jobs []jobConfig) error {
 	}
 	j := jobs[0].cfg // the one job's own workers and tensor
 	size := fmt.Sprintf("%d workers × %s × %.1f", j.Workers, units.FormatBytes(j.TensorBytes), float64(e.Total)/float64(int64(j.Workers)*j.TensorBytes))
-	if j.Mode == NetReduce {
-		// Its tensors are generated and checked as they go: what it
-		// holds grows with the workers and the window, not the tensor.
+	if netReduce {
 		size = fmt.Sprintf("%d workers, window %d", j.Workers, j.Window)
-		if hint == "use fewer workers or a smaller --tensor" {
-			hint = "use fewer workers or a smaller --window"
-		}
 	}
 	return fmt.Errorf("the job needs ≈%s (%s), %s %s; %s", units.FormatBytes(e.Total), size, units.FormatBytes(limit), what, hint)
 }

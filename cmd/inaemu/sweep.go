@@ -129,6 +129,8 @@ func runSweep(fs *cmdEnv, jf *jobFlags, a sweepArgs) int {
 		}
 	}
 	total := len(points)
+	doc := sweepDoc{Workers: base.Workers, TensorBytes: base.TensorBytes, DType: base.DType.String(), Window: base.Window, MsgLen: base.MsgLen,
+		MTU: base.MTU, NIC: base.NIC.String(), Timeout: base.Timeout, LatencyNS: int64(lat), Rows: []emu.SweepRow{}}
 	var shard conformance.Shard
 	var index []int // the grid index of each point run here
 	for k := range points {
@@ -147,9 +149,12 @@ func runSweep(fs *cmdEnv, jf *jobFlags, a sweepArgs) int {
 			}
 		}
 		points = mine // none when there are more shards than cells: an empty report
+		if shard.Of > 1 {
+			doc.Shard, doc.Points = &shard, total
+		}
 	}
 	if len(points) == 0 {
-		return printSweep(stdout, sweepDoc{base.Workers, base.TensorBytes, base.DType.String(), base.Window, base.MsgLen, base.MTU, base.NIC.String(), base.Timeout, int64(lat), &shard, total, []emu.SweepRow{}}, a.asJSON)
+		return printSweep(stdout, doc, a.asJSON)
 	}
 	var ss []uint64
 	for i := 0; i < a.seeds; i++ {
@@ -170,10 +175,7 @@ func runSweep(fs *cmdEnv, jf *jobFlags, a sweepArgs) int {
 	for i := range rows {
 		rows[i].Point = index[i]
 	}
-	doc := sweepDoc{base.Workers, base.TensorBytes, base.DType.String(), base.Window, base.MsgLen, base.MTU, base.NIC.String(), base.Timeout, int64(lat), nil, 0, rows}
-	if shard.Of > 1 {
-		doc.Shard, doc.Points = &shard, total
-	}
+	doc.Rows = rows
 	return printSweep(stdout, doc, a.asJSON)
 }
 
