@@ -36,6 +36,23 @@ func testBuilder(t *testing.T, tr Transport) *Builder {
 	return b
 }
 
+// randomFrame builds into buf a WRITE MIDDLE with a random PSN and a
+// random payload of size bytes, parsed.
+func randomFrame(t *testing.T, b *Builder, buf []byte, rng *rand.Rand, size int) (View, int) {
+	t.Helper()
+	pay := make([]byte, size)
+	rng.Read(pay)
+	n, err := b.Build(buf, &Packet{Opcode: wire.WriteMiddle, PSN: rng.Uint32() & 0xFFFFFF, Payload: pay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v View
+	if err := v.Parse(buf[:n]); err != nil {
+		t.Fatal(err)
+	}
+	return v, n
+}
+
 // refICRC is the ICRC as the specification words it, written separately
 // here: eight 0xFF bytes, then a copy of the covered bytes with the
 // variant fields set to ones, through hash/crc32 in one call.
@@ -70,16 +87,7 @@ func TestICRCBothPathsMatchReference(t *testing.T) {
 	for _, tr := range []Transport{V2IPv4, V2IPv6, V1} {
 		b := testBuilder(t, tr)
 		for i := range 300 {
-			pay := make([]byte, rng.Intn(4097))
-			rng.Read(pay)
-			n, err := b.Build(buf, &Packet{Opcode: wire.WriteMiddle, PSN: rng.Uint32() & 0xFFFFFF, Payload: pay})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var v View
-			if err := v.Parse(buf[:n]); err != nil {
-				t.Fatal(err)
-			}
+			v, n := randomFrame(t, b, buf, rng, rng.Intn(4097))
 			// Variant fields as a router may leave them.
 			for _, o := range []int{1, 2, 3, 7, 8, 10, 11} {
 				buf[v.l3+o] = byte(rng.Intn(256))
@@ -126,16 +134,7 @@ func TestICRCWithTailMatchesReference(t *testing.T) {
 	for _, tr := range []Transport{V2IPv4, V2IPv6, V1} {
 		b := testBuilder(t, tr)
 		for i := range 200 {
-			pay := make([]byte, 1+rng.Intn(2048))
-			rng.Read(pay)
-			n, err := b.Build(buf, &Packet{Opcode: wire.WriteMiddle, PSN: rng.Uint32() & 0xFFFFFF, Payload: pay})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var v View
-			if err := v.Parse(buf[:n]); err != nil {
-				t.Fatal(err)
-			}
+			v, _ := randomFrame(t, b, buf, rng, 1+rng.Intn(2048))
 			buf[v.l3+8] = byte(rng.Intn(256)) // a variant field (TTL or hop limit)
 			want := refICRC(&v)
 			tail := rng.Intn(v.icrc - v.bth) // any split at or after the BTH
