@@ -43,6 +43,7 @@ type netReduceJob struct {
 	expected []expectedMsg        // message k at k mod slots (workers are at most a window apart)
 	extra    map[int]*expectedMsg // a sum whose place is still taken (never seen; kept for safety)
 	expNext  int                  // the next message whose sum is made
+	nLocal   int                  // the workers in this process: each checks every sum
 	piece    []byte               // scratch: one rank's message
 	hdr      [wire.INALen]byte    // scratch: the INA header a result must carry
 	mismatch *Mismatch
@@ -192,6 +193,7 @@ func (j *netReduceJob) slot(ring []byte, k int) []byte {
 }
 
 func (j *netReduceJob) start() error {
+	j.nLocal = len(j.r.local())
 	for _, w := range j.r.local() {
 		for k := 0; k < j.msgs; k++ {
 			if err := w.rq.PostRecv(roce.RecvWR{ID: uint64(k)}); err != nil {
@@ -310,12 +312,7 @@ func (j *netReduceJob) expectedSum(k int) *expectedMsg {
 			j.expSt[rank].Fill(p)
 			tensor.Add(j.r.cfg.DType, e.sum, p)
 		}
-		e.left = 0
-		for _, w := range j.r.workers {
-			if w.local {
-				e.left++
-			}
-		}
+		e.left = j.nLocal
 	}
 	if e := &j.expected[k%j.slots]; e.k == k {
 		return e
