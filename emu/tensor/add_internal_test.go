@@ -3,6 +3,7 @@ package tensor
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -57,5 +58,34 @@ func BenchmarkAdd1KiB(b *testing.B) {
 				addScalar(d, x, y)
 			}
 		})
+	}
+}
+
+// The portable addLanes (what other architectures run) agrees with the
+// scalar path too, tested here on every architecture.
+func TestAddLanesPortableIsScalar(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	for trial := range 500 {
+		k := rng.IntN(80)
+		d, s := make([]float32, k), make([]float32, k)
+		u, v := make([]uint32, k), make([]uint32, k)
+		want, wantU := make([]byte, 4*k), make([]byte, 4*k)
+		src := make([]byte, 4*k)
+		for i := range k {
+			x, y := rng.Uint32(), rng.Uint32()
+			d[i], s[i], u[i], v[i] = math.Float32frombits(x), math.Float32frombits(y), x, y
+			binary.LittleEndian.PutUint32(want[4*i:], x)
+			binary.LittleEndian.PutUint32(src[4*i:], y)
+		}
+		copy(wantU, want)
+		addScalar(F32, want, src)
+		addScalar(I32, wantU, src)
+		addLanes(d, s)
+		addLanes(u, v)
+		for i := range k {
+			if math.Float32bits(d[i]) != binary.LittleEndian.Uint32(want[4*i:]) || u[i] != binary.LittleEndian.Uint32(wantU[4*i:]) {
+				t.Fatalf("trial %d element %d: portable addLanes differs from the scalar path", trial, i)
+			}
+		}
 	}
 }

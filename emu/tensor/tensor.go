@@ -70,9 +70,9 @@ func Add(d DType, dst, src []byte) {
 		// the results are the same bits as addScalar's.
 		k := n / 4
 		if d == F32 {
-			addLanes(unsafe.Slice((*float32)(unsafe.Pointer(&dst[0])), k), unsafe.Slice((*float32)(unsafe.Pointer(&src[0])), k))
+			addLanesF32(unsafe.Slice((*float32)(unsafe.Pointer(&dst[0])), k), unsafe.Slice((*float32)(unsafe.Pointer(&src[0])), k))
 		} else {
-			addLanes(unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), k), unsafe.Slice((*uint32)(unsafe.Pointer(&src[0])), k))
+			addLanesU32(unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), k), unsafe.Slice((*uint32)(unsafe.Pointer(&src[0])), k))
 		}
 		return
 	}
@@ -82,7 +82,8 @@ func Add(d DType, dst, src []byte) {
 // nativeLE: this machine stores integers little-endian, as the wire does.
 var nativeLE = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
-// addLanes adds s into d four elements at a time.
+// addLanes adds s into d four elements at a time: the portable form of
+// addLanesF32 and addLanesU32.
 func addLanes[T float32 | uint32](d, s []T) {
 	s = s[:len(d)]
 	i := 0
