@@ -11,6 +11,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"unsafe"
 )
@@ -229,12 +230,71 @@ type Stream struct {
 	p    Pattern
 	rank int
 	rng  *rand.PCG
+	seed uint64
 	elem int64 // elements generated so far
 }
 
 // NewStream starts rank's tensor at element 0.
 func NewStream(d DType, p Pattern, rank int, seed uint64) *Stream {
-	return &Stream{d: d, p: p, rank: rank, rng: rand.NewPCG(seed, 0x7E45_0000+uint64(rank))}
+	return &Stream{d: d, p: p, rank: rank, seed: seed, rng: rand.NewPCG(seed, 0x7E45_0000+uint64(rank))}
+}
+
+// Seek moves the stream to element e of the tensor, so a piece anywhere
+// in it is made without generating what comes before. Random tensors
+// draw once per element from a PCG, a 128-bit linear congruential
+// generator: e draws ahead is one affine map, made from the
+// multiplier's squares in log2(e) steps.
+func (s *Stream) Seek(e int64) {
+	if s.p == Random {
+		hi, lo := pcgJump(s.seed, 0x7E45_0000+uint64(s.rank), uint64(e))
+		var st [20]byte
+		copy(st[:], "pcg:")
+		binary.BigEndian.PutUint64(st[4:], hi)
+		binary.BigEndian.PutUint64(st[12:], lo)
+		if err := s.rng.UnmarshalBinary(st[:]); err != nil {
+			panic(err) // the state is built above in the generator's own format
+		}
+	}
+	s.elem = e
+}
+
+// pcgJump is the state of math/rand/v2's PCG seeded (hi, lo) after n
+// steps of state = state×mul + inc (mod 2^128), with its constants.
+func pcgJump(hi, lo, n uint64) (uint64, uint64) {
+	const (
+		mulHi = 2549297995355413924
+		mulLo = 4865540595714422341
+		incHi = 6364136223846793005
+		incLo = 1442695040888963407
+	)
+	// (accM, accA) is the map of the steps taken so far; (m, a) that of
+	// the next power-of-two number of steps.
+	accMHi, accMLo, accAHi, accALo := uint64(0), uint64(1), uint64(0), uint64(0)
+	mHi, mLo, aHi, aLo := uint64(mulHi), uint64(mulLo), uint64(incHi), uint64(incLo)
+	for ; n > 0; n >>= 1 {
+		if n&1 == 1 {
+			accMHi, accMLo = mul128(accMHi, accMLo, mHi, mLo)
+			accAHi, accALo = mul128(accAHi, accALo, mHi, mLo)
+			accAHi, accALo = add128(accAHi, accALo, aHi, aLo)
+		}
+		// Two applications of x -> m x + a: m² x + (m+1) a.
+		p1Hi, p1Lo := add128(mHi, mLo, 0, 1)
+		aHi, aLo = mul128(p1Hi, p1Lo, aHi, aLo)
+		mHi, mLo = mul128(mHi, mLo, mHi, mLo)
+	}
+	hi, lo = mul128(accMHi, accMLo, hi, lo)
+	return add128(hi, lo, accAHi, accALo)
+}
+
+func mul128(aHi, aLo, bHi, bLo uint64) (uint64, uint64) {
+	hi, lo := bits.Mul64(aLo, bLo)
+	return hi + aHi*bLo + aLo*bHi, lo
+}
+
+func add128(aHi, aLo, bHi, bLo uint64) (uint64, uint64) {
+	lo, c := bits.Add64(aLo, bLo, 0)
+	hi, _ := bits.Add64(aHi, bHi, c)
+	return hi, lo
 }
 
 // Fill writes the next len(buf)/d.Size() elements into buf.

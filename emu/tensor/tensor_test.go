@@ -517,3 +517,45 @@ func TestStreamPiecesAreFill(t *testing.T) {
 		}
 	}
 }
+
+// A stream moved anywhere gives the bytes Fill puts there: every type and
+// pattern, positions before and after the current one, and (for the
+// generator's jump-ahead) positions millions of draws in, compared with
+// the standard library's generator stepped one draw at a time.
+func TestStreamSeekIsFill(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, d := range []tensor.DType{tensor.F32, tensor.I32, tensor.F16} {
+		for _, p := range []tensor.Pattern{tensor.Random, tensor.Zeros, tensor.Ones, tensor.Ramp} {
+			const n = 5000
+			whole := make([]byte, n*d.Size())
+			tensor.Fill(d, p, whole, 5, 91)
+			s := tensor.NewStream(d, p, 5, 91)
+			for trial := range 50 {
+				e, k := rng.IntN(n), 1+rng.IntN(300)
+				k = min(k, n-e)
+				got := make([]byte, k*d.Size())
+				s.Seek(int64(e))
+				s.Fill(got)
+				require.True(t, bytes.Equal(whole[e*d.Size():(e+k)*d.Size()], got), "%v %v trial %d: seek %d", d, p, trial, e)
+			}
+		}
+	}
+	// Far in: the draw the stream makes for element e is the (e+1)-th
+	// Uint64 of the generator the stream is documented to use.
+	const seed, rank = 12345, 7
+	ref := rand.NewPCG(seed, 0x7E45_0000+rank)
+	at := 0
+	for _, e := range []int{0, 1, 2, 63, 64, 1000, 123457, 3_000_001} {
+		for ; at < e; at++ {
+			ref.Uint64()
+		}
+		u := ref.Uint64()
+		at++
+		want := math.Float32bits(float32(float64(int64(u>>40)-1<<23) / (1 << 23)))
+		s := tensor.NewStream(tensor.F32, tensor.Random, rank, seed)
+		s.Seek(int64(e))
+		var b [4]byte
+		s.Fill(b[:])
+		require.Equal(t, want, binary.LittleEndian.Uint32(b[:]), "element %d", e)
+	}
+}
