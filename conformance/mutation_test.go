@@ -127,7 +127,7 @@ func copyModule(t *testing.T, from, to string) {
 			}
 			return os.MkdirAll(filepath.Join(to, rel), 0o755)
 		}
-		if !strings.HasSuffix(p, ".go") && rel != "go.mod" && rel != "go.sum" {
+		if !strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, ".s") && rel != "go.mod" && rel != "go.sum" {
 			return nil
 		}
 		b, err := os.ReadFile(p)

@@ -21,25 +21,72 @@ import (
 // Each chunk travels as messages of MsgLen×MTU bytes (RDMA WRITE with
 // immediate = step<<24 | message), pipelined: message j of step s+1 goes
 // as soon as message j of step s has arrived, as NCCL slices a chunk.
+//
+// Memory does not grow with the tensor. A rank's own chunk pieces are
+// generated from its tensor's stream when they are needed; it starts a
+// message of step 0 only while fewer than ringWindow of its WRITEs are
+// unacknowledged (the messages of later steps go as soon as what they
+// depend on arrives, as before), so its send queue stays about a window
+// deep: what it forwards arrives no faster than its own link sends,
+// except while that link is stalled (a retransmission timeout), when
+// what arrives meanwhile waits. Every message's buffer returns to a pool
+// when its WRITE completes. What
+// arrives lands in a receive MR of two messages that wraps: in the
+// emulator the rank takes each message out at the virtual instant it
+// completes, and the next message on the connection lands at least a
+// frame's serialisation later. (On live links completions are polled
+// while frames keep landing, so there the MR covers every step, as
+// before.) Every result is checked as it arrives against
+// a rank-order sum made once per message for all local ranks. With at
+// most ringWindow messages per chunk the job sends exactly what it sent
+// when it held whole tensors.
 type ringJob struct {
-	r       *runner
-	n       int
-	msgB    int   // bytes per message
-	bounds  []int // chunk c is bytes bounds[c]:bounds[c+1]
-	maxC    int   // largest chunk, bytes: the recv region of a step
-	steps   int   // 2(H-1)
-	input   [][]byte
-	data    [][]byte   // per rank: its tensor, reduced in place during reduce-scatter
-	recv    [][]byte   // per rank: steps × maxC, one region per step (its MR)
-	arrived [][][]bool // per rank, step, message
+	r        *runner
+	n        int
+	msgB     int        // bytes per message
+	bounds   []int      // chunk c is bytes bounds[c]:bounds[c+1]
+	maxC     int        // largest chunk, bytes: a step's span of the receive addresses
+	steps    int        // 2(H-1)
+	window   int        // WRITEs unacknowledged beyond which step 0 waits
+	arrived  [][][]bool // per rank, step, message
+	ranks    []ringRank
+	own      []*tensor.Stream        // per rank: its tensor, for its own pieces
+	expSt    []*tensor.Stream        // per rank: its tensor, for the expected sums
+	expected map[[2]int]*expectedMsg // (chunk, message) -> rank-order sum
+	nLocal   int
+	piece    []byte // scratch
+	mismatch *Mismatch
+	mmAt     [3]int // (chunk, rank, message) of mismatch: the first in that order is kept
 }
+
+// ringRank is one rank's sending state.
+type ringRank struct {
+	next0       int               // the next step-0 message to send
+	outstanding int               // WRITEs posted and not yet acknowledged
+	inUse       map[uint64][]byte // WR ID -> its buffer, until the WRITE completes
+	free        [][]byte          // buffers of msgB bytes to reuse
+}
+
+// ringWindow is how many WRITEs a rank keeps unacknowledged before it
+// starts another message of step 0: four NetReduce windows and a margin,
+// many times what keeps a link busy.
+func ringWindow(cfg Config) int { return 4*cfg.Window + 8 }
+
+// ringRecvSlots is the receive MR's size in messages.
+const ringRecvSlots = 2
+
+// ringTamper, when a test sets it, alters what rank computed from message
+// (step, msg) before the rank checks and forwards it: a ring that sums or
+// forwards wrongly, which the result check must catch.
+var ringTamper func(rank, step, msg int, out []byte)
 
 func init() { RegisterAlgorithm(Ring, func(r *runner) (collective, error) { return newRingJob(r) }) }
 
 func newRingJob(r *runner) (*ringJob, error) {
 	cfg := r.cfg
 	n := cfg.Workers
-	j := &ringJob{r: r, n: n, msgB: cfg.MsgLen * cfg.MTU, steps: 2 * (n - 1)}
+	j := &ringJob{r: r, n: n, msgB: cfg.MsgLen * cfg.MTU, steps: 2 * (n - 1), window: ringWindow(cfg),
+		expected: map[[2]int]*expectedMsg{}, mmAt: [3]int{n, n, 0}}
 	sz := int64(cfg.DType.Size())
 	elems := cfg.TensorBytes / sz
 	for c := 0; c <= n; c++ {
@@ -48,14 +95,18 @@ func newRingJob(r *runner) (*ringJob, error) {
 	for c := 0; c < n; c++ {
 		j.maxC = max(j.maxC, j.bounds[c+1]-j.bounds[c])
 	}
+	j.piece = make([]byte, j.msgB)
+	j.ranks = make([]ringRank, n)
 	for _, w := range r.workers {
-		in := make([]byte, cfg.TensorBytes)
-		tensor.Fill(cfg.DType, cfg.Pattern, in, w.rank, cfg.Seed)
-		j.input = append(j.input, in)
-		j.data = append(j.data, append([]byte(nil), in...))
-		rb := make([]byte, j.steps*j.maxC)
-		j.recv = append(j.recv, rb)
-		w.recvMR = &roce.MR{Addr: r.recvVA, Buf: rb, RKey: r.rkey(w.rank), Access: roce.AccessLocalWrite | roce.AccessRemoteWrite}
+		j.own = append(j.own, tensor.NewStream(cfg.DType, cfg.Pattern, w.rank, cfg.Seed))
+		j.expSt = append(j.expSt, tensor.NewStream(cfg.DType, cfg.Pattern, w.rank, cfg.Seed))
+		j.ranks[w.rank].inUse = map[uint64][]byte{}
+		recv := j.steps * j.maxC
+		if !r.fab.Live() {
+			recv = min(recv, ringRecvSlots*j.msgB)
+		}
+		w.recvMR = &roce.MR{Addr: r.recvVA, Buf: make([]byte, recv), Len: uint64(j.steps * j.maxC),
+			RKey: r.rkey(w.rank), Access: roce.AccessLocalWrite | roce.AccessRemoteWrite}
 		if err := w.h.PD.Register(w.recvMR); err != nil {
 			return nil, err
 		}
@@ -93,7 +144,26 @@ func (j *ringJob) msgRange(c, m int) (int, int) {
 	return lo, min(lo+j.msgB, j.chunkLen(c))
 }
 
+// ownPiece fills buf with rank's elements at byte offset off of its tensor.
+func (j *ringJob) ownPiece(rank, off int, buf []byte) {
+	s := j.own[rank]
+	s.MoveTo(int64(off / j.r.cfg.DType.Size()))
+	s.Fill(buf)
+}
+
+// buffer is a message buffer of n bytes from rank's pool.
+func (j *ringJob) buffer(rank, n int) []byte {
+	rs := &j.ranks[rank]
+	if k := len(rs.free); k > 0 {
+		b := rs.free[k-1]
+		rs.free = rs.free[:k-1]
+		return b[:n]
+	}
+	return make([]byte, n, j.msgB)
+}
+
 func (j *ringJob) start() error {
+	j.nLocal = len(j.r.local())
 	for _, w := range j.r.local() {
 		for s := 0; s < j.steps; s++ {
 			for m := range j.arrived[w.rank][s] {
@@ -102,87 +172,147 @@ func (j *ringJob) start() error {
 				}
 			}
 		}
-		c := j.sendChunk(w.rank, 0)
-		for m := 0; m < j.msgCount(c); m++ {
-			if err := j.post(w, 0, m); err != nil {
-				return err
-			}
+		if err := j.sendStep0(w); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// post sends message m of step s: from the rank's own (reduced) tensor up
-// to the first all-gather step, then from what the previous step received.
-func (j *ringJob) post(w *worker, s, m int) error {
-	c := j.sendChunk(w.rank, s)
-	lo, hi := j.msgRange(c, m)
-	var local []byte
-	if s <= j.n-1 {
-		local = j.data[w.rank][j.bounds[c]+lo : j.bounds[c]+hi]
-	} else {
-		local = j.recv[w.rank][(s-1)*j.maxC+lo : (s-1)*j.maxC+hi]
+// sendStep0 sends the rank's own pieces of its step-0 chunk while its
+// window allows.
+func (j *ringJob) sendStep0(w *worker) error {
+	rs := &j.ranks[w.rank]
+	c := j.sendChunk(w.rank, 0)
+	for ; rs.next0 < j.msgCount(c) && rs.outstanding < j.window; rs.next0++ {
+		lo, hi := j.msgRange(c, rs.next0)
+		buf := j.buffer(w.rank, hi-lo)
+		j.ownPiece(w.rank, j.bounds[c]+lo, buf)
+		if err := j.post(w, 0, rs.next0, buf); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// post sends message m of step s from buf, which stays the WRITE's until
+// it completes.
+func (j *ringJob) post(w *worker, s, m int, buf []byte) error {
+	lo, _ := j.msgRange(j.sendChunk(w.rank, s), m)
 	succ := j.r.workers[(w.rank+1)%j.n]
-	return w.sq.PostSend(roce.SendWR{ID: uint64(s)<<24 | uint64(m), Opcode: roce.WRWriteImm, Local: local,
+	id := uint64(s)<<24 | uint64(m)
+	j.ranks[w.rank].inUse[id] = buf
+	j.ranks[w.rank].outstanding++
+	return w.sq.PostSend(roce.SendWR{ID: id, Opcode: roce.WRWriteImm, Local: buf,
 		RemoteVA: j.r.recvVA + uint64(s*j.maxC+lo), RKey: succ.recvMR.RKey, Imm: uint32(s)<<24 | uint32(m), Signaled: true})
 }
 
 func (j *ringJob) onCompletion(w *worker) {
 	j.r.drain(w, func(c roce.Completion) {
+		rs := &j.ranks[w.rank]
 		if !c.Recv {
 			w.sendDone++
-			return
-		}
-		s, m := int(c.Imm>>24), int(c.Imm&0xFFFFFF)
-		if !c.HasImm || s >= j.steps || m >= len(j.arrived[w.rank][s]) || j.arrived[w.rank][s][m] {
-			j.r.err = &JobError{Msg: fmt.Sprintf("rank %d: unexpected message (imm %#x)", w.rank, c.Imm)}
-			return
-		}
-		j.arrived[w.rank][s][m] = true
-		if s < j.n-1 { // reduce-scatter: add the predecessor's partial sum
-			ch := j.recvChunk(w.rank, s)
-			lo, hi := j.msgRange(ch, m)
-			tensor.Add(j.r.cfg.DType, j.data[w.rank][j.bounds[ch]+lo:j.bounds[ch]+hi], j.recv[w.rank][s*j.maxC+lo:s*j.maxC+hi])
-		}
-		w.recvDone++
-		if w.recvDone == w.recvWant {
-			w.doneAt = j.r.fab.Clock.Now()
-		}
-		if s+1 < j.steps {
-			if err := j.post(w, s+1, m); err != nil {
-				j.r.err = &JobError{Msg: fmt.Sprintf("rank %d: post step %d message %d: %v", w.rank, s+1, m, err)}
+			if buf, ok := rs.inUse[c.WRID]; ok {
+				delete(rs.inUse, c.WRID)
+				rs.free = append(rs.free, buf)
 			}
+			rs.outstanding--
+		} else if err := j.arrive(w, c); err != nil {
+			j.r.err = err
+			return
+		}
+		if err := j.sendStep0(w); err != nil {
+			j.r.err = &JobError{Msg: fmt.Sprintf("rank %d: post step 0 message %d: %v", w.rank, rs.next0, err)}
 		}
 	})
 }
 
-// result is chunk c of rank r's final tensor: its own reduced chunk r+1,
-// or the copy all-gather delivered.
-func (j *ringJob) result(r, c int) []byte {
-	if c == mod(r+1, j.n) {
-		return j.data[r][j.bounds[c]:j.bounds[c+1]]
+// arrive takes message (s, m) out of the receive MR: in reduce-scatter the
+// predecessor's partial sum, to which the rank adds its own piece and
+// sends on (the last such step makes the rank's reduced chunk, a
+// result); in all-gather a reduced chunk, a result, passed on until every
+// rank has it.
+func (j *ringJob) arrive(w *worker, c roce.Completion) error {
+	s, m := int(c.Imm>>24), int(c.Imm&0xFFFFFF)
+	if !c.HasImm || s >= j.steps || m >= len(j.arrived[w.rank][s]) || j.arrived[w.rank][s][m] {
+		return &JobError{Msg: fmt.Sprintf("rank %d: unexpected message (imm %#x)", w.rank, c.Imm)}
 	}
-	s := j.n - 1 + mod(r-c, j.n)
-	return j.recv[r][s*j.maxC : s*j.maxC+j.chunkLen(c)]
-}
-
-func (j *ringJob) check() *Mismatch {
-	d := j.r.cfg.DType
-	for c := 0; c < j.n; c++ {
-		lo, hi := j.bounds[c], j.bounds[c+1]
-		ref := append([]byte(nil), j.input[c][lo:hi]...)
-		for i := 1; i < j.n; i++ {
-			tensor.Add(d, ref, j.input[(c+i)%j.n][lo:hi])
-		}
-		for r := 0; r < j.n; r++ {
-			if !j.r.workers[r].local {
-				continue
-			}
-			if m := firstDiff(d, r, int64(lo), j.result(r, c), ref); m != nil {
-				return m
-			}
-		}
+	j.arrived[w.rank][s][m] = true
+	ch := j.recvChunk(w.rank, s)
+	lo, hi := j.msgRange(ch, m)
+	at := uint64(s*j.maxC + lo)
+	out := j.buffer(w.rank, hi-lo) // what the rank sends in step s+1
+	if s < j.n-1 {
+		partial := j.piece[:hi-lo]
+		w.recvMR.Read(at, partial)
+		j.ownPiece(w.rank, j.bounds[ch]+lo, out)
+		tensor.Add(j.r.cfg.DType, out, partial)
+	} else {
+		w.recvMR.Read(at, out)
+	}
+	if ringTamper != nil {
+		ringTamper(w.rank, s, m, out)
+	}
+	if s >= j.n-2 { // the rank's reduced chunk, or a copy of another's
+		j.verify(w, ch, m, out)
+	}
+	w.recvDone++
+	if w.recvDone == w.recvWant {
+		w.doneAt = j.r.fab.Clock.Now()
+	}
+	if s+1 == j.steps {
+		j.ranks[w.rank].free = append(j.ranks[w.rank].free, out)
+		return nil
+	}
+	if err := j.post(w, s+1, m, out); err != nil {
+		return &JobError{Msg: fmt.Sprintf("rank %d: post step %d message %d: %v", w.rank, s+1, m, err)}
 	}
 	return nil
 }
+
+// verify checks message m of chunk c of rank w's result against the
+// rank-order sum. The first mismatch in (chunk, rank, message) order is
+// kept for check.
+func (j *ringJob) verify(w *worker, c, m int, got []byte) {
+	key := [2]int{c, m}
+	e := j.expected[key]
+	if e == nil {
+		e = j.expectedSum(c, m)
+		j.expected[key] = e
+	}
+	if e.left--; e.left == 0 {
+		delete(j.expected, key)
+	}
+	at := [3]int{c, w.rank, m}
+	if at[0] > j.mmAt[0] || at[0] == j.mmAt[0] && (at[1] > j.mmAt[1] || at[1] == j.mmAt[1] && at[2] > j.mmAt[2]) {
+		return // an earlier mismatch is already the one reported
+	}
+	lo, _ := j.msgRange(c, m)
+	if mm := firstDiff(j.r.cfg.DType, w.rank, int64(j.bounds[c]+lo), got, e.sum); mm != nil {
+		j.mismatch, j.mmAt = mm, at
+	}
+}
+
+// expectedSum is message m of chunk c summed in the ring's order: rank
+// c's piece, then c+1's, and so on.
+func (j *ringJob) expectedSum(c, m int) *expectedMsg {
+	lo, hi := j.msgRange(c, m)
+	off := int64((j.bounds[c] + lo) / j.r.cfg.DType.Size())
+	e := &expectedMsg{k: m, sum: make([]byte, hi-lo), left: j.nLocal}
+	for i := range j.n {
+		st := j.expSt[(c+i)%j.n]
+		st.MoveTo(off)
+		if i == 0 {
+			st.Fill(e.sum)
+			continue
+		}
+		p := j.piece[:hi-lo]
+		st.Fill(p)
+		tensor.Add(j.r.cfg.DType, e.sum, p)
+	}
+	return e
+}
+
+// check reports the first result (in chunk, rank, message order) that was
+// not the rank-order sum.
+func (j *ringJob) check() *Mismatch { return j.mismatch }

@@ -92,10 +92,21 @@ func EstimateMemory(cfg Config) MemoryEstimate {
 		steps := 2 * (w - 1)
 		perChunk := ceilDiv(maxC, msgB)
 		wr := steps*perChunk + 1
-		e.Buffers = w*(2*t+steps*maxC) + t
+		// Per worker a receive MR of two messages and a pool of about a
+		// window of message buffers; per chunk about a window of
+		// expected sums (the tensor is generated and checked as it goes).
+		recv := min(steps*maxC, ringRecvSlots*msgB)
+		if cfg.Devices != nil { // live: the receive MR covers every step
+			recv = steps * maxC
+		}
+		pool := min(int64(ringWindow(cfg)), perChunk) + 8 // step 0's and a few on their way on
+		pool *= min(msgB, maxC)
+		e.Buffers = w*(recv+2*pool) + msgB
 		e.Queues = w*2*wr*wrBytes + w*(steps*perChunk+steps*24)
-		e.Largest = max(t, steps*maxC)
-		outstanding = 2*ceilDiv(maxC, mtu) + 2
+		e.Largest = max(recv, msgB)
+		// A chunk's packets, or the window's if fewer: a rank starts
+		// step 0's messages only while its WRITEs are about a window.
+		outstanding = 2*min(ceilDiv(maxC, mtu), int64(ringWindow(cfg)+8)*int64(cfg.MsgLen)) + 2
 	default:
 		msgs := netReduceMessages(cfg)
 		// Send and receive rings of a few windows per worker (the
@@ -253,11 +264,16 @@ func (c *Config) checkMemory(jobs []jobConfig) error {
 		return nil
 	}
 	hint := "use fewer workers or a smaller --tensor"
-	netReduce := len(jobs) == 1 && jobs[0].cfg.Mode == NetReduce
-	if netReduce {
-		// Its tensors are generated and checked as they go: what it
-		// holds grows with the workers and the window, not the tensor.
+	// A job whose tensors are generated and checked as they go holds what
+	// grows with the workers and the window, not the tensor: NetReduce,
+	// and the ring in the emulator (on live links its receive MR covers
+	// every step).
+	streaming := len(jobs) == 1 && (jobs[0].cfg.Mode == NetReduce || jobs[0].cfg.Mode == Ring && jobs[0].cfg.Devices == nil)
+	switch {
+	case streaming && jobs[0].cfg.Mode == NetReduce:
 		hint = "use fewer workers or a smaller --window"
+	case streaming:
+		hint = "use fewer workers, a smaller --window or a shorter --msg-len"
 	}
 	switch max(e.Buffers, e.Links, e.Base, e.Queues) {
 	case e.Queues:
@@ -272,7 +288,7 @@ func (c *Config) checkMemory(jobs []jobConfig) error {
 	}
 	j := jobs[0].cfg // the one job's own workers and tensor
 	size := fmt.Sprintf("%d workers × %s × %.1f", j.Workers, units.FormatBytes(j.TensorBytes), float64(e.Total)/float64(int64(j.Workers)*j.TensorBytes))
-	if netReduce {
+	if streaming {
 		size = fmt.Sprintf("%d workers, window %d", j.Workers, j.Window)
 	}
 	return fmt.Errorf("the job needs ≈%s (%s), %s %s; %s", units.FormatBytes(e.Total), size, units.FormatBytes(limit), what, hint)

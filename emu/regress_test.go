@@ -184,11 +184,11 @@ func TestReviewMemoryEstimateUsesTopologyLinks(t *testing.T) {
 // run's top-level Workers and TensorBytes, not the job's.
 func TestReviewMemoryErrorDescribesTheJob(t *testing.T) {
 	cfg := DefaultConfig() // 8 workers × 16 MiB at the top
-	cfg.Mode, cfg.MaxMemory = Ring, 100<<20
+	cfg.Mode, cfg.MaxMemory = Ring, 1<<20
 	cfg.Jobs = []JobSpec{{Name: "x", Ranks: []string{"h0", "h1"}, TensorBytes: 256 << 20}}
 	err := cfg.Validate()
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "2 workers × 256 MiB")
+	assert.Contains(t, err.Error(), "(2 workers, window 2)")
 }
 
 // With Devices (the TAP backend), Jobs is accepted with any placement, but

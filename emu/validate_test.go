@@ -92,10 +92,13 @@ func TestEstimateMemory(t *testing.T) {
 
 	cfg.Mode = Ring
 	ring := EstimateMemory(cfg)
-	// Ring: input, working copy and 2(W-1) receive regions of ⌈T/W⌉ per
-	// worker, plus the check's references.
-	assert.Equal(t, int64(64*(2<<30+126*(1<<30)/64)+1<<30), ring.Buffers)
-	assert.InDelta(t, 4.0, float64(ring.Total)/float64(64<<30), 0.05)
+	// Ring: a receive MR of two messages and a pool of 4N+8+8 = 24
+	// message buffers per worker, as many expected sums, one scratch.
+	assert.Equal(t, int64(64*(2*174080+2*24*174080)+174080), ring.Buffers)
+	assert.Less(t, ring.Total, int64(2<<30), "64 workers × 1 GiB ring in under 2 GiB")
+	cfg.TensorBytes = 4 << 30
+	assert.Equal(t, ring.Buffers, EstimateMemory(cfg).Buffers, "flat in the tensor size")
+	cfg.TensorBytes = 1 << 30
 
 	// The switch's part grows with 2N × MsgLen aggregators of W slots, as
 	// far as the tensor has messages to fill them.
@@ -121,7 +124,7 @@ func TestEstimateMemory(t *testing.T) {
 	longest := EstimateMemory(cfg)
 	assert.Less(t, short.Links, long.Links)
 	assert.Less(t, long.Links, longest.Links)
-	assert.Equal(t, int64(4*2*(2*(16<<10)+2)*frameBytes), longest.Links, "bounded by a chunk's packets and ACKs")
+	assert.Equal(t, int64(4*2*(2*(24*170)+2)*frameBytes), longest.Links, "bounded by the window's packets (4N+8+8 messages of 170) and ACKs")
 }
 
 // A job over the limit is a ConfigError naming the need, the factor, the
@@ -131,36 +134,40 @@ func TestValidateMemory(t *testing.T) {
 	cfg.Workers, cfg.TensorBytes, cfg.MaxMemory = 64, 1<<30, 8<<30
 	require.NoError(t, cfg.Validate(), "NetReduce streams its tensors")
 	cfg.Mode = Ring
+	require.NoError(t, cfg.Validate(), "the ring streams its tensors too")
+	cfg.MaxMemory = 100 << 20
 	err := cfg.Validate()
 	var ce *ConfigError
 	require.True(t, errors.As(err, &ce), "%v", err)
-	assert.Regexp(t, `^the job needs ≈2\d\d GiB \(64 workers × 1 GiB × 4\.0\), 8 GiB allowed by --max-memory; use fewer workers or a smaller --tensor$`, err.Error())
+	assert.Regexp(t, `^the job needs ≈[\d.]+ [MG]iB \(64 workers, window 2\), 100 MiB allowed by --max-memory; use fewer workers, a smaller --window or a shorter --msg-len$`, err.Error())
 	_, err = Run(cfg)
 	assert.True(t, errors.As(err, &ce), "Run refuses it too, before allocating: %v", err)
 	cfg.Mode, cfg.MaxMemory = NetReduce, 100<<20
 	assert.Regexp(t, `^the job needs ≈\d+ MiB \(64 workers, window 2\), 100 MiB allowed by --max-memory; use fewer workers or a smaller --window$`, cfg.Validate().Error())
 	cfg.MaxMemory = 8 << 30
 
-	cfg.Mode, cfg.Workers, cfg.MTU, cfg.TensorBytes, cfg.Link.Latency, cfg.MaxMemory = Ring, 2, 256, 1<<30, time.Hour, 8<<30
+	cfg.Mode, cfg.Workers, cfg.MTU, cfg.TensorBytes, cfg.Link.Latency, cfg.MaxMemory = Ring, 64, 256, 1<<30, time.Hour, 256<<20
 	assert.ErrorContains(t, cfg.Validate(), "--latency", "a long link: the frames on the way dominate")
 
 	cfg.MaxMemory = -1
 	assert.NoError(t, cfg.Validate())
 
-	// The machine's own limit: far beyond any machine.
+	// The machine's own limit: far beyond any machine (a work request
+	// per 256-byte message).
 	cfg = DefaultConfig()
-	cfg.Mode, cfg.Workers, cfg.TensorBytes = Ring, 64, 4<<30
+	cfg.Mode, cfg.Workers, cfg.TensorBytes, cfg.MsgLen, cfg.MTU = Ring, 64, 4<<30, 1, 256
 	if avail, ok := AvailableMemory(); !ok || avail > EstimateMemory(cfg).Total {
 		t.Skipf("available memory unknown or above %s", units.FormatBytes(EstimateMemory(cfg).Total))
 	}
-	assert.ErrorContains(t, cfg.Validate(), " available; use fewer workers")
+	assert.ErrorContains(t, cfg.Validate(), " available; use a longer --msg-len")
 }
 
 // The estimate against the peak RSS of real runs, each in a fresh process
 // (this test binary re-run for one job). Slow and memory-hungry (up to
 // 4 GiB): INAEMU_MEMTEST=1 go test ./emu -run EstimateMatchesRSS -v
-// prints the table; every run's peak must lie between 0.5 and 1.0 times
-// its estimate.
+// prints the table; every run's peak must lie between 0.3 and 1.0 times
+// its estimate (the emulator's own 64 MiB and the links' worst case make
+// small jobs' estimates generous).
 func TestEstimateMatchesRSS(t *testing.T) {
 	if job := os.Getenv("INAEMU_MEMTEST_JOB"); job != "" {
 		measureJob(t, job)
@@ -188,7 +195,7 @@ func TestEstimateMatchesRSS(t *testing.T) {
 		require.NotZero(t, rss, "%s", out)
 		ratio := float64(rss) / float64(est)
 		t.Logf("%-38s estimate %8s  peak RSS %8s  ratio %.2f", job, units.FormatBytes(est), units.FormatBytes(rss), ratio)
-		assert.True(t, ratio > 0.5 && ratio <= 1.0, "%s: peak RSS %.2f × the estimate", job, ratio)
+		assert.True(t, ratio > 0.3 && ratio <= 1.0, "%s: peak RSS %.2f × the estimate", job, ratio)
 	}
 }
 

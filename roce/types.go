@@ -185,6 +185,20 @@ func (mr *MR) Write(off uint64, p []byte) {
 	}
 }
 
+// Read copies the region's bytes at offset off into p (a ring wraps),
+// as the host reads what a WRITE placed.
+func (mr *MR) Read(off uint64, p []byte) {
+	if uint64(len(mr.Buf)) >= mr.Size() {
+		copy(p, mr.Buf[off:])
+		return
+	}
+	for len(p) > 0 {
+		at := off % uint64(len(mr.Buf))
+		n := copy(p, mr.Buf[at:])
+		p, off = p[n:], off+uint64(n)
+	}
+}
+
 // PD is a protection domain: the memory regions a responder may target.
 type PD struct {
 	mrs map[uint32]*MR

@@ -75,8 +75,8 @@ func TestRunBadInput(t *testing.T) {
 		{[]string{"--fault", "spoof=7 port=0 class=data nth=2"}, []string{"spoof=7", "0..3"}},
 		{[]string{"--fault", "drop qp=5 dir=in"}, []string{"qp=0x5", "0x11", "0x12"}},
 		{[]string{"--workers", "64", "--tensor", "1GiB", "--max-memory", "100MiB"}, []string{"the job needs ≈", "(64 workers, window 2), 100 MiB allowed by --max-memory; use "}},
-		{[]string{"--workers", "64", "--tensor", "1GiB", "--mode", "ring", "--max-memory", "8GiB"}, []string{"(64 workers × 1 GiB × 4.0)"}},
-		{[]string{"--workers", "2", "--mode", "ring", "--mtu", "256", "--tensor", "1GiB", "--latency", "1h", "--max-memory", "16GiB"}, []string{"--latency"}},
+		{[]string{"--workers", "64", "--tensor", "1GiB", "--mode", "ring", "--max-memory", "100MiB"}, []string{"(64 workers, window 2), 100 MiB allowed by --max-memory; use fewer workers, a smaller --window or a shorter --msg-len"}},
+		{[]string{"--workers", "64", "--mode", "ring", "--mtu", "256", "--tensor", "1GiB", "--latency", "1h", "--max-memory", "256MiB"}, []string{"--latency"}},
 		{[]string{"--max-memory", "lots"}, []string{"--max-memory", `"lots"`}},
 		{[]string{"--tensor", "1e30"}, []string{`"1e30"`}},
 		{[]string{"--tensor", "99999999999999999999999GiB"}, []string{"99999999999999999999999GiB"}},
@@ -103,7 +103,7 @@ func TestRunBadScenario(t *testing.T) {
 		"netem":    {"workers: 4\ntensor: 64KiB\nnetem: delay 1e13\n", []string{"netem", "beyond the 1h limit"}},
 		"port":     {"workers: 4\ntensor: 64KiB\nfaults:\n  - drop port=9 dir=in class=data nth=1\n", []string{"port=9", "0..3"}},
 		"qp":       {"workers: 4\ntensor: 64KiB\nfaults:\n  - drop qp=0x99\n", []string{"qp=0x99", "0x11"}},
-		"memory":   {"workers: 64\ntensor: 4GiB\nmode: ring\n", []string{"the job needs ≈", "64 workers × 4 GiB", "100 GiB allowed by --max-memory"}},
+		"memory":   {"workers: 64\ntensor: 4GiB\nmode: ring\nmsg_len: 1\nmtu: 256\n", []string{"the job needs ≈", "(64 workers, window 2)", "100 GiB allowed by --max-memory"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(dir, name+".yaml")
@@ -124,23 +124,25 @@ func TestRunBadScenario(t *testing.T) {
 // (exit 2 with a 138-line trace) cannot happen for it.
 func TestRunRefusesWhatDoesNotFit(t *testing.T) {
 	cfg := emu.DefaultConfig()
-	cfg.Mode, cfg.Workers, cfg.TensorBytes = emu.Ring, 64, 4<<30
+	// A work request per 256-byte message of 64 × 4 GiB: terabytes.
+	cfg.Mode, cfg.Workers, cfg.TensorBytes, cfg.MsgLen, cfg.MTU = emu.Ring, 64, 4<<30, 1, 256
 	need := emu.EstimateMemory(cfg).Total
 	if avail, ok := emu.AvailableMemory(); !ok || avail >= need {
 		t.Skipf("available memory unknown or at least %s", units.FormatBytes(need))
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	code, out, errOut := runGuarded("run", "--workers", "64", "--tensor", "4GiB", "--mode", "ring")
+	code, out, errOut := runGuarded("run", "--workers", "64", "--tensor", "4GiB", "--mode", "ring", "--msg-len", "1", "--mtu", "256")
 	runtime.ReadMemStats(&after)
 	assert.Empty(t, out)
-	oneLine(t, code, errOut, "inaemu run: ", "the job needs ≈1", "(64 workers × 4 GiB × 4.0)", " available; use fewer workers or a smaller --tensor")
+	oneLine(t, code, errOut, "inaemu run: ", "the job needs ≈", "(64 workers, window 2)", " available; use a longer --msg-len")
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(16<<20), "refused before allocating the job")
 	// The issue's case: 64 workers × 1 GiB.
-	cfg.Mode, cfg.TensorBytes = emu.NetReduce, 1<<30
+	cfg = emu.DefaultConfig()
+	cfg.Workers, cfg.TensorBytes = 64, 1<<30
 	if avail, _ := emu.AvailableMemory(); avail < emu.EstimateMemory(cfg).Total {
 		code, _, errOut = runGuarded("run", "--workers", "64", "--tensor", "1GiB")
-		oneLine(t, code, errOut, "inaemu run: ", "(64 workers × 1 GiB × 2.0)")
+		oneLine(t, code, errOut, "inaemu run: ", "(64 workers, window 2)")
 	}
 }
 

@@ -239,12 +239,12 @@ func NewStream(d DType, p Pattern, rank int, seed uint64) *Stream {
 	return &Stream{d: d, p: p, rank: rank, seed: seed, rng: rand.NewPCG(seed, 0x7E45_0000+uint64(rank))}
 }
 
-// Seek moves the stream to element e of the tensor, so a piece anywhere
+// MoveTo moves the stream to element e of the tensor, so a piece anywhere
 // in it is made without generating what comes before. Random tensors
 // draw once per element from a PCG, a 128-bit linear congruential
 // generator: e draws ahead is one affine map, made from the
 // multiplier's squares in log2(e) steps.
-func (s *Stream) Seek(e int64) {
+func (s *Stream) MoveTo(e int64) {
 	if s.p == Random {
 		hi, lo := pcgJump(s.seed, 0x7E45_0000+uint64(s.rank), uint64(e))
 		var st [20]byte

@@ -522,7 +522,7 @@ func TestStreamPiecesAreFill(t *testing.T) {
 // pattern, positions before and after the current one, and (for the
 // generator's jump-ahead) positions millions of draws in, compared with
 // the standard library's generator stepped one draw at a time.
-func TestStreamSeekIsFill(t *testing.T) {
+func TestStreamMoveToIsFill(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, d := range []tensor.DType{tensor.F32, tensor.I32, tensor.F16} {
 		for _, p := range []tensor.Pattern{tensor.Random, tensor.Zeros, tensor.Ones, tensor.Ramp} {
@@ -534,7 +534,7 @@ func TestStreamSeekIsFill(t *testing.T) {
 				e, k := rng.IntN(n), 1+rng.IntN(300)
 				k = min(k, n-e)
 				got := make([]byte, k*d.Size())
-				s.Seek(int64(e))
+				s.MoveTo(int64(e))
 				s.Fill(got)
 				require.True(t, bytes.Equal(whole[e*d.Size():(e+k)*d.Size()], got), "%v %v trial %d: seek %d", d, p, trial, e)
 			}
@@ -553,7 +553,7 @@ func TestStreamSeekIsFill(t *testing.T) {
 		at++
 		want := math.Float32bits(float32(float64(int64(u>>40)-1<<23) / (1 << 23)))
 		s := tensor.NewStream(tensor.F32, tensor.Random, rank, seed)
-		s.Seek(int64(e))
+		s.MoveTo(int64(e))
 		var b [4]byte
 		s.Fill(b[:])
 		require.Equal(t, want, binary.LittleEndian.Uint32(b[:]), "element %d", e)
