@@ -40,6 +40,7 @@ type netReduceJob struct {
 	// streams run front to back) and dropped once every local worker
 	// checked it.
 	expSt    []*tensor.Stream
+	expAt    []int                // per rank: the message its expect stream is at
 	expected []expectedMsg        // message k at k mod slots (workers are at most a window apart)
 	extra    map[int]*expectedMsg // a sum whose place is still taken (never seen; kept for safety)
 	expNext  int                  // the next message whose sum is made
@@ -88,6 +89,7 @@ func newNetReduceJob(r *runner) (*netReduceJob, error) {
 		w.sendWant, w.recvWant = j.msgs, j.msgs
 	}
 	j.next = make([]int, cfg.Workers)
+	j.expAt = make([]int, cfg.Workers)
 	return j, nil
 }
 
@@ -306,11 +308,9 @@ func (j *netReduceJob) expectedSum(k int) *expectedMsg {
 			j.piece = make([]byte, j.chunk)
 		}
 		e.k, e.sum = m, e.sum[:size]
-		j.expSt[0].Fill(e.sum)
+		copy(e.sum, j.piece0(0, m, size))
 		for rank := 1; rank < len(j.expSt); rank++ {
-			p := j.piece[:size]
-			j.expSt[rank].Fill(p)
-			tensor.Add(j.r.cfg.DType, e.sum, p)
+			tensor.Add(j.r.cfg.DType, e.sum, j.piece0(rank, m, size))
 		}
 		e.left = j.nLocal
 	}
@@ -318,6 +318,24 @@ func (j *netReduceJob) expectedSum(k int) *expectedMsg {
 		return e
 	}
 	return j.extra[k]
+}
+
+// piece0 is rank's data of message m (size bytes): still in the rank's
+// send ring if this process posted it and has not reused its slot (the
+// first worker to complete m finds every local rank's m there, as a
+// window is shorter than the ring), else generated from the rank's
+// expect stream, moved there if it is elsewhere.
+func (j *netReduceJob) piece0(rank, m, size int) []byte {
+	if w := j.r.workers[rank]; w.local && j.next[rank] > m && j.next[rank]-m <= j.slots {
+		return j.slot(j.send[rank], m)[wire.INALen:]
+	}
+	if j.expAt[rank] != m {
+		j.expSt[rank].MoveTo(int64(m) * int64(j.chunk) / int64(j.r.cfg.DType.Size()))
+	}
+	j.expAt[rank] = m + 1
+	p := j.piece[:size]
+	j.expSt[rank].Fill(p)
+	return p
 }
 
 // check reports the first result (in message, then rank order) that was

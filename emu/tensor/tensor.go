@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"math/rand/v2"
 	"unsafe"
 )
 
@@ -229,14 +228,14 @@ type Stream struct {
 	d    DType
 	p    Pattern
 	rank int
-	rng  *rand.PCG
+	pcg  pcg
 	seed uint64
 	elem int64 // elements generated so far
 }
 
 // NewStream starts rank's tensor at element 0.
 func NewStream(d DType, p Pattern, rank int, seed uint64) *Stream {
-	return &Stream{d: d, p: p, rank: rank, seed: seed, rng: rand.NewPCG(seed, 0x7E45_0000+uint64(rank))}
+	return &Stream{d: d, p: p, rank: rank, seed: seed, pcg: pcg{seed, 0x7E45_0000 + uint64(rank)}}
 }
 
 // MoveTo moves the stream to element e of the tensor, so a piece anywhere
@@ -246,16 +245,33 @@ func NewStream(d DType, p Pattern, rank int, seed uint64) *Stream {
 // multiplier's squares in log2(e) steps.
 func (s *Stream) MoveTo(e int64) {
 	if s.p == Random {
-		hi, lo := pcgJump(s.seed, 0x7E45_0000+uint64(s.rank), uint64(e))
-		var st [20]byte
-		copy(st[:], "pcg:")
-		binary.BigEndian.PutUint64(st[4:], hi)
-		binary.BigEndian.PutUint64(st[12:], lo)
-		if err := s.rng.UnmarshalBinary(st[:]); err != nil {
-			panic(err) // the state is built above in the generator's own format
-		}
+		s.pcg.hi, s.pcg.lo = pcgJump(s.seed, 0x7E45_0000+uint64(s.rank), uint64(e))
 	}
 	s.elem = e
+}
+
+// pcg is math/rand/v2's PCG (a 128-bit LCG with the DXSM output
+// function) written out so a tensor's loop keeps the state in registers:
+// the same draws as rand.NewPCG(hi, lo), which the tests compare.
+type pcg struct{ hi, lo uint64 }
+
+func (p *pcg) Uint64() uint64 {
+	const (
+		mulHi    = 2549297995355413924
+		mulLo    = 4865540595714422341
+		incHi    = 6364136223846793005
+		incLo    = 1442695040888963407
+		cheapMul = 0xda942042e4dd58b5
+	)
+	hi, lo := bits.Mul64(p.lo, mulLo)
+	hi += p.hi*mulLo + p.lo*mulHi
+	lo, c := bits.Add64(lo, incLo, 0)
+	hi, _ = bits.Add64(hi, incHi, c)
+	p.hi, p.lo = hi, lo
+	hi ^= hi >> 32
+	hi *= cheapMul
+	hi ^= hi >> 48
+	return hi * (lo | 1)
 }
 
 // pcgJump is the state of math/rand/v2's PCG seeded (hi, lo) after n
@@ -299,7 +315,8 @@ func add128(aHi, aLo, bHi, bLo uint64) (uint64, uint64) {
 
 // Fill writes the next len(buf)/d.Size() elements into buf.
 func (s *Stream) Fill(buf []byte) {
-	d, p, rng, rank := s.d, s.p, s.rng, s.rank
+	d, p, rank := s.d, s.p, s.rank
+	rng := s.pcg // a local copy the loops keep in registers, stored back
 	sz := d.Size()
 	first := s.elem // the index of buf's first element in the tensor
 	s.elem += int64(len(buf) / sz)
@@ -308,16 +325,20 @@ func (s *Stream) Fill(buf []byte) {
 	switch {
 	case p == Random && d == F32:
 		for i := 0; i+4 <= len(buf); i += 4 {
+			// A 24-bit integer is exact in float32 and scaling by a
+			// power of two is exact: the same value as through float64.
 			u := rng.Uint64()
-			v := float64(int64(u>>40)-1<<23) / (1 << 23)
-			binary.LittleEndian.PutUint32(buf[i:], math.Float32bits(float32(v)))
+			v := float32(int32(u>>40)-1<<23) * (1.0 / (1 << 23))
+			binary.LittleEndian.PutUint32(buf[i:], math.Float32bits(v))
 		}
+		s.pcg = rng
 		return
 	case p == Random && d == I32:
 		for i := 0; i+4 <= len(buf); i += 4 {
 			u := rng.Uint64()
 			binary.LittleEndian.PutUint32(buf[i:], uint32(int32(u>>43)-1<<20))
 		}
+		s.pcg = rng
 		return
 	}
 	for i := 0; i+sz <= len(buf); i += sz {
@@ -349,6 +370,7 @@ func (s *Stream) Fill(buf []byte) {
 			binary.LittleEndian.PutUint16(buf[i:], F32ToF16(float32(v)))
 		}
 	}
+	s.pcg = rng
 }
 
 // Sum returns the element-wise sum of the inputs folded in the order
