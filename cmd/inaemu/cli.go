@@ -131,6 +131,7 @@ func rootCommand(stdout, stderr io.Writer) *cobra.Command {
 		sweepCommand(stdout, stderr),
 		conformanceCommand(stdout, stderr),
 		mergeCommand(stdout, stderr),
+		modelCommand(stdout, stderr),
 		tapCommand(stdout, stderr),
 		switchCommand(stdout, stderr),
 		hostCommand(stdout, stderr),
