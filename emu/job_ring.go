@@ -30,16 +30,15 @@ import (
 // deep: what it forwards arrives no faster than its own link sends,
 // except while that link is stalled (a retransmission timeout), when
 // what arrives meanwhile waits. Every message's buffer returns to a pool
-// when its WRITE completes. What
-// arrives lands in a receive MR of two messages that wraps: in the
-// emulator the rank takes each message out at the virtual instant it
-// completes, and the next message on the connection lands at least a
-// frame's serialisation later. (On live links completions are polled
-// while frames keep landing, so there the MR covers every step, as
-// before.) Every result is checked as it arrives against
-// a rank-order sum made once per message for all local ranks. With at
-// most ringWindow messages per chunk the job sends exactly what it sent
-// when it held whole tensors.
+// when its WRITE completes. What arrives lands in a receive MR of two
+// messages that wraps: in the emulator the rank takes each message out
+// at the virtual instant it completes, and the next message on the
+// connection lands at least a frame's serialisation later. (On live
+// links completions are polled while frames keep landing, so there the
+// MR covers every step, as before.) Every result is checked as it
+// arrives against a rank-order sum made once per message for all local
+// ranks. With at most ringWindow messages per chunk the job sends
+// exactly what it sent when it held whole tensors.
 type ringJob struct {
 	r        *runner
 	n        int

@@ -244,7 +244,7 @@ func NewStream(d DType, p Pattern, rank int, seed uint64) *Stream {
 // generator: e draws ahead is one affine map, made from the
 // multiplier's squares in log2(e) steps.
 func (s *Stream) MoveTo(e int64) {
-	if s.p == Random {
+	if s.p == Random && e != s.elem {
 		s.pcg.hi, s.pcg.lo = pcgJump(s.seed, 0x7E45_0000+uint64(s.rank), uint64(e))
 	}
 	s.elem = e
