@@ -36,11 +36,9 @@ type netReduceJob struct {
 	sendSt []*tensor.Stream
 	next   []int // per rank: next message to post
 	// The rank-order sum of message k, made when the first worker
-	// completes k (workers complete in order, so the ranks' expect
-	// streams run front to back) and dropped once every local worker
-	// checked it.
+	// completes k from the ranks' message k (piece0) and dropped once
+	// every local worker checked it.
 	expSt    []*tensor.Stream
-	expAt    []int                // per rank: the message its expect stream is at
 	expected []expectedMsg        // message k at k mod slots (workers are at most a window apart)
 	extra    map[int]*expectedMsg // a sum whose place is still taken (never seen; kept for safety)
 	expNext  int                  // the next message whose sum is made
@@ -89,7 +87,6 @@ func newNetReduceJob(r *runner) (*netReduceJob, error) {
 		w.sendWant, w.recvWant = j.msgs, j.msgs
 	}
 	j.next = make([]int, cfg.Workers)
-	j.expAt = make([]int, cfg.Workers)
 	return j, nil
 }
 
@@ -324,15 +321,12 @@ func (j *netReduceJob) expectedSum(k int) *expectedMsg {
 // send ring if this process posted it and has not reused its slot (the
 // first worker to complete m finds every local rank's m there, as a
 // window is shorter than the ring), else generated from the rank's
-// expect stream, moved there if it is elsewhere.
+// expect stream (a remote rank's: front to back, so the move is free).
 func (j *netReduceJob) piece0(rank, m, size int) []byte {
 	if w := j.r.workers[rank]; w.local && j.next[rank] > m && j.next[rank]-m <= j.slots {
 		return j.slot(j.send[rank], m)[wire.INALen:]
 	}
-	if j.expAt[rank] != m {
-		j.expSt[rank].MoveTo(int64(m) * int64(j.chunk) / int64(j.r.cfg.DType.Size()))
-	}
-	j.expAt[rank] = m + 1
+	j.expSt[rank].MoveTo(int64(m) * int64(j.chunk) / int64(j.r.cfg.DType.Size()))
 	p := j.piece[:size]
 	j.expSt[rank].Fill(p)
 	return p
