@@ -21,6 +21,32 @@ func (s Shard) whole() bool { return s.Of <= 1 }
 // owns reports whether case i is this shard's.
 func (s Shard) owns(i int) bool { return s.whole() || i%s.Of == s.Index }
 
+// ShardSet checks that shard reports cover shards 0..of-1 once each.
+type ShardSet struct{ seen []bool }
+
+func NewShardSet(of int) *ShardSet { return &ShardSet{seen: make([]bool, of)} }
+
+// Add takes one report's shard (of the set's count, checked by the
+// caller, who knows what to call the report).
+func (s *ShardSet) Add(sh Shard) error {
+	switch {
+	case sh.Index < 0 || sh.Index >= len(s.seen):
+		return fmt.Errorf("shard %v is out of range", sh)
+	case s.seen[sh.Index]:
+		return fmt.Errorf("shard %v appears twice", sh)
+	}
+	s.seen[sh.Index] = true
+	return nil
+}
+
+// Missing names the first shard no report was, if any.
+func (s *ShardSet) Missing() error {
+	if i := slices.Index(s.seen, false); i >= 0 {
+		return fmt.Errorf("shard %d/%d is missing", i, len(s.seen))
+	}
+	return nil
+}
+
 // ShardRecord is what a shard's result keeps beside its verdict so that
 // the shards' results merge into exactly the unsharded one: an unsharded
 // run stops at its first failing case, counts the cases up to it, and
@@ -63,7 +89,7 @@ func Merge(reports []Report) (Report, error) {
 		return Report{}, fmt.Errorf("report 1 is not a shard's (no \"shard\" in it)")
 	}
 	n := first.Shard.Of
-	seen := make([]bool, n)
+	set := NewShardSet(n)
 	for k, r := range reports {
 		switch {
 		case r.Shard == nil:
@@ -73,17 +99,15 @@ func Merge(reports []Report) (Report, error) {
 		case r.Seed != first.Seed || r.Release != first.Release || r.Suite != first.Suite || r.Count != first.Count:
 			return Report{}, fmt.Errorf("report %d is of another run (seed %d, release %s, suite %s, count %d; report 1: seed %d, release %s, suite %s, count %d)",
 				k+1, r.Seed, r.Release, r.Suite, r.Count, first.Seed, first.Release, first.Suite, first.Count)
-		case r.Shard.Index < 0 || r.Shard.Index >= n:
-			return Report{}, fmt.Errorf("report %d: shard %v is out of range", k+1, *r.Shard)
-		case seen[r.Shard.Index]:
-			return Report{}, fmt.Errorf("shard %v appears twice", *r.Shard)
 		case len(r.Properties) != len(first.Properties):
 			return Report{}, fmt.Errorf("report %d has %d properties, report 1 %d", k+1, len(r.Properties), len(first.Properties))
 		}
-		seen[r.Shard.Index] = true
+		if err := set.Add(*r.Shard); err != nil {
+			return Report{}, fmt.Errorf("report %d: %w", k+1, err)
+		}
 	}
-	if i := slices.Index(seen, false); i >= 0 {
-		return Report{}, fmt.Errorf("shard %d/%d is missing", i, n)
+	if err := set.Missing(); err != nil {
+		return Report{}, err
 	}
 	out := Report{Seed: first.Seed, Release: first.Release, Suite: first.Suite, Count: first.Count, Properties: []PropertyResult{}}
 	for p := range first.Properties {
@@ -144,13 +168,10 @@ func mergeProperty(parts []PropertyResult, count int) PropertyResult {
 		}
 	case stallAt >= 0:
 		copyVerdict(&res, parts[stallBy]) // that shard failed on nothing else, so it reported the stall
-	case !allPassed(parts):
+	default:
 		// A failure outside the cases (nothing to test): every shard says it.
-		for _, p := range parts {
-			if !p.Passed {
-				copyVerdict(&res, p)
-				break
-			}
+		if i := slices.IndexFunc(parts, func(p PropertyResult) bool { return !p.Passed }); i >= 0 {
+			copyVerdict(&res, parts[i])
 		}
 	}
 	if transport > 0 {
@@ -165,15 +186,6 @@ func totalCases(parts []PropertyResult) int {
 		total += p.Cases
 	}
 	return total
-}
-
-func allPassed(parts []PropertyResult) bool {
-	for _, p := range parts {
-		if !p.Passed {
-			return false
-		}
-	}
-	return true
 }
 
 // copyVerdict takes a failing shard's verdict: its failure, shrunk

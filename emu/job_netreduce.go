@@ -3,6 +3,7 @@ package emu
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/nic"
@@ -259,7 +260,7 @@ func (j *netReduceJob) verify(w *worker, k int) {
 			delete(j.extra, k)
 		}
 	}()
-	if k > j.mmAt[0] || k == j.mmAt[0] && w.rank > j.mmAt[1] {
+	if slices.Compare([]int{k, w.rank}, j.mmAt[:]) > 0 {
 		return // an earlier mismatch is already the one reported
 	}
 	got := j.slot(w.recvMR.Buf, k)
@@ -300,9 +301,6 @@ func (j *netReduceJob) expectedSum(k int) *expectedMsg {
 		size := j.msgLen(m) - wire.INALen
 		if cap(e.sum) < size {
 			e.sum = make([]byte, j.chunk)
-		}
-		if cap(j.piece) < size {
-			j.piece = make([]byte, j.chunk)
 		}
 		e.k, e.sum = m, e.sum[:size]
 		copy(e.sum, j.piece0(0, m, size))

@@ -2,6 +2,7 @@ package emu
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/roce"
@@ -40,22 +41,23 @@ import (
 // ranks. With at most ringWindow messages per chunk the job sends
 // exactly what it sent when it held whole tensors.
 type ringJob struct {
-	r        *runner
-	n        int
-	msgB     int        // bytes per message
-	bounds   []int      // chunk c is bytes bounds[c]:bounds[c+1]
-	maxC     int        // largest chunk, bytes: a step's span of the receive addresses
-	steps    int        // 2(H-1)
-	window   int        // WRITEs unacknowledged beyond which step 0 waits
-	arrived  [][][]bool // per rank, step, message
-	ranks    []ringRank
-	own      []*tensor.Stream        // per rank: its tensor, for its own pieces
-	expSt    []*tensor.Stream        // per rank: its tensor, for the expected sums
-	expected map[[2]int]*expectedMsg // (chunk, message) -> rank-order sum
-	nLocal   int
-	piece    []byte // scratch
-	mismatch *Mismatch
-	mmAt     [3]int // (chunk, rank, message) of mismatch: the first in that order is kept
+	r         *runner
+	n         int
+	msgB      int        // bytes per message
+	bounds    []int      // chunk c is bytes bounds[c]:bounds[c+1]
+	maxC      int        // largest chunk, bytes: a step's span of the receive addresses
+	steps     int        // 2(H-1)
+	window    int        // WRITEs unacknowledged beyond which step 0 waits
+	arrived   [][][]bool // per rank, step, message
+	ranks     []ringRank
+	own       []*tensor.Stream        // per rank: its tensor, for its own pieces
+	expSt     []*tensor.Stream        // per rank: its tensor, for the expected sums
+	expected  map[[2]int]*expectedMsg // (chunk, message) -> rank-order sum
+	spareSums []*expectedMsg          // checked by every local rank, to reuse
+	nLocal    int
+	piece     []byte // scratch
+	mismatch  *Mismatch
+	mmAt      [3]int // (chunk, rank, message) of mismatch: the first in that order is kept
 }
 
 // ringRank is one rank's sending state.
@@ -281,9 +283,10 @@ func (j *ringJob) verify(w *worker, c, m int, got []byte) {
 	}
 	if e.left--; e.left == 0 {
 		delete(j.expected, key)
+		defer func() { j.spareSums = append(j.spareSums, e) }() // after the comparison below
 	}
 	at := [3]int{c, w.rank, m}
-	if at[0] > j.mmAt[0] || at[0] == j.mmAt[0] && (at[1] > j.mmAt[1] || at[1] == j.mmAt[1] && at[2] > j.mmAt[2]) {
+	if slices.Compare(at[:], j.mmAt[:]) > 0 {
 		return // an earlier mismatch is already the one reported
 	}
 	lo, _ := j.msgRange(c, m)
@@ -297,7 +300,13 @@ func (j *ringJob) verify(w *worker, c, m int, got []byte) {
 func (j *ringJob) expectedSum(c, m int) *expectedMsg {
 	lo, hi := j.msgRange(c, m)
 	off := int64((j.bounds[c] + lo) / j.r.cfg.DType.Size())
-	e := &expectedMsg{k: m, sum: make([]byte, hi-lo), left: j.nLocal}
+	var e *expectedMsg
+	if k := len(j.spareSums); k > 0 {
+		e, j.spareSums = j.spareSums[k-1], j.spareSums[:k-1]
+	} else {
+		e = &expectedMsg{sum: make([]byte, 0, j.msgB)}
+	}
+	e.k, e.sum, e.left = m, e.sum[:hi-lo], j.nLocal
 	for i := range j.n {
 		st := j.expSt[(c+i)%j.n]
 		st.MoveTo(off)

@@ -173,28 +173,30 @@ func (mr *MR) Size() uint64 {
 }
 
 // Write copies p to the region at offset off (a ring wraps).
-func (mr *MR) Write(off uint64, p []byte) {
-	if uint64(len(mr.Buf)) >= mr.Size() {
-		copy(mr.Buf[off:], p)
-		return
-	}
-	for len(p) > 0 {
-		at := off % uint64(len(mr.Buf))
-		n := copy(mr.Buf[at:], p)
-		p, off = p[n:], off+uint64(n)
-	}
-}
+func (mr *MR) Write(off uint64, p []byte) { mr.move(off, p, true) }
 
 // Read copies the region's bytes at offset off into p (a ring wraps),
 // as the host reads what a WRITE placed.
-func (mr *MR) Read(off uint64, p []byte) {
-	if uint64(len(mr.Buf)) >= mr.Size() {
-		copy(p, mr.Buf[off:])
-		return
-	}
+func (mr *MR) Read(off uint64, p []byte) { mr.move(off, p, false) }
+
+// move copies p into the region at off (in) or the region's bytes at off
+// into p, piece by piece across a ring's wrap.
+func (mr *MR) move(off uint64, p []byte, in bool) {
+	whole := uint64(len(mr.Buf)) >= mr.Size()
 	for len(p) > 0 {
-		at := off % uint64(len(mr.Buf))
-		n := copy(p, mr.Buf[at:])
+		at := off
+		if !whole {
+			at %= uint64(len(mr.Buf))
+		}
+		var n int
+		if in {
+			n = copy(mr.Buf[at:], p)
+		} else {
+			n = copy(p, mr.Buf[at:])
+		}
+		if whole {
+			return // a plain region: one copy, as far as it reaches
+		}
 		p, off = p[n:], off+uint64(n)
 	}
 }

@@ -122,7 +122,7 @@ func mergeSweeps(e *cmdEnv, files []string, raw [][]byte, asJSON bool) int {
 	}
 	first := docs[0]
 	n := first.Shard.Of
-	seen := make([]bool, n)
+	set := conformance.NewShardSet(n)
 	out := head(first)
 	for k, d := range docs {
 		switch {
@@ -132,18 +132,15 @@ func mergeSweeps(e *cmdEnv, files []string, raw [][]byte, asJSON bool) int {
 		case !reflect.DeepEqual(head(d), head(first)):
 			fmt.Fprintf(e.stderr, "inaemu merge: %s is of another sweep than %s (job or grid differ)\n", files[k], files[0])
 			return exitUsage
-		case d.Shard.Index < 0 || d.Shard.Index >= n:
-			fmt.Fprintf(e.stderr, "inaemu merge: %s: shard %v is out of range\n", files[k], *d.Shard)
-			return exitUsage
-		case seen[d.Shard.Index]:
-			fmt.Fprintf(e.stderr, "inaemu merge: shard %v appears twice\n", *d.Shard)
+		}
+		if err := set.Add(*d.Shard); err != nil {
+			fmt.Fprintf(e.stderr, "inaemu merge: %s: %v\n", files[k], err)
 			return exitUsage
 		}
-		seen[d.Shard.Index] = true
 		out.Rows = append(out.Rows, d.Rows...)
 	}
-	if i := slices.Index(seen, false); i >= 0 {
-		fmt.Fprintf(e.stderr, "inaemu merge: shard %d/%d is missing\n", i, n)
+	if err := set.Missing(); err != nil {
+		fmt.Fprintf(e.stderr, "inaemu merge: %v\n", err)
 		return exitUsage
 	}
 	slices.SortFunc(out.Rows, func(a, b emu.SweepRow) int { return a.Point - b.Point })
