@@ -53,19 +53,19 @@ prints Eq. (2) in two forms that disagree; --ta-form chooses (docs/model.md).`
 
 // modelRow is one combination's times (milliseconds) and the fastest.
 type modelRow struct {
-	GPUs       int                `json:"gpus"`
-	PerHost    int                `json:"per_host"`
-	AlphaNS    float64            `json:"alpha_ns"`
-	BIntraGBps float64            `json:"b_intra_gbytes_per_s"`
-	BInterGBps float64            `json:"b_inter_gbytes_per_s"`
-	SizeBytes  float64            `json:"size_bytes"`
-	TotalMS    map[string]float64 `json:"total_ms"`
-	StagesMS   map[string]any     `json:"stages_ms"`
-	Fastest    string             `json:"fastest"`
-	FRPNExact  float64            `json:"fr_pn_threshold"`
-	FRPNEq6    float64            `json:"fr_pn_threshold_eq6"`
-	IntraInter float64            `json:"b_intra_over_b_inter"`
-	TAFormUsed string             `json:"ta_form,omitempty"`
+	GPUs       int                  `json:"gpus"`
+	PerHost    int                  `json:"per_host"`
+	AlphaNS    float64              `json:"alpha_ns"`
+	BIntraGBps float64              `json:"b_intra_gbytes_per_s"`
+	BInterGBps float64              `json:"b_inter_gbytes_per_s"`
+	SizeBytes  float64              `json:"size_bytes"`
+	TotalMS    map[string]float64   `json:"total_ms"`
+	StagesMS   map[string][]float64 `json:"stages_ms"`
+	Fastest    string               `json:"fastest"`
+	FRPNExact  float64              `json:"fr_pn_threshold"`
+	FRPNEq6    float64              `json:"fr_pn_threshold_eq6"`
+	IntraInter float64              `json:"b_intra_over_b_inter"`
+	TAFormUsed string               `json:"ta_form,omitempty"`
 }
 
 func runModel(e *cmdEnv, a modelArgs) int {
@@ -146,7 +146,7 @@ func runModel(e *cmdEnv, a modelArgs) int {
 func modelEval(p commmodel.Params, schemes []commmodel.Scheme) modelRow {
 	exact, eq6 := commmodel.FRPNThreshold(p.GPUs, p.PerHost)
 	row := modelRow{GPUs: p.GPUs, PerHost: p.PerHost, AlphaNS: p.Alpha * 1e9, BIntraGBps: p.BIntra / 1e9, BInterGBps: p.BInter / 1e9,
-		SizeBytes: p.Size, TotalMS: map[string]float64{}, StagesMS: map[string]any{}, FRPNExact: exact, FRPNEq6: eq6, IntraInter: p.BIntra / p.BInter}
+		SizeBytes: p.Size, TotalMS: map[string]float64{}, StagesMS: map[string][]float64{}, FRPNExact: exact, FRPNEq6: eq6, IntraInter: p.BIntra / p.BInter}
 	best := -1.0
 	for _, s := range schemes {
 		t := commmodel.Eval(s, p)
