@@ -178,20 +178,35 @@ func checkAggregation(payloads func(yield func(i int, data []byte) bool) error, 
 		return nil
 	}
 	a := &aggregator{fs: fs, dt: dt, tag: tag, rep: rep, report: report, ringH: ringH,
-		conns: map[checkStreamKey]*aggConn{}, contrib: map[aggKey][][]byte{}, sums: map[aggKey][]byte{}, verified: map[aggKey]bool{}, newest: map[uint8]int64{}}
+		conns: map[checkStreamKey]*aggConn{}, pkts: map[aggKey]*aggPacket{}, newest: map[uint8]int64{}}
 	var held aggHeap
+	// A held frame's bytes come from a.free and go back to it once
+	// judged, or, for a contribution, once replaced or forgotten.
+	judge := func() {
+		fr := heap.Pop(&held).(aggFrame)
+		if !a.frame(fr) {
+			a.free = append(a.free, fr.data[:0])
+		}
+	}
 	err := payloads(func(i int, data []byte) bool {
 		if i >= fs.len() || !usable(i) {
 			return true
 		}
-		heap.Push(&held, aggFrame{fs.at(i).ts, i, frameSide(i), append([]byte(nil), data...)})
+		var buf []byte
+		if n := len(a.free); n > 0 {
+			buf, a.free = a.free[n-1], a.free[:n-1]
+		}
+		if cap(buf) < len(data) {
+			buf = make([]byte, 0, (len(data)+127)&^127) // a frame of the same MTU fits later
+		}
+		heap.Push(&held, aggFrame{fs.at(i).ts, i, frameSide(i), append(buf, data...)})
 		if held.Len() > aggReorder {
-			a.frame(heap.Pop(&held).(aggFrame))
+			judge()
 		}
 		return true
 	})
 	for held.Len() > 0 {
-		a.frame(heap.Pop(&held).(aggFrame))
+		judge()
 	}
 	return err
 }
@@ -230,21 +245,19 @@ type aggregator struct {
 	report  func(rule string, f *checkFrame, detail string)
 	ringH   map[uint8]int
 	conns   map[checkStreamKey]*aggConn
-	contrib map[aggKey][][]byte
-	// sums caches the rank-order sum of a packet's contributions: every
-	// rank's connection carries the same result, so it is summed once,
-	// and again only if a contribution changes.
-	sums     map[aggKey][]byte
-	verified map[aggKey]bool
+	pkts    map[aggKey]*aggPacket
+	free    [][]byte // frame buffers to reuse
 	newest   map[uint8]int64 // per ring, the newest message id
 	v        frames.View
 	n        int
 }
 
-func (a *aggregator) frame(fr aggFrame) {
+// frame judges or keeps one frame; kept says whether the aggregator
+// holds on to fr.data (a contribution).
+func (a *aggregator) frame(fr aggFrame) (kept bool) {
 	f, v := a.fs.at(fr.i), &a.v
 	if v.Parse(fr.data) != nil {
-		return
+		return false
 	}
 	if a.n++; a.n%(1<<12) == 0 {
 		a.evict()
@@ -260,7 +273,7 @@ func (a *aggregator) frame(fr aggFrame) {
 				conn = &aggConn{ring: h.RingID(), rank: h.Rank(), cur: int64(h.MsgID())}
 				a.conns[k] = conn
 			} else if conn.ring != h.RingID() || conn.rank != h.Rank() {
-				return // the switch refuses a connection changing ring or rank
+				return false // the switch refuses a connection changing ring or rank
 			}
 			id := conn.cur + int64(int8(h.MsgID()-uint8(conn.cur)))
 			conn.cur = max(conn.cur, id)
@@ -280,47 +293,57 @@ func (a *aggregator) frame(fr aggFrame) {
 				}
 			}
 			if m.psn0 != f.psn {
-				return
+				return false
 			}
 			pay = pay[wire.INALen:]
 		} else {
 			if conn == nil || f.op.IsFirst() {
-				return
+				return false
 			}
 			var ok bool
 			if m, off, ok = conn.find(f.psn); !ok || off == 0 {
-				return
+				return false
 			}
 		}
 		ak := aggKey{conn.ring, m.id, off}
-		cs := a.contrib[ak]
-		for len(cs) <= int(conn.rank) {
-			cs = append(cs, nil)
+		p := a.pkts[ak]
+		if p == nil {
+			p = &aggPacket{}
+			a.pkts[ak] = p
 		}
-		cs[conn.rank] = pay
-		a.contrib[ak] = cs
-		delete(a.sums, ak)
-		return
+		for len(p.cs) <= int(conn.rank) {
+			p.cs, p.bufs = append(p.cs, nil), append(p.bufs, nil)
+		}
+		if old := p.bufs[conn.rank]; old != nil {
+			a.free = append(a.free, old[:0])
+		}
+		p.cs[conn.rank], p.bufs[conn.rank] = pay, fr.data
+		p.summed = false
+		return true
 	}
 	// A frame leaving the switch: a result if its connection is known.
 	if conn == nil {
-		return
+		return false
 	}
 	rep, dt := a.rep, a.dt
 	m, off, ok := conn.find(f.psn)
 	if !ok {
 		rep.AggUnchecked++
-		return
+		return false
 	}
 	if off == 0 {
 		if !hasTag(pay, a.tag) {
 			rep.AggUnchecked++
-			return
+			return false
 		}
 		pay = pay[wire.INALen:]
 	}
 	ak := aggKey{conn.ring, m.id, off}
-	cs := a.contrib[ak]
+	p := a.pkts[ak]
+	var cs [][]byte
+	if p != nil {
+		cs = p.cs
+	}
 	H := a.ringH[conn.ring]
 	complete := H > 0 && len(cs) >= H
 	for r := 0; complete && r < H; r++ {
@@ -328,21 +351,21 @@ func (a *aggregator) frame(fr aggFrame) {
 	}
 	if !complete || len(cs[0])%dt.Size() != 0 {
 		rep.AggUnchecked++
-		return
+		return false
 	}
-	sum, ok := a.sums[ak]
-	if !ok {
-		sum = append([]byte(nil), cs[0]...)
+	if !p.summed {
+		p.sum = append(p.sum[:0], cs[0]...)
 		for r := 1; r < H; r++ {
-			tensor.Add(dt, sum, cs[r])
+			tensor.Add(dt, p.sum, cs[r])
 		}
-		a.sums[ak] = sum
+		p.summed = true
 	}
+	sum := p.sum
 	switch {
 	case bytes.Equal(sum, pay):
 		rep.AggChecked++
-		a.verified[ak] = true
-	case a.verified[ak] && int(conn.rank) < len(cs) && bytes.Equal(pay, cs[conn.rank]):
+		p.verified = true
+	case p.verified && int(conn.rank) < len(cs) && bytes.Equal(pay, cs[conn.rank]):
 		rep.AggForwarded++
 	case len(pay) != len(sum):
 		a.report(RuleAggSum, f, fmt.Sprintf("result carries %d data bytes, the %d contributions of ring %d message %d packet %d carry %d", len(pay), H, conn.ring, m.id, off, len(sum)))
@@ -354,16 +377,32 @@ func (a *aggregator) frame(fr aggFrame) {
 		a.report(RuleAggSum, f, fmt.Sprintf("result is not the rank-order %s sum of the %d contributions (ring %d, message %d, packet %d): element %d is %s, want %s",
 			dt, H, conn.ring, m.id, off, el, tensor.Value(dt, pay, el), tensor.Value(dt, sum, el)))
 	}
+	return false
+}
+
+// aggPacket is what agg-sum holds of one packet of a message: each
+// rank's contribution (a payload within a frame buffer from a.free) and
+// their rank-order sum, cached (summed) because every rank's connection
+// carries the same result, and redone only when a contribution changes.
+type aggPacket struct {
+	cs       [][]byte
+	bufs     [][]byte // the frames cs are in
+	sum      []byte
+	summed   bool
+	verified bool // some result matched the sum
 }
 
 // evict forgets the contributions of messages aggKeep behind their
 // ring's newest: their results were judged long ago.
 func (a *aggregator) evict() {
-	for k := range a.contrib {
+	for k, p := range a.pkts {
 		if k.msg < a.newest[k.ring]-aggKeep {
-			delete(a.contrib, k)
-			delete(a.sums, k)
-			delete(a.verified, k)
+			for _, b := range p.bufs {
+				if b != nil {
+					a.free = append(a.free, b[:0])
+				}
+			}
+			delete(a.pkts, k)
 		}
 	}
 }

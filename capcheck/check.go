@@ -299,6 +299,7 @@ func CheckFile(path string, opt CheckOptions) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	rd.Borrow() // add keeps no record's bytes
 	p := newFrameParser()
 	var damage error
 	for {
@@ -337,6 +338,7 @@ func CheckFile(path string, opt CheckOptions) (*Report, error) {
 			return err
 		}
 		defer rd.Close()
+		rd.Borrow() // the aggregation copies what it holds
 		for i := range n {
 			r, err := rd.Next()
 			if skip := (*pcapio.SkippedError)(nil); errors.As(err, &skip) {

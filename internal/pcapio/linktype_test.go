@@ -96,6 +96,20 @@ func TestMixedLinkTypes(t *testing.T) {
 	}
 	assert.Equal(t, recs[2].Info.CaptureLength+100, recs[2].Info.Length)
 
+	// A borrowing reader gives the same frames, each valid until the next
+	// read (so each is compared before reading on).
+	rd, err = pcapio.NewReader("mixed.pcapng", bytes.NewReader(b.Bytes()))
+	require.NoError(t, err)
+	rd.Borrow()
+	for i, w := range want {
+		r, err := rd.Next()
+		require.NoError(t, err, "frame %d", i)
+		assert.Equal(t, w.data, r.Data, "borrowed frame %d", i)
+		assert.Equal(t, len(r.Data), cap(r.Data), "borrowed frame %d has room to append into the reader's buffer", i)
+	}
+	_, err = rd.Next()
+	require.ErrorIs(t, err, io.EOF)
+
 	// A cooked header cut short, and a link type nobody here reads.
 	b.Reset()
 	w, err = pcapgo.NewNgWriterInterface(&b, pcapgo.NgInterface{Name: "any", LinkType: 113}, pcapgo.NgWriterOptions{})

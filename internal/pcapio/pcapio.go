@@ -122,7 +122,17 @@ type Reader struct {
 	lt    layers.LinkType // a classic pcap's link type
 	err   error           // io.EOF, *TruncatedError or *CorruptError: Next returns it again
 	slab  []byte          // where the next records' Data are carved from
+	// borrow: Data is the reader's until the next call (see Borrow).
+	borrow  bool
+	scratch []byte
 }
+
+// Borrow makes Next return records whose Data belong to the reader and
+// stay valid only until the next call to Next: nothing is copied for an
+// Ethernet frame and nothing allocated per record. A caller that reads
+// each frame once and keeps none of its bytes (a checker's pass) wants
+// it; one that keeps records must not set it.
+func (r *Reader) Borrow() { r.borrow = true }
 
 const (
 	magicPcapUs     = 0xA1B2C3D4
@@ -252,6 +262,10 @@ func (r *Reader) Next() (Record, error) {
 	r.index++
 	rec.LinkType = lt
 	if lt == layers.LinkTypeEthernet {
+		if r.borrow {
+			rec.Data = data[:len(data):len(data)]
+			return rec, nil
+		}
 		rec.Data = r.alloc(len(data))
 		copy(rec.Data, data)
 		return rec, nil
@@ -269,7 +283,12 @@ func (r *Reader) Next() (Record, error) {
 		// Wireshark's frame numbering; it has no Data.
 		return rec, sk
 	}
-	rec.Data = r.alloc(14 + len(data) - strip)
+	if r.borrow {
+		r.scratch = append(r.scratch[:0], make([]byte, 14+len(data)-strip)...)
+		rec.Data = r.scratch[:14+len(data)-strip : 14+len(data)-strip]
+	} else {
+		rec.Data = r.alloc(14 + len(data) - strip)
+	}
 	copy(rec.Data, h[:])
 	copy(rec.Data[14:], data[strip:])
 	rec.Info.CaptureLength += 14 - strip
