@@ -238,18 +238,18 @@ func (h *aggHeap) Pop() any {
 // aggregator holds agg-sum's state: the connections, and the
 // contributions of the messages in flight.
 type aggregator struct {
-	fs      *frameStore
-	dt      tensor.DType
-	tag     uint32
-	rep     *Report
-	report  func(rule string, f *checkFrame, detail string)
-	ringH   map[uint8]int
-	conns   map[checkStreamKey]*aggConn
-	pkts    map[aggKey]*aggPacket
-	free    [][]byte // frame buffers to reuse
-	newest   map[uint8]int64 // per ring, the newest message id
-	v        frames.View
-	n        int
+	fs     *frameStore
+	dt     tensor.DType
+	tag    uint32
+	rep    *Report
+	report func(rule string, f *checkFrame, detail string)
+	ringH  map[uint8]int
+	conns  map[checkStreamKey]*aggConn
+	pkts   map[aggKey]*aggPacket
+	free   [][]byte        // frame buffers to reuse
+	newest map[uint8]int64 // per ring, the newest message id
+	v      frames.View
+	n      int
 }
 
 // frame judges or keeps one frame; kept says whether the aggregator

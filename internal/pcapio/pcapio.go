@@ -285,7 +285,7 @@ func (r *Reader) Next() (Record, error) {
 	}
 	if r.borrow {
 		r.scratch = append(r.scratch[:0], make([]byte, 14+len(data)-strip)...)
-		rec.Data = r.scratch[:14+len(data)-strip : 14+len(data)-strip]
+		rec.Data = r.scratch[: 14+len(data)-strip : 14+len(data)-strip]
 	} else {
 		rec.Data = r.alloc(14 + len(data) - strip)
 	}
