@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -62,9 +64,78 @@ func TestModelBadInput(t *testing.T) {
 		{[]string{"--b-inter", "0"}, "--b-inter"},
 		{[]string{"--ta-form", "both"}, `TA form "both"`},
 		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"--batch", "64"}, "--batch is for --train"},
+		{[]string{"--overlap"}, "--overlap is for --train"},
+		{[]string{"--train", "lenet"}, "--train lenet: want alexnet, vgg16, resnet50 or a .csv file"},
+		{[]string{"--train", "alexnet", "--size", "1GB"}, "--size and --train"},
+		{[]string{"--train", "alexnet", "--gpus", "32,64"}, "--train takes one --gpus"},
+		{[]string{"--train", "alexnet", "--batch", "0"}, "--batch 0"},
+		{[]string{"--train", "alexnet", "--fusion", "lots"}, "--fusion lots"},
 	} {
 		code, out, errOut := runGuarded(append([]string{"model"}, c.args...)...)
 		assert.Empty(t, out)
 		oneLine(t, code, errOut, "inaemu model: ", c.want)
+	}
+}
+
+// The training-step model against NetReduce's Tables 7 and 9 (BS 32,
+// FP16, V100s; docs/model.md): B_inter = 7 GB/s is the effective NIC
+// bandwidth Table 7's NetReduce times imply for FP32 gradient bytes, B_intra
+// = 150 GB/s is the NVLink figure of the paper's §3.4, α = 10 µs. Table 7
+// (4 machines × 1 GPU): ring/NetReduce communication 1.5 and PN's gains
+// within 3 points of 35.6, 24.5 and 6.9 %. Table 9 (4 × 8 GPUs): the
+// ordering PN > TA > FR for every network, PN's gain over FR within 15 %
+// of 68.8, 50.7 and 15.1 %; its gain over TA falls short (39.7 against
+// 57.9 % for AlexNet: the model's TA cannot be as slow as NCCL's measured
+// one while FR is as slow as measured, docs/model.md), so it is held to
+// the model's own numbers within 20 points.
+func TestModelTrainTables(t *testing.T) {
+	type row struct {
+		Model, Scheme string
+		CommMS        float64            `json:"comm_ms"`
+		Gain          map[string]float64 `json:"gain_over"`
+	}
+	run := func(args ...string) map[string]map[string]row {
+		t.Helper()
+		code, out, errOut := runCLI(append([]string{"model", "--train", "alexnet,vgg16,resnet50", "--b-inter", "7GBps", "--b-intra", "150GBps", "--alpha", "10us", "--json"}, args...)...)
+		require.Equal(t, 0, code, errOut)
+		var rep struct{ Rows []row }
+		require.NoError(t, json.Unmarshal([]byte(out), &rep))
+		got := map[string]map[string]row{}
+		for _, r := range rep.Rows {
+			if got[r.Model] == nil {
+				got[r.Model] = map[string]row{}
+			}
+			got[r.Model][r.Scheme] = r
+		}
+		return got
+	}
+	t7 := run("--gpus", "4", "--per-host", "1", "--scheme", "fr,pn")
+	for name, gain := range map[string]float64{"alexnet": 0.356, "vgg16": 0.245, "resnet50": 0.069} {
+		m := t7[name]
+		assert.InDelta(t, gain, m["pn"].Gain["fr"], 0.03, name)
+		if name != "resnet50" { // Table 7's ResNet-50 ratio is 1.19: latency the model lacks
+			assert.InDelta(t, 1.5, m["fr"].CommMS/m["pn"].CommMS, 0.01, name)
+		}
+	}
+	// A network of one's own, and a broken one.
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "mine.csv"), filepath.Join(dir, "bad.csv")
+	require.NoError(t, os.WriteFile(good, []byte("layer,bytes,forward_ms,backward_ms\nfc,100000000,1,2\n"), 0o644))
+	require.NoError(t, os.WriteFile(bad, []byte("layer,bytes,forward_ms,backward_ms\nfc,many,1,2\n"), 0o644))
+	code, out, errOut := runCLI("model", "--train", good, "--scheme", "pn", "--gpus", "4", "--per-host", "1", "--b-inter", "10GBps", "--alpha", "0")
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `mine.csv\s+95 MiB\s+pn\s+1\s+3.00\s+10.00\s+10.00\s+13.00\s+2461.5`, out, "one 10^8 B bucket at 10 GB/s after 3 ms of compute")
+	code, out, errOut = runGuarded("model", "--train", bad)
+	assert.Empty(t, out)
+	oneLine(t, code, errOut, "inaemu model: ", `bad.csv: line 2: bytes "many"`)
+
+	t9 := run("--scheme", "fr,ta,pn")
+	for name, g := range map[string][2]float64{"alexnet": {0.688, 0.579}, "vgg16": {0.507, 0.421}, "resnet50": {0.151, 0.123}} {
+		pn := t9[name]["pn"]
+		assert.Positive(t, pn.Gain["ta"], name)
+		assert.Greater(t, pn.Gain["fr"], pn.Gain["ta"], "%s: TA is faster than FR", name)
+		assert.InEpsilon(t, g[0], pn.Gain["fr"], 0.15, "%s: PN over FR", name)
+		assert.InDelta(t, g[1], pn.Gain["ta"], 0.20, "%s: PN over TA", name)
 	}
 }

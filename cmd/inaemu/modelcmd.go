@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +24,11 @@ type modelArgs struct {
 	scheme, gpus, alpha, bIntra []string
 	perHost                     int
 	asJSON                      bool
+	// the training-step model
+	train   []string
+	batch   int
+	fusion  string
+	overlap bool
 }
 
 // modelCommand is 'inaemu model': Appendix A's communication model.
@@ -37,7 +43,13 @@ master per machine, ring of masters, broadcast), pn (n NetReduce rings with intr
 reduce-scatter before and all-gather after), pr (pn with Ring-AllReduce across machines, not in
 the paper). --gpus, --alpha and --b-intra take comma-separated lists: every combination is one row,
 as Fig. 7 sweeps P, B_intra and alpha. Rates are tc's: 100GBps is bytes, 100gbit bits. The paper
-prints Eq. (2) in two forms that disagree; --ta-form chooses (docs/model.md).`
+prints Eq. (2) in two forms that disagree; --ta-form chooses (docs/model.md).
+
+With --train MODEL (alexnet, vgg16, resnet50 or a CSV file of layer,bytes,forward_ms,backward_ms)
+it models a training iteration instead: the gradients fused into buckets of --fusion bytes in the
+order the backward pass produces them, each bucket one all-reduce by the model above, iteration =
+compute + communication not hidden behind the backward pass (all of it unless --overlap), and
+images/s per GPU = --batch / iteration.`
 	f := c.Flags()
 	f.StringSliceVar(&a.scheme, "scheme", []string{"all"}, "fr, ta, pn, pr or all (a list for several)")
 	f.StringSliceVar(&a.gpus, "gpus", []string{"32"}, "P, the job's GPUs (a list for a grid)")
@@ -48,6 +60,10 @@ prints Eq. (2) in two forms that disagree; --ta-form chooses (docs/model.md).`
 	f.StringVar(&a.bInter, "b-inter", "12.5GBps", "bandwidth between machines (the NIC)")
 	f.StringVar(&a.taForm, "ta-form", "closed", "Eq. (2)'s closed or bracketed form")
 	f.BoolVar(&a.asJSON, "json", false, "print one JSON object")
+	f.StringSliceVar(&a.train, "train", nil, "model a training step of these networks: alexnet, vgg16, resnet50 or a CSV file (a list for several)")
+	f.IntVar(&a.batch, "batch", 32, "with --train: images per GPU per iteration")
+	f.StringVar(&a.fusion, "fusion", "64MiB", "with --train: gradient bytes fused into one all-reduce (0: one per iteration)")
+	f.BoolVar(&a.overlap, "overlap", false, "with --train: start a bucket's all-reduce as soon as the backward pass has produced it")
 	return c
 }
 
@@ -118,6 +134,15 @@ func runModel(e *cmdEnv, a modelArgs) int {
 	if slices.Contains(schemes, commmodel.TA) && a.perHost > 0 && !commmodel.PowerOfTwo(a.perHost) {
 		e.usageError("--per-host %d: ta's model assumes a power of two GPUs per machine (Appendix A); choose --scheme fr, pn or pr", a.perHost)
 		return exitUsage
+	}
+	if len(a.train) > 0 {
+		return runTrain(e, a, schemes, gpus, alphas, intras, inter/8)
+	}
+	for _, name := range []string{"batch", "fusion", "overlap"} {
+		if e.cmd.Flags().Changed(name) {
+			e.usageError("--%s is for --train", name)
+			return exitUsage
+		}
 	}
 	var rows []modelRow
 	for _, P := range gpus {
@@ -203,4 +228,120 @@ func parseList[T any](flag string, vals []string, parse func(string) (T, error))
 		out = append(out, x)
 	}
 	return out, nil
+}
+
+// trainRow is one network under one scheme (times in milliseconds).
+type trainRow struct {
+	Model       string             `json:"model"`
+	Bytes       int64              `json:"gradient_bytes"`
+	Scheme      string             `json:"scheme"`
+	Buckets     int                `json:"buckets"`
+	ComputeMS   float64            `json:"compute_ms"`
+	CommMS      float64            `json:"comm_ms"`
+	ExposedMS   float64            `json:"exposed_comm_ms"`
+	IterationMS float64            `json:"iteration_ms"`
+	Images      float64            `json:"images_per_s_per_gpu"`
+	Gain        map[string]float64 `json:"gain_over,omitempty"` // this scheme's images/s over each other's, minus 1
+}
+
+// runTrain is 'inaemu model --train': the training-step model.
+func runTrain(e *cmdEnv, a modelArgs, schemes []commmodel.Scheme, gpus []int, alphas, intras []float64, inter float64) int {
+	if len(gpus) != 1 || len(alphas) != 1 || len(intras) != 1 {
+		e.usageError("--train takes one --gpus, --alpha and --b-intra each, not lists")
+		return exitUsage
+	}
+	if e.cmd.Flags().Changed("size") {
+		e.usageError("--size and --train: the network's layers give the bytes")
+		return exitUsage
+	}
+	if a.batch < 1 {
+		e.usageError("--batch %d: want at least 1 image", a.batch)
+		return exitUsage
+	}
+	fusion, err := units.ParseSize(a.fusion)
+	if err != nil || fusion < 0 {
+		e.usageError("--fusion %s: want a size such as 64MiB, or 0", a.fusion)
+		return exitUsage
+	}
+	p := commmodel.Params{GPUs: gpus[0], PerHost: a.perHost, Alpha: alphas[0], Size: 1, BIntra: intras[0], BInter: inter, TAForm: commmodel.TAForm(a.taForm)}
+	if err := p.Validate(); err != nil {
+		e.usageError("%v", err)
+		return exitUsage
+	}
+	var rows []trainRow
+	for _, name := range a.train {
+		name = strings.TrimSpace(name)
+		if _, ok := commmodel.Builtin(name); !ok && !strings.HasSuffix(name, ".csv") {
+			e.usageError("--train %s: want %s or a .csv file", name, strings.Join(commmodel.BuiltinModels, ", "))
+			return exitUsage
+		}
+		m, err := loadModel(name)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "inaemu model: %v\n", err)
+			return exitUsage // a bad input file, as for plot
+		}
+		first := len(rows)
+		for _, s := range schemes {
+			st := commmodel.TrainStep(m, s, p, a.batch, fusion, a.overlap)
+			rows = append(rows, trainRow{Model: m.Name, Bytes: m.Bytes(), Scheme: string(s), Buckets: st.Buckets, ComputeMS: st.Compute * 1e3,
+				CommMS: st.Comm * 1e3, ExposedMS: st.Exposed * 1e3, IterationMS: st.Iteration * 1e3, Images: st.Images})
+		}
+		for i := first; i < len(rows); i++ {
+			rows[i].Gain = map[string]float64{}
+			for j := first; j < len(rows); j++ {
+				if j != i {
+					rows[i].Gain[rows[j].Scheme] = rows[i].Images/rows[j].Images - 1
+				}
+			}
+		}
+	}
+	if a.asJSON {
+		if err := json.NewEncoder(e.stdout).Encode(map[string]any{"model": "training step", "gpus": p.GPUs, "per_host": p.PerHost,
+			"alpha_ns": p.Alpha * 1e9, "b_intra_gbytes_per_s": p.BIntra / 1e9, "b_inter_gbytes_per_s": p.BInter / 1e9,
+			"batch": a.batch, "fusion_bytes": fusion, "overlap": a.overlap, "ta_form": p.TAForm, "rows": rows}); err != nil {
+			fmt.Fprintf(e.stderr, "inaemu model: %v\n", err)
+			return exitSoftware
+		}
+		return exitOK
+	}
+	ov := "no overlap"
+	if a.overlap {
+		ov = "overlap with the backward pass"
+	}
+	fmt.Fprintf(e.stdout, "training step: P = %d, n = %d, alpha = %g us, B_intra = %g GB/s, B_inter = %g GB/s, batch %d, fusion %s, %s; times in ms\n",
+		p.GPUs, p.PerHost, p.Alpha*1e6, p.BIntra/1e9, p.BInter/1e9, a.batch, units.FormatBytes(fusion), ov)
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "model\tgradients\tscheme\tbuckets\tcompute\tcomm\texposed\titeration\timages/s\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.1f\t\n", r.Model, units.FormatBytes(r.Bytes), r.Scheme, r.Buckets, r.ComputeMS, r.CommMS, r.ExposedMS, r.IterationMS, r.Images)
+	}
+	_ = tw.Flush()
+	if slices.Contains(schemes, commmodel.PN) && len(schemes) > 1 {
+		for _, r := range rows {
+			if r.Scheme != string(commmodel.PN) {
+				continue
+			}
+			line := r.Model + ": pn's images/s over"
+			for _, s := range schemes {
+				if s != commmodel.PN {
+					line += fmt.Sprintf(" %s %+.1f%%", s, 100*r.Gain[string(s)])
+				}
+			}
+			fmt.Fprintln(e.stdout, line)
+		}
+	}
+	return exitOK
+}
+
+// loadModel is a shipped network by name, or a CSV file.
+func loadModel(name string) (commmodel.Model, error) {
+	if m, ok := commmodel.Builtin(name); ok {
+		return m, nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return commmodel.Model{}, err
+	}
+	defer f.Close()
+	return commmodel.ReadModel(name, f)
 }
