@@ -54,6 +54,7 @@ var Suites = []struct {
 	{"aggregation", AggregationSuite, 1},
 	{"gbn", GBNSuite, 1},
 	{"icrc", ICRCSuite, 4},
+	{"tenants", TenantSuite, 1},
 }
 
 // caseSeed derives case i's seed from the suite seed.

@@ -160,7 +160,14 @@ func (j *netReduceJob) installRing() error {
 		c := &ring.Conns[i]
 		c.Src, c.Dst, c.DestQP, c.Port = w.h.IP, r.workers[(i+1)%len(r.workers)].h.IP, r.workers[(i+1)%len(r.workers)].rq.QPN(), ports[i]
 	}
-	return sw.AddRing(ring)
+	if err := sw.AddRing(ring); err != nil {
+		if len(r.run.cfg.Jobs) > 1 { // say which tenant does not fit
+			return fmt.Errorf("job %s: %w", r.name, err)
+		}
+		return err
+	}
+	r.ring = &JobRing{Switch: sw.Name, ID: ring.ID, MemoryBytes: ring.MemoryBytes()}
+	return nil
 }
 
 // NetReduceRing is the switch's ring for a NetReduce job: ring 0 with the

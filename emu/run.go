@@ -187,6 +187,17 @@ type JobResult struct {
 	Timeouts        uint64    `json:"timeouts"`
 	Mismatch        *Mismatch `json:"mismatch,omitempty"`
 	Error           string    `json:"error,omitempty"`
+	// Ring is a NetReduce job's ring: where it aggregates, its RingID and
+	// the aggregation memory it reserves there.
+	Ring *JobRing `json:"ring,omitempty"`
+}
+
+// JobRing is a NetReduce ring on a switch: tenants of one switch hold
+// disjoint RingIDs and memory, each reserved against its budget.
+type JobRing struct {
+	Switch      string `json:"switch"`
+	ID          uint8  `json:"id"`
+	MemoryBytes int64  `json:"memory_bytes"`
 }
 
 // Result is what a run did. With one job its fields are that job's; with
@@ -333,6 +344,8 @@ type runner struct {
 	// are per rank, see qpnPair): the receive regions' rkeys and virtual
 	// address.
 	recvVA uint64
+	// ring is the NetReduce ring the job holds in a switch (nil: none).
+	ring *JobRing
 }
 
 // run is a fabric and its jobs.
@@ -933,7 +946,7 @@ func (u *run) result(events int) *Result {
 func (r *runner) jobResult() JobResult {
 	cfg := r.cfg
 	jr := JobResult{Name: r.name, Mode: cfg.Mode.String(), Ranks: r.ranks, Workers: len(r.workers), Bytes: cfg.TensorBytes,
-		DType: cfg.DType.String(), StartNS: int64(r.startAt)}
+		DType: cfg.DType.String(), StartNS: int64(r.startAt), Ring: r.ring}
 	if r.err != nil {
 		jr.Error = r.err.Error()
 	}

@@ -316,3 +316,32 @@ jobs:
 	code, _, errOut = runGuarded("run", "--scenario", path)
 	oneLine(t, code, errOut, "inaemu run: ", `job fr: ranks: "h0:gpu4"`)
 }
+
+// Tenants (NetReduce §6): two NetReduce jobs on one switch hold RingIDs 0
+// and 1 and reserve their memory against the switch's budget; the job that
+// does not fit is refused with the numbers (exit 2).
+func TestRunTenantsMemory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tenants.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`
+seed: 5
+tensor: 128KiB
+msg_len: 16
+workers: 8
+jobs:
+  - {name: a, mode: netreduce, ranks: [h0, h1, h2, h3]}
+  - {name: b, mode: netreduce, ranks: [h4, h5, h6, h7], window: 4}
+`), 0o644))
+	m, _ := runJSON(t, "--scenario", path)
+	jobs := m["jobs"].([]any)
+	require.Len(t, jobs, 2)
+	// a: 2×window 2×msg-len 16 = 64 aggregators of 4 ranks' slots and the
+	// sum, 5 × 1152 B each (the figure the refusal below names: 360 KiB).
+	ra, rb := jobs[0].(map[string]any)["ring"].(map[string]any), jobs[1].(map[string]any)["ring"].(map[string]any)
+	assert.Equal(t, map[string]any{"switch": "s0", "id": json.Number("0"), "memory_bytes": json.Number("368640")}, ra)
+	assert.Equal(t, map[string]any{"switch": "s0", "id": json.Number("1"), "memory_bytes": json.Number("737280")}, rb, "twice the window, twice the memory")
+
+	code, _, errOut := runGuarded("run", "--scenario", path, "--switch-memory", "1MiB")
+	oneLine(t, code, errOut, "inaemu run: ", "job b: switch s0: ring 1 needs 720 KiB of aggregation memory", "2×window 4×msg-len 16", "360 KiB of the 1 MiB budget is in use")
+	m, _ = runJSON(t, "--scenario", path, "--switch-memory", "1080KiB")
+	assert.Equal(t, true, m["exact"], "both fit exactly")
+}
