@@ -166,7 +166,7 @@ func (j *netReduceJob) installRing() error {
 		}
 		return err
 	}
-	r.ring = &JobRing{Switch: sw.Name, ID: ring.ID, MemoryBytes: ring.MemoryBytes()}
+	r.ring, r.ringSw = &JobRing{Switch: sw.Name, ID: ring.ID, MemoryBytes: ring.MemoryBytes()}, sw
 	return nil
 }
 

@@ -198,6 +198,9 @@ type JobRing struct {
 	Switch      string `json:"switch"`
 	ID          uint8  `json:"id"`
 	MemoryBytes int64  `json:"memory_bytes"`
+	// Counters are the accelerator's counters of the ring's frames (the
+	// run's switch counters hold every ring's, and frames of no ring).
+	Counters netreduce.Stats `json:"counters"`
 }
 
 // Result is what a run did. With one job its fields are that job's; with
@@ -344,8 +347,10 @@ type runner struct {
 	// are per rank, see qpnPair): the receive regions' rkeys and virtual
 	// address.
 	recvVA uint64
-	// ring is the NetReduce ring the job holds in a switch (nil: none).
-	ring *JobRing
+	// ring is the NetReduce ring the job holds in a switch (nil: none),
+	// ringSw that switch.
+	ring   *JobRing
+	ringSw *switching.Switch
 }
 
 // run is a fabric and its jobs.
@@ -946,7 +951,12 @@ func (u *run) result(events int) *Result {
 func (r *runner) jobResult() JobResult {
 	cfg := r.cfg
 	jr := JobResult{Name: r.name, Mode: cfg.Mode.String(), Ranks: r.ranks, Workers: len(r.workers), Bytes: cfg.TensorBytes,
-		DType: cfg.DType.String(), StartNS: int64(r.startAt), Ring: r.ring}
+		DType: cfg.DType.String(), StartNS: int64(r.startAt)}
+	if r.ring != nil {
+		ring := *r.ring
+		ring.Counters, _ = r.ringSw.Accel.RingStats(ring.ID)
+		jr.Ring = &ring
+	}
 	if r.err != nil {
 		jr.Error = r.err.Error()
 	}

@@ -26,11 +26,12 @@ func TestTenantIsolation(t *testing.T) {
 	clean := runOK(t, base)
 	faulted := base
 	for _, e := range []string{
-		"drop port=4 dir=in class=data prob=0.02",
-		"corrupt port=5 dir=out class=any prob=0.01",
+		"drop port=4 dir=in class=data prob=2%",
+		"corrupt port=5 dir=out class=any prob=1%",
+		"corrupt port=7 dir=in class=data prob=1%",
 		"dup port=6 dir=in class=data every=7",
 		"hold=3 port=7 dir=out class=data every=11",
-		"drop port=5 dir=in class=ack prob=0.05",
+		"drop port=5 dir=in class=ack prob=5%",
 		"spoof=0 port=4 dir=in class=data every=13",
 		"spoof=3 port=6 dir=in class=data nth=2",
 	} {
@@ -50,9 +51,23 @@ func TestTenantIsolation(t *testing.T) {
 	// Each ring holds its own RingID and memory on s0.
 	require.NotNil(t, a.Ring)
 	require.NotNil(t, b.Ring)
-	assert.Equal(t, JobRing{Switch: "s0", ID: 0, MemoryBytes: a.Ring.MemoryBytes}, *a.Ring)
-	assert.Equal(t, JobRing{Switch: "s0", ID: 1, MemoryBytes: a.Ring.MemoryBytes}, *b.Ring, "the same ring shape reserves the same memory")
+	assert.Equal(t, JobRing{Switch: "s0", ID: 0, MemoryBytes: a.Ring.MemoryBytes, Counters: a.Ring.Counters}, *a.Ring)
+	assert.Equal(t, JobRing{Switch: "s0", ID: 1, MemoryBytes: a.Ring.MemoryBytes, Counters: b.Ring.Counters}, *b.Ring, "the same ring shape reserves the same memory")
 	assert.Positive(t, a.Ring.MemoryBytes)
+	// The switch's counters of a's ring are those of the clean run; b's
+	// ring has the drops (the forgeries of b's frames are b's: they carry
+	// b's connections), and the rings' counters add up to the switch's
+	// but for frames of no ring.
+	assert.Equal(t, a0.Ring.Counters, a.Ring.Counters)
+	assert.Positive(t, b.Ring.Counters.PortDrops)
+	assert.Positive(t, b.Ring.Counters.ICRCDrops)
+	assert.Zero(t, a.Ring.Counters.PortDrops+a.Ring.Counters.ICRCDrops)
+	sum := a.Ring.Counters
+	sum.Add(b.Ring.Counters)
+	assert.Equal(t, res.Switch.Stats.Packets, sum.Packets)
+	assert.Equal(t, res.Switch.Stats.PortDrops, sum.PortDrops)
+	assert.Equal(t, res.Switch.Stats.Aggregations, sum.Aggregations)
+	assert.Equal(t, res.Switch.Stats.ResultPackets, sum.ResultPackets)
 	t.Logf("a: %v with b faulted (%d retransmissions, %d port drops), %v without", time.Duration(a.VirtualNS), b.Retransmissions, res.Switch.PortDrops, time.Duration(a0.VirtualNS))
 }
 

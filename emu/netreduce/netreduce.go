@@ -243,6 +243,7 @@ type ring struct {
 	rankConn []*conn
 	rankMsg  []int64
 	released int64 // Safe: messages below this are released
+	stats    Stats // the accelerator's counters of this ring's frames
 }
 
 // Accelerator is the aggregation engine of one switch. Not safe for
@@ -345,6 +346,16 @@ func (a *Accelerator) MemoryBytes() int64 {
 	return n
 }
 
+// RingStats are the counters of ring id's frames (those the accelerator
+// could tie to the ring: by its INA header's RingID or its connection), a
+// tenant's share of Stats; ok is false for a ring not set up.
+func (a *Accelerator) RingStats(id uint8) (st Stats, ok bool) {
+	if r := a.rings[id]; r != nil {
+		return r.stats, true
+	}
+	return Stats{}, false
+}
+
 // Released is the number of leading messages of ring id whose aggregators
 // are free again (Safe rule); -1 if there is no such ring.
 func (a *Accelerator) Released(id uint8) int64 {
@@ -376,6 +387,9 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 	psn := v.PSN()
 	c := a.clt[key]
 	var h wire.INA
+	// rs counts a frame for its ring too, once the ring is known.
+	var sink Stats
+	rs := &sink
 	if first && wire.IsINA(pay) {
 		if !v.ICRCOK() {
 			a.Stats.ICRCDrops++
@@ -383,17 +397,25 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 		}
 		h = wire.INA(pay)
 		r := a.rings[h.RingID()]
-		rank := int(h.Rank())
-		if r == nil || rank >= r.cfg.Workers || h.MsgLen() == 0 || int(h.MsgLen()) > r.cfg.MsgLen {
+		if r == nil {
 			a.Stats.BadDrops++
+			return Dropped
+		}
+		rs = &r.stats
+		rank := int(h.Rank())
+		if rank >= r.cfg.Workers || h.MsgLen() == 0 || int(h.MsgLen()) > r.cfg.MsgLen {
+			a.Stats.BadDrops++
+			rs.BadDrops++
 			return Dropped
 		}
 		if c == nil {
 			if o := r.rankConn[rank]; o != nil { // a second connection claiming the rank
 				if o.port != port && o.port != AnyPort {
 					a.Stats.PortDrops++
+					rs.PortDrops++
 				} else {
 					a.Stats.BadDrops++
+					rs.BadDrops++
 				}
 				return Dropped
 			}
@@ -403,8 +425,10 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 		} else if c.ring != r || c.rank != rank {
 			if c.port != port && c.port != AnyPort {
 				a.Stats.PortDrops++
+				rs.PortDrops++
 			} else {
 				a.Stats.BadDrops++
+				rs.BadDrops++
 			}
 			return Dropped
 		}
@@ -415,8 +439,10 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 			}
 			return NotINA
 		}
+		rs = &c.ring.stats
 		if !v.ICRCOK() { // first: a corrupted header is corruption, not a protocol error
 			a.Stats.ICRCDrops++
+			rs.ICRCDrops++
 			return Dropped
 		}
 	}
@@ -424,10 +450,12 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 		c.port = port
 	} else if c.port != port {
 		a.Stats.PortDrops++ // a member's addresses from another port: forged
+		rs.PortDrops++
 		return Dropped
 	}
 	if first && h == nil { // an INA connection's message must start with the header
 		a.Stats.BadDrops++
+		rs.BadDrops++
 		return Dropped
 	}
 	if first && !c.anchored {
@@ -435,12 +463,14 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 	}
 	if !c.anchored { // a known connection whose first message start has not come yet
 		a.Stats.FirstLostDrops++
+		rs.FirstLostDrops++
 		return Dropped
 	}
 	m, off := c.locate(psn)
 	if first {
 		if off != 0 || m < 0 || uint8(m) != h.MsgID() { // off a message start, or the MsgID disagrees
 			a.Stats.BadDrops++
+			rs.BadDrops++
 			return Dropped
 		}
 		if m > c.msg {
@@ -448,16 +478,20 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 			c.aMsg, c.aPSN = m, psn
 			c.ring.advance(c.rank, m)
 			a.Stats.CLTUpdates++
+			rs.CLTUpdates++
 		} else {
 			a.Stats.StaleFirsts++
+			rs.StaleFirsts++
 		}
 	} else {
 		switch {
 		case m > c.msg || (m == c.msg && off >= c.msgLen): // its first packet was not seen
 			a.Stats.FirstLostDrops++
+			rs.FirstLostDrops++
 			return Dropped
 		case off == 0 || m < 0: // message boundaries do not match MsgLen
 			a.Stats.BadDrops++
+			rs.BadDrops++
 			return Dropped
 		}
 	}
@@ -468,6 +502,7 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 	}
 	if len(pay) > r.cfg.MTU || len(data)%r.cfg.DType.Size() != 0 || len(v.Frame()) > r.cfg.MTU+slotOverhead {
 		a.Stats.BadDrops++
+		rs.BadDrops++
 		return Dropped
 	}
 	w := int64(r.cfg.Window)
@@ -479,18 +514,22 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 	} else if g.msg != m {
 		if m < r.released || g.msg > m {
 			a.Stats.StaleForwards++
+			rs.StaleForwards++
 			return Stale
 		}
 		if g.msg >= 0 && g.msg >= r.released {
 			a.Stats.WindowDrops++
+			rs.WindowDrops++
 			return Dropped
 		}
 		g.msg, g.bitmap, g.done = m, 0, false
 	}
 	a.Stats.Packets++
+	rs.Packets++
 	if g.done {
 		if len(data) != g.dataLen {
 			a.Stats.BadDrops++
+			rs.BadDrops++
 			return Dropped
 		}
 		out := a.scratch[:len(v.Frame())]
@@ -498,11 +537,13 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 		copy(out[v.PayloadOffset()+len(pay)-len(data):], g.sum[:g.dataLen])
 		a.fixICRC(out)
 		a.Stats.ResultResends++
+		rs.ResultResends++
 		emit(out, KindResend, &r.cfg)
 		return Resent
 	}
 	if g.bitmap != 0 && len(data) != g.dataLen {
 		a.Stats.BadDrops++ // ranks disagree on the packet's length
+		rs.BadDrops++
 		return Dropped
 	}
 	rank := c.rank
@@ -522,6 +563,7 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 	}
 	g.done = true
 	a.Stats.Aggregations++
+	rs.Aggregations++
 	// Every result ends with the same covered bytes (the sum, then the
 	// pad): they are hashed once, and each connection's ICRC only over
 	// its own headers (frames.TailCRC).
@@ -539,6 +581,7 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 			binary.LittleEndian.PutUint32(f[end:], a.view.ICRCWithTail(tail))
 		}
 		a.Stats.ResultPackets++
+		rs.ResultPackets++
 		emit(f, KindResult, &r.cfg)
 	}
 	return Aggregated
