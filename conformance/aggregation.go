@@ -503,13 +503,11 @@ func shrinkAgg(c aggCase, rel netreduce.Release, out aggOutcome) (aggCase, aggOu
 			d.Netem = ""
 			changed = try(d) || changed
 		}
-		for i := 0; i < len(c.Events); i++ {
+		changed = dropEachEvent(c.Events, func(fewer []string) bool {
 			d := c
-			d.Events = append(append([]string(nil), c.Events[:i]...), c.Events[i+1:]...)
-			if try(d) {
-				changed, i = true, i-1
-			}
-		}
+			d.Events = fewer
+			return try(d)
+		}) || changed
 		for _, w := range []int{2, c.Workers - 1} {
 			if w >= 2 && w < c.Workers && portsFit(c.Events, w) {
 				d := c

@@ -52,6 +52,23 @@ func ckEmu(t *testing.T, mode emu.Mode, seed uint64, netem string, events ...str
 	return buf.Bytes()
 }
 
+// ckCapture runs cfg under netem (netem form, "" for none), requires an
+// exact result and returns the run's capture.
+func ckCapture(t *testing.T, cfg emu.Config, netem string) []byte {
+	t.Helper()
+	if netem != "" {
+		n, err := faults.ParseNetem(netem)
+		require.NoError(t, err)
+		cfg.Netem = n
+	}
+	var buf bytes.Buffer
+	cfg.Capture = &buf
+	res, err := emu.Run(cfg)
+	require.NoError(t, err)
+	require.True(t, res.Exact)
+	return buf.Bytes()
+}
+
 func ckReport(t *testing.T, b []byte) *capcheck.Report {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "run.pcapng")
@@ -150,15 +167,7 @@ func TestCheckEmulatorCaptures(t *testing.T) {
 func TestCheckLongAggregation(t *testing.T) {
 	cfg := emu.DefaultConfig()
 	cfg.Workers, cfg.TensorBytes, cfg.MsgLen, cfg.Mode, cfg.Seed = 4, 2<<20, 16, emu.NetReduce, 11
-	n, err := faults.ParseNetem("loss 0.2% duplicate 0.2%")
-	require.NoError(t, err)
-	cfg.Netem = n
-	var buf bytes.Buffer
-	cfg.Capture = &buf
-	res, err := emu.Run(cfg)
-	require.NoError(t, err)
-	require.True(t, res.Exact)
-	rep := ckReport(t, buf.Bytes())
+	rep := ckReport(t, ckCapture(t, cfg, "loss 0.2% duplicate 0.2%"))
 	assert.Empty(t, rep.Violations)
 	// Each worker's 2 MiB is 2048 result frames at the default MTU.
 	assert.GreaterOrEqual(t, rep.AggChecked, 4*2048)
@@ -236,15 +245,7 @@ func TestCheckMultiJobCapture(t *testing.T) {
 		{Name: "b", Mode: emu.NetReduce, Ranks: []string{"h4", "h5", "h6", "h7"}},
 		{Name: "c", Mode: emu.Ring, Ranks: []string{"h7", "h5", "h3", "h1"}},
 	}
-	n, err := faults.ParseNetem("loss 0.5%")
-	require.NoError(t, err)
-	cfg.Netem = n
-	var buf bytes.Buffer
-	cfg.Capture = &buf
-	res, err := emu.Run(cfg)
-	require.NoError(t, err)
-	require.True(t, res.Exact)
-	rep := ckReport(t, buf.Bytes())
+	rep := ckReport(t, ckCapture(t, cfg, "loss 0.5%"))
 	assert.True(t, rep.Conforms, "%v", rep.Violations)
 	assert.Equal(t, 12, rep.Connections)
 	assert.Greater(t, rep.AggChecked, 0)

@@ -317,26 +317,15 @@ func lastFault(recs []pcapio.Record) time.Duration {
 // clean transfer time.
 func GBNSuite(o SuiteOptions) []PropertyResult {
 	name := "gbn"
-	start := time.Now()
 	res := PropertyResult{Name: name, Passed: true}
 	o.record(&res)
-	for i := 0; i < o.Count; i++ {
-		if !o.Shard.owns(i) {
-			continue
-		}
-		seed := caseSeed(o.Seed, name, i)
+	eachCase(o, name, &res, func(i int, seed uint64) bool {
 		c := sample(gbnCaseGen(seed), seed).(gbnCase)
 		fail := gbnFails(c)
-		res.Cases++
-		if o.Progress != nil {
-			o.Progress(name, i+1, o.Count)
-		}
 		if fail == "" {
-			continue
+			return true
 		}
 		small, sfail := shrinkGBN(c, fail)
-		res.Passed = false
-		res.Shard.failed(i)
 		res.Failure = fmt.Sprintf("case %d (%s): %s; shrunk to %s: %s", i, c, fail, small, sfail)
 		res.Replay = fmt.Sprintf("inaemu conformance --suite gbn --seed %d --count %d", o.Seed, i+1)
 		if o.OutDir != "" {
@@ -344,9 +333,8 @@ func GBNSuite(o SuiteOptions) []PropertyResult {
 				res.Counterexample = &p
 			}
 		}
-		break
-	}
-	res.Wall = time.Since(start)
+		return false
+	})
 	return []PropertyResult{res}
 }
 
@@ -391,13 +379,11 @@ func shrinkGBN(c gbnCase, fail string) (gbnCase, string) {
 	}
 	for changed := true; changed && budget > 0; {
 		changed = false
-		for i := 0; i < len(c.Events); i++ {
+		changed = dropEachEvent(c.Events, func(fewer []string) bool {
 			d := c
-			d.Events = append(append([]string(nil), c.Events[:i]...), c.Events[i+1:]...)
-			if try(d) {
-				changed, i = true, i-1
-			}
-		}
+			d.Events = fewer
+			return try(d)
+		}) || changed
 		if c.Size > 1 {
 			d := c
 			d.Size = c.Size / 2

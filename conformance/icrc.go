@@ -285,14 +285,9 @@ func maskedFields(o SuiteOptions) PropertyResult {
 // must still end exact.
 func noAggregateFromCorruption(o SuiteOptions) PropertyResult {
 	name := "icrc/no-aggregate-from-corruption"
-	start := time.Now()
 	res := PropertyResult{Name: name, Passed: true}
 	o.record(&res)
-	for i := 0; i < o.Count; i++ {
-		if !o.Shard.owns(i) {
-			continue
-		}
-		seed := caseSeed(o.Seed, name, i)
+	eachCase(o, name, &res, func(i int, seed uint64) bool {
 		c := sample(aggCaseGen(seed), seed).(aggCase) // on the star: even interfaces are the hosts' links into the switch
 		c.Workers, c.Elems, c.Netem = min(c.Workers, 6), min(c.Elems, 4096), ""
 		r := rand.New(rand.NewPCG(seed, 4))
@@ -302,10 +297,6 @@ func noAggregateFromCorruption(o SuiteOptions) PropertyResult {
 		}
 		sc := c.scenario(netreduce.Safe) // the release rule is the aggregation suite's business
 		recs, out, err := captureOf(sc)
-		res.Cases++
-		if o.Progress != nil {
-			o.Progress(name, i+1, o.Count)
-		}
 		fail := ""
 		corrupted, forwarded := 0, 0
 		for k, rec := range recs {
@@ -328,15 +319,14 @@ func noAggregateFromCorruption(o SuiteOptions) PropertyResult {
 			fail = fmt.Sprintf("%d corrupted gradient frames reached the switch (%d forwarded unchanged as ordinary traffic) but it dropped %d for their ICRC",
 				corrupted, forwarded, out.Switch.ICRCDrops)
 		}
-		if fail != "" {
-			res.Passed, res.Failure = false, fmt.Sprintf("case %d (%s): %s", i, c, fail)
-			res.Shard.failed(i)
-			if p, err := writeCounterexample(o.OutDir, fmt.Sprintf("icrc-corrupt-%d", seed), sc); err == nil && p != "" {
-				res.Counterexample, res.Replay = &p, "inaemu run --scenario "+p
-			}
-			break
+		if fail == "" {
+			return true
 		}
-	}
-	res.Wall = time.Since(start)
+		res.Failure = fmt.Sprintf("case %d (%s): %s", i, c, fail)
+		if p, err := writeCounterexample(o.OutDir, fmt.Sprintf("icrc-corrupt-%d", seed), sc); err == nil && p != "" {
+			res.Counterexample, res.Replay = &p, "inaemu run --scenario "+p
+		}
+		return false
+	})
 	return res
 }

@@ -57,6 +57,45 @@ var Suites = []struct {
 	{"tenants", TenantSuite, 1},
 }
 
+// eachCase runs the cases of property name that o's shard owns: case i
+// with its seed, counted in res and told to o.Progress. check says
+// whether the case holds; the first that does not is recorded in the
+// shard record and ends the run. res.Wall is set at the end.
+func eachCase(o SuiteOptions, name string, res *PropertyResult, check func(i int, seed uint64) bool) {
+	start := time.Now()
+	for i := 0; i < o.Count; i++ {
+		if !o.Shard.owns(i) {
+			continue
+		}
+		seed := caseSeed(o.Seed, name, i)
+		ok := check(i, seed)
+		res.Cases++
+		if o.Progress != nil {
+			o.Progress(name, i+1, o.Count)
+		}
+		if !ok {
+			res.Passed = false
+			res.Shard.failed(i)
+			break
+		}
+	}
+	res.Wall = time.Since(start)
+}
+
+// dropEachEvent is a shrinking step: the case without each of its events
+// in turn, try keeping every removal under which it still fails the same
+// way; it reports whether one was kept.
+func dropEachEvent(events []string, try func(fewer []string) bool) bool {
+	changed := false
+	for i := 0; i < len(events); i++ {
+		fewer := append(append([]string(nil), events[:i]...), events[i+1:]...)
+		if try(fewer) {
+			events, changed, i = fewer, true, i-1
+		}
+	}
+	return changed
+}
+
 // caseSeed derives case i's seed from the suite seed.
 func caseSeed(seed uint64, name string, i int) uint64 {
 	x := seed ^ uint64(i)*0x9E3779B97F4A7C15

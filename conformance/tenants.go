@@ -178,25 +178,15 @@ func runTenantCase(c tenantCase) aggOutcome {
 // without them, and both jobs end exact.
 func TenantSuite(o SuiteOptions) []PropertyResult {
 	name := "tenants/isolation"
-	start := time.Now()
 	res := PropertyResult{Name: name, Passed: true}
 	o.record(&res)
-	for i := 0; i < o.Count; i++ {
-		if !o.Shard.owns(i) {
-			continue
-		}
-		seed := caseSeed(o.Seed, name, i)
+	eachCase(o, name, &res, func(i int, seed uint64) bool {
 		c := sample(tenantCaseGen(seed), seed).(tenantCase)
 		out := runTenantCase(c)
-		res.Cases++
-		if o.Progress != nil {
-			o.Progress(name, i+1, o.Count)
-		}
 		if out.fail == "" {
-			continue
+			return true
 		}
 		small, sout := shrinkTenant(c, out)
-		res.Passed = false
 		res.Failure = fmt.Sprintf("case %d (%s) fails: %s; shrunk to %s: %s", i, c, out.detail, small, sout.detail)
 		if p, err := writeCounterexample(o.OutDir, fmt.Sprintf("tenants-%s-%d", out.fail, seed), small.scenario(true)); err != nil {
 			res.Notes = append(res.Notes, "writing the counterexample: "+err.Error())
@@ -209,10 +199,8 @@ func TenantSuite(o SuiteOptions) []PropertyResult {
 		if res.Replay == "" {
 			res.Replay = fmt.Sprintf("inaemu conformance --suite tenants --seed %d --count %d", o.Seed, i+1)
 		}
-		res.Shard.failed(i)
-		break
-	}
-	res.Wall = time.Since(start)
+		return false
+	})
 	return []PropertyResult{res}
 }
 
@@ -233,13 +221,11 @@ func shrinkTenant(c tenantCase, out aggOutcome) (tenantCase, aggOutcome) {
 	}
 	for changed := true; changed && budget > 0; {
 		changed = false
-		for i := 0; i < len(c.Events); i++ {
+		changed = dropEachEvent(c.Events, func(fewer []string) bool {
 			d := c
-			d.Events = append(append([]string(nil), c.Events[:i]...), c.Events[i+1:]...)
-			if try(d) {
-				changed, i = true, i-1
-			}
-		}
+			d.Events = fewer
+			return try(d)
+		}) || changed
 		for _, job := range []func(*tenantCase) *tenantJob{func(c *tenantCase) *tenantJob { return &c.A }, func(c *tenantCase) *tenantJob { return &c.B }} {
 			for _, shrink := range []func(j *tenantJob) bool{
 				func(j *tenantJob) bool { j.Elems /= 2; return j.Elems >= 1 },
