@@ -249,8 +249,8 @@ func TestNetReduceAcrossLeavesRefused(t *testing.T) {
 // stay on the interconnect and two cross the NICs, so the ring runs at
 // the NICs' pace, like an 8-host ring on the star (within 3 %). Placed
 // alternately, every hop crosses, four flows share each NIC, and the ring
-// takes about four times as long. Both are exact; NetReduce refuses GPU
-// ranks, and a GPU the host lacks is refused.
+// takes about four times as long. Both are exact; NetReduce refuses two
+// GPU ranks of one host, and a GPU the host lacks is refused.
 func TestRingOverGPUs(t *testing.T) {
 	spec, err := topo.ParseFlag("star:hosts=2,gpus=4,intra=300G,alpha=1us")
 	require.NoError(t, err)
@@ -309,7 +309,7 @@ func TestRingOverGPUs(t *testing.T) {
 		ranks []string
 		want  string
 	}{
-		{NetReduce, byHost, "a NetReduce ring has one rank per NIC"},
+		{NetReduce, byHost, "ranks 0 and 1 are both on h0: a NetReduce ring has one rank per host"},
 		{Ring, gpus("h0:gpu0", "h0:gpu4"), "h0 has 4 GPUs (gpu0..gpu3)"},
 		{Ring, gpus("h0:gpu0", "h9:gpu0"), "no host h9"},
 	} {
