@@ -46,7 +46,7 @@ var mutations = []mutation{
 		// forged frame from another port was aggregated.
 		name: "missing-port-binding",
 		file: "emu/netreduce/netreduce.go",
-		old:  "\t} else if c.port != port {\n\t\ta.Stats.PortDrops++ // a member's addresses from another port: forged\n\t\trs.PortDrops++\n\t\treturn Dropped\n\t}",
+		old:  "\t} else if c.port != port {\n\t\trs.PortDrops++ // a member's addresses from another port: forged\n\t\treturn Dropped\n\t}",
 		new:  "\t}",
 		// Across tenants too: one job's frames forged by another's host.
 		suites: []string{"aggregation", "tenants"},

@@ -96,7 +96,7 @@ func BenchmarkAggregate8x1KiB(b *testing.B) {
 					b.Fatal("parse")
 				}
 				if acc.Process(&v, srcPort(&v), emit) != netreduce.Aggregated {
-					b.Fatalf("frame %d not aggregated: %+v", i, acc.Stats)
+					b.Fatalf("frame %d not aggregated: %+v", i, acc.Stats())
 				}
 			}
 			return time.Since(t0)

@@ -21,8 +21,8 @@ func withConns(cfg netreduce.RingConfig) netreduce.RingConfig {
 func TestKnownConnectionPacketBeforeFirst(t *testing.T) {
 	c := newCluster(t, withConns(ringCfg(3, 2, 4)))
 	require.Equal(t, netreduce.Dropped, c.send(1, 0, 1))
-	require.Equal(t, uint64(1), c.acc.Stats.FirstLostDrops)
-	require.Zero(t, c.acc.Stats.CLTMisses)
+	require.Equal(t, uint64(1), c.acc.Stats().FirstLostDrops)
+	require.Zero(t, c.acc.Stats().CLTMisses)
 	// Once the first packets are in, the same packet aggregates.
 	for r := 0; r < 3; r++ {
 		c.send(r, 0, 0)
@@ -36,7 +36,7 @@ func TestKnownConnectionPacketBeforeFirst(t *testing.T) {
 	// Without Conns the CLT cannot tell: the early packet is forwarded.
 	u := newCluster(t, ringCfg(3, 2, 4))
 	require.Equal(t, netreduce.NotINA, u.send(1, 0, 1))
-	require.Equal(t, uint64(1), u.acc.Stats.CLTMisses)
+	require.Equal(t, uint64(1), u.acc.Stats().CLTMisses)
 }
 
 // A corrupted first packet of a known connection (e.g. its InetTag hit)
@@ -46,8 +46,8 @@ func TestKnownConnectionCorruptHeader(t *testing.T) {
 	f := c.frame(0, 0, 0)
 	i := len(f) - 4 - c.dataLen(0) - 8 // the first byte of the INA header's tag
 	require.Equal(t, netreduce.Dropped, c.feed(corrupt(f, i)))
-	require.Equal(t, uint64(1), c.acc.Stats.ICRCDrops)
-	require.Zero(t, c.acc.Stats.BadDrops)
+	require.Equal(t, uint64(1), c.acc.Stats().ICRCDrops)
+	require.Zero(t, c.acc.Stats().BadDrops)
 }
 
 func TestConnsValidation(t *testing.T) {

@@ -30,7 +30,7 @@ func TestAncientFrameNeverMisplaced(t *testing.T) {
 				require.Equal(t, netreduce.Stale, c.feed(oldMid), "late %d, L %d: later packet", late, L)
 			}
 			c.wantNothing(t, "a released message's duplicate is forwarded, not emitted")
-			assert.Zero(t, c.acc.Stats.CLTUpdates-uint64(2*late), "the CLT did not move")
+			assert.Zero(t, c.acc.Stats().CLTUpdates-uint64(2*late), "the CLT did not move")
 			c.lockstep(t, late, late+300) // MsgIDs wrap again; every message exact
 		}
 	}
@@ -48,7 +48,7 @@ func TestFirstPacketOffMessageStart(t *testing.T) {
 	p = c.packet(0, 2, 0, c.gradient(0, 2, 0))
 	p.INA.MsgID = 7
 	require.Equal(t, netreduce.Dropped, c.feed(c.build(0, p, 9)))
-	assert.Equal(t, uint64(2), c.acc.Stats.BadDrops)
+	assert.Equal(t, uint64(2), c.acc.Stats().BadDrops)
 	c.lockstep(t, 2, 6)
 }
 
@@ -95,10 +95,10 @@ func TestSpoofedMemberFromOtherPort(t *testing.T) {
 		require.Equal(t, netreduce.Dropped, c.feedFrom(2, f), "learned %v: first packet from port 2", learned)
 		fm := c.build(1, c.packet(1, 0, 1, make([]byte, c.dataLen(1))), 78)
 		require.Equal(t, netreduce.Dropped, c.feedFrom(0, fm), "learned %v: later packet from port 0", learned)
-		assert.Equal(t, uint64(2), c.acc.Stats.PortDrops)
+		assert.Equal(t, uint64(2), c.acc.Stats().PortDrops)
 		c.wantNothing(t, "")
 		c.lockstep(t, 1, 4)
-		assert.Zero(t, c.acc.Stats.BadDrops)
+		assert.Zero(t, c.acc.Stats().BadDrops)
 	}
 	// Learned mode: a new connection may not take over a claimed rank.
 	c := newCluster(t, ringCfg(3, 2, 2))
@@ -106,6 +106,6 @@ func TestSpoofedMemberFromOtherPort(t *testing.T) {
 	p := c.packet(0, 1, 0, c.gradient(0, 1, 0))
 	p.INA.Rank = 2 // rank 0's traffic claiming rank 2, from port 0
 	require.Equal(t, netreduce.Dropped, c.feed(c.build(0, p, 5)))
-	assert.Equal(t, uint64(1), c.acc.Stats.PortDrops+c.acc.Stats.BadDrops)
+	assert.Equal(t, uint64(1), c.acc.Stats().PortDrops+c.acc.Stats().BadDrops)
 	c.lockstep(t, 1, 3)
 }

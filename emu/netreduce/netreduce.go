@@ -249,7 +249,7 @@ type ring struct {
 // Accelerator is the aggregation engine of one switch. Not safe for
 // concurrent use.
 type Accelerator struct {
-	Stats   Stats
+	noRing  Stats // counters of frames tied to no ring
 	rings   [256]*ring
 	clt     map[connKey]*conn
 	scratch []byte
@@ -346,6 +346,18 @@ func (a *Accelerator) MemoryBytes() int64 {
 	return n
 }
 
+// Stats are the accelerator's counters: every ring's and those of frames
+// tied to no ring.
+func (a *Accelerator) Stats() Stats {
+	st := a.noRing
+	for _, r := range a.rings {
+		if r != nil {
+			st.Add(r.stats)
+		}
+	}
+	return st
+}
+
 // RingStats are the counters of ring id's frames (those the accelerator
 // could tie to the ring: by its INA header's RingID or its connection), a
 // tenant's share of Stats; ok is false for a ring not set up.
@@ -387,34 +399,31 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 	psn := v.PSN()
 	c := a.clt[key]
 	var h wire.INA
-	// rs counts a frame for its ring too, once the ring is known.
-	var sink Stats
-	rs := &sink
+	// A frame counts for its ring (rs) once the ring is known, else for
+	// no ring.
+	var rs *Stats
 	if first && wire.IsINA(pay) {
 		if !v.ICRCOK() {
-			a.Stats.ICRCDrops++
+			a.noRing.ICRCDrops++
 			return Dropped
 		}
 		h = wire.INA(pay)
 		r := a.rings[h.RingID()]
 		if r == nil {
-			a.Stats.BadDrops++
+			a.noRing.BadDrops++
 			return Dropped
 		}
 		rs = &r.stats
 		rank := int(h.Rank())
 		if rank >= r.cfg.Workers || h.MsgLen() == 0 || int(h.MsgLen()) > r.cfg.MsgLen {
-			a.Stats.BadDrops++
 			rs.BadDrops++
 			return Dropped
 		}
 		if c == nil {
 			if o := r.rankConn[rank]; o != nil { // a second connection claiming the rank
 				if o.port != port && o.port != AnyPort {
-					a.Stats.PortDrops++
 					rs.PortDrops++
 				} else {
-					a.Stats.BadDrops++
 					rs.BadDrops++
 				}
 				return Dropped
@@ -424,10 +433,8 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 			r.rankConn[rank] = c
 		} else if c.ring != r || c.rank != rank {
 			if c.port != port && c.port != AnyPort {
-				a.Stats.PortDrops++
 				rs.PortDrops++
 			} else {
-				a.Stats.BadDrops++
 				rs.BadDrops++
 			}
 			return Dropped
@@ -435,13 +442,12 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 	} else {
 		if c == nil {
 			if later { // a FIRST/ONLY without the header is an ordinary WRITE
-				a.Stats.CLTMisses++
+				a.noRing.CLTMisses++
 			}
 			return NotINA
 		}
 		rs = &c.ring.stats
 		if !v.ICRCOK() { // first: a corrupted header is corruption, not a protocol error
-			a.Stats.ICRCDrops++
 			rs.ICRCDrops++
 			return Dropped
 		}
@@ -449,12 +455,10 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 	if c.port == AnyPort {
 		c.port = port
 	} else if c.port != port {
-		a.Stats.PortDrops++ // a member's addresses from another port: forged
-		rs.PortDrops++
+		rs.PortDrops++ // a member's addresses from another port: forged
 		return Dropped
 	}
 	if first && h == nil { // an INA connection's message must start with the header
-		a.Stats.BadDrops++
 		rs.BadDrops++
 		return Dropped
 	}
@@ -462,14 +466,12 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 		c.anchored, c.aMsg, c.aPSN = true, int64(h.MsgID()), psn
 	}
 	if !c.anchored { // a known connection whose first message start has not come yet
-		a.Stats.FirstLostDrops++
 		rs.FirstLostDrops++
 		return Dropped
 	}
 	m, off := c.locate(psn)
 	if first {
 		if off != 0 || m < 0 || uint8(m) != h.MsgID() { // off a message start, or the MsgID disagrees
-			a.Stats.BadDrops++
 			rs.BadDrops++
 			return Dropped
 		}
@@ -477,20 +479,16 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 			c.msg, c.msgLen = m, int(h.MsgLen())
 			c.aMsg, c.aPSN = m, psn
 			c.ring.advance(c.rank, m)
-			a.Stats.CLTUpdates++
 			rs.CLTUpdates++
 		} else {
-			a.Stats.StaleFirsts++
 			rs.StaleFirsts++
 		}
 	} else {
 		switch {
 		case m > c.msg || (m == c.msg && off >= c.msgLen): // its first packet was not seen
-			a.Stats.FirstLostDrops++
 			rs.FirstLostDrops++
 			return Dropped
 		case off == 0 || m < 0: // message boundaries do not match MsgLen
-			a.Stats.BadDrops++
 			rs.BadDrops++
 			return Dropped
 		}
@@ -501,7 +499,6 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 		data = pay[wire.INALen:]
 	}
 	if len(pay) > r.cfg.MTU || len(data)%r.cfg.DType.Size() != 0 || len(v.Frame()) > r.cfg.MTU+slotOverhead {
-		a.Stats.BadDrops++
 		rs.BadDrops++
 		return Dropped
 	}
@@ -513,22 +510,18 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 		f.bitmap, f.done = 0, false
 	} else if g.msg != m {
 		if m < r.released || g.msg > m {
-			a.Stats.StaleForwards++
 			rs.StaleForwards++
 			return Stale
 		}
 		if g.msg >= 0 && g.msg >= r.released {
-			a.Stats.WindowDrops++
 			rs.WindowDrops++
 			return Dropped
 		}
 		g.msg, g.bitmap, g.done = m, 0, false
 	}
-	a.Stats.Packets++
 	rs.Packets++
 	if g.done {
 		if len(data) != g.dataLen {
-			a.Stats.BadDrops++
 			rs.BadDrops++
 			return Dropped
 		}
@@ -536,14 +529,12 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 		copy(out, v.Frame())
 		copy(out[v.PayloadOffset()+len(pay)-len(data):], g.sum[:g.dataLen])
 		a.fixICRC(out)
-		a.Stats.ResultResends++
 		rs.ResultResends++
 		emit(out, KindResend, &r.cfg)
 		return Resent
 	}
 	if g.bitmap != 0 && len(data) != g.dataLen {
-		a.Stats.BadDrops++ // ranks disagree on the packet's length
-		rs.BadDrops++
+		rs.BadDrops++ // ranks disagree on the packet's length
 		return Dropped
 	}
 	rank := c.rank
@@ -562,7 +553,6 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 		tensor.Add(r.cfg.DType, sum, g.frames[k][g.dataOff[k]:g.dataOff[k]+g.dataLen])
 	}
 	g.done = true
-	a.Stats.Aggregations++
 	rs.Aggregations++
 	// Every result ends with the same covered bytes (the sum, then the
 	// pad): they are hashed once, and each connection's ICRC only over
@@ -580,7 +570,6 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 			}
 			binary.LittleEndian.PutUint32(f[end:], a.view.ICRCWithTail(tail))
 		}
-		a.Stats.ResultPackets++
 		rs.ResultPackets++
 		emit(f, KindResult, &r.cfg)
 	}

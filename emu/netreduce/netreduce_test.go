@@ -424,7 +424,7 @@ func TestResultsOnlyWhenComplete(t *testing.T) {
 		require.Equal(t, netreduce.Aggregated, c.send(H-1, 0, off))
 		c.wantResults(t, 0, off)
 	}
-	s := c.acc.Stats
+	s := c.acc.Stats()
 	assert.Equal(t, uint64(H*L), s.Packets)
 	assert.Equal(t, uint64(L), s.Aggregations)
 	assert.Equal(t, uint64(H*L), s.ResultPackets)
@@ -539,8 +539,8 @@ func TestArrivalOrderProperty(t *testing.T) {
 					}
 				}
 			}
-			if c.acc.Stats.Aggregations != M*L {
-				return fmt.Sprintf("%d aggregations", c.acc.Stats.Aggregations)
+			if c.acc.Stats().Aggregations != M*L {
+				return fmt.Sprintf("%d aggregations", c.acc.Stats().Aggregations)
 			}
 			return ""
 		},
@@ -576,9 +576,9 @@ func TestDuplicateBeforeCompletion(t *testing.T) {
 			c.checkFrame(t, e.frame, r, 0, off)
 		}
 	}
-	assert.Equal(t, uint64(2), c.acc.Stats.Aggregations)
-	assert.Equal(t, uint64(2), c.acc.Stats.StaleFirsts, "the two duplicate first packets")
-	assert.Zero(t, c.acc.Stats.ResultResends)
+	assert.Equal(t, uint64(2), c.acc.Stats().Aggregations)
+	assert.Equal(t, uint64(2), c.acc.Stats().StaleFirsts, "the two duplicate first packets")
+	assert.Zero(t, c.acc.Stats().ResultResends)
 }
 
 func TestDuplicateAfterCompletionResends(t *testing.T) {
@@ -588,9 +588,9 @@ func TestDuplicateAfterCompletionResends(t *testing.T) {
 		require.Equal(t, netreduce.Resent, c.send(x.rank, 0, x.off))
 		c.wantResend(t, x.rank, 0, x.off)
 	}
-	assert.Equal(t, uint64(4), c.acc.Stats.ResultResends)
-	assert.Equal(t, uint64(3), c.acc.Stats.Aggregations, "a resend aggregates nothing")
-	assert.Equal(t, uint64(9), c.acc.Stats.ResultPackets)
+	assert.Equal(t, uint64(4), c.acc.Stats().ResultResends)
+	assert.Equal(t, uint64(3), c.acc.Stats().Aggregations, "a resend aggregates nothing")
+	assert.Equal(t, uint64(9), c.acc.Stats().ResultPackets)
 }
 
 func TestBadICRCDropped(t *testing.T) {
@@ -607,14 +607,14 @@ func TestBadICRCDropped(t *testing.T) {
 			require.Equal(t, netreduce.Dropped, c.feed(corrupt(f, i)))
 			c.wantNothing(t, "a corrupted frame completes nothing")
 		}
-		assert.Equal(t, uint64(3), c.acc.Stats.ICRCDrops)
+		assert.Equal(t, uint64(3), c.acc.Stats().ICRCDrops)
 		require.Equal(t, netreduce.Aggregated, c.feed(f))
 		c.wantResults(t, 0, 1)
 		// After completion a corrupted duplicate gets no resend.
 		require.Equal(t, netreduce.Dropped, c.feed(corrupt(f, v.PayloadOffset()+9)))
 		c.wantNothing(t, "no resend for a corrupted duplicate")
-		assert.Equal(t, uint64(4), c.acc.Stats.ICRCDrops)
-		assert.Zero(t, c.acc.Stats.ResultResends)
+		assert.Equal(t, uint64(4), c.acc.Stats().ICRCDrops)
+		assert.Zero(t, c.acc.Stats().ResultResends)
 	})
 	t.Run("first packet creates no CLT entry", func(t *testing.T) {
 		c := newCluster(t, ringCfg(2, 2, 3))
@@ -622,11 +622,11 @@ func TestBadICRCDropped(t *testing.T) {
 		var v frames.View
 		require.NoError(t, v.Parse(f))
 		require.Equal(t, netreduce.Dropped, c.feed(corrupt(f, v.PayloadOffset()+12)))
-		assert.Equal(t, uint64(1), c.acc.Stats.ICRCDrops)
-		assert.Zero(t, c.acc.Stats.CLTUpdates)
+		assert.Equal(t, uint64(1), c.acc.Stats().ICRCDrops)
+		assert.Zero(t, c.acc.Stats().CLTUpdates)
 		require.Equal(t, netreduce.NotINA, c.send(0, 0, 1), "no CLT entry: a middle packet is not INA traffic")
-		assert.Equal(t, uint64(1), c.acc.Stats.CLTMisses)
-		assert.Zero(t, c.acc.Stats.Packets)
+		assert.Equal(t, uint64(1), c.acc.Stats().CLTMisses)
+		assert.Zero(t, c.acc.Stats().Packets)
 	})
 	t.Run("first packet does not move the CLT", func(t *testing.T) {
 		c := newCluster(t, ringCfg(2, 2, 3))
@@ -635,15 +635,15 @@ func TestBadICRCDropped(t *testing.T) {
 		var v frames.View
 		require.NoError(t, v.Parse(f))
 		require.Equal(t, netreduce.Dropped, c.feed(corrupt(f, v.PayloadOffset()+5))) // the MsgID byte
-		assert.Equal(t, uint64(2), c.acc.Stats.CLTUpdates, "only message 0's two first packets")
-		assert.Zero(t, c.acc.Stats.StaleFirsts)
+		assert.Equal(t, uint64(2), c.acc.Stats().CLTUpdates, "only message 0's two first packets")
+		assert.Zero(t, c.acc.Stats().StaleFirsts)
 		// Message 1's middle packet is past message 0: first packet lost.
 		require.Equal(t, netreduce.Dropped, c.send(0, 1, 1))
-		assert.Equal(t, uint64(1), c.acc.Stats.FirstLostDrops)
+		assert.Equal(t, uint64(1), c.acc.Stats().FirstLostDrops)
 		// The good first packet then moves it.
 		require.Equal(t, netreduce.Aggregated, c.feed(f))
 		require.Equal(t, netreduce.Aggregated, c.send(0, 1, 1))
-		assert.Equal(t, uint64(3), c.acc.Stats.CLTUpdates)
+		assert.Equal(t, uint64(3), c.acc.Stats().CLTUpdates)
 	})
 }
 
@@ -681,12 +681,12 @@ func TestCLTNeverRewinds(t *testing.T) {
 	require.Equal(t, netreduce.Aggregated, c.send(0, 1, 0))
 	// A duplicated (older) first packet of message 0: aggregated, CLT kept.
 	require.Equal(t, netreduce.Aggregated, c.send(0, 0, 0))
-	assert.Equal(t, uint64(2), c.acc.Stats.CLTUpdates)
-	assert.Equal(t, uint64(1), c.acc.Stats.StaleFirsts)
+	assert.Equal(t, uint64(2), c.acc.Stats().CLTUpdates)
+	assert.Equal(t, uint64(1), c.acc.Stats().StaleFirsts)
 	// Message 1's middle packet is still addressed to message 1.
 	require.Equal(t, netreduce.Aggregated, c.send(0, 1, 1))
 	require.Equal(t, netreduce.Aggregated, c.send(0, 1, 2))
-	assert.Zero(t, c.acc.Stats.FirstLostDrops)
+	assert.Zero(t, c.acc.Stats().FirstLostDrops)
 	// Message 0's later packets come after: an earlier message by PSN.
 	require.Equal(t, netreduce.Aggregated, c.send(0, 0, 1))
 	require.Equal(t, netreduce.Aggregated, c.send(0, 0, 2))
@@ -709,18 +709,18 @@ func TestFirstPacketLost(t *testing.T) {
 	// past message 0 and are dropped.
 	require.Equal(t, netreduce.Dropped, c.send(0, 1, 1))
 	require.Equal(t, netreduce.Dropped, c.send(0, 1, 2))
-	assert.Equal(t, uint64(2), c.acc.Stats.FirstLostDrops)
+	assert.Equal(t, uint64(2), c.acc.Stats().FirstLostDrops)
 	c.sendMsg(1, 1)
 	c.wantNothing(t, "rank 0's contributions were dropped")
 	// Go-back-N from the first packet: now they aggregate.
 	c.sendMsg(0, 1)
 	c.wantResultSet(t, [2]int{1, 0}, [2]int{1, 1}, [2]int{1, 2})
-	assert.Equal(t, uint64(2), c.acc.Stats.FirstLostDrops)
+	assert.Equal(t, uint64(2), c.acc.Stats().FirstLostDrops)
 
 	// The very first message's first packet lost: no CLT entry at all.
 	d := newCluster(t, ringCfg(2, 2, 3))
 	require.Equal(t, netreduce.NotINA, d.send(0, 0, 1))
-	assert.Equal(t, uint64(1), d.acc.Stats.CLTMisses)
+	assert.Equal(t, uint64(1), d.acc.Stats().CLTMisses)
 }
 
 // TestGoBackNEarlierMessages: packets before PSN0 belong to earlier
@@ -751,7 +751,7 @@ func TestGoBackNEarlierMessages(t *testing.T) {
 		require.Equal(t, netreduce.Resent, c.send(0, 2, off))
 		c.wantResend(t, 0, 2, off)
 	}
-	assert.Zero(t, c.acc.Stats.BadDrops+c.acc.Stats.FirstLostDrops+c.acc.Stats.WindowDrops)
+	assert.Zero(t, c.acc.Stats().BadDrops+c.acc.Stats().FirstLostDrops+c.acc.Stats().WindowDrops)
 }
 
 func TestNonINATraffic(t *testing.T) {
@@ -779,10 +779,10 @@ func TestNonINATraffic(t *testing.T) {
 	} {
 		require.Equal(t, netreduce.NotINA, c.feed(build(other, p)), name)
 	}
-	assert.Equal(t, netreduce.Stats{}, c.acc.Stats, "no accounting for plain RoCE traffic")
+	assert.Equal(t, netreduce.Stats{}, c.acc.Stats(), "no accounting for plain RoCE traffic")
 	require.Equal(t, netreduce.NotINA, c.feed(build(other, &frames.Packet{Opcode: wire.WriteMiddle, PSN: 9, Payload: pay})))
 	require.Equal(t, netreduce.NotINA, c.feed(build(other, &frames.Packet{Opcode: wire.WriteLast, PSN: 10, Payload: pay})))
-	assert.Equal(t, netreduce.Stats{CLTMisses: 2}, c.acc.Stats)
+	assert.Equal(t, netreduce.Stats{CLTMisses: 2}, c.acc.Stats())
 	c.wantNothing(t, "")
 
 	// On a known INA connection: ACKs still pass; a WRITE_FIRST without the
@@ -790,7 +790,7 @@ func TestNonINATraffic(t *testing.T) {
 	require.Equal(t, netreduce.Aggregated, c.send(0, 0, 0))
 	require.Equal(t, netreduce.NotINA, c.feed(build(c.b[0], &frames.Packet{Opcode: wire.Acknowledge, PSN: 5, AETH: frames.AETHFields{Syndrome: wire.SyndromeACK}})))
 	require.Equal(t, netreduce.Dropped, c.feed(build(c.b[0], &frames.Packet{Opcode: wire.WriteFirst, PSN: c.psn(0, 1, 0), RETH: reth, Payload: pay})))
-	assert.Equal(t, uint64(1), c.acc.Stats.BadDrops)
+	assert.Equal(t, uint64(1), c.acc.Stats().BadDrops)
 	c.wantNothing(t, "")
 }
 
@@ -810,7 +810,7 @@ func TestCLTMissesCountsNonFirstOnly(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, netreduce.NotINA, c.feed(buf[:n]), "%v", op)
 	}
-	assert.Zero(t, c.acc.Stats.CLTMisses, "first packets without INA header counted as CLT misses")
+	assert.Zero(t, c.acc.Stats().CLTMisses, "first packets without INA header counted as CLT misses")
 }
 
 func TestBadINAHeader(t *testing.T) {
@@ -830,10 +830,10 @@ func TestBadINAHeader(t *testing.T) {
 	} {
 		require.Equal(t, netreduce.Dropped, c.feed(bad(0, mod)), name)
 		drops++
-		assert.Equal(t, drops, c.acc.Stats.BadDrops, name)
+		assert.Equal(t, drops, c.acc.Stats().BadDrops, name)
 		require.Equal(t, netreduce.NotINA, c.send(0, 0, 1), "%s: no CLT entry was created", name)
 	}
-	assert.Zero(t, c.acc.Stats.CLTUpdates)
+	assert.Zero(t, c.acc.Stats().CLTUpdates)
 	// A shorter message than the ring's (the tensor's last) is fine.
 	require.Equal(t, netreduce.Aggregated, c.feed(bad(0, func(p *frames.Packet) { p.INA.MsgLen = 2 })))
 
@@ -847,10 +847,10 @@ func TestBadINAHeader(t *testing.T) {
 	n, err := intruder.Build(buf, c.packet(0, 0, 0, c.gradient(0, 0, 0)))
 	require.NoError(t, err)
 	require.Equal(t, netreduce.Dropped, c.feedFrom(0, buf[:n]), "second connection claiming rank 0 from rank 0's port")
-	assert.Equal(t, drops+2, c.acc.Stats.BadDrops)
+	assert.Equal(t, drops+2, c.acc.Stats().BadDrops)
 	require.Equal(t, netreduce.Dropped, c.feed(buf[:n]), "second connection claiming rank 0 from another port")
-	assert.Equal(t, drops+2, c.acc.Stats.BadDrops)
-	assert.Equal(t, uint64(1), c.acc.Stats.PortDrops)
+	assert.Equal(t, drops+2, c.acc.Stats().BadDrops)
+	assert.Equal(t, uint64(1), c.acc.Stats().PortDrops)
 
 	// Lengths: more than the MTU, not a whole number of elements, or
 	// disagreeing with the other ranks' packet of the same offset.
@@ -863,9 +863,9 @@ func TestBadINAHeader(t *testing.T) {
 		if name == "length mismatch 1" {
 			require.Equal(t, netreduce.Aggregated, c.send(0, 0, 1)) // rank 0 sets the offset's length
 		}
-		before := c.acc.Stats.BadDrops
+		before := c.acc.Stats().BadDrops
 		require.Equal(t, netreduce.Dropped, c.feed(c.build(1, c.packet(1, 0, 1, data), 2)), name)
-		assert.Equal(t, before+1, c.acc.Stats.BadDrops, name)
+		assert.Equal(t, before+1, c.acc.Stats().BadDrops, name)
 	}
 	c.wantNothing(t, "")
 }
@@ -889,14 +889,14 @@ func TestMessageBoundaryMismatch(t *testing.T) {
 		"two messages back":      c.psn(0, 0, 0),
 		"before message 0":       wire.PSNAdd(c.psn(0, 0, 0), -1),
 	} {
-		before := c.acc.Stats.BadDrops
+		before := c.acc.Stats().BadDrops
 		require.Equal(t, netreduce.Dropped, c.feed(mid(psn)), name)
-		assert.Equal(t, before+1, c.acc.Stats.BadDrops, name)
+		assert.Equal(t, before+1, c.acc.Stats().BadDrops, name)
 	}
 	// At the next message's PSN0 a later opcode means that message's first
 	// packet was lost.
 	require.Equal(t, netreduce.Dropped, c.feed(mid(c.psn(0, 3, 0))))
-	assert.Equal(t, uint64(1), c.acc.Stats.FirstLostDrops)
+	assert.Equal(t, uint64(1), c.acc.Stats().FirstLostDrops)
 	c.wantNothing(t, "")
 	// The well-formed packets still aggregate.
 	c.sendMsg(1, 0)
@@ -915,7 +915,7 @@ func TestSafeRelease(t *testing.T) {
 	assert.Equal(t, int64(0), c.acc.Released(id), "rank 1 has not sent message 1")
 	// Rank 0 runs ahead to message 2: its aggregator still holds message 0.
 	require.Equal(t, netreduce.Dropped, c.send(0, 2, 0))
-	assert.Equal(t, uint64(1), c.acc.Stats.WindowDrops)
+	assert.Equal(t, uint64(1), c.acc.Stats().WindowDrops)
 	c.wantNothing(t, "")
 	// Rank 1's first packet of message 1 releases message 0.
 	require.Equal(t, netreduce.Aggregated, c.send(1, 1, 0))
@@ -929,7 +929,7 @@ func TestSafeRelease(t *testing.T) {
 	// A late duplicate of released message 0 whose aggregator now holds
 	// message 2: forwarded unchanged.
 	require.Equal(t, netreduce.Stale, c.send(1, 0, 0))
-	assert.Equal(t, uint64(1), c.acc.Stats.StaleForwards)
+	assert.Equal(t, uint64(1), c.acc.Stats().StaleForwards)
 	c.wantNothing(t, "a stale frame is forwarded by the switch, not emitted")
 	// Offset 1's aggregator still holds message 0: either answer is the
 	// receiver's data (message 0's result, or the stale frame unchanged).
@@ -965,7 +965,7 @@ func TestReleasedMessageNeverReaggregated(t *testing.T) {
 	c.wantResultSet(t, [2]int{1, 0})
 	require.Equal(t, int64(1), c.acc.Released(c.cfg.ID))
 	require.Equal(t, netreduce.Stale, c.send(0, 0, 1))
-	assert.Equal(t, uint64(1), c.acc.Stats.StaleForwards)
+	assert.Equal(t, uint64(1), c.acc.Stats().StaleForwards)
 	c.wantNothing(t, "")
 }
 
@@ -985,7 +985,7 @@ func TestSafeReleasePoint(t *testing.T) {
 		}
 		c.wantResultSet(t, [2]int{m, 0})
 	}
-	assert.Zero(t, c.acc.Stats.WindowDrops)
+	assert.Zero(t, c.acc.Stats().WindowDrops)
 }
 
 // TestPaperReleaseHazard: under the paper's rule a retransmitted packet of
@@ -1019,7 +1019,7 @@ func TestPaperReleaseHazard(t *testing.T) {
 			}
 			// Offset 0 completes; offset 1 lost rank 0's contribution.
 			c.wantResultSet(t, [2]int{2, 0})
-			assert.Equal(t, uint64(2*2+1), c.acc.Stats.Aggregations)
+			assert.Equal(t, uint64(2*2+1), c.acc.Stats().Aggregations)
 		})
 	}
 }
@@ -1034,7 +1034,7 @@ func TestLongStreamWraps(t *testing.T) {
 			cfg.Release = rel
 			c := newCluster(t, cfg)
 			c.lockstep(t, 0, 600)
-			s := c.acc.Stats
+			s := c.acc.Stats()
 			assert.Equal(t, uint64(1200), s.Aggregations)
 			assert.Zero(t, s.WindowDrops+s.StaleForwards+s.BadDrops+s.FirstLostDrops+s.StaleFirsts)
 			if rel == netreduce.Safe {
@@ -1137,7 +1137,7 @@ func TestSteadyStateAllocatesNothing(t *testing.T) {
 	allocs := testing.AllocsPerRun(100, round)
 	assert.Zero(t, allocs, "allocations per round")
 	assert.Equal(t, 8*next, emits)
-	assert.Equal(t, uint64(next), c.acc.Stats.Aggregations)
+	assert.Equal(t, uint64(next), c.acc.Stats().Aggregations)
 }
 
 // TestSkewedWindowStream: rank 0 runs N-1 messages ahead of rank 1 (the
@@ -1165,7 +1165,7 @@ func TestSkewedWindowStream(t *testing.T) {
 				require.Equal(t, netreduce.Resent, c.send(0, s, 0), "message %d", s)
 				c.wantResend(t, 0, s, 0)
 			}
-			st := c.acc.Stats
+			st := c.acc.Stats()
 			assert.Zero(t, st.WindowDrops+st.StaleForwards+st.BadDrops+st.FirstLostDrops+st.ICRCDrops)
 			assert.Equal(t, uint64(M), st.StaleFirsts)
 		})

@@ -229,7 +229,7 @@ func (r *Report) Add(x Report) {
 func (s *Switch) Report() Report {
 	r := Report{Counters: s.Stats}
 	if s.Accel != nil {
-		r.Stats = s.Accel.Stats
+		r.Stats = s.Accel.Stats()
 	}
 	return r
 }
