@@ -34,22 +34,12 @@ func ckEmu(t *testing.T, mode emu.Mode, seed uint64, netem string, events ...str
 	t.Helper()
 	cfg := emu.DefaultConfig()
 	cfg.Workers, cfg.TensorBytes, cfg.MsgLen, cfg.Mode, cfg.Seed = 4, 64<<10, 8, mode, seed
-	if netem != "" {
-		n, err := faults.ParseNetem(netem)
-		require.NoError(t, err)
-		cfg.Netem = n
-	}
 	for _, e := range events {
 		ev, err := faults.Parse(e)
 		require.NoError(t, err)
 		cfg.Events = append(cfg.Events, ev)
 	}
-	var buf bytes.Buffer
-	cfg.Capture = &buf
-	res, err := emu.Run(cfg)
-	require.NoError(t, err)
-	require.True(t, res.Exact)
-	return buf.Bytes()
+	return ckCapture(t, cfg, netem)
 }
 
 // ckCapture runs cfg under netem (netem form, "" for none), requires an
