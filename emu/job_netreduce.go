@@ -137,19 +137,19 @@ func (j *netReduceJob) installRing() error {
 	}
 	var sw *switching.Switch
 	ports := make([]int, len(r.workers))
-	onHost := map[string]int{} // a GPU rank's host: its rank
+	gpuRank := map[string]int{} // by host, the rank on one of its GPUs
 	for i, w := range r.workers {
-		s, p := r.fab.SwitchOf(w.h)
-		prev, twice := onHost[w.host]
 		if w.gpu >= 0 {
-			onHost[w.host] = i
-		}
-		switch {
-		case twice && w.gpu >= 0:
 			// Two ranks of one host would meet on the host's interconnect,
 			// which the switch never sees. GPUs of one host may each be in
 			// another ring (parallel NetReduce's rings: GPU i of every host).
-			return fmt.Errorf("job %s: ranks %d and %d are both on %s: a NetReduce ring has one rank per host (one ring per GPU index runs the GPUs of several hosts)", r.name, prev, i, w.host)
+			if prev, twice := gpuRank[w.host]; twice {
+				return fmt.Errorf("job %s: ranks %d and %d are both on %s: a NetReduce ring has one rank per host (one ring per GPU index runs the GPUs of several hosts)", r.name, prev, i, w.host)
+			}
+			gpuRank[w.host] = i
+		}
+		s, p := r.fab.SwitchOf(w.h)
+		switch {
 		case s == nil:
 			return fmt.Errorf("job %s: rank %d's NIC %s is not attached to a switch: NetReduce aggregates in a switch", r.name, i, w.h.Name)
 		case sw != nil && s != sw:

@@ -139,7 +139,7 @@ func runModel(e *cmdEnv, a modelArgs) int {
 		return runTrain(e, a, schemes, gpus, alphas, intras, inter/8)
 	}
 	for _, name := range []string{"batch", "fusion", "overlap"} {
-		if e.cmd.Flags().Changed(name) {
+		if e.changed(name) {
 			e.usageError("--%s is for --train", name)
 			return exitUsage
 		}
@@ -250,7 +250,7 @@ func runTrain(e *cmdEnv, a modelArgs, schemes []commmodel.Scheme, gpus []int, al
 		e.usageError("--train takes one --gpus, --alpha and --b-intra each, not lists")
 		return exitUsage
 	}
-	if e.cmd.Flags().Changed("size") {
+	if e.changed("size") {
 		e.usageError("--size and --train: the network's layers give the bytes")
 		return exitUsage
 	}
@@ -263,6 +263,7 @@ func runTrain(e *cmdEnv, a modelArgs, schemes []commmodel.Scheme, gpus []int, al
 		e.usageError("--fusion %s: want a size such as 64MiB, or 0", a.fusion)
 		return exitUsage
 	}
+	// Size is each bucket's (TrainStep); 1 passes Validate.
 	p := commmodel.Params{GPUs: gpus[0], PerHost: a.perHost, Alpha: alphas[0], Size: 1, BIntra: intras[0], BInter: inter, TAForm: commmodel.TAForm(a.taForm)}
 	if err := p.Validate(); err != nil {
 		e.usageError("%v", err)
@@ -271,14 +272,17 @@ func runTrain(e *cmdEnv, a modelArgs, schemes []commmodel.Scheme, gpus []int, al
 	var rows []trainRow
 	for _, name := range a.train {
 		name = strings.TrimSpace(name)
-		if _, ok := commmodel.Builtin(name); !ok && !strings.HasSuffix(name, ".csv") {
+		m, ok := commmodel.Builtin(name)
+		switch {
+		case ok:
+		case !strings.HasSuffix(name, ".csv"):
 			e.usageError("--train %s: want %s or a .csv file", name, strings.Join(commmodel.BuiltinModels, ", "))
 			return exitUsage
-		}
-		m, err := loadModel(name)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "inaemu model: %v\n", err)
-			return exitUsage // a bad input file, as for plot
+		default:
+			if m, err = readModelFile(name); err != nil {
+				fmt.Fprintf(e.stderr, "inaemu model: %v\n", err)
+				return exitUsage // a bad input file, as for plot
+			}
 		}
 		first := len(rows)
 		for _, s := range schemes {
@@ -333,11 +337,8 @@ func runTrain(e *cmdEnv, a modelArgs, schemes []commmodel.Scheme, gpus []int, al
 	return exitOK
 }
 
-// loadModel is a shipped network by name, or a CSV file.
-func loadModel(name string) (commmodel.Model, error) {
-	if m, ok := commmodel.Builtin(name); ok {
-		return m, nil
-	}
+// readModelFile reads a network's CSV file.
+func readModelFile(name string) (commmodel.Model, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return commmodel.Model{}, err

@@ -67,6 +67,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/gopacket/gopacket"
@@ -284,8 +285,9 @@ func (r *Reader) Next() (Record, error) {
 		return rec, sk
 	}
 	if r.borrow {
-		r.scratch = append(r.scratch[:0], make([]byte, 14+len(data)-strip)...)
-		rec.Data = r.scratch[: 14+len(data)-strip : 14+len(data)-strip]
+		n := 14 + len(data) - strip
+		r.scratch = slices.Grow(r.scratch[:0], n)
+		rec.Data = r.scratch[:n:n]
 	} else {
 		rec.Data = r.alloc(14 + len(data) - strip)
 	}
