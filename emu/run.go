@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -199,8 +200,23 @@ type JobRing struct {
 	ID          uint8  `json:"id"`
 	MemoryBytes int64  `json:"memory_bytes"`
 	// Counters are the accelerator's counters of the ring's frames (the
-	// run's switch counters hold every ring's, and frames of no ring).
+	// run's switch counters hold every ring's, and frames of no ring);
+	// a multi-rack ring's, summed over its switches.
 	Counters netreduce.Stats `json:"counters"`
+	// Tree is a multi-rack ring's switches (Switch is its spine): the
+	// spine, then the leaves in the tree's order, each with its
+	// Connection Translation Table and counters.
+	Tree []TreeSwitch `json:"tree,omitempty"`
+}
+
+// TreeSwitch is one switch of a multi-rack ring.
+type TreeSwitch struct {
+	Switch      string               `json:"switch"`
+	Role        string               `json:"role"`            // spine or leaf
+	Ranks       []int                `json:"ranks,omitempty"` // a leaf's local ranks
+	MemoryBytes int64                `json:"memory_bytes"`
+	CTT         []netreduce.CTTEntry `json:"ctt"`
+	Counters    netreduce.Stats      `json:"counters"`
 }
 
 // Result is what a run did. With one job its fields are that job's; with
@@ -351,6 +367,8 @@ type runner struct {
 	// ringSw that switch.
 	ring   *JobRing
 	ringSw *switching.Switch
+	// ringTree, for a multi-rack ring, are its switches (ring.Tree's).
+	ringTree []*switching.Switch
 }
 
 // run is a fabric and its jobs.
@@ -954,7 +972,16 @@ func (r *runner) jobResult() JobResult {
 		DType: cfg.DType.String(), StartNS: int64(r.startAt)}
 	if r.ring != nil {
 		ring := *r.ring
-		ring.Counters, _ = r.ringSw.Accel.RingStats(ring.ID)
+		if r.ringSw != nil {
+			ring.Counters, _ = r.ringSw.Accel.RingStats(ring.ID)
+		}
+		ring.Tree = slices.Clone(ring.Tree)
+		for i, s := range r.ringTree {
+			t := &ring.Tree[i]
+			t.Counters, _ = s.Accel.RingStats(ring.ID)
+			t.CTT = s.Accel.CTT(ring.ID)
+			ring.Counters.Add(t.Counters)
+		}
 		jr.Ring = &ring
 	}
 	if r.err != nil {

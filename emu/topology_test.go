@@ -229,21 +229,6 @@ func TestSwitchMemoryBudget(t *testing.T) {
 	assert.Contains(t, err.Error(), "switch s0: ring 1")
 }
 
-// NetReduce ranks under two leaves would need multi-rack aggregation: the
-// job is refused, naming the switches.
-func TestNetReduceAcrossLeavesRefused(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Workers, cfg.TensorBytes = 8, 64<<10
-	cfg.Topology = spineLeaf(t, 40e9, 1)
-	_, err := Run(cfg)
-	var ce *ConfigError
-	require.ErrorAs(t, err, &ce)
-	assert.Contains(t, err.Error(), "under switch leaf0")
-	// Under one leaf it runs.
-	cfg.Jobs = []JobSpec{{Name: "rack1", Ranks: []string{"h4", "h5", "h6", "h7"}}}
-	runOK(t, cfg)
-}
-
 // Ring-AllReduce over GPUs: 2 hosts × 4 GPUs on a 300 Gbit/s interconnect
 // (α = 1 µs), each host's NIC on a 10G star. Placed host by host, six hops
 // stay on the interconnect and two cross the NICs, so the ring runs at

@@ -2,6 +2,7 @@ package emu
 
 import (
 	"fmt"
+	"github.com/inaemu/inaemu/emu/netreduce"
 	"strings"
 	"time"
 
@@ -114,6 +115,9 @@ func (c *Config) checkEvent(ev *faults.Event, t *topo.Topology, jobs []jobConfig
 		return fmt.Errorf("--fault %q: spoof=%d: "+portKey, spec, ev.From, hosts-1)
 	case ev.Action == faults.ActDelay && (ev.Delay <= 0 || ev.Delay > faults.MaxDuration):
 		return fmt.Errorf("--fault %q: delay %v: want more than 0 and at most %v", spec, ev.Delay, faults.MaxDuration)
+	}
+	if netReduce && ev.QP >= 0 && netreduce.IsTreeQPN(uint32(ev.QP)) {
+		qpOK = true // a multi-rack ring's switch-to-switch frames
 	}
 	if !qpOK {
 		if len(jobs) == 1 {

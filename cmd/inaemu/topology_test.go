@@ -111,9 +111,30 @@ func TestRunSwitchMemoryAndPlacement(t *testing.T) {
 	m, _ := runJSON(t, append([]string{"--switch-memory", "64MiB", "--seed", "1"}, small...)...)
 	assert.Equal(t, true, m["exact"], "a budget that fits")
 
-	code, _, errOut = runGuarded("run", "--topology", spineLeaf, "--tensor", "64KiB", "--seed", "1")
+	code, _, errOut = runGuarded("run", "--topology", "dims:2x2,kinds=switch/switch", "--workers", "4", "--tensor", "64KiB", "--seed", "1")
 	assert.Equal(t, 2, code, errOut)
-	assert.Contains(t, errOut, "multi-rack aggregation is not built yet")
+	assert.Contains(t, errOut, "no switch is linked to all of them")
+}
+
+// NetReduce across two leaves aggregates in the leaves and the spine; the
+// JSON shows each switch's role, local ranks and CTT.
+func TestRunMultiRackJSON(t *testing.T) {
+	m, _ := runJSON(t, "--topology", spineLeaf, "--tensor", "64KiB", "--seed", "1")
+	assert.Equal(t, true, m["exact"])
+	ring := m["jobs"].([]any)[0].(map[string]any)["ring"].(map[string]any)
+	assert.Equal(t, "spine0", ring["switch"])
+	tree := ring["tree"].([]any)
+	require.Len(t, tree, 3)
+	// The spine: 2 leaves × 2 rows; a leaf: an aggregation row per local
+	// sender and a multicast row per local receiver (4 + 4).
+	for i, want := range []struct {
+		role string
+		rows int
+	}{{"spine", 4}, {"leaf", 8}, {"leaf", 8}} {
+		sw := tree[i].(map[string]any)
+		assert.Equal(t, want.role, sw["role"])
+		assert.Len(t, sw["ctt"], want.rows, "%s's CTT", sw["switch"])
+	}
 }
 
 // Bad --topology and --switch-memory values, and either flag where the

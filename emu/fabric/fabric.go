@@ -298,6 +298,34 @@ func (f *Fabric) SwitchOf(h *nic.NIC) (*switching.Switch, int) {
 	return nil, -1
 }
 
+// SwitchLink is the first link joining switches a and b: the port it
+// takes on each; ok is false when none does.
+func (f *Fabric) SwitchLink(a, b *switching.Switch) (pa, pb int, ok bool) {
+	na, okA := f.Topo.Node(a.Name)
+	nb, okB := f.Topo.Node(b.Name)
+	if !okA || !okB {
+		return -1, -1, false
+	}
+	for p, li := range na.Links {
+		for q, lj := range nb.Links {
+			if li == lj {
+				return p, q, true
+			}
+		}
+	}
+	return -1, -1, false
+}
+
+// SwitchIndex is s's place in Switches (-1 if it is not this fabric's).
+func (f *Fabric) SwitchIndex(s *switching.Switch) int {
+	for i, x := range f.Switches {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
 // uplink is the link direction a NIC transmits on.
 func (f *Fabric) uplink(h *nic.NIC) *linkDir {
 	for _, d := range f.dirs {

@@ -108,6 +108,15 @@ type Conn struct {
 	// its MsgID, anchors the count.
 	StartPSN uint32
 	HasStart bool
+	// Multi-rack (RingConfig.Tree, a leaf): Remote says the sender is
+	// under another leaf (not in this leaf's CLT); LocalDst that the
+	// receiver is under this one (its results are built here); Peer is
+	// the receiver's leaf when it is another. Name names the connection
+	// in the CTT.
+	Remote   bool
+	LocalDst bool
+	Peer     Node
+	Name     string
 }
 
 // AnyPort is a Conn.Port that binds on first sight.
@@ -131,6 +140,11 @@ type RingConfig struct {
 	// must be forwarded as ordinary traffic: raw gradient bytes a
 	// reordering link can still deliver in sequence to the receiver.
 	Conns []Conn
+	// Tree, if set, makes this switch a leaf or the spine of a multi-rack
+	// ring (tree.go). A leaf's Workers are all the ring's ranks and its
+	// Conns all the ring's connections; the spine's Workers are its
+	// children (leaves).
+	Tree *Tree
 }
 
 // Kind says why a frame was emitted.
@@ -139,6 +153,13 @@ type Kind uint8
 const (
 	KindResult Kind = iota // an aggregator completed: one result per connection
 	KindResend             // a gradient packet met a completed aggregator
+	// Multi-rack (tree.go):
+	KindPartial       // a leaf's partial sum, up
+	KindPartialResend // a partial again: a retransmission met no total
+	KindTotal         // the spine's total, down
+	KindTotalResend   // a total again, to one leaf
+	KindNotify        // a connection's first or last packet's headers, to the receiver's leaf
+	KindTranslated    // a result a leaf built from a total for a local receiver
 )
 
 // Emit receives a frame the accelerator sends, why, and the ring it
@@ -176,6 +197,7 @@ type Stats struct {
 	WindowDrops    uint64 `json:"window_drops"`     // packets for an aggregator still held by an unreleased message
 	BadDrops       uint64 `json:"bad_drops"`        // bad INA header, ring, rank, opcode, length, or a first packet off a message start
 	PortDrops      uint64 `json:"port_drops"`       // a member connection's or rank's frames from a port other than the member's
+	TreeStats
 }
 
 // Add adds another accelerator's counters (a run's switches together).
@@ -193,6 +215,7 @@ func (s *Stats) Add(x Stats) {
 	s.WindowDrops += x.WindowDrops
 	s.BadDrops += x.BadDrops
 	s.PortDrops += x.PortDrops
+	s.TreeStats.add(x.TreeStats)
 }
 
 type connKey struct {
@@ -212,6 +235,10 @@ type conn struct {
 	anchored bool
 	aMsg     int64
 	aPSN     uint32
+	// Multi-rack: the connection's name, and where its receiver is.
+	name     string
+	dstLocal bool
+	peer     Node
 }
 
 // locate is the message and offset of the packet with psn, from the
@@ -232,8 +259,13 @@ type agg struct {
 	done    bool
 	dataLen int
 	sum     []byte
-	frames  [][]byte // per rank: the stored frame (len = frame length)
+	frames  [][]byte // per rank: the stored frame (len = frame length); the spine's: per child, its partial
 	dataOff []int    // per rank: where the summed data starts in it
+	// Multi-rack: the message's MsgLen, the ranks in the sum, and, at a
+	// leaf, whether sum holds the spine's total (else the partial).
+	msgLen uint8
+	ranks  uint64
+	total  bool
 }
 
 type ring struct {
@@ -244,6 +276,7 @@ type ring struct {
 	rankMsg  []int64
 	released int64 // Safe: messages below this are released
 	stats    Stats // the accelerator's counters of this ring's frames
+	tree     *treeRing
 }
 
 // Accelerator is the aggregation engine of one switch. Not safe for
@@ -254,6 +287,16 @@ type Accelerator struct {
 	clt     map[connKey]*conn
 	scratch []byte
 	view    frames.View
+	// Multi-rack (tree.go).
+	hostRings  int         // rings that take host frames (single or leaf)
+	trees      int         // rings with a Tree
+	self       *Node       // this switch's virtual connection end
+	fabricPort []uint8     // per port: 1 joins another switch, 2 a leaf's uplink
+	treePay    []byte      // scratch: an internal frame's payload
+	out        []byte      // scratch: a frame built
+	rebuild    []byte      // scratch: a notification's headers as a frame
+	nview      frames.View // parses rebuild
+	pkt        frames.Packet
 }
 
 // New returns an accelerator with no rings.
@@ -277,6 +320,11 @@ func (a *Accelerator) AddRing(cfg RingConfig) error {
 	case cfg.DType > tensor.F16:
 		return fmt.Errorf("netreduce: unknown dtype %d", cfg.DType)
 	}
+	if cfg.Tree != nil {
+		if err := cfg.Tree.validate(&cfg); err != nil {
+			return err
+		}
+	}
 	r := &ring{cfg: cfg, full: 1<<cfg.Workers - 1, rankConn: make([]*conn, cfg.Workers), rankMsg: make([]int64, cfg.Workers)}
 	if cfg.Workers == 64 {
 		r.full = ^uint64(0)
@@ -285,9 +333,9 @@ func (a *Accelerator) AddRing(cfg RingConfig) error {
 		r.rankMsg[i] = -1
 	}
 	n := 2 * cfg.Window * cfg.MsgLen
-	slotLen := cfg.MTU + slotOverhead
+	slotLen, slotted := cfg.slots()
 	// One slab: untouched pages cost nothing until an aggregator is used.
-	slab := make([]byte, n*(cfg.Workers*slotLen+cfg.MTU))
+	slab := make([]byte, n*(len(slotted)*slotLen+cfg.MTU))
 	frameSlices := make([][]byte, n*cfg.Workers)
 	offs := make([]int, n*cfg.Workers)
 	r.aggs = make([]agg, n)
@@ -297,7 +345,7 @@ func (a *Accelerator) AddRing(cfg RingConfig) error {
 		g.sum, slab = slab[:cfg.MTU:cfg.MTU], slab[cfg.MTU:]
 		g.frames, frameSlices = frameSlices[:cfg.Workers:cfg.Workers], frameSlices[cfg.Workers:]
 		g.dataOff, offs = offs[:cfg.Workers:cfg.Workers], offs[cfg.Workers:]
-		for k := range g.frames {
+		for _, k := range slotted {
 			g.frames[k], slab = slab[:0:slotLen], slab[slotLen:]
 		}
 	}
@@ -317,22 +365,67 @@ func (a *Accelerator) AddRing(cfg RingConfig) error {
 		seenPort[c.Port] = c.Port != AnyPort
 	}
 	for _, c := range cfg.Conns {
-		e := &conn{ring: r, rank: c.Rank, msg: -1, port: max(c.Port, AnyPort), anchored: c.HasStart, aPSN: c.StartPSN & wire.PSNMask}
+		if c.Remote {
+			continue // its frames enter another leaf
+		}
+		e := &conn{ring: r, rank: c.Rank, msg: -1, port: max(c.Port, AnyPort), anchored: c.HasStart, aPSN: c.StartPSN & wire.PSNMask,
+			name: c.Name, dstLocal: c.LocalDst, peer: c.Peer}
 		a.clt[connKey{c.Src.Unmap(), c.Dst.Unmap(), c.DestQP & wire.PSNMask}] = e
 		r.rankConn[c.Rank] = e
 	}
-	if len(a.scratch) < slotLen {
-		a.scratch = make([]byte, slotLen)
+	if cfg.Tree != nil {
+		if err := a.newTreeRing(r); err != nil {
+			for _, c := range cfg.Conns {
+				if !c.Remote {
+					delete(a.clt, connKey{c.Src.Unmap(), c.Dst.Unmap(), c.DestQP & wire.PSNMask})
+				}
+			}
+			return err
+		}
+		a.trees++
+	}
+	if cfg.Tree == nil || cfg.Tree.Role == Leaf {
+		a.hostRings++
+	}
+	frameLen := cfg.MTU + slotOverhead + wire.INATreeLen
+	if len(a.scratch) < frameLen {
+		a.scratch, a.out, a.rebuild, a.treePay = make([]byte, frameLen), make([]byte, frameLen), make([]byte, frameLen), make([]byte, frameLen)
 	}
 	a.rings[cfg.ID] = r
 	return nil
+}
+
+// slots are the length of an aggregator's stored frames and whose they
+// are: every rank's (one switch), the local ranks' (a leaf), each child's
+// partial (the spine, data only).
+func (c RingConfig) slots() (slotLen int, who []int) {
+	slotLen = c.MTU + slotOverhead
+	switch {
+	case c.Tree != nil && c.Tree.Role == Spine:
+		slotLen = c.MTU
+		for k := range c.Workers {
+			who = append(who, k)
+		}
+	case c.Tree != nil:
+		for _, x := range c.Conns {
+			if !x.Remote {
+				who = append(who, x.Rank)
+			}
+		}
+	default:
+		for k := range c.Workers {
+			who = append(who, k)
+		}
+	}
+	return slotLen, who
 }
 
 // MemoryBytes is what a ring's aggregator array takes in the switch:
 // 2·Window·MsgLen aggregators, each holding one frame slot per rank (a
 // packet's headers are kept to answer on its connection) and the sum.
 func (c RingConfig) MemoryBytes() int64 {
-	return int64(2*c.Window*c.MsgLen) * int64(c.Workers*(c.MTU+slotOverhead)+c.MTU)
+	slotLen, who := c.slots()
+	return int64(2*c.Window*c.MsgLen) * int64(len(who)*slotLen+c.MTU)
 }
 
 // MemoryBytes is the memory of every ring's aggregator array.
@@ -390,6 +483,16 @@ func isLaterOp(op wire.Opcode) bool {
 // returns.
 func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 	op := v.Opcode()
+	if a.trees > 0 {
+		switch {
+		case wire.IsINATree(op):
+			return a.processTree(v, port, emit)
+		case a.isUplink(port) || a.hostRings == 0:
+			// What comes down a leaf's uplink (results re-sent across
+			// racks, ACKs) and host traffic crossing the spine pass.
+			return NotINA
+		}
+	}
 	first, later := isFirstOp(op), isLaterOp(op)
 	if !first && !later {
 		return NotINA
@@ -415,8 +518,12 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 		}
 		rs = &r.stats
 		rank := int(h.Rank())
-		if rank >= r.cfg.Workers || h.MsgLen() == 0 || int(h.MsgLen()) > r.cfg.MsgLen {
+		if rank >= r.cfg.Workers || h.MsgLen() == 0 || int(h.MsgLen()) > r.cfg.MsgLen || (r.tree != nil && r.tree.Role == Spine) {
 			rs.BadDrops++
+			return Dropped
+		}
+		if c == nil && r.tree != nil { // a leaf knows its ring's connections from setup
+			rs.PortDrops++
 			return Dropped
 		}
 		if c == nil {
@@ -517,9 +624,24 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 			rs.WindowDrops++
 			return Dropped
 		}
-		g.msg, g.bitmap, g.done = m, 0, false
+		g.msg, g.bitmap, g.done, g.total, g.ranks = m, 0, false, false, 0
 	}
 	rs.Packets++
+	leaf := r.tree != nil
+	if leaf && (first || op != wire.WriteMiddle) {
+		// The receiver's leaf learns the message's headers (a CTT
+		// notification): from the first packet, and the last's ImmDt.
+		a.notify(r, c, v, m, off, first, emit)
+	}
+	if g.done && leaf && !g.total { // the partial went up, no total came: again
+		if len(data) != g.dataLen {
+			rs.BadDrops++
+			return Dropped
+		}
+		rs.PartialResends++
+		a.sendPartial(r, g, m, off, KindPartialResend, emit)
+		return Resent
+	}
 	if g.done {
 		if len(data) != g.dataLen {
 			rs.BadDrops++
@@ -544,6 +666,26 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 	g.dataLen = len(data)
 	g.bitmap |= 1 << rank
 	if g.bitmap != r.full {
+		return Aggregated
+	}
+	if leaf {
+		// The local ranks' sum in rank order goes up, once for all of
+		// the local connections' CTT rows.
+		g.msgLen = uint8(c.msgLen)
+		if m < c.msg || c.msgLen == 0 {
+			g.msgLen = uint8(r.cfg.MsgLen) // an older message: every one but the last is full
+		}
+		t := r.tree
+		sum := g.sum[:g.dataLen]
+		copy(sum, g.frames[t.local[0]][g.dataOff[t.local[0]]:])
+		for _, k := range t.local[1:] {
+			tensor.Add(r.cfg.DType, sum, g.frames[k][g.dataOff[k]:g.dataOff[k]+g.dataLen])
+		}
+		g.done, g.ranks = true, r.full
+		rs.Aggregations++
+		rs.PartialsSent++
+		rs.DupSuppressed += uint64(len(t.local) - 1)
+		a.sendPartial(r, g, m, off, KindPartial, emit)
 		return Aggregated
 	}
 	// Complete: the sum in rank order, then one result per connection.

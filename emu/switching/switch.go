@@ -136,6 +136,15 @@ func (s *Switch) SetFlood(ports []int) { s.flood = ports }
 // Rings is the number of NetReduce rings set up.
 func (s *Switch) Rings() int { return s.rings }
 
+// HasRing reports whether NetReduce ring id is set up here.
+func (s *Switch) HasRing(id uint8) bool {
+	if s.Accel == nil {
+		return false
+	}
+	_, ok := s.Accel.RingStats(id)
+	return ok
+}
+
 // Install adds a program after those already installed.
 func (s *Switch) Install(p Program) { s.programs = append(s.programs, p) }
 
@@ -200,11 +209,17 @@ func (p *netReduceProgram) Process(v *frames.View, port int, emit ProgramEmit) b
 
 func (p *netReduceProgram) onEmit(frame []byte, kind netreduce.Kind, ring *netreduce.RingConfig) {
 	lat := p.timing.AggregateFixed
-	switch {
-	case kind == netreduce.KindResend:
+	switch kind {
+	case netreduce.KindResend, netreduce.KindPartialResend, netreduce.KindTotalResend, netreduce.KindTranslated:
+		// No adder: a cached sum re-sent, or a total translated onto a
+		// connection (it "bypasses the aggregator array", §3.3).
 		lat = p.timing.Resend
-	case ring.DType.Float():
-		lat = p.timing.AggregateFloat
+	case netreduce.KindNotify: // a header duplicated on the way through
+		lat = p.timing.Forward
+	default:
+		if ring.DType.Float() {
+			lat = p.timing.AggregateFloat
+		}
 	}
 	p.emit(frame, lat)
 }

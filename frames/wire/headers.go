@@ -203,3 +203,67 @@ func PSNDiff(a, b uint32) int32 { return int32((a-b)<<8) >> 8 }
 
 // PSNAdd adds n to a PSN modulo 2^24.
 func PSNAdd(p uint32, n int) uint32 { return (p + uint32(n)) & PSNMask }
+
+// Multi-rack NetReduce's switch-to-switch frames. NetReduce (ASPLOS '23
+// §3.3) joins a leaf and its spine by virtual connections but leaves their
+// wire format open; inaemu's is a RoCEv2 packet whose BTH opcode is in the
+// manufacturer-specific range (IBA 9.2: 0xC0-0xFF, unknown to every RC
+// responder, so a host drops one that reaches it), followed by the INA
+// header, the 16-byte INATree header and the data:
+//
+//	INA | INATree | data (a partial or total sum, or a notification's header block) | pad | ICRC
+const (
+	// OpINAPartial carries a leaf's partial sum up to its spine.
+	OpINAPartial Opcode = 0xE0
+	// OpINATotal carries the spine's total down to a leaf.
+	OpINATotal Opcode = 0xE1
+	// OpINANotify carries the headers of a connection's first or last
+	// packet of a message from the sender's leaf to the receiver's (the
+	// CTT populating notification).
+	OpINANotify Opcode = 0xE2
+)
+
+// IsINATree reports whether op is one of the switch-to-switch opcodes.
+func IsINATree(op Opcode) bool { return op >= OpINAPartial && op <= OpINANotify }
+
+// INATreeLen is the size of the INATree header.
+const INATreeLen = 16
+
+// INATree is a view over the header that follows the INA header on a
+// switch-to-switch frame, big-endian:
+//
+//	 0                   1                   2                   3
+//	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//	+---------------------------------------------------------------+
+//	|            Msg: the message's number (not wrapping at 8 bits)  |
+//	+-------------------------------+---------------+---------------+
+//	|  Offset: PSN - the message's  |     Flags     |   (zero)      |
+//	|  first PSN                    |               |               |
+//	+-------------------------------+---------------+---------------+
+//	|  Ranks: partial/total: bit r set when rank r is in the sum;   |
+//	|  notification: header block length (16 bits), then the       |
+//	|  original frame's length through its ICRC (16 bits), then 0  |
+//	+---------------------------------------------------------------+
+type INATree []byte
+
+// INATree flags.
+const (
+	INATreeLast       = 1 << 0 // the message's last packet
+	INATreeNotifyLast = 1 << 1 // a notification of a last packet (else of a first)
+)
+
+func (h INATree) Msg() uint32        { return binary.BigEndian.Uint32(h) }
+func (h INATree) Offset() uint16     { return binary.BigEndian.Uint16(h[4:]) }
+func (h INATree) Flags() uint8       { return h[6] }
+func (h INATree) Ranks() uint64      { return binary.BigEndian.Uint64(h[8:]) }
+func (h INATree) BlockLen() int      { return int(binary.BigEndian.Uint16(h[8:])) }
+func (h INATree) FrameLen() int      { return int(binary.BigEndian.Uint16(h[10:])) }
+func (h INATree) SetMsg(v uint32)    { binary.BigEndian.PutUint32(h, v) }
+func (h INATree) SetOffset(v uint16) { binary.BigEndian.PutUint16(h[4:], v) }
+func (h INATree) SetFlags(v uint8)   { h[6], h[7] = v, 0 }
+func (h INATree) SetRanks(v uint64)  { binary.BigEndian.PutUint64(h[8:], v) }
+func (h INATree) SetBlock(block, frame int) {
+	binary.BigEndian.PutUint16(h[8:], uint16(block))
+	binary.BigEndian.PutUint16(h[10:], uint16(frame))
+	binary.BigEndian.PutUint32(h[12:], 0)
+}

@@ -203,6 +203,10 @@ func init() {
 	// The CNP's 16 reserved bytes are reported as its payload, as tshark
 	// and the test-vector manifest do.
 	defOp(CNP, "CNP", 0, true, true, true)
+	// Named, not known: no RC responder takes them (headers.go).
+	opTable[OpINAPartial].name = "OPCODE_0xe0_INA_PARTIAL"
+	opTable[OpINATotal].name = "OPCODE_0xe1_INA_TOTAL"
+	opTable[OpINANotify].name = "OPCODE_0xe2_INA_NOTIFY"
 }
 
 // Known reports whether the opcode is one this package can lay out.

@@ -1,0 +1,223 @@
+package emu
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/inaemu/inaemu/emu/netreduce"
+	"github.com/inaemu/inaemu/emu/tensor"
+	"github.com/inaemu/inaemu/emu/topo"
+	"github.com/inaemu/inaemu/faults"
+	"github.com/inaemu/inaemu/frames"
+)
+
+// multiRack is a NetReduce job on leaves × perLeaf hosts under one spine,
+// every link 10G, uplinks up bits/s.
+func multiRack(t *testing.T, leaves, perLeaf int, up float64) Config {
+	cfg := DefaultConfig()
+	u := tenG()
+	u.Rate = up
+	cfg.Topology = mustTopo(t)(topo.SpineLeaf(leaves, perLeaf, 1, tenG(), u))
+	cfg.Workers, cfg.TensorBytes, cfg.Seed = leaves*perLeaf, 256<<10, 1
+	return cfg
+}
+
+// Fig. 5 and Table 3 of the paper: four workers W1..W4 (h0..h3), two per
+// leaf. The spine's CTT has the four rows of switch-to-switch
+// connections set at job setup; each leaf's, populated by the first
+// packets and notifications, has its two aggregation rows (the
+// connections whose sender is local) and two multicast rows (those whose
+// receiver is local), exactly as Table 3 prints L1's.
+func TestMultiRackTable3(t *testing.T) {
+	cfg := multiRack(t, 2, 2, 10e9)
+	res := runOK(t, cfg)
+	ring := res.Jobs[0].Ring
+	require.NotNil(t, ring)
+	require.Len(t, ring.Tree, 3)
+	row := func(dir, from, to string) netreduce.CTTEntry {
+		return netreduce.CTTEntry{Direction: dir, From: from, To: to}
+	}
+	both := "aggregation and multicast"
+	assert.Equal(t, "spine0", ring.Switch)
+	assert.Equal(t, []netreduce.CTTEntry{
+		row(both, "leaf0→spine0", "spine0→leaf0"), row(both, "leaf0→spine0", "spine0→leaf1"),
+		row(both, "leaf1→spine0", "spine0→leaf0"), row(both, "leaf1→spine0", "spine0→leaf1"),
+	}, ring.Tree[0].CTT)
+	assert.Equal(t, []netreduce.CTTEntry{
+		row("aggregation", "h0→h1", "leaf0→spine0"), row("aggregation", "h1→h2", "leaf0→spine0"),
+		row("multicast", "spine0→leaf0", "h0→h1"), row("multicast", "spine0→leaf0", "h3→h0"),
+	}, ring.Tree[1].CTT)
+	assert.Equal(t, []netreduce.CTTEntry{
+		row("aggregation", "h2→h3", "leaf1→spine0"), row("aggregation", "h3→h0", "leaf1→spine0"),
+		row("multicast", "spine0→leaf1", "h1→h2"), row("multicast", "spine0→leaf1", "h2→h3"),
+	}, ring.Tree[2].CTT)
+	assert.Equal(t, []int{0, 1}, ring.Tree[1].Ranks)
+	assert.Equal(t, []int{2, 3}, ring.Tree[2].Ranks)
+
+	// Counting, with no loss: every packet position is one aggregation at
+	// each leaf and at the spine, one partial up per leaf, one total down
+	// per leaf; each leaf translates it for its two local receivers.
+	// Notifications: one connection per leaf crosses racks, and each of
+	// its messages sends a first and a last one.
+	msgs := int(netReduceMessages(cfg))
+	pkts := uint64((cfg.TensorBytes+int64(msgs)*8+int64(cfg.MTU)-1)/int64(cfg.MTU)) + 0
+	sp, l0 := ring.Tree[0].Counters, ring.Tree[1].Counters
+	assert.Equal(t, pkts, sp.Aggregations)
+	assert.Equal(t, 2*pkts, sp.TotalsSent)
+	assert.Equal(t, 2*pkts, sp.DupSuppressed, "each of 2 partials matches 2 rows, one copy each")
+	assert.Equal(t, pkts, l0.PartialsSent)
+	assert.Equal(t, pkts, l0.DupSuppressed, "two local connections, one partial")
+	assert.Equal(t, 2*pkts, l0.Translated)
+	assert.Equal(t, uint64(2*msgs), l0.NotifySent)
+	assert.Zero(t, l0.ResultPackets+l0.Untranslatable+l0.PartialResends+sp.TotalResends)
+}
+
+// Exact for every dtype, transport and placement, against the tree's
+// reduction order: each leaf's ranks in rank order, then the leaves in
+// the order of their lowest rank. Placements put ranks across the racks
+// in turn (so tree order and rank order differ), one rank per leaf, and
+// three leaves.
+func TestMultiRackExact(t *testing.T) {
+	for _, c := range []struct {
+		leaves, perLeaf int
+		ranks           []string
+	}{
+		{2, 4, nil},
+		{2, 4, []string{"h0", "h4", "h1", "h5", "h2", "h6", "h3", "h7"}},
+		{4, 1, nil},
+		{3, 2, []string{"h5", "h0", "h3", "h1"}},
+	} {
+		for _, tr := range []frames.Transport{frames.V2IPv4, frames.V2IPv6, frames.V1} {
+			for _, dt := range []tensor.DType{tensor.F32, tensor.F16, tensor.I32} {
+				name := fmt.Sprintf("%dx%d %v %v %v", c.leaves, c.perLeaf, c.ranks, tr, dt)
+				t.Run(name, func(t *testing.T) {
+					cfg := multiRack(t, c.leaves, c.perLeaf, 40e9)
+					cfg.Transport, cfg.DType, cfg.TensorBytes, cfg.MsgLen = tr, dt, 96<<10, 20
+					if c.ranks != nil {
+						cfg.Workers = len(c.ranks)
+						cfg.Jobs = []JobSpec{{Name: "j", Ranks: c.ranks}}
+					}
+					res := runOK(t, cfg)
+					assert.Zero(t, res.Retransmissions)
+				})
+			}
+		}
+	}
+}
+
+// The tree order matters: with f32 the same ranks summed in rank order
+// give other bits (so TestMultiRackExact checks the order, not only the
+// sum), while integers agree.
+func TestTreeOrderDiffersFromRankOrder(t *testing.T) {
+	cfg := multiRack(t, 2, 4, 40e9)
+	cfg.Workers = 8
+	cfg.Jobs = []JobSpec{{Name: "j", Ranks: []string{"h0", "h4", "h1", "h5", "h2", "h6", "h3", "h7"}}}
+	u := startJob(t, cfg)
+	j := u.jobs[0].job.(*netReduceJob)
+	require.Equal(t, [][]int{{0, 2, 4, 6}, {1, 3, 5, 7}}, j.groups)
+	size := j.chunk
+	tree := make([]byte, size)
+	j.sumOf(tree, 0, size)
+	groups := j.groups
+	j.groups = nil
+	flat := make([]byte, size)
+	j.sumOf(flat, 0, size)
+	j.groups = groups
+	assert.NotEqual(t, flat, tree, "f32: tree and rank order differ somewhere in a message")
+}
+
+// Every loss point of §1.7 recovers through the hosts' go-back-N with the
+// result exact, each by its own path: a gradient lost on a host link, a
+// partial on an uplink, a total on a downlink, a result on its last hop,
+// a first or a last packet's notification.
+func TestMultiRackLossPoints(t *testing.T) {
+	for _, c := range []struct {
+		fault   string
+		counter func(netreduce.Stats) uint64
+		what    string
+	}{
+		{"drop link=h1-leaf0 class=data nth=40", func(s netreduce.Stats) uint64 { return s.PartialResends + s.ResultResends }, "re-sent partials or results"},
+		{"drop link=leaf0-spine0 qp=0xFFFF00 nth=40", func(s netreduce.Stats) uint64 { return s.PartialResends }, "re-sent partials"},
+		{"drop link=spine0-leaf1 qp=0xFFFE00 nth=40", func(s netreduce.Stats) uint64 { return s.TotalResends + s.ResultResends }, "re-sent totals or results from a cache"},
+		{"drop link=leaf1-h2 class=data nth=40", func(s netreduce.Stats) uint64 { return s.ResultResends }, "results re-sent from a cache"},
+		{"drop link=leaf0-spine0 qp=0xFFFD00 nth=1", func(s netreduce.Stats) uint64 { return s.Untranslatable }, "untranslatable totals"},
+		{"drop link=spine0-leaf1 qp=0xFFFD00 nth=4", func(s netreduce.Stats) uint64 { return s.Untranslatable }, "untranslatable totals"},
+		{"drop link=spine0-leaf0 qp=0xFFFD00 nth=2", func(s netreduce.Stats) uint64 { return s.Untranslatable }, "untranslatable totals"},
+	} {
+		t.Run(c.fault, func(t *testing.T) {
+			cfg := multiRack(t, 2, 2, 10e9)
+			cfg.MsgLen, cfg.Timeout = 40, 8
+			ev, err := faults.Parse(c.fault)
+			require.NoError(t, err)
+			cfg.Events = []faults.Event{ev}
+			res := runOK(t, cfg)
+			assert.Equal(t, uint64(1), res.Faults.Dropped, "the fault fired once")
+			assert.Greater(t, c.counter(res.Jobs[0].Ring.Counters), uint64(0), c.what)
+			t.Logf("%s: %d retransmissions, %d timeouts, %+v", c.fault, res.Retransmissions, res.Timeouts, res.Jobs[0].Ring.Counters.TreeStats)
+		})
+	}
+}
+
+// §3.3's traffic claim (issue: one partial stream up and one result
+// stream down each leaf uplink per allreduce, whatever the number of
+// workers under the leaf): the bytes on leaf0's uplink and downlink are
+// one host's stream (its frames' bytes, plus the 24-byte INA and INATree
+// headers per packet and the notifications) with 2 or 4 hosts under the
+// leaf alike; and with non-blocking uplinks the allreduce runs within 3 %
+// of the same workers on one switch (the window N = 2 covers the longer
+// RTT: §3.2's N ≥ RTT × rate / (MsgLen × MTU) is well under 1 here).
+func TestMultiRackUplinkAndSpeed(t *testing.T) {
+	var up, down []uint64
+	for _, perLeaf := range []int{2, 4} {
+		cfg := multiRack(t, 2, perLeaf, float64(perLeaf)*10e9)
+		cfg.TensorBytes = 1 << 20
+		u := startJob(t, cfg)
+		res := u.loop()
+		require.NoError(t, u.err())
+		require.Nil(t, u.jobs[0].job.check())
+		host, _ := u.fab.Direction("h0-leaf0")
+		ul, _ := u.fab.Direction("leaf0-spine0")
+		dl, _ := u.fab.Direction("spine0-leaf0")
+		up, down = append(up, ul.Bytes), append(down, dl.Bytes)
+		r := float64(ul.Bytes) / float64(host.Bytes)
+		t.Logf("%d hosts per leaf: uplink %d B, downlink %d B, one host's stream %d B (×%.4f)", perLeaf, ul.Bytes, dl.Bytes, host.Bytes, r)
+		assert.InDelta(t, 1.02, r, 0.02, "the uplink carries one stream")
+
+		star := DefaultConfig()
+		star.Workers, star.TensorBytes, star.Seed = cfg.Workers, cfg.TensorBytes, cfg.Seed
+		flat := runOK(t, star)
+		ratio := res.AlgBWGbps / flat.AlgBWGbps
+		t.Logf("%d workers: multi-rack %.4f Gb/s, one switch %.4f (×%.4f)", cfg.Workers, res.AlgBWGbps, flat.AlgBWGbps, ratio)
+		assert.InDelta(t, 1, ratio, 0.03)
+	}
+	assert.InDelta(t, 1, float64(up[1])/float64(up[0]), 0.001, "uplink bytes do not grow with the workers under the leaf")
+	assert.InDelta(t, 1, float64(down[1])/float64(down[0]), 0.001, "downlink bytes neither")
+}
+
+// Ranks under switches that no one switch joins are refused, naming them.
+func TestMultiRackNeedsASpine(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Topology = mustTopo(t)(topo.Dims([]topo.Dim{{Size: 2, Kind: "switch", LinkParams: tenG()}, {Size: 2, Kind: "switch", LinkParams: tenG()}}))
+	cfg.Workers, cfg.TensorBytes = 4, 64<<10
+	_, err := Run(cfg)
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Contains(t, err.Error(), "under switches d1s0, d1s1, and no switch is linked to all of them")
+}
+
+// Two multi-rack tenants on the same leaves and spine take different
+// RingIDs on every switch and both end exact.
+func TestMultiRackTenants(t *testing.T) {
+	cfg := multiRack(t, 2, 4, 40e9)
+	cfg.Jobs = []JobSpec{{Name: "a", Ranks: []string{"h0", "h1", "h4", "h5"}}, {Name: "b", Ranks: []string{"h2", "h6", "h3", "h7"}}}
+	res := runOK(t, cfg)
+	assert.Equal(t, uint8(0), res.Jobs[0].Ring.ID)
+	assert.Equal(t, uint8(1), res.Jobs[1].Ring.ID)
+	for _, j := range res.Jobs {
+		assert.Len(t, j.Ring.Tree, 3, j.Name)
+		assert.Greater(t, j.Ring.Counters.Translated, uint64(0), j.Name)
+	}
+}
