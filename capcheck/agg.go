@@ -119,7 +119,7 @@ const aggKeep = 64
 // checkAggregation applies agg-sum (see Check), reading the payloads
 // again in capture order (payloads), in time order within aggReorder
 // frames; its memory is bounded by the messages in flight.
-func checkAggregation(payloads func(yield func(i int, data []byte) bool) error, fs *frameStore, names []string, ifaceSide []uint8, hostLink []bool, linkTaps bool, dt tensor.DType, tag uint32, rep *Report, report func(rule string, f *checkFrame, detail string)) error {
+func checkAggregation(payloads func(yield func(i int, data []byte) bool) error, fs *frameStore, names []string, ifaceSide []uint8, hostLink []bool, linkTaps bool, dt tensor.DType, tag uint32, trees map[uint8][]uint64, rep *Report, report func(rule string, f *checkFrame, detail string)) error {
 	side := make([]uint8, len(names))
 	link := make([]bool, len(names))
 	any := false
@@ -177,7 +177,7 @@ func checkAggregation(payloads func(yield func(i int, data []byte) bool) error, 
 	if len(ringH) == 0 {
 		return nil
 	}
-	a := &aggregator{fs: fs, dt: dt, tag: tag, rep: rep, report: report, ringH: ringH,
+	a := &aggregator{fs: fs, dt: dt, tag: tag, rep: rep, report: report, ringH: ringH, trees: trees,
 		conns: map[checkStreamKey]*aggConn{}, pkts: map[aggKey]*aggPacket{}, newest: map[uint8]int64{}}
 	var held aggHeap
 	// A held frame's bytes come from a.free and go back to it once
@@ -244,6 +244,8 @@ type aggregator struct {
 	rep    *Report
 	report func(rule string, f *checkFrame, detail string)
 	ringH  map[uint8]int
+	trees  map[uint8][]uint64 // multi-rack rings: each leaf's ranks, in the tree's order
+	part   []byte             // scratch: a leaf's partial
 	conns  map[checkStreamKey]*aggConn
 	pkts   map[aggKey]*aggPacket
 	free   [][]byte        // frame buffers to reuse
@@ -353,11 +355,13 @@ func (a *aggregator) frame(fr aggFrame) (kept bool) {
 		rep.AggUnchecked++
 		return false
 	}
+	order := "rank-order"
+	tree := a.trees[conn.ring]
+	if tree != nil {
+		order = "tree-order"
+	}
 	if !p.summed {
-		p.sum = append(p.sum[:0], cs[0]...)
-		for r := 1; r < H; r++ {
-			tensor.Add(dt, p.sum, cs[r])
-		}
+		a.sum(p, cs, H, tree)
 		p.summed = true
 	}
 	sum := p.sum
@@ -374,10 +378,40 @@ func (a *aggregator) frame(fr aggFrame) (kept bool) {
 		for el*dt.Size() < len(sum) && bytes.Equal(sum[el*dt.Size():(el+1)*dt.Size()], pay[el*dt.Size():(el+1)*dt.Size()]) {
 			el++
 		}
-		a.report(RuleAggSum, f, fmt.Sprintf("result is not the rank-order %s sum of the %d contributions (ring %d, message %d, packet %d): element %d is %s, want %s",
-			dt, H, conn.ring, m.id, off, el, tensor.Value(dt, pay, el), tensor.Value(dt, sum, el)))
+		a.report(RuleAggSum, f, fmt.Sprintf("result is not the %s %s sum of the %d contributions (ring %d, message %d, packet %d): element %d is %s, want %s",
+			order, dt, H, conn.ring, m.id, off, el, tensor.Value(dt, pay, el), tensor.Value(dt, sum, el)))
 	}
 	return false
+}
+
+// sum forms p.sum from the H contributions cs: in rank order, or for a
+// multi-rack ring in the tree's (each leaf's ranks in rank order, then
+// the leaves' partials in child order).
+func (a *aggregator) sum(p *aggPacket, cs [][]byte, H int, tree []uint64) {
+	if tree == nil {
+		p.sum = append(p.sum[:0], cs[0]...)
+		for r := 1; r < H; r++ {
+			tensor.Add(a.dt, p.sum, cs[r])
+		}
+		return
+	}
+	for gi, ranks := range tree {
+		a.part = a.part[:0]
+		for r := 0; r < H; r++ {
+			switch {
+			case ranks&(1<<r) == 0:
+			case len(a.part) == 0:
+				a.part = append(a.part, cs[r]...)
+			default:
+				tensor.Add(a.dt, a.part, cs[r])
+			}
+		}
+		if gi == 0 {
+			p.sum = append(p.sum[:0], a.part...)
+		} else {
+			tensor.Add(a.dt, p.sum, a.part)
+		}
+	}
 }
 
 // aggPacket is what agg-sum holds of one packet of a message: each

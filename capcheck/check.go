@@ -266,11 +266,14 @@ type Report struct {
 	Truncated string `json:"truncated,omitempty"`
 	// AggError says why agg-sum could not read the payloads a second
 	// time (the file changed or went away between the reads).
-	AggError       string         `json:"agg_error,omitempty"`
-	Connections    int            `json:"connections"`
-	AggChecked     int            `json:"agg_checked"`
-	AggUnchecked   int            `json:"agg_unchecked"`
-	AggForwarded   int            `json:"agg_forwarded"`
+	AggError     string `json:"agg_error,omitempty"`
+	Connections  int    `json:"connections"`
+	AggChecked   int    `json:"agg_checked"`
+	AggUnchecked int    `json:"agg_unchecked"`
+	AggForwarded int    `json:"agg_forwarded"`
+	// AggTreeOrder: some ring was multi-rack, its results checked against
+	// the tree-order sum (each leaf's ranks, then the leaves).
+	AggTreeOrder   bool           `json:"agg_tree_order,omitempty"`
 	RetransLatency LatencySummary `json:"retransmission_latency"`
 	NAKGenLatency  LatencySummary `json:"nak_generation_latency"`
 	NAKRespLatency LatencySummary `json:"nak_response_latency"`
@@ -695,6 +698,11 @@ type frameParser struct {
 	// delay, and whether any frame was held back or reordered.
 	maxExtra int64
 	held     bool
+	// Multi-rack NetReduce: the interfaces its switch-to-switch frames
+	// were seen on, and per ring the ranks each leaf's partials sum, by
+	// the leaf's child index (the tree's reduction order).
+	treeIface  map[int]bool
+	treeGroups map[uint8]map[uint8]uint64
 }
 
 func (p *frameParser) addr(a netip.Addr) uint32 {
@@ -826,6 +834,9 @@ func (p *frameParser) add(r *pcapio.Record) {
 		}
 		f.icrcOK = true
 	}
+	if wire.IsINATree(f.op) && f.icrcOK && !f.snapped && len(v.Payload()) >= wire.INALen+wire.INATreeLen && wire.IsINA(v.Payload()) {
+		p.noteTree(f, v.Payload())
+	}
 	if op := f.op; op.IsWrite() && op.IsFirst() && len(v.Payload()) >= wire.INALen && !f.snapped {
 		h := wire.INA(v.Payload())
 		f.hasINA, f.inaTag, f.inaRing, f.inaRank = true, h.Tag(), h.RingID(), h.Rank()
@@ -859,6 +870,46 @@ func (p *frameParser) add(r *pcapio.Record) {
 	}
 }
 
+// noteTree records a multi-rack switch-to-switch frame: its interface,
+// and for a partial the ranks its leaf sums.
+func (p *frameParser) noteTree(f *checkFrame, pay []byte) {
+	if p.treeIface == nil {
+		p.treeIface, p.treeGroups = map[int]bool{}, map[uint8]map[uint8]uint64{}
+	}
+	p.treeIface[f.iface] = true
+	if f.op != wire.OpINAPartial {
+		return
+	}
+	h := wire.INA(pay)
+	g := p.treeGroups[h.RingID()]
+	if g == nil {
+		g = map[uint8]uint64{}
+		p.treeGroups[h.RingID()] = g
+	}
+	g[h.Rank()] |= wire.INATree(pay[wire.INALen:]).Ranks()
+}
+
+// treeOrders are the rings whose partials were seen, each as its leaves'
+// rank sets in child order, when they partition the ranks 0..n-1.
+func (p *frameParser) treeOrders() map[uint8][]uint64 {
+	orders := map[uint8][]uint64{}
+	for ring, g := range p.treeGroups {
+		var order []uint64
+		var all uint64
+		ok := true
+		for child := 0; child < len(g); child++ {
+			m, seen := g[uint8(child)]
+			ok = ok && seen && m != 0 && all&m == 0
+			all |= m
+			order = append(order, m)
+		}
+		if ok && all&(all+1) == 0 { // ranks 0..n-1, each under one leaf
+			orders[ring] = order
+		}
+	}
+	return orders
+}
+
 // check applies the rules to the frames read; payloads yields the
 // records' bytes again, in capture order, for agg-sum.
 func (p *frameParser) check(opt CheckOptions, payloads func(yield func(i int, data []byte) bool) error) *Report {
@@ -871,6 +922,14 @@ func (p *frameParser) check(opt CheckOptions, payloads func(yield func(i int, da
 		c.violation(RuleICRC, f, "bad ICRC: wire %08x, computed %08x", b.wire, b.computed)
 	}
 	c.buildVantages()
+	for _, vp := range c.vantages {
+		for _, i := range vp.ifaces(c) {
+			if p.treeIface[i] && !vp.tree {
+				vp.tree = true
+				rep.Inferences = append(rep.Inferences, fmt.Sprintf("%s: carries multi-rack NetReduce's switch-to-switch frames (partials, totals, notifications): connections cross it only as re-sent results, so their stream rules are not applied there", vp.name))
+			}
+		}
+	}
 	c.discover()
 	c.pairAll()
 	c.inferVantages()
@@ -882,7 +941,9 @@ func (p *frameParser) check(opt CheckOptions, payloads func(yield func(i int, da
 	if tag == 0 {
 		tag = wire.INATag
 	}
-	aggErr := checkAggregation(payloads, fs, c.ifaceNames, c.ifaceSide, c.ifaceHostLink, opt.LinkTaps, opt.DType, tag, rep,
+	trees := p.treeOrders()
+	rep.AggTreeOrder = len(trees) > 0
+	aggErr := checkAggregation(payloads, fs, c.ifaceNames, c.ifaceSide, c.ifaceHostLink, opt.LinkTaps, opt.DType, tag, trees, rep,
 		func(rule string, f *checkFrame, detail string) { c.violation(rule, f, "%s", detail) })
 	c.finish()
 

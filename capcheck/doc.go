@@ -16,7 +16,11 @@
 //   - extra-nak: a second NAK for a gap not yet repaired.
 //   - ack-regress: an ACK behind an earlier ACK of the same connection.
 //   - agg-sum: a NetReduce result that is not the rank-order sum of the
-//     contributions seen at the switch.
+//     contributions seen at the switch; for a multi-rack ring (its
+//     switch-to-switch partials seen), the tree-order sum: each leaf's
+//     ranks in rank order, then the leaves' partials in child order.
+//     Links that carry those frames are kept out of the stream rules:
+//     a connection's packets cross them only as re-sent results.
 //
 // Where a single-interface capture was taken (at the requester, at the
 // responder, mid-path) is inferred per connection from the evidence

@@ -82,6 +82,18 @@ type checkVantage struct {
 	reqs    map[checkStreamKey]*checkReq
 	resps   map[checkStreamKey]*checkResp
 	unknown map[int]int // per interface: unreadable frames so far
+	tree    bool        // carries multi-rack switch-to-switch frames: no stream rules
+}
+
+// ifaces are the interfaces merged into vp.
+func (vp *checkVantage) ifaces(c *checker) []int {
+	var is []int
+	for i, x := range c.ifaceVP {
+		if x == vp {
+			is = append(is, i)
+		}
+	}
+	return is
 }
 
 func newChecker(opt CheckOptions, fs *frameStore, rep *Report) *checker {
@@ -275,6 +287,9 @@ func (c *checker) discover() {
 			sp.add(f.psn)
 		}
 		vp := c.ifaceVP[f.iface]
+		if vp.tree {
+			continue
+		}
 		side := c.ifaceSide[f.iface]
 		if f.class == fcRequest {
 			s := vp.reqs[f.key()]
@@ -673,6 +688,9 @@ func (c *checker) inferVantages() {
 }
 
 func (c *checker) runVantage(vp *checkVantage) {
+	if vp.tree {
+		return
+	}
 	for _, i := range vp.frames {
 		f := c.fs.at(i)
 		switch {

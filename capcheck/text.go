@@ -52,8 +52,12 @@ func (r *Report) WriteText(w io.Writer) error {
 			plural(len(r.Unpaired), "request stream"), strings.Join(r.Unpaired, ", "))
 	}
 	if r.AggChecked+r.AggUnchecked+r.AggForwarded > 0 {
-		fmt.Fprintf(&b, "  aggregation  %d results equal the rank-order sum, %d unchecked (contributions not all seen), %d stale duplicates forwarded\n",
-			r.AggChecked, r.AggUnchecked, r.AggForwarded)
+		order := "rank-order"
+		if r.AggTreeOrder {
+			order = "reduction-order (rank order in one switch, tree order across racks)"
+		}
+		fmt.Fprintf(&b, "  aggregation  %d results equal the %s sum, %d unchecked (contributions not all seen), %d stale duplicates forwarded\n",
+			r.AggChecked, order, r.AggUnchecked, r.AggForwarded)
 	}
 	lat := func(label string, l LatencySummary) {
 		if l.Count == 0 {

@@ -17,6 +17,8 @@ import (
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/faults"
+	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/frames/wire"
 	"github.com/inaemu/inaemu/internal/pcapio"
 )
 
@@ -240,4 +242,72 @@ func TestCheckMultiJobCapture(t *testing.T) {
 	assert.Equal(t, 12, rep.Connections)
 	assert.Greater(t, rep.AggChecked, 0)
 	assert.Zero(t, rep.AggUnchecked)
+}
+
+// Multi-rack NetReduce captures (ranks placed across the racks in turn,
+// f32, so the tree's reduction order differs from rank order): clean and
+// with loss on every link, and with a partial, a total and a notification
+// lost, they conform, every result checked against the tree-order sum
+// the checker learns from the partials' rank sets, the switch-to-switch
+// links kept out of the stream rules. A result whose data is changed
+// (its ICRC recomputed) is an agg-sum violation.
+func TestCheckMultiRackCaptures(t *testing.T) {
+	cfg := emu.DefaultConfig()
+	p := topo.LinkParams{Rate: 10e9, Latency: time.Microsecond}
+	up := p
+	up.Rate = 20e9
+	tp, err := topo.SpineLeaf(2, 2, 1, p, up)
+	require.NoError(t, err)
+	cfg.Topology, cfg.Workers, cfg.TensorBytes, cfg.MsgLen, cfg.Timeout = tp, 4, 64<<10, 8, 8
+	cfg.Jobs = []emu.JobSpec{{Name: "j", Ranks: []string{"h0", "h2", "h1", "h3"}}}
+	var last []byte
+	for _, c := range []struct {
+		netem  string
+		events []string
+	}{
+		{"", nil},
+		{"loss 1%", nil},
+		{"", []string{"drop link=leaf0-spine0 qp=0xFFFF00 nth=5", "drop link=spine0-leaf1 qp=0xFFFE00 nth=9", "drop link=leaf1-spine0 qp=0xFFFD00 nth=1"}},
+	} {
+		cfg.Seed, cfg.Events = 3, nil
+		for _, e := range c.events {
+			ev, err := faults.Parse(e)
+			require.NoError(t, err)
+			cfg.Events = append(cfg.Events, ev)
+		}
+		last = ckCapture(t, cfg, c.netem)
+		rep := ckReport(t, last)
+		assert.True(t, rep.Conforms, "%s %v: %v", c.netem, c.events, rep.Violations)
+		assert.Positive(t, rep.AggChecked)
+		assert.Zero(t, rep.AggUnchecked)
+		tree := 0
+		for _, inf := range rep.Inferences {
+			if strings.Contains(inf, "switch-to-switch frames") {
+				tree++
+			}
+		}
+		assert.Equal(t, 2, tree, "both leaf-spine links are seen as such: %v", rep.Inferences)
+	}
+	// Tamper with one result on its last hop: same length, fresh ICRC.
+	r, err := pcapio.NewReader("run", bytes.NewReader(last))
+	require.NoError(t, err)
+	recs, names, err := r.All()
+	require.NoError(t, err)
+	var v frames.View
+	for _, rec := range recs {
+		if names[rec.Info.InterfaceIndex] != "leaf1-h3" || v.Parse(rec.Data) != nil || v.Opcode() != wire.WriteMiddle {
+			continue
+		}
+		at := bytes.Index(last, rec.Data)
+		require.GreaterOrEqual(t, at, 0)
+		f := last[at : at+len(rec.Data)]
+		require.NoError(t, v.Parse(f))
+		v.Payload()[5] ^= 0x40
+		v.SetICRC()
+		break
+	}
+	rep := ckReport(t, last)
+	assert.Equal(t, 1, rep.RuleCounts()[capcheck.RuleAggSum], "%v", rep.Violations)
+	require.NotEmpty(t, rep.Violations)
+	assert.Contains(t, rep.Violations[0].Detail, "tree-order f32 sum")
 }
