@@ -51,6 +51,25 @@ var mutations = []mutation{
 		// Across tenants too: one job's frames forged by another's host.
 		suites: []string{"aggregation", "tenants"},
 	},
+	{
+		// A leaf knew only its local senders' connections: another rack's
+		// rank's frame forged by a host under this leaf passed as
+		// ordinary traffic to its receiver (found by the multirack suite).
+		name:   "leaf-forwards-remote-forgeries",
+		file:   "emu/netreduce/netreduce.go",
+		old:    "\t\t\ta.clt[connKey{c.Src.Unmap(), c.Dst.Unmap(), c.DestQP & wire.PSNMask}] = &conn{ring: r, rank: c.Rank, msg: -1, remote: true}\n",
+		new:    "",
+		suites: []string{"multirack"},
+	},
+	{
+		// A leaf whose partial went up but got no total did not send it
+		// again: a lost partial or total stalled the ring for good.
+		name:   "no-partial-resend",
+		file:   "emu/netreduce/netreduce.go",
+		old:    "\t\trs.PartialResends++\n\t\ta.sendPartial(r, g, m, off, KindPartialResend, emit)\n\t\treturn Resent",
+		new:    "\t\treturn Dropped",
+		suites: []string{"multirack"},
+	},
 }
 
 // TestSuitesCatchReintroducedBugs proves the aggregation suite's power:

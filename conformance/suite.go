@@ -55,6 +55,7 @@ var Suites = []struct {
 	{"gbn", GBNSuite, 1},
 	{"icrc", ICRCSuite, 4},
 	{"tenants", TenantSuite, 1},
+	{"multirack", MultiRackSuite, 1},
 }
 
 // eachCase runs the cases of property name that o's shard owns: case i

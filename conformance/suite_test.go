@@ -213,3 +213,58 @@ func TestTransportErrorExcusedOnlyByTheFaultLog(t *testing.T) {
 	c.Netem, c.Events = "", []string{"drop port=0 dir=in class=data nth=1"}
 	require.Empty(t, runAggCase(c, netreduce.Safe).fail)
 }
+
+func TestMultiRackSuiteHolds(t *testing.T) {
+	rs := MultiRackSuite(SuiteOptions{Count: 60, Seed: 5, OutDir: t.TempDir()})
+	require.Len(t, rs, 1)
+	require.True(t, rs[0].Passed, "%s\nreplay: %s", rs[0].Failure, rs[0].Replay)
+	require.Equal(t, 60, rs[0].Cases)
+}
+
+// The generated multi-rack cases reach what the suite claims: every
+// fault kind, on host links, uplinks and downlinks, aimed at each kind of
+// switch-to-switch frame; long and short messages; ranks in an order
+// that is not the tree's; one rank per leaf and several.
+func TestMultiRackCasesCoverage(t *testing.T) {
+	seen := map[string]int{}
+	for i := range 300 {
+		seed := caseSeed(9, "netreduce/multi-rack", i)
+		c := sample(multiRackCaseGen(seed), seed).(multiRackCase)
+		require.True(t, spansLeaves(c.Job.Hosts, c.PerLeaf), "case %d spans one leaf", i)
+		if c.Job.MsgLen >= 128 {
+			seen["long messages"]++
+		}
+		if c.PerLeaf == 1 {
+			seen["one rank per leaf"]++
+		}
+		for k := 1; k < len(c.Job.Hosts); k++ {
+			if c.Job.Hosts[k]/c.PerLeaf < c.Job.Hosts[k-1]/c.PerLeaf {
+				seen["ranks out of tree order"]++
+				break
+			}
+		}
+		for _, ev := range c.Events {
+			f := strings.Fields(ev)
+			act, _, _ := strings.Cut(f[0], "=")
+			seen["kind "+act]++
+			switch {
+			case strings.Contains(ev, "-spine0"):
+				seen["uplink"]++
+			case strings.Contains(ev, "spine0-"):
+				seen["downlink"]++
+			default:
+				seen["host link"]++
+			}
+			for _, q := range []string{"0xffff00", "0xfffe00", "0xfffd00"} {
+				if strings.Contains(ev, "qp="+q) {
+					seen["qp "+q]++
+				}
+			}
+		}
+	}
+	for _, k := range []string{"long messages", "one rank per leaf", "ranks out of tree order", "kind drop", "kind dup", "kind corrupt",
+		"kind delay", "kind hold", "kind spoof", "uplink", "downlink", "host link", "qp 0xffff00", "qp 0xfffe00", "qp 0xfffd00"} {
+		assert.Positive(t, seen[k], k)
+	}
+	t.Logf("%v", seen)
+}

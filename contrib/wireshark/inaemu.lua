@@ -1,13 +1,15 @@
 -- inaemu.lua: shows NetReduce's INA header (InetTag "INA1", RingID, MsgID,
 -- MsgLen, Rank) at the start of the payload of RDMA WRITE FIRST and
 -- WRITE ONLY packets, as inaemu and the NetReduce paper (ASPLOS '23,
--- Fig. 4) put it there.
+-- Fig. 4) put it there; and multi-rack NetReduce's switch-to-switch frames
+-- (partial sums, totals and notifications, described further down).
 --
 -- Load it for one run:   wireshark -X lua_script:contrib/wireshark/inaemu.lua run.pcapng
 --                        tshark -X lua_script:contrib/wireshark/inaemu.lua -r run.pcapng -V
 -- or copy it into your personal plugins folder (Help > About > Folders).
 --
--- Filter fields: ina.tag, ina.ring, ina.msg, ina.msglen, ina.rank, ina.data_len.
+-- Filter fields: ina.tag, ina.ring, ina.msg, ina.msglen, ina.rank, ina.data_len;
+-- ina.tree.* for the switch-to-switch frames (listed further down).
 
 local INA_TAG = 0x494E4131 -- "INA1"
 
@@ -52,3 +54,186 @@ local function heuristic(tvb, pinfo, tree)
 end
 
 ina:register_heuristic("infiniband.payload", heuristic)
+
+-- Multi-rack NetReduce's switch-to-switch frames (frames/wire/headers.go):
+-- RoCEv2 packets with BTH opcode 0xE0 (partial sum, leaf to spine), 0xE1
+-- (total, spine to leaf) or 0xE2 (notification: the headers of a
+-- connection's first or last packet, leaf to leaf), whose payload is
+--
+--   INA (8) | INATree (16) | data | pad | ICRC (4, little-endian)
+--
+-- INATree: Msg (u32), Offset (u16, PSN minus the message's first PSN),
+-- Flags (u8: 0x01 last packet of the message, 0x02 a notification of a
+-- last packet, else of a first), a zero byte, then Ranks (u64, bit r set
+-- when rank r is in the sum) for a partial or total, or for a
+-- notification the header block length (u16), the original frame length
+-- (u16) and 4 zero bytes. A notification's data is that header block.
+--
+-- How they are hooked: the opcodes are in the manufacturer-specific range,
+-- which Wireshark's InfiniBand dissector (checked with tshark 4.0) shows as
+-- "Vendor Specific or Unknown Header Sequence" without calling the
+-- "infiniband.payload" heuristic dissectors or the "infiniband" Decode As
+-- table. So the ina protocol is also a post-dissector: after a frame is
+-- dissected it looks at the last BTH opcode, and for 0xE0-0xE2 with the
+-- INA1 tag it reads the payload from 12 bytes past the opcode to the end
+-- of the UDP datagram. This leaves the InfiniBand dissector and its UDP
+-- port 4791 registration alone.
+--
+-- Filter fields: ina.tree.kind ("partial", "total", "notification"),
+-- ina.tree.msg, ina.tree.offset, ina.tree.flags, ina.tree.flags.last,
+-- ina.tree.flags.notify_last, ina.tree.ranks (the bitmap),
+-- ina.tree.rank (one per rank in the sum), ina.tree.block_len,
+-- ina.tree.frame_len, ina.tree.data_len, ina.tree.block, ina.tree.icrc;
+-- the INA header's own fields are ina.tag, ina.ring, ina.msg, ina.msglen
+-- and ina.rank, as above (for a partial, Rank is the leaf's child index).
+
+local TREE_KINDS = {
+	[0xE0] = { "partial", "Partial sum (leaf to spine)" },
+	[0xE1] = { "total", "Total (spine to leaf)" },
+	[0xE2] = { "notification", "Notification (leaf to leaf)" },
+}
+local INA_LEN, TREE_LEN, BTH_LEN, ICRC_LEN = 8, 16, 12, 4
+
+local ft_kind = ProtoField.string("ina.tree.kind", "Kind")
+local ft_msg = ProtoField.uint32("ina.tree.msg", "Msg (message number)", base.DEC)
+local ft_offset = ProtoField.uint16("ina.tree.offset", "Offset (PSN - message's first PSN)", base.DEC)
+local ft_flags = ProtoField.uint8("ina.tree.flags", "Flags", base.HEX)
+local ft_flast = ProtoField.bool("ina.tree.flags.last", "Last packet of the message", 8, nil, 0x01)
+local ft_fnlast = ProtoField.bool("ina.tree.flags.notify_last", "Notification of", 8,
+	{ "a last packet", "a first packet" }, 0x02)
+local ft_zero = ProtoField.bytes("ina.tree.reserved", "Reserved")
+local ft_ranks = ProtoField.uint64("ina.tree.ranks", "Ranks", base.HEX)
+local ft_rank = ProtoField.uint8("ina.tree.rank", "Rank in the sum", base.DEC)
+local ft_blocklen = ProtoField.uint16("ina.tree.block_len", "Header block length", base.DEC)
+local ft_framelen = ProtoField.uint16("ina.tree.frame_len", "Original frame length", base.DEC)
+local ft_datalen = ProtoField.uint32("ina.tree.data_len", "Data bytes in this packet", base.DEC)
+local ft_block = ProtoField.bytes("ina.tree.block", "Header block (original Ethernet..transport headers)")
+local ft_icrc = ProtoField.uint32("ina.tree.icrc", "ICRC", base.HEX)
+for _, f in ipairs({ ft_kind, ft_msg, ft_offset, ft_flags, ft_flast, ft_fnlast, ft_zero, ft_ranks, ft_rank,
+	ft_blocklen, ft_framelen, ft_datalen, ft_block, ft_icrc }) do
+	table.insert(ina.fields, f)
+end
+local ex_short = ProtoExpert.new("ina.tree.short", "INA switch-to-switch frame too short",
+	expert.group.MALFORMED, expert.severity.ERROR)
+local ex_block = ProtoExpert.new("ina.tree.block_mismatch", "Header block length differs from the data length",
+	expert.group.MALFORMED, expert.severity.WARN)
+ina.experts = { ex_short, ex_block }
+
+local f_padcnt = Field.new("infiniband.bth.padcnt")
+local f_udplen = Field.new("udp.length")
+
+local function last(...)
+	local n = select("#", ...)
+	if n == 0 then
+		return nil
+	end
+	return (select(n, ...))
+end
+
+-- hex64 prints a u64 read as two u32 halves without leading zeros.
+local function hex64(hi, lo)
+	if hi == 0 then
+		return string.format("0x%x", lo)
+	end
+	return string.format("0x%x%08x", hi, lo)
+end
+
+local function bit(v, r)
+	return math.floor(v / 2 ^ r) % 2 == 1
+end
+
+function ina.dissector(tvb, pinfo, tree)
+	local op = last(f_opcode())
+	if op == nil then
+		return
+	end
+	local kind = TREE_KINDS[op.value]
+	if kind == nil then
+		return
+	end
+	local p = op.offset + BTH_LEN -- the payload, in the frame's tvb
+	local stop = tvb:len()
+	local ul = last(f_udplen())
+	if ul ~= nil and ul.offset < op.offset then
+		stop = math.min(stop, ul.offset - 4 + ul.value) -- UDP header starts 4 bytes before Length
+	end
+	if stop - p < INA_LEN or tvb(p, 4):uint() ~= INA_TAG then
+		return
+	end
+	local t = tree:add(ina, tvb(p, stop - p), "NetReduce INA switch-to-switch frame: " .. kind[2])
+	t:add(ft_kind, tvb(op.offset, 1), kind[1])
+	local h = t:add(tvb(p, INA_LEN), "INA header")
+	h:add(f_tag, tvb(p, 4))
+	h:add(f_ring, tvb(p + 4, 1))
+	h:add(f_msg, tvb(p + 5, 1))
+	h:add(f_msglen, tvb(p + 6, 1))
+	h:add(f_rank, tvb(p + 7, 1)):append_text(op.value == 0xE0 and " (the leaf's child index)" or "")
+	local ring = tvb(p + 4, 1):uint()
+	local q = p + INA_LEN
+	if stop - q < TREE_LEN + ICRC_LEN then
+		t:add_proto_expert_info(ex_short)
+		pinfo.cols.info:append(string.format(" [INA %s ring=%d, truncated]", kind[1], ring))
+		return
+	end
+	local msg, off, flags = tvb(q, 4):uint(), tvb(q + 4, 2):uint(), tvb(q + 6, 1):uint()
+	local x = t:add(tvb(q, TREE_LEN), "INATree header")
+	x:add(ft_msg, tvb(q, 4))
+	x:add(ft_offset, tvb(q + 4, 2))
+	local fl = x:add(ft_flags, tvb(q + 6, 1))
+	fl:add(ft_flast, tvb(q + 6, 1))
+	if op.value == 0xE2 then
+		fl:add(ft_fnlast, tvb(q + 6, 1))
+	end
+	x:add(ft_zero, tvb(q + 7, 1))
+
+	local pad = 0
+	local pc = last(f_padcnt())
+	if pc ~= nil then
+		pad = pc.value
+	end
+	local d = q + TREE_LEN
+	local dlen = math.max(0, stop - ICRC_LEN - pad - d)
+	local info
+	if op.value == 0xE2 then
+		local blen, flen = tvb(q + 8, 2):uint(), tvb(q + 10, 2):uint()
+		x:add(ft_blocklen, tvb(q + 8, 2))
+		x:add(ft_framelen, tvb(q + 10, 2))
+		x:add(ft_zero, tvb(q + 12, 4))
+		local which = bit(flags, 1) and "last" or "first"
+		t:add(ft_datalen, tvb(d, 0), dlen)
+		if dlen > 0 then
+			t:add(ft_block, tvb(d, dlen))
+		end
+		if blen ~= dlen then
+			t:add_proto_expert_info(ex_block)
+		end
+		t:append_text(string.format(", of a %s packet, Ring %d, Msg %d, Offset %d, block %d of %d bytes",
+			which, ring, msg, off, blen, flen))
+		info = string.format("[INA notification %s ring=%d msg=%d off=%d block=%d frame=%d]",
+			which, ring, msg, off, blen, flen)
+	else
+		local hi, lo = tvb(q + 8, 4):uint(), tvb(q + 12, 4):uint()
+		local ranks = {}
+		for r = 0, 63 do
+			if (r < 32 and bit(lo, r)) or (r >= 32 and bit(hi, r - 32)) then
+				table.insert(ranks, r)
+			end
+		end
+		local list = table.concat(ranks, ", ")
+		local ri = x:add(ft_ranks, tvb(q + 8, 8))
+		ri:append_text(" (ranks " .. list .. ")")
+		for _, r in ipairs(ranks) do
+			ri:add(ft_rank, tvb(q + 8, 8), r)
+		end
+		t:add(ft_datalen, tvb(d, dlen), dlen)
+		local last_s = bit(flags, 0) and " last" or ""
+		t:append_text(string.format(", Ring %d, Msg %d, Offset %d, Ranks %s (%s)%s",
+			ring, msg, off, hex64(hi, lo), list, last_s))
+		info = string.format("[INA %s ring=%d msg=%d off=%d ranks=%s%s]",
+			kind[1], ring, msg, off, hex64(hi, lo), last_s)
+	end
+	t:add_le(ft_icrc, tvb(stop - ICRC_LEN, ICRC_LEN))
+	pinfo.cols.info:append(" " .. info)
+end
+
+register_postdissector(ina)

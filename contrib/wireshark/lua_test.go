@@ -9,10 +9,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/internal/testtool"
 )
 
@@ -68,4 +70,123 @@ func TestLuaDissectorShowsINAHeader(t *testing.T) {
 	}
 	require.Equal(t, workers*3, seen["in"], "every worker's three first packets into the switch")
 	require.Equal(t, workers*3, seen["out"], "and their results")
+}
+
+// TestLuaDissectorShowsSwitchToSwitchFrames runs multi-rack NetReduce (two
+// leaves of two hosts under one spine) and checks what the script shows of
+// the leaf-spine frames, from the wire format alone: leaf i's partials sum
+// its local ranks 2i and 2i+1, totals sum all four, every partial has a
+// total at the same position (no loss), and notifications carry a header
+// block shorter than the frame it came from.
+func TestLuaDissectorShowsSwitchToSwitchFrames(t *testing.T) {
+	testtool.Need(t, "tshark", testtool.HaveTshark)
+	const leaves, perLeaf = 2, 2
+	fn := filepath.Join(t.TempDir(), "multirack.pcapng")
+	f, err := os.Create(fn)
+	require.NoError(t, err)
+	p := topo.LinkParams{Rate: 10e9, Latency: time.Microsecond}
+	tp, err := topo.SpineLeaf(leaves, perLeaf, 1, p, p)
+	require.NoError(t, err)
+	cfg := emu.DefaultConfig()
+	cfg.Topology, cfg.Workers, cfg.TensorBytes, cfg.Seed, cfg.Capture = tp, leaves*perLeaf, 64<<10, 1, f
+	res, err := emu.Run(cfg)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	require.True(t, res.Exact)
+
+	fields := []string{"frame.interface_name", "infiniband.bth.opcode", "ina.tree.kind", "ina.tag", "ina.ring",
+		"ina.msglen", "ina.tree.msg", "ina.tree.offset", "ina.tree.flags", "ina.tree.ranks", "ina.tree.rank",
+		"ina.tree.block_len", "ina.tree.frame_len", "ina.tree.data_len", "_ws.col.Info"}
+	args := []string{"-X", "lua_script:inaemu.lua", "-r", fn, "-T", "fields", "-E", "separator=|"}
+	for _, e := range fields {
+		args = append(args, "-e", e)
+	}
+	out, errOut, err := testtool.Run(t, "tshark", args...)
+	require.NoError(t, err, errOut)
+	require.NotContains(t, errOut, "Lua: Error")
+
+	kinds := map[string]string{"224": "partial", "225": "total", "226": "notification"}
+	num := func(s, l string) uint64 {
+		t.Helper()
+		v, err := strconv.ParseUint(s, 0, 64)
+		require.NoError(t, err, l)
+		return v
+	}
+	type pos struct{ msg, off uint64 }
+	partials := map[int]map[pos]bool{} // by leaf: the positions sent up
+	totals := map[int]map[pos]bool{}   // by leaf: the positions sent down
+	count := map[string]int{}          // by interface and kind
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		c := strings.Split(l, "|")
+		require.Len(t, c, len(fields), l)
+		iface, op, kind := c[0], c[1], c[2]
+		if kinds[op] == "" {
+			require.Empty(t, kind, "only opcodes 0xE0-0xE2 are switch-to-switch frames: %q", l)
+			continue
+		}
+		require.Equal(t, kinds[op], kind, l)
+		require.Equal(t, "0x494e4131", c[3], l)
+		require.Equal(t, "0", c[4], l)
+		msgLen, msg, off, flags := num(c[5], l), num(c[6], l), num(c[7], l), num(c[8], l)
+		require.Less(t, off, msgLen, l)
+		var leaf int
+		up := strings.HasPrefix(iface, "leaf")
+		if up {
+			_, err = fmt.Sscanf(iface, "leaf%d-spine0", &leaf)
+		} else {
+			_, err = fmt.Sscanf(iface, "spine0-leaf%d", &leaf)
+		}
+		require.NoError(t, err, l)
+		count[iface+" "+kind]++
+		at := pos{msg, off}
+		switch kind {
+		case "partial", "total":
+			require.True(t, up == (kind == "partial"), "partials go up, totals down: %q", l)
+			want, list := uint64(0xf), "0,1,2,3"
+			m := totals
+			if kind == "partial" {
+				want, list = 3<<(perLeaf*leaf), fmt.Sprintf("%d,%d", perLeaf*leaf, perLeaf*leaf+1)
+				m = partials
+			}
+			require.Equal(t, want, num(c[9], l), l)
+			require.Equal(t, list, c[10], l)
+			require.Equal(t, flags&1 == 1, off == msgLen-1, "the last flag marks the message's last packet: %q", l)
+			require.Positive(t, num(c[13], l), l)
+			last := ""
+			if flags&1 == 1 {
+				last = " last"
+			}
+			require.Contains(t, c[14], fmt.Sprintf("[INA %s ring=0 msg=%d off=%d ranks=%#x%s]", kind, msg, off, want, last), l)
+			if m[leaf] == nil {
+				m[leaf] = map[pos]bool{}
+			}
+			require.False(t, m[leaf][at], "one %s per position and leaf: %q", kind, l)
+			m[leaf][at] = true
+		case "notification":
+			block, frame := num(c[11], l), num(c[12], l)
+			require.Less(t, block, frame, l)
+			require.Equal(t, block, num(c[13], l), "the data is the header block: %q", l)
+			require.GreaterOrEqual(t, block, uint64(14+20+8+12), "Ethernet, IPv4, UDP and BTH at least: %q", l)
+			which := "first"
+			if flags&2 != 0 {
+				which = "last"
+				require.Equal(t, msgLen-1, off, l)
+				count[iface+" last"]++
+			} else {
+				require.Zero(t, off, l)
+			}
+			require.Contains(t, c[14], fmt.Sprintf("[INA notification %s ring=0 msg=%d off=%d block=%d frame=%d]",
+				which, msg, off, block, frame), l)
+		}
+	}
+	for leaf := 0; leaf < leaves; leaf++ {
+		upIf, downIf := fmt.Sprintf("leaf%d-spine0", leaf), fmt.Sprintf("spine0-leaf%d", leaf)
+		require.Positive(t, count[upIf+" partial"], upIf)
+		require.Equal(t, count[upIf+" partial"], count[downIf+" total"], "no loss: a total for every partial on %s", upIf)
+		require.Equal(t, partials[leaf], totals[leaf], "the totals down to leaf%d are at the partials' positions", leaf)
+		require.Equal(t, count[upIf+" partial"], count["leaf0-spine0 partial"], "every leaf sends each position")
+		require.Positive(t, count[upIf+" notification"], upIf)
+		require.Equal(t, count[upIf+" notification"], 2*count[upIf+" last"], "a first and a last per message on %s", upIf)
+		require.Zero(t, count[upIf+" total"]+count[downIf+" partial"], "partials only go up, totals only down")
+	}
 }

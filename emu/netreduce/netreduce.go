@@ -239,6 +239,7 @@ type conn struct {
 	name     string
 	dstLocal bool
 	peer     Node
+	remote   bool // its sender is under another leaf: never enters here from a host
 }
 
 // locate is the message and offset of the packet with psn, from the
@@ -366,7 +367,10 @@ func (a *Accelerator) AddRing(cfg RingConfig) error {
 	}
 	for _, c := range cfg.Conns {
 		if c.Remote {
-			continue // its frames enter another leaf
+			// Its frames enter another leaf: one from a host port here
+			// is forged.
+			a.clt[connKey{c.Src.Unmap(), c.Dst.Unmap(), c.DestQP & wire.PSNMask}] = &conn{ring: r, rank: c.Rank, msg: -1, remote: true}
+			continue
 		}
 		e := &conn{ring: r, rank: c.Rank, msg: -1, port: max(c.Port, AnyPort), anchored: c.HasStart, aPSN: c.StartPSN & wire.PSNMask,
 			name: c.Name, dstLocal: c.LocalDst, peer: c.Peer}
@@ -376,9 +380,7 @@ func (a *Accelerator) AddRing(cfg RingConfig) error {
 	if cfg.Tree != nil {
 		if err := a.newTreeRing(r); err != nil {
 			for _, c := range cfg.Conns {
-				if !c.Remote {
-					delete(a.clt, connKey{c.Src.Unmap(), c.Dst.Unmap(), c.DestQP & wire.PSNMask})
-				}
+				delete(a.clt, connKey{c.Src.Unmap(), c.Dst.Unmap(), c.DestQP & wire.PSNMask})
 			}
 			return err
 		}
@@ -501,6 +503,10 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 	key := connKey{v.SrcAddr().Unmap(), v.DstAddr().Unmap(), v.DestQP()}
 	psn := v.PSN()
 	c := a.clt[key]
+	if c != nil && c.remote {
+		c.ring.stats.PortDrops++ // another leaf's member's frame, from a host of this one
+		return Dropped
+	}
 	var h wire.INA
 	// A frame counts for its ring (rs) once the ring is known, else for
 	// no ring.
