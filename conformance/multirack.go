@@ -147,7 +147,7 @@ func runMultiRackCase(c multiRackCase) aggOutcome {
 // aimed at data, ACKs, NAKs or the switch-to-switch frames), that the job
 // ends with the tree-order sum, bit for bit.
 func MultiRackSuite(o SuiteOptions) []PropertyResult {
-	name := "netreduce/multi-rack"
+	name := "multirack/exact"
 	res := PropertyResult{Name: name, Passed: true}
 	o.record(&res)
 	eachCase(o, name, &res, func(i int, seed uint64) bool {

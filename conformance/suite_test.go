@@ -228,7 +228,7 @@ func TestMultiRackSuiteHolds(t *testing.T) {
 func TestMultiRackCasesCoverage(t *testing.T) {
 	seen := map[string]int{}
 	for i := range 300 {
-		seed := caseSeed(9, "netreduce/multi-rack", i)
+		seed := caseSeed(9, "multirack/exact", i)
 		c := sample(multiRackCaseGen(seed), seed).(multiRackCase)
 		require.True(t, spansLeaves(c.Job.Hosts, c.PerLeaf), "case %d spans one leaf", i)
 		if c.Job.MsgLen >= 128 {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/inaemu/inaemu/frames/wire"
 )
 
 // Summary is the decoded description of one captured frame, as
@@ -34,6 +36,7 @@ type Summary struct {
 	Imm        *uint32      `json:"imm"`
 	IETH       *uint32      `json:"ieth"`
 	INA        *INASummary  `json:"ina"`
+	INATree    *TreeSummary `json:"ina_tree,omitempty"`
 	PayloadLen *int         `json:"payload_len"`
 	ICRC       *string      `json:"icrc"`
 	ICRCOK     *bool        `json:"icrc_ok"`
@@ -51,6 +54,15 @@ type AETHSummary struct {
 	Syndrome uint8  `json:"syndrome"`
 	MSN      uint32 `json:"msn"`
 	Kind     string `json:"kind"`
+}
+
+// TreeSummary is a multi-rack switch-to-switch frame's INATree header.
+type TreeSummary struct {
+	Msg    uint32 `json:"msg"`
+	Offset uint16 `json:"offset"`
+	Flags  uint8  `json:"flags"`
+	Ranks  uint64 `json:"ranks,omitempty"`     // partial, total: the ranks in the sum
+	Block  int    `json:"block_len,omitempty"` // notification: its header block's length
 }
 
 type INASummary struct {
@@ -113,6 +125,15 @@ func Describe(index int, frame []byte) Summary {
 	}
 	if h := v.INA(); h != nil {
 		s.INA = &INASummary{Tag: h.Tag(), Ring: h.RingID(), Msg: h.MsgID(), MsgLen: h.MsgLen(), Rank: h.Rank()}
+	} else if p := v.Payload(); wire.IsINATree(v.Opcode()) && wire.IsINA(p) && len(p) >= wire.INALen+wire.INATreeLen {
+		h, t := wire.INA(p), wire.INATree(p[wire.INALen:])
+		s.INA = &INASummary{Tag: h.Tag(), Ring: h.RingID(), Msg: h.MsgID(), MsgLen: h.MsgLen(), Rank: h.Rank()}
+		s.INATree = &TreeSummary{Msg: t.Msg(), Offset: t.Offset(), Flags: t.Flags()}
+		if v.Opcode() == wire.OpINANotify {
+			s.INATree.Block = t.BlockLen()
+		} else {
+			s.INATree.Ranks = t.Ranks()
+		}
 	}
 	s.PayloadLen = ptr(len(v.Payload()))
 	s.ICRC = ptr(hex.EncodeToString(v.ICRCBytes()))
@@ -165,6 +186,14 @@ func (s *Summary) Line() string {
 	}
 	if s.INA != nil {
 		fmt.Fprintf(&b, " ina(ring=%d msg=%d msglen=%d rank=%d)", s.INA.Ring, s.INA.Msg, s.INA.MsgLen, s.INA.Rank)
+	}
+	if t := s.INATree; t != nil {
+		fmt.Fprintf(&b, " tree(msg=%d off=%d flags=%#x", t.Msg, t.Offset, t.Flags)
+		if t.Block > 0 {
+			fmt.Fprintf(&b, " block=%d)", t.Block)
+		} else {
+			fmt.Fprintf(&b, " ranks=%#x)", t.Ranks)
+		}
 	}
 	fmt.Fprintf(&b, " len=%d pad=%d icrc=%s", *s.PayloadLen, *s.PadCnt, *s.ICRC)
 	if *s.ICRCOK {
