@@ -193,11 +193,7 @@ func shrinkMultiRack(c multiRackCase, out aggOutcome) (multiRackCase, aggOutcome
 			d.Events = fewer
 			return try(d)
 		})
-		for _, shrink := range []func(j *tenantJob) bool{
-			func(j *tenantJob) bool { j.Elems /= 2; return j.Elems >= 1 },
-			func(j *tenantJob) bool { j.MsgLen /= 2; return j.MsgLen >= 1 },
-			func(j *tenantJob) bool { j.Window--; return j.Window >= 1 },
-		} {
+		for _, shrink := range jobShrinks {
 			d := c
 			if shrink(&d.Job) && try(d) {
 				changed = true

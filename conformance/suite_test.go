@@ -39,11 +39,16 @@ func TestICRCSuiteHolds(t *testing.T) {
 	}
 }
 
-func TestTenantSuiteHolds(t *testing.T) {
-	rs := TenantSuite(SuiteOptions{Count: 100, Seed: 4, OutDir: t.TempDir()})
+func TestTenantSuiteHolds(t *testing.T) { suiteHolds(t, TenantSuite, 100, 4) }
+
+func TestMultiRackSuiteHolds(t *testing.T) { suiteHolds(t, MultiRackSuite, 60, 5) }
+
+// suiteHolds runs count cases of a one-property suite at seed: all hold.
+func suiteHolds(t *testing.T, suite func(SuiteOptions) []PropertyResult, count int, seed uint64) {
+	rs := suite(SuiteOptions{Count: count, Seed: seed, OutDir: t.TempDir()})
 	require.Len(t, rs, 1)
 	require.True(t, rs[0].Passed, "%s\nreplay: %s", rs[0].Failure, rs[0].Replay)
-	require.Equal(t, 100, rs[0].Cases)
+	require.Equal(t, count, rs[0].Cases)
 }
 
 // The generated tenant cases reach what the suite claims: both jobs
@@ -212,13 +217,6 @@ func TestTransportErrorExcusedOnlyByTheFaultLog(t *testing.T) {
 	// The same schedule without random faults is bounded: never excused.
 	c.Netem, c.Events = "", []string{"drop port=0 dir=in class=data nth=1"}
 	require.Empty(t, runAggCase(c, netreduce.Safe).fail)
-}
-
-func TestMultiRackSuiteHolds(t *testing.T) {
-	rs := MultiRackSuite(SuiteOptions{Count: 60, Seed: 5, OutDir: t.TempDir()})
-	require.Len(t, rs, 1)
-	require.True(t, rs[0].Passed, "%s\nreplay: %s", rs[0].Failure, rs[0].Replay)
-	require.Equal(t, 60, rs[0].Cases)
 }
 
 // The generated multi-rack cases reach what the suite claims: every

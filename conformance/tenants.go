@@ -204,6 +204,15 @@ func TenantSuite(o SuiteOptions) []PropertyResult {
 	return []PropertyResult{res}
 }
 
+// jobShrinks are the steps that make a job smaller: half the elements,
+// half the message length, a smaller window; each reports whether the
+// job is still valid.
+var jobShrinks = []func(j *tenantJob) bool{
+	func(j *tenantJob) bool { j.Elems /= 2; return j.Elems >= 1 },
+	func(j *tenantJob) bool { j.MsgLen /= 2; return j.MsgLen >= 1 },
+	func(j *tenantJob) bool { j.Window--; return j.Window >= 1 },
+}
+
 // shrinkTenant makes a failing case smaller while it fails the same way:
 // fewer faults, fewer elements, shorter messages, smaller windows.
 func shrinkTenant(c tenantCase, out aggOutcome) (tenantCase, aggOutcome) {
@@ -227,11 +236,7 @@ func shrinkTenant(c tenantCase, out aggOutcome) (tenantCase, aggOutcome) {
 			return try(d)
 		}) || changed
 		for _, job := range []func(*tenantCase) *tenantJob{func(c *tenantCase) *tenantJob { return &c.A }, func(c *tenantCase) *tenantJob { return &c.B }} {
-			for _, shrink := range []func(j *tenantJob) bool{
-				func(j *tenantJob) bool { j.Elems /= 2; return j.Elems >= 1 },
-				func(j *tenantJob) bool { j.MsgLen /= 2; return j.MsgLen >= 1 },
-				func(j *tenantJob) bool { j.Window--; return j.Window >= 1 },
-			} {
+			for _, shrink := range jobShrinks {
 				d := c
 				j := job(&d)
 				if shrink(j) && try(d) {

@@ -735,8 +735,14 @@ func (a *Accelerator) fixICRC(f []byte) {
 // the Safe release point: every message below min(rankMsg) - N + 1.
 func (r *ring) advance(rank int, m int64) {
 	r.rankMsg[rank] = m
-	low := r.rankMsg[0]
-	for _, x := range r.rankMsg[1:] {
+	r.releaseBelow(r.rankMsg)
+}
+
+// releaseBelow raises the Safe release point given each member's newest
+// message (-1: none yet): every message below their minimum - N + 1.
+func (r *ring) releaseBelow(newest []int64) {
+	low := newest[0]
+	for _, x := range newest[1:] {
 		low = min(low, x)
 	}
 	if low >= 0 {

@@ -340,13 +340,7 @@ func (a *Accelerator) processTree(v *frames.View, port int, emit Emit) Verdict {
 	}
 	if m > t.childMsg[child] {
 		t.childMsg[child] = m
-		low := t.childMsg[0]
-		for _, x := range t.childMsg[1:] {
-			low = min(low, x)
-		}
-		if low >= 0 {
-			r.released = max(r.released, low-int64(r.cfg.Window)+1)
-		}
+		r.releaseBelow(t.childMsg)
 	}
 	if g.msg != m {
 		if m < r.released || g.msg > m || (g.msg >= 0 && g.msg >= r.released) {
