@@ -221,3 +221,21 @@ func TestMultiRackTenants(t *testing.T) {
 		assert.Greater(t, j.Ring.Counters.Translated, uint64(0), j.Name)
 	}
 }
+
+// The multi-rack data path (leaves, spine, notifications, translation)
+// allocates nothing per frame once warm.
+func TestMultiRackEventLoopAllocatesNothing(t *testing.T) {
+	cfg := multiRack(t, 2, 4, 40e9)
+	cfg.TensorBytes = 4 << 20
+	u := startJob(t, cfg)
+	for range 20000 {
+		require.True(t, u.fab.Clock.Step())
+	}
+	allocs := testing.AllocsPerRun(5, func() {
+		for range 2000 {
+			u.fab.Clock.Step()
+		}
+	})
+	require.NoError(t, u.err())
+	require.Zero(t, allocs, "the warm event loop allocated")
+}

@@ -407,7 +407,7 @@ func (a *Accelerator) vcTo(r *ring, op wire.Opcode, dst Node) *vconn {
 	t := r.tree
 	vc := t.vcs[dst.MAC]
 	if vc == nil {
-		b, err := frames.NewBuilder(frames.Path{Transport: frames.V2IPv4, SrcMAC: net.HardwareAddr(t.Self.MAC[:]), DstMAC: net.HardwareAddr(dst.MAC[:]),
+		b, err := frames.NewBuilder(frames.Path{Transport: frames.V2IPv4, SrcMAC: hwAddr(t.Self.MAC), DstMAC: hwAddr(dst.MAC),
 			SrcIP: t.Self.IP, DstIP: dst.IP, SrcPort: frames.UDPSourcePort(vcQP(op, r.cfg.ID)), DestQP: vcQP(op, r.cfg.ID)})
 		if err != nil {
 			panic(err) // Tree.validate checked the addresses
@@ -416,6 +416,12 @@ func (a *Accelerator) vcTo(r *ring, op wire.Opcode, dst Node) *vconn {
 		t.vcs[dst.MAC] = vc
 	}
 	return vc
+}
+
+// hwAddr is a copy of mac as a slice (slicing the array itself would
+// move a caller's Node to the heap on every call).
+func hwAddr(mac [6]byte) net.HardwareAddr {
+	return net.HardwareAddr{mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]}
 }
 
 func (a *Accelerator) sendVC(r *ring, vc *vconn, op wire.Opcode, msgID, msgLen uint8, rank int, pay []byte, kind Kind, emit Emit) {
