@@ -271,6 +271,18 @@ func printSummary(w io.Writer, r *emu.Result, pcap string, runErr error) {
 		}
 		fmt.Fprintf(w, "  switch    %d aggregations, %d result re-sends, %d CLT misses, %d first-lost drops, %d stale forwards, %d port drops%s\n",
 			s.Aggregations, s.ResultResends, s.CLTMisses, s.FirstLostDrops, s.StaleForwards, s.PortDrops, release)
+		for _, j := range r.Jobs {
+			if j.Ring == nil || len(j.Ring.Tree) == 0 {
+				continue
+			}
+			var at []string
+			for _, t := range j.Ring.Tree[1:] {
+				at = append(at, fmt.Sprintf("%s %v", t.Switch, t.Ranks))
+			}
+			c := j.Ring.Counters
+			fmt.Fprintf(w, "  racks     job %s: %s under %s: %d partials up (%d again), %d totals down (%d again), %d results translated, %d notifications, %d untranslatable (CTTs in --json)\n",
+				j.Name, strings.Join(at, ", "), j.Ring.Switch, c.PartialsSent, c.PartialResends, c.TotalsSent, c.TotalResends, c.Translated, c.NotifySent, c.Untranslatable)
+		}
 	}
 	if pcap != "" {
 		fmt.Fprintf(w, "  capture   %s (one interface per link direction; open it in Wireshark)\n", pcap)

@@ -135,6 +135,9 @@ func TestRunMultiRackJSON(t *testing.T) {
 		assert.Equal(t, want.role, sw["role"])
 		assert.Len(t, sw["ctt"], want.rows, "%s's CTT", sw["switch"])
 	}
+	code, out, errOut := runCLI("run", "--topology", spineLeaf, "--tensor", "64KiB", "--seed", "1")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "racks     job job0: leaf0 [0 1 2 3], leaf1 [4 5 6 7] under spine0: ")
 }
 
 // Bad --topology and --switch-memory values, and either flag where the
