@@ -38,6 +38,9 @@
 //     QPN are easy to forge, the port a frame enters by is not.
 //   - Release (which message may reuse an aggregator) is selectable; see
 //     Release.
+//
+// A ring whose ranks sit under several leaves aggregates in the leaves and
+// a spine (multi-rack, §3.3): see tree.go.
 package netreduce
 
 import (
@@ -109,7 +112,8 @@ type Conn struct {
 	StartPSN uint32
 	HasStart bool
 	// Multi-rack (RingConfig.Tree, a leaf): Remote says the sender is
-	// under another leaf (not in this leaf's CLT); LocalDst that the
+	// under another leaf (its frames never enter this one from a host:
+	// any that do are forged and dropped); LocalDst that the
 	// receiver is under this one (its results are built here); Peer is
 	// the receiver's leaf when it is another. Name names the connection
 	// in the CTT.
