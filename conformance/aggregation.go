@@ -484,20 +484,9 @@ func AggregationSuite(o SuiteOptions) []PropertyResult {
 // fewer faults, no random part, fewer workers, a smaller tensor, shorter
 // messages, a smaller window and MTU.
 func shrinkAgg(c aggCase, rel netreduce.Release, out aggOutcome) (aggCase, aggOutcome) {
-	budget := 300
-	try := func(d aggCase) bool {
-		if budget == 0 {
-			return false
-		}
-		budget--
-		if o := runAggCase(d, rel); o.fail == out.fail {
-			c, out = d, o
-			return true
-		}
-		return false
-	}
-	for changed := true; changed && budget > 0; {
-		changed = false
+	run := func(d aggCase) aggOutcome { return runAggCase(d, rel) }
+	shrinkCase(&c, 300, failsAs(run, &out), func(try func(aggCase) bool) bool {
+		changed := false
 		if c.Netem != "" {
 			d := c
 			d.Netem = ""
@@ -558,7 +547,8 @@ func shrinkAgg(c aggCase, rel netreduce.Release, out aggOutcome) (aggCase, aggOu
 			d.DType = tensor.F32
 			changed = try(d) || changed
 		}
-	}
+		return changed
+	})
 	return c, out
 }
 

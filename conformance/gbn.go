@@ -365,20 +365,16 @@ func gbnFails(c gbnCase) string {
 }
 
 func shrinkGBN(c gbnCase, fail string) (gbnCase, string) {
-	budget := 200
-	try := func(d gbnCase) bool {
-		if budget == 0 {
+	same := func(d gbnCase) bool {
+		f := gbnFails(d)
+		if f == "" || strings.SplitN(f, ":", 2)[0] != strings.SplitN(fail, ":", 2)[0] {
 			return false
 		}
-		budget--
-		if f := gbnFails(d); f != "" && strings.SplitN(f, ":", 2)[0] == strings.SplitN(fail, ":", 2)[0] {
-			c, fail = d, f
-			return true
-		}
-		return false
+		fail = f
+		return true
 	}
-	for changed := true; changed && budget > 0; {
-		changed = false
+	shrinkCase(&c, 200, same, func(try func(gbnCase) bool) bool {
+		changed := false
 		changed = dropEachEvent(c.Events, func(fewer []string) bool {
 			d := c
 			d.Events = fewer
@@ -394,7 +390,8 @@ func shrinkGBN(c gbnCase, fail string) (gbnCase, string) {
 			d.MTU = 256
 			changed = try(d) || changed
 		}
-	}
+		return changed
+	})
 	return c, fail
 }
 

@@ -175,20 +175,8 @@ func MultiRackSuite(o SuiteOptions) []PropertyResult {
 // shrinkMultiRack makes a failing case smaller while it fails the same
 // way: fewer faults, fewer elements, shorter messages, smaller windows.
 func shrinkMultiRack(c multiRackCase, out aggOutcome) (multiRackCase, aggOutcome) {
-	budget := 200
-	try := func(d multiRackCase) bool {
-		if budget == 0 {
-			return false
-		}
-		budget--
-		if o := runMultiRackCase(d); o.fail == out.fail {
-			c, out = d, o
-			return true
-		}
-		return false
-	}
-	for changed := true; changed && budget > 0; {
-		changed = dropEachEvent(c.Events, func(fewer []string) bool {
+	shrinkCase(&c, 200, failsAs(runMultiRackCase, &out), func(try func(multiRackCase) bool) bool {
+		changed := dropEachEvent(c.Events, func(fewer []string) bool {
 			d := c
 			d.Events = fewer
 			return try(d)
@@ -199,6 +187,7 @@ func shrinkMultiRack(c multiRackCase, out aggOutcome) (multiRackCase, aggOutcome
 				changed = true
 			}
 		}
-	}
+		return changed
+	})
 	return c, out
 }

@@ -57,7 +57,7 @@ var mutations = []mutation{
 		// ordinary traffic to its receiver (found by the multirack suite).
 		name:   "leaf-forwards-remote-forgeries",
 		file:   "emu/netreduce/netreduce.go",
-		old:    "\t\t\ta.clt[connKey{c.Src.Unmap(), c.Dst.Unmap(), c.DestQP & wire.PSNMask}] = &conn{ring: r, rank: c.Rank, msg: -1, remote: true}\n",
+		old:    "\t\t\ta.clt[c.key()] = &conn{ring: r, rank: c.Rank, msg: -1, remote: true}\n",
 		new:    "",
 		suites: []string{"multirack"},
 	},

@@ -97,6 +97,40 @@ func dropEachEvent(events []string, try func(fewer []string) bool) bool {
 	return changed
 }
 
+// shrinkCase makes the failing case *c smaller: each pass offers smaller
+// cases to try, which runs one (at most budget in all) and keeps it in *c
+// when same says it fails the way the original did; passes repeat until
+// one changes nothing.
+func shrinkCase[C any](c *C, budget int, same func(C) bool, pass func(try func(C) bool) bool) {
+	try := func(d C) bool {
+		if budget == 0 {
+			return false
+		}
+		budget--
+		if same(d) {
+			*c = d
+			return true
+		}
+		return false
+	}
+	for changed := true; changed && budget > 0; {
+		changed = pass(try)
+	}
+}
+
+// failsAs is shrinkCase's same for suites whose runs give an aggOutcome:
+// d fails the way *out says (and *out becomes d's outcome).
+func failsAs[C any](run func(C) aggOutcome, out *aggOutcome) func(C) bool {
+	return func(d C) bool {
+		o := run(d)
+		if o.fail != out.fail {
+			return false
+		}
+		*out = o
+		return true
+	}
+}
+
 // caseSeed derives case i's seed from the suite seed.
 func caseSeed(seed uint64, name string, i int) uint64 {
 	x := seed ^ uint64(i)*0x9E3779B97F4A7C15

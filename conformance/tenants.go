@@ -216,25 +216,12 @@ var jobShrinks = []func(j *tenantJob) bool{
 // shrinkTenant makes a failing case smaller while it fails the same way:
 // fewer faults, fewer elements, shorter messages, smaller windows.
 func shrinkTenant(c tenantCase, out aggOutcome) (tenantCase, aggOutcome) {
-	budget := 200
-	try := func(d tenantCase) bool {
-		if budget == 0 {
-			return false
-		}
-		budget--
-		if o := runTenantCase(d); o.fail == out.fail {
-			c, out = d, o
-			return true
-		}
-		return false
-	}
-	for changed := true; changed && budget > 0; {
-		changed = false
-		changed = dropEachEvent(c.Events, func(fewer []string) bool {
+	shrinkCase(&c, 200, failsAs(runTenantCase, &out), func(try func(tenantCase) bool) bool {
+		changed := dropEachEvent(c.Events, func(fewer []string) bool {
 			d := c
 			d.Events = fewer
 			return try(d)
-		}) || changed
+		})
 		for _, job := range []func(*tenantCase) *tenantJob{func(c *tenantCase) *tenantJob { return &c.A }, func(c *tenantCase) *tenantJob { return &c.B }} {
 			for _, shrink := range jobShrinks {
 				d := c
@@ -244,6 +231,7 @@ func shrinkTenant(c tenantCase, out aggOutcome) (tenantCase, aggOutcome) {
 				}
 			}
 		}
-	}
+		return changed
+	})
 	return c, out
 }
