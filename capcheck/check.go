@@ -922,12 +922,10 @@ func (p *frameParser) check(opt CheckOptions, payloads func(yield func(i int, da
 		c.violation(RuleICRC, f, "bad ICRC: wire %08x, computed %08x", b.wire, b.computed)
 	}
 	c.buildVantages()
-	for _, vp := range c.vantages {
-		for _, i := range vp.ifaces(c) {
-			if p.treeIface[i] && !vp.tree {
-				vp.tree = true
-				rep.Inferences = append(rep.Inferences, fmt.Sprintf("%s: carries multi-rack NetReduce's switch-to-switch frames (partials, totals, notifications): connections cross it only as re-sent results, so their stream rules are not applied there", vp.name))
-			}
+	for i, vp := range c.ifaceVP {
+		if p.treeIface[i] && vp != nil && !vp.tree {
+			vp.tree = true
+			rep.Inferences = append(rep.Inferences, fmt.Sprintf("%s: carries multi-rack NetReduce's switch-to-switch frames (partials, totals, notifications): connections cross it only as re-sent results, so their stream rules are not applied there", vp.name))
 		}
 	}
 	c.discover()

@@ -85,16 +85,6 @@ type checkVantage struct {
 	tree    bool        // carries multi-rack switch-to-switch frames: no stream rules
 }
 
-// ifaces are the interfaces merged into vp.
-func (vp *checkVantage) ifaces(c *checker) []int {
-	var is []int
-	for i, x := range c.ifaceVP {
-		if x == vp {
-			is = append(is, i)
-		}
-	}
-	return is
-}
 
 func newChecker(opt CheckOptions, fs *frameStore, rep *Report) *checker {
 	n := len(opt.Interfaces)

@@ -51,9 +51,10 @@ type netReduceJob struct {
 	mismatch *Mismatch
 	mmAt     [2]int // (message, rank) of mismatch: the first in that order is kept
 	ringID   uint8
-	// groups, for a multi-rack ring, are the ranks under each leaf in the
+	// groups are the ranks each switch that aggregates them sums, in the
 	// tree's order: the sum is each group's in rank order, then the
-	// groups' in this order (nil: one switch, rank order).
+	// groups' in this order. One switch: one group of every rank; a
+	// multi-rack ring: the ranks under each leaf.
 	groups [][]int
 	part   []byte // scratch: a group's sum
 }
@@ -73,6 +74,10 @@ func newNetReduceJob(r *runner) (*netReduceJob, error) {
 	j := &netReduceJob{r: r, stride: cfg.MsgLen * cfg.MTU}
 	j.chunk = j.stride - wire.INALen
 	j.msgs = int(netReduceMessages(cfg))
+	j.groups = [][]int{make([]int, len(r.workers))}
+	for i := range j.groups[0] {
+		j.groups[0][i] = i
+	}
 	if err := j.installRing(); err != nil {
 		return nil, err
 	}
@@ -459,14 +464,7 @@ func (j *netReduceJob) expectedSum(k int) *expectedMsg {
 // tree, each leaf's ranks in rank order, then the leaves in tree order.
 func (j *netReduceJob) sumOf(sum []byte, m, size int) {
 	d := j.r.cfg.DType
-	if j.groups == nil {
-		copy(sum, j.piece0(0, m, size))
-		for rank := 1; rank < len(j.expSt); rank++ {
-			tensor.Add(d, sum, j.piece0(rank, m, size))
-		}
-		return
-	}
-	if j.part == nil {
+	if j.part == nil && len(j.groups) > 1 {
 		j.part = make([]byte, j.chunk)
 	}
 	for gi, g := range j.groups {

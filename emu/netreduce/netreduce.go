@@ -227,6 +227,14 @@ type connKey struct {
 	qp       uint32
 }
 
+// key is the CLT key of a ring connection given at setup.
+func (c Conn) key() connKey { return connKey{c.Src.Unmap(), c.Dst.Unmap(), c.DestQP & wire.PSNMask} }
+
+// frameKey is the CLT key of the connection a frame belongs to.
+func frameKey(v *frames.View) connKey {
+	return connKey{v.SrcAddr().Unmap(), v.DstAddr().Unmap(), v.DestQP()}
+}
+
 // conn is a CLT entry.
 type conn struct {
 	ring   *ring
@@ -356,7 +364,7 @@ func (a *Accelerator) AddRing(cfg RingConfig) error {
 	}
 	seenRank, seenKey, seenPort := map[int]bool{}, map[connKey]bool{}, map[int]bool{}
 	for _, c := range cfg.Conns {
-		k := connKey{c.Src.Unmap(), c.Dst.Unmap(), c.DestQP & wire.PSNMask}
+		k := c.key()
 		bad := c.Rank < 0 || c.Rank >= cfg.Workers || seenRank[c.Rank] || seenKey[k] || a.clt[k] != nil
 		seenRank[c.Rank], seenKey[k] = true, true
 		if bad {
@@ -373,18 +381,18 @@ func (a *Accelerator) AddRing(cfg RingConfig) error {
 		if c.Remote {
 			// Its frames enter another leaf: one from a host port here
 			// is forged.
-			a.clt[connKey{c.Src.Unmap(), c.Dst.Unmap(), c.DestQP & wire.PSNMask}] = &conn{ring: r, rank: c.Rank, msg: -1, remote: true}
+			a.clt[c.key()] = &conn{ring: r, rank: c.Rank, msg: -1, remote: true}
 			continue
 		}
 		e := &conn{ring: r, rank: c.Rank, msg: -1, port: max(c.Port, AnyPort), anchored: c.HasStart, aPSN: c.StartPSN & wire.PSNMask,
 			name: c.Name, dstLocal: c.LocalDst, peer: c.Peer}
-		a.clt[connKey{c.Src.Unmap(), c.Dst.Unmap(), c.DestQP & wire.PSNMask}] = e
+		a.clt[c.key()] = e
 		r.rankConn[c.Rank] = e
 	}
 	if cfg.Tree != nil {
 		if err := a.newTreeRing(r); err != nil {
 			for _, c := range cfg.Conns {
-				delete(a.clt, connKey{c.Src.Unmap(), c.Dst.Unmap(), c.DestQP & wire.PSNMask})
+				delete(a.clt, c.key())
 			}
 			return err
 		}
@@ -504,7 +512,7 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 		return NotINA
 	}
 	pay := v.Payload()
-	key := connKey{v.SrcAddr().Unmap(), v.DstAddr().Unmap(), v.DestQP()}
+	key := frameKey(v)
 	psn := v.PSN()
 	c := a.clt[key]
 	if c != nil && c.remote {

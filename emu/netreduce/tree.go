@@ -169,8 +169,6 @@ func TreeQPN(op wire.Opcode, ring uint8) uint32 {
 // IsTreeQPN reports whether q is some ring's TreeQPN.
 func IsTreeQPN(q uint32) bool { return q >= 0xFFFD00 && q <= 0xFFFFFF }
 
-func vcQP(op wire.Opcode, ring uint8) uint32 { return TreeQPN(op, ring) }
-
 func (t *Tree) validate(cfg *RingConfig) error {
 	if cfg.Release != Safe {
 		return fmt.Errorf("netreduce: ring %d: multi-rack aggregation releases by the safe rule", cfg.ID)
@@ -218,7 +216,7 @@ func (a *Accelerator) newTreeRing(r *ring) error {
 					rx.msgs[i].m = -1
 				}
 				t.rx = append(t.rx, rx)
-				t.rxByKey[connKey{c.Src.Unmap(), c.Dst.Unmap(), c.DestQP & wire.PSNMask}] = rx
+				t.rxByKey[c.key()] = rx
 			}
 		}
 		if len(t.local) == 0 {
@@ -408,7 +406,7 @@ func (a *Accelerator) vcTo(r *ring, op wire.Opcode, dst Node) *vconn {
 	vc := t.vcs[dst.MAC]
 	if vc == nil {
 		b, err := frames.NewBuilder(frames.Path{Transport: frames.V2IPv4, SrcMAC: hwAddr(t.Self.MAC), DstMAC: hwAddr(dst.MAC),
-			SrcIP: t.Self.IP, DstIP: dst.IP, SrcPort: frames.UDPSourcePort(vcQP(op, r.cfg.ID)), DestQP: vcQP(op, r.cfg.ID)})
+			SrcIP: t.Self.IP, DstIP: dst.IP, SrcPort: frames.UDPSourcePort(TreeQPN(op, r.cfg.ID)), DestQP: TreeQPN(op, r.cfg.ID)})
 		if err != nil {
 			panic(err) // Tree.validate checked the addresses
 		}
@@ -502,7 +500,7 @@ func (a *Accelerator) learnNotification(r *ring, m int64, th wire.INATree, block
 // learn records the headers of a first or last packet of message m of a
 // connection whose receiver is under this leaf (a CTT multicast row).
 func (a *Accelerator) learn(r *ring, v *frames.View, m int64, first bool) bool {
-	rx := r.tree.rxByKey[connKey{v.SrcAddr().Unmap(), v.DstAddr().Unmap(), v.DestQP()}]
+	rx := r.tree.rxByKey[frameKey(v)]
 	if rx == nil {
 		return false
 	}
