@@ -85,7 +85,6 @@ type checkVantage struct {
 	tree    bool        // carries multi-rack switch-to-switch frames: no stream rules
 }
 
-
 func newChecker(opt CheckOptions, fs *frameStore, rep *Report) *checker {
 	n := len(opt.Interfaces)
 	for i := range fs.len() {
