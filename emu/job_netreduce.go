@@ -36,12 +36,13 @@ type netReduceJob struct {
 	chunk  int      // tensor bytes per full message (stride - INA header)
 	slots  int      // messages a send ring and a receive ring hold
 	send   [][]byte // per rank: the send ring (INA header + tensor chunk per slot)
-	sendSt []*tensor.Stream
+	sendSt []source
+	out    [][]byte // per rank: where its result is kept (nil: checked only)
 	next   []int // per rank: next message to post
 	// The rank-order sum of message k, made when the first worker
 	// completes k from the ranks' message k (piece0) and dropped once
 	// every local worker checked it.
-	expSt    []*tensor.Stream
+	expSt    []source
 	expected []expectedMsg        // message k at k mod slots (workers are at most a window apart)
 	extra    map[int]*expectedMsg // a sum whose place is still taken (never seen; kept for safety)
 	expNext  int                  // the next message whose sum is made
@@ -89,8 +90,9 @@ func newNetReduceJob(r *runner) (*netReduceJob, error) {
 	j.piece = make([]byte, j.chunk)
 	j.mmAt = [2]int{j.msgs, 0}
 	for _, w := range r.workers {
-		j.sendSt = append(j.sendSt, tensor.NewStream(cfg.DType, cfg.Pattern, w.rank, cfg.Seed))
-		j.expSt = append(j.expSt, tensor.NewStream(cfg.DType, cfg.Pattern, w.rank, cfg.Seed))
+		j.sendSt = append(j.sendSt, r.input(w.rank))
+		j.expSt = append(j.expSt, r.input(w.rank))
+		j.out = append(j.out, r.output(w.rank))
 		j.send = append(j.send, make([]byte, j.slots*j.stride))
 		res := make([]byte, j.slots*j.stride)
 		w.recvMR = &roce.MR{Addr: r.recvVA, Buf: res, Len: uint64(j.msgs * j.stride), RKey: r.rkey(w.rank), Access: roce.AccessLocalWrite | roce.AccessRemoteWrite}
@@ -384,6 +386,9 @@ func (j *netReduceJob) onCompletion(w *worker) {
 				return
 			}
 			j.verify(w, w.recvDone)
+			if o := j.out[w.rank]; o != nil {
+				copy(o[w.recvDone*j.chunk:], j.slot(w.recvMR.Buf, w.recvDone)[wire.INALen:])
+			}
 			w.recvDone++
 			if w.recvDone == w.recvWant {
 				w.doneAt = j.r.fab.Clock.Now()

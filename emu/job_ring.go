@@ -50,8 +50,9 @@ type ringJob struct {
 	window    int        // WRITEs unacknowledged beyond which step 0 waits
 	arrived   [][][]bool // per rank, step, message
 	ranks     []ringRank
-	own       []*tensor.Stream        // per rank: its tensor, for its own pieces
-	expSt     []*tensor.Stream        // per rank: its tensor, for the expected sums
+	own       []source                // per rank: its tensor, for its own pieces
+	expSt     []source                // per rank: its tensor, for the expected sums
+	out       [][]byte                // per rank: where its result is kept (nil: checked only)
 	expected  map[[2]int]*expectedMsg // (chunk, message) -> rank-order sum
 	spareSums []*expectedMsg          // checked by every local rank, to reuse
 	nLocal    int
@@ -99,8 +100,9 @@ func newRingJob(r *runner) (*ringJob, error) {
 	j.piece = make([]byte, j.msgB)
 	j.ranks = make([]ringRank, n)
 	for _, w := range r.workers {
-		j.own = append(j.own, tensor.NewStream(cfg.DType, cfg.Pattern, w.rank, cfg.Seed))
-		j.expSt = append(j.expSt, tensor.NewStream(cfg.DType, cfg.Pattern, w.rank, cfg.Seed))
+		j.own = append(j.own, r.input(w.rank))
+		j.expSt = append(j.expSt, r.input(w.rank))
+		j.out = append(j.out, r.output(w.rank))
 		j.ranks[w.rank].inUse = map[uint64][]byte{}
 		recv := j.steps * j.maxC
 		if !r.fab.Live() {
@@ -256,6 +258,9 @@ func (j *ringJob) arrive(w *worker, c roce.Completion) error {
 	}
 	if s >= j.n-2 { // the rank's reduced chunk, or a copy of another's
 		j.verify(w, ch, m, out)
+		if o := j.out[w.rank]; o != nil {
+			copy(o[j.bounds[ch]+lo:], out)
+		}
 	}
 	w.recvDone++
 	if w.recvDone == w.recvWant {

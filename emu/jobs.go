@@ -16,6 +16,15 @@ type jobConfig struct {
 	ranks []string
 	cfg   Config
 	start time.Duration
+	// label, if set, is the mode the job reports (fr runs as a ring).
+	label Mode
+	// sch is the scheme a pn, pr or ta job runs (scheme.go): the scheme
+	// job itself (stage -1) or its inter-machine job number stage, which
+	// reads and writes the GPUs' buffers through io and starts when the
+	// scheme says.
+	sch   *scheme
+	stage int
+	io    *stageIO
 }
 
 // topology is the run's network: cfg.Topology or the star of Workers
@@ -47,8 +56,18 @@ func (c *Config) jobConfigs() ([]jobConfig, error) {
 			for i := range ranks {
 				ranks[i] = hs[i].Name
 			}
+			if _, ok := schemeModes[c.Mode]; ok && hs[0].GPUs > 0 {
+				// A scheme runs on every GPU of the first --workers hosts.
+				ranks = ranks[:0]
+				for _, h := range hs[:c.Workers] {
+					for g := range h.GPUs {
+						ranks = append(ranks, topo.GPUName(h.Name, g))
+					}
+				}
+				base.Workers = len(ranks)
+			}
 		}
-		return []jobConfig{{name: "job0", ranks: ranks, cfg: base}}, nil
+		return resolveMode(jobConfig{name: "job0", ranks: ranks, cfg: base})
 	}
 	if c.Devices != nil {
 		// The live fabric is a star whose rank r is host hr.
@@ -106,9 +125,25 @@ func (c *Config) jobConfigs() ([]jobConfig, error) {
 		if js.Release != nil {
 			j.Release = *js.Release
 		}
-		out = append(out, jobConfig{name: name, ranks: append([]string(nil), js.Ranks...), cfg: j, start: js.Start})
+		jc, err := resolveMode(jobConfig{name: name, ranks: append([]string(nil), js.Ranks...), cfg: j, start: js.Start})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, jc...)
 	}
 	return out, nil
+}
+
+// resolveMode makes a job of a scheme mode what runs it: fr a ring job
+// that says fr, pn, pr and ta a scheme job and its inter-machine jobs.
+func resolveMode(j jobConfig) ([]jobConfig, error) {
+	switch {
+	case j.cfg.Mode == FR:
+		j.cfg.Mode, j.label = Ring, FR
+	case isScheme(j.cfg.Mode):
+		return planScheme(j)
+	}
+	return []jobConfig{j}, nil
 }
 
 // Validate reports a configuration Run would reject, as a *ConfigError:
@@ -129,7 +164,7 @@ func (c *Config) Validate() error {
 			}
 			return err
 		}
-		if _, ok := algorithms[j.cfg.Mode]; !ok {
+		if _, ok := algorithms[j.cfg.Mode]; !ok && j.sch == nil {
 			return &ConfigError{fmt.Errorf("job %s: mode %q: want %s", j.name, j.cfg.Mode, strings.Join(AlgorithmNames(), " or "))}
 		}
 	}

@@ -86,6 +86,16 @@ func EstimateMemory(cfg Config) MemoryEstimate {
 	e.Base = memBase
 	var outstanding int64 // frames per link direction the transport can have on the way
 	switch cfg.Mode {
+	case PN, PR, TA:
+		// A scheme job's own part (its inter-machine jobs are estimated as
+		// jobs): every GPU's working tensor and result, and at the check
+		// one machine's tensors, the machines' first-stage sums and the
+		// reference, at most 3W+2 tensors in all. Its frames are its
+		// inter-machine jobs'.
+		e.Buffers = (3*w + 2) * t
+		e.Largest = t
+		e.Total = e.Buffers + e.Base
+		return e
 	case Ring:
 		sz := int64(cfg.DType.Size())
 		maxC := ceilDiv(t/sz, w) * sz
@@ -225,7 +235,7 @@ func cgroupMemory() (limit, used int64, ok bool) {
 // together: each job's estimate, the emulator's own base once.
 func EstimateRunMemory(cfg Config) MemoryEstimate {
 	jobs, err := cfg.jobConfigs()
-	if err != nil || len(cfg.Jobs) == 0 {
+	if err != nil || len(cfg.Jobs) == 0 && len(jobs) == 1 {
 		return EstimateMemory(cfg)
 	}
 	var e MemoryEstimate

@@ -41,9 +41,11 @@ func (m Mode) String() string {
 	return string(m)
 }
 
-// ParseMode reads the name of a registered algorithm (netreduce, ring).
+// ParseMode reads the name of a registered algorithm (netreduce, ring) or
+// of a scheme over multi-GPU machines (fr, pn, pr, ta).
 func ParseMode(s string) (Mode, error) {
-	if _, ok := algorithms[Mode(s)]; ok {
+	_, alg := algorithms[Mode(s)]
+	if _, sch := schemeModes[Mode(s)]; alg || sch {
 		return Mode(s), nil
 	}
 	return "", fmt.Errorf("mode %q: want %s", s, strings.Join(AlgorithmNames(), " or "))
@@ -313,10 +315,14 @@ var algorithms = map[Mode]Algorithm{}
 // RegisterAlgorithm makes an algorithm available as a job mode.
 func RegisterAlgorithm(m Mode, a Algorithm) { algorithms[m] = a }
 
-// AlgorithmNames are the registered modes, sorted.
+// AlgorithmNames are the modes a job may take, sorted: the registered
+// algorithms and the multi-GPU schemes.
 func AlgorithmNames() []string {
 	var n []string
 	for m := range algorithms {
+		n = append(n, string(m))
+	}
+	for m := range schemeModes {
 		n = append(n, string(m))
 	}
 	sort.Strings(n)
@@ -369,6 +375,64 @@ type runner struct {
 	ringSw *switching.Switch
 	// ringTree, for a multi-rack ring, are its switches (ring.Tree's).
 	ringTree []*switching.Switch
+	// label is the mode the job reports, if not cfg.Mode (fr).
+	label Mode
+	// A scheme's inter-machine job (scheme.go) reads its ranks' inputs
+	// and writes their results through io, starts when the scheme begins
+	// it and tells onDone once when it has finished; the scheme job itself
+	// has sch and no io.
+	io     *stageIO
+	sch    *scheme
+	onDone func()
+}
+
+// source is a rank's input tensor, read front to back a piece at a time:
+// generated (tensor.Stream) or, in a scheme's inter-machine job, a GPU's
+// buffer an earlier stage filled.
+type source interface {
+	MoveTo(elem int64)
+	Fill(buf []byte)
+}
+
+// input is rank's input tensor.
+func (r *runner) input(rank int) source {
+	if r.io != nil {
+		return r.io.input(rank)
+	}
+	return tensor.NewStream(r.cfg.DType, r.cfg.Pattern, rank, r.cfg.Seed)
+}
+
+// output is where rank's result is kept (nil: it is only checked).
+func (r *runner) output(rank int) []byte {
+	if r.io == nil {
+		return nil
+	}
+	return r.io.output(rank)
+}
+
+// schemeJob is the job of a scheme's own stages (nil for other jobs).
+func (r *runner) schemeJob() *schemeJob {
+	if r.sch == nil || r.io != nil {
+		return nil
+	}
+	return r.job.(*schemeJob)
+}
+
+// begin posts the job's first work requests now.
+func (r *runner) begin() error {
+	r.startAt = r.fab.Clock.Now()
+	r.started = true
+	return r.job.start()
+}
+
+// gpuPort is when w's GPU's port into its host's interconnect is free:
+// shared by every link and job that sends from it.
+func (u *run) gpuPort(w *worker) *time.Duration {
+	gpu := topo.GPUName(w.host, w.gpu)
+	if u.gpuBusy[gpu] == nil {
+		u.gpuBusy[gpu] = new(time.Duration)
+	}
+	return u.gpuBusy[gpu]
 }
 
 // run is a fabric and its jobs.
@@ -443,6 +507,9 @@ func Run(cfg Config) (*Result, error) {
 		res = u.jobs[0].serve()
 	} else {
 		for _, r := range u.jobs {
+			if r.io != nil {
+				continue // a scheme's inter-machine job: the scheme begins it
+			}
 			if r.start == 0 {
 				if err := r.job.start(); err != nil {
 					return nil, &ConfigError{err}
@@ -521,7 +588,8 @@ func newRun(cfg Config) (*run, error) {
 	var hosts []*nic.NIC               // the NICs the jobs use, in order of first use
 	onHost := map[*nic.NIC][]*worker{} // the workers on each
 	for j, js := range specs {
-		r := &runner{run: u, index: j, name: js.name, ranks: js.ranks, cfg: js.cfg, start: js.start, fab: fab, recvVA: recvBaseVA + uint64(j)<<36}
+		r := &runner{run: u, index: j, name: js.name, ranks: js.ranks, cfg: js.cfg, start: js.start, fab: fab, recvVA: recvBaseVA + uint64(j)<<36,
+			label: js.label, sch: js.sch, io: js.io}
 		r.psns = initialPSNs(r.cfg.Seed, len(js.ranks))
 		qps := jobQPNs(j, len(specs), js.ranks)
 		for i, name := range js.ranks {
@@ -532,15 +600,18 @@ func newRun(cfg Config) (*run, error) {
 			w.job, w.local = r, !fab.Live() || w.h.Live
 			r.workers = append(r.workers, w)
 		}
+		if js.sch != nil && js.io == nil {
+			// A scheme job: its GPUs move data on their interconnects
+			// (its inter-machine jobs, next, have the QPs).
+			r.job = newSchemeJob(r, js.sch)
+			u.jobs = append(u.jobs, r)
+			continue
+		}
 		for _, w := range r.workers {
 			h, n := w.h, len(r.workers)
 			if succ := r.workers[(w.rank+1)%n]; intraHop(w, succ) {
 				hn, _ := fab.Topo.Node(w.host)
-				gpu := topo.GPUName(w.host, w.gpu)
-				if u.gpuBusy[gpu] == nil {
-					u.gpuBusy[gpu] = new(time.Duration)
-				}
-				l := newIntraLink(fab.Clock, hn.Intra, u.gpuBusy[gpu], w, succ)
+				l := newIntraLink(fab.Clock, hn.Intra, u.gpuPort(w), w, succ)
 				w.sq, succ.rq = intraSend{l}, intraRecv{l}
 			} else {
 				w.sq = h.NewQP(qps[w.rank].send)
@@ -568,6 +639,11 @@ func newRun(cfg Config) (*run, error) {
 		}
 		if err := r.connect(); err != nil {
 			return fail(err)
+		}
+		if js.io != nil {
+			sj := js.sch.coord.schemeJob()
+			js.sch.stages = append(js.sch.stages, r)
+			r.onDone = sj.stageDone
 		}
 		u.jobs = append(u.jobs, r)
 	}
@@ -755,6 +831,11 @@ func (r *runner) poll(w *worker) {
 		return
 	}
 	r.job.onCompletion(w)
+	if r.onDone != nil && r.err == nil && r.finished() {
+		done := r.onDone
+		r.onDone = nil
+		done()
+	}
 }
 
 // fail stops the job with a transport error naming the QP and the reason.
@@ -921,14 +1002,10 @@ func (u *run) result(events int) *Result {
 	seen := map[*nic.NIC]bool{}
 	var end time.Duration
 	var modes []string
-	for _, r := range u.jobs {
+	var top []int // the jobs that are not a scheme's inter-machine jobs
+	for i, r := range u.jobs {
 		jr := r.jobResult()
 		res.Jobs = append(res.Jobs, jr)
-		modes = append(modes, jr.Mode)
-		res.Workers += jr.Workers
-		res.Retransmissions += jr.Retransmissions
-		res.NAKs += jr.NAKs
-		res.Timeouts += jr.Timeouts
 		end = max(end, time.Duration(jr.StartNS+jr.VirtualNS))
 		for _, w := range r.workers {
 			if !seen[w.h] {
@@ -939,9 +1016,18 @@ func (u *run) result(events int) *Result {
 				res.ICRCDrops += counters(q).RxICRCErrors
 			}
 		}
+		if r.io != nil {
+			continue // counted in its scheme job's figures
+		}
+		top = append(top, i)
+		modes = append(modes, jr.Mode)
+		res.Workers += jr.Workers
+		res.Retransmissions += jr.Retransmissions
+		res.NAKs += jr.NAKs
+		res.Timeouts += jr.Timeouts
 	}
-	if len(u.jobs) == 1 {
-		r, jr := u.jobs[0], res.Jobs[0]
+	if len(top) == 1 {
+		r, jr := u.jobs[top[0]], res.Jobs[top[0]]
 		res.Mode, res.Bytes, res.DType = jr.Mode, jr.Bytes, jr.DType
 		res.VirtualNS, res.AlgBWGbps, res.BusBWGbps = jr.VirtualNS, jr.AlgBWGbps, jr.BusBWGbps
 		res.AlgBWGBps, res.BusBWGBps = jr.AlgBWGBps, jr.BusBWGBps
@@ -968,8 +1054,21 @@ func (u *run) result(events int) *Result {
 // jobResult is one job's figures.
 func (r *runner) jobResult() JobResult {
 	cfg := r.cfg
-	jr := JobResult{Name: r.name, Mode: cfg.Mode.String(), Ranks: r.ranks, Workers: len(r.workers), Bytes: cfg.TensorBytes,
+	mode := cfg.Mode
+	if r.label != "" {
+		mode = r.label
+	}
+	jr := JobResult{Name: r.name, Mode: mode.String(), Ranks: r.ranks, Workers: len(r.workers), Bytes: cfg.TensorBytes,
 		DType: cfg.DType.String(), StartNS: int64(r.startAt)}
+	if r.io == nil && r.sch != nil { // a scheme job: its inter-machine jobs' frames
+		for _, st := range r.sch.stages {
+			k := st.jobResult()
+			jr.FramesSent += k.FramesSent
+			jr.Retransmissions += k.Retransmissions
+			jr.NAKs += k.NAKs
+			jr.Timeouts += k.Timeouts
+		}
+	}
 	if r.ring != nil {
 		ring := *r.ring
 		if r.ringSw != nil {

@@ -1,0 +1,383 @@
+package emu
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/inaemu/inaemu/emu/tensor"
+	"github.com/inaemu/inaemu/emu/topo"
+)
+
+// The parallel all-reduce schemes over machines with several GPUs each
+// (NetReduce, ASPLOS '23, §3.4 and Appendix A). A scheme job's ranks are
+// GPUs, n on each of m machines (GPU i of a machine is the i-th of its
+// GPUs in the job's rank list); every GPU ends with the sum of all P =
+// n×m GPUs' tensors, summed in the scheme's order:
+//
+//   - fr, Flat Ring: Ring-AllReduce over all P GPUs in rank order (the
+//     hops between GPUs of one machine on its interconnect);
+//   - pn, Parallel NetReduce: the tensor is cut into n pieces; an
+//     intra-machine reduce-scatter leaves piece i at GPU i summed over
+//     the machine; n NetReduce rings, ring i over GPU i of every machine,
+//     sum the pieces across machines through the switch (sharing each
+//     machine's NIC); an intra-machine all-gather gives every GPU all n;
+//   - pr, Parallel Ring: pn with Ring-AllReduce across machines;
+//   - ta, Tencent's hierarchical all-reduce: an intra-machine reduce to a
+//     master (GPU 0), Ring-AllReduce over the machines' masters, and a
+//     broadcast from each master to its machine.
+//
+// The stages run one after another, as Appendix A adds their times: the
+// inter-machine jobs start when every machine has finished its reduce,
+// and the broadcast or all-gather when they have all finished. Each
+// inter-machine ring is a job of its own in the run (named
+// "<scheme job>/ring<i>" or "<scheme job>/masters"), with its frames,
+// counters and result check, taking its input from the GPUs' buffers and
+// leaving its result there.
+//
+// The intra-machine stages (intrastage.go), and so the order of the sums:
+//   - pn, pr: ring reduce-scatter (piece i starts at GPU i+1; each next
+//     GPU adds its own: x_{i+1} + x_{i+2} + ... + x_i, left to right) and
+//     ring all-gather, n-1 steps of one piece each (Eq. 3's stages 1 and
+//     3: (n-1)(α + M/(n·B_intra)));
+//   - ta (n a power of two): recursive-halving reduce-scatter then a
+//     binomial gather to GPU 0, log2(n) steps each, each moving (n-1)/n of
+//     the tensor; binomial scatter from GPU 0 then ring all-gather for
+//     the broadcast (Eq. 2's closed form: 2α log2 n + 2(n-1)/n · M/B_intra
+//     before, (log2 n + n - 1)α + 2(n-1)/n · M/B_intra after). The halving
+//     pairs GPU g with g XOR n/2, then n/4, ...: piece i is the sum of
+//     that tree.
+//
+// Across machines the sum is the inter-machine job's: a NetReduce ring's
+// rank (or a multi-rack ring's tree) order, a ring's chunk order. Float
+// addition is taken as commutative (a+b = b+a bit for bit, true of IEEE
+// sums of non-NaN values), as the ring job already does.
+const (
+	FR Mode = "fr" // flat ring over every GPU: the ring algorithm, named as the paper does
+	PN Mode = "pn"
+	PR Mode = "pr"
+	TA Mode = "ta"
+)
+
+// schemeModes are the modes that are schemes over multi-GPU machines, and
+// what each runs across machines (fr runs as one ring job).
+var schemeModes = map[Mode]Mode{FR: Ring, PN: NetReduce, PR: Ring, TA: Ring}
+
+// scheme is one pn, pr or ta job: its machines and GPUs, every GPU's
+// working tensor and result, and the jobs of its inter-machine stage.
+type scheme struct {
+	mode   Mode
+	name   string
+	dtype  tensor.DType
+	hosts  []string
+	gpus   [][]int // per machine, its GPUs' ranks in the scheme job, GPU i at i
+	n      int     // GPUs per machine
+	pieces []int   // byte bounds of the n pieces
+	bytes  int     // M
+	// work[g] is GPU rank g's tensor, reduced in place by the first stage;
+	// res[g] its result, filled by the inter-machine job and the last
+	// stage.
+	work, res [][]byte
+	coord     *runner   // the scheme job
+	stages    []*runner // its inter-machine jobs
+	left      int       // inter-machine jobs not yet finished
+}
+
+// stageIO is what an inter-machine job of a scheme reads and writes: its
+// rank r's input is bytes [lo, hi) of GPU rank gpus[r]'s working tensor,
+// its result goes to the same bytes of that GPU's result.
+type stageIO struct {
+	s      *scheme
+	gpus   []int
+	lo, hi int
+}
+
+// isScheme reports whether m is one of the multi-GPU schemes that run as
+// several jobs (pn, pr, ta).
+func isScheme(m Mode) bool { _, ok := schemeModes[m]; return ok && m != FR }
+
+// planScheme resolves a pn, pr or ta job into the scheme job (which runs
+// the intra-machine stages and checks every GPU's result) followed by its
+// inter-machine jobs.
+func planScheme(j jobConfig) ([]jobConfig, error) {
+	cfg := j.cfg
+	bad := func(f string, a ...any) error {
+		return &ConfigError{fmt.Errorf("job %s: mode %s: "+f, append([]any{j.name, cfg.Mode}, a...)...)}
+	}
+	s := &scheme{mode: cfg.Mode, name: j.name, dtype: cfg.DType, bytes: int(cfg.TensorBytes)}
+	at := map[string]int{}
+	for r, name := range j.ranks {
+		host, _, ok := topo.GPUOf(name)
+		if !ok {
+			return nil, bad("its ranks are GPUs, n on each machine (h0:gpu0, h0:gpu1, h1:gpu0, ...): rank %d is %q", r, name)
+		}
+		h, seen := at[host]
+		if !seen {
+			h = len(s.hosts)
+			at[host] = h
+			s.hosts = append(s.hosts, host)
+			s.gpus = append(s.gpus, nil)
+		}
+		s.gpus[h] = append(s.gpus[h], r)
+	}
+	s.n = len(s.gpus[0])
+	for h, g := range s.gpus {
+		if len(g) != s.n {
+			return nil, bad("every machine takes the same number of GPUs: %s has %d, %s has %d", s.hosts[0], s.n, s.hosts[h], len(g))
+		}
+	}
+	m := len(s.hosts)
+	if m < 2 {
+		return nil, bad("its GPUs are all on %s; the scheme runs across at least two machines", s.hosts[0])
+	}
+	if cfg.Mode == TA && s.n&(s.n-1) != 0 {
+		return nil, bad("%d GPUs per machine: ta's reduce and broadcast (recursive halving, binomial trees) take a power of two", s.n)
+	}
+	sz := int64(cfg.DType.Size())
+	elems := cfg.TensorBytes / sz
+	if elems < int64(s.n) || cfg.Mode != PN && elems/int64(s.n) < int64(m) {
+		return nil, bad("--tensor %d elements: too small to cut into %d pieces of at least %d elements (one per machine's ring rank)", elems, s.n, max(1, m))
+	}
+	for c := 0; c <= s.n; c++ {
+		s.pieces = append(s.pieces, int(elems*int64(c)/int64(s.n)*sz))
+	}
+	j.sch, j.stage = s, -1
+	out := []jobConfig{j}
+	stage := func(name string, mode Mode, gpu, lo, hi, k int) {
+		sj := jobConfig{name: name, cfg: cfg, start: j.start, sch: s, stage: k,
+			io: &stageIO{s: s, lo: lo, hi: hi}}
+		sj.cfg.Mode, sj.cfg.Workers, sj.cfg.TensorBytes = mode, m, int64(hi-lo)
+		sj.cfg.Seed = jobSeed(cfg.Seed, k+1)
+		for h := range m {
+			sj.ranks = append(sj.ranks, j.ranks[s.gpus[h][gpu]])
+			sj.io.gpus = append(sj.io.gpus, s.gpus[h][gpu])
+		}
+		out = append(out, sj)
+	}
+	if cfg.Mode == TA {
+		stage(j.name+"/masters", Ring, 0, 0, s.bytes, 0)
+	} else {
+		for i := range s.n {
+			stage(fmt.Sprintf("%s/ring%d", j.name, i), schemeModes[cfg.Mode], i, s.pieces[i], s.pieces[i+1], i)
+		}
+	}
+	return out, nil
+}
+
+// bufSource reads a stage's input from a GPU's working tensor, front to
+// back like a tensor.Stream.
+type bufSource struct {
+	b    []byte
+	at   int
+	size int
+}
+
+func (s *bufSource) MoveTo(e int64) { s.at = int(e) * s.size }
+func (s *bufSource) Fill(p []byte)  { s.at += copy(p, s.b[s.at:]) }
+
+// input is rank's input of this inter-machine job.
+func (io *stageIO) input(rank int) source {
+	return &bufSource{b: io.s.work[io.gpus[rank]][io.lo:io.hi], size: io.s.dtype.Size()}
+}
+
+// output is where rank's result goes.
+func (io *stageIO) output(rank int) []byte { return io.s.res[io.gpus[rank]][io.lo:io.hi] }
+
+// schemeChecked, when a test sets it, sees a scheme's GPUs' results (and
+// may alter them) before they are checked.
+var schemeChecked func(s *scheme)
+
+// schemeJob is a scheme job's own part: the intra-machine stages and the
+// check of every GPU's result against the scheme's reduction order.
+type schemeJob struct {
+	r        *runner
+	s        *scheme
+	running  int // machines still in the current intra-machine stage
+	mismatch *Mismatch
+}
+
+func newSchemeJob(r *runner, s *scheme) *schemeJob {
+	s.coord = r
+	s.work, s.res = make([][]byte, len(r.workers)), make([][]byte, len(r.workers))
+	for g, w := range r.workers {
+		s.work[g] = make([]byte, s.bytes)
+		tensor.NewStream(r.cfg.DType, r.cfg.Pattern, w.rank, r.cfg.Seed).Fill(s.work[g])
+		s.res[g] = make([]byte, s.bytes)
+		w.recvWant = 1
+	}
+	return &schemeJob{r: r, s: s}
+}
+
+// start runs every machine's first stage; the inter-machine jobs start
+// when all have finished.
+func (j *schemeJob) start() error {
+	var sched []intraXfer
+	if j.s.mode == TA {
+		sched = append(halvingReduceScatter(j.s.pieces), shift(binomialGather(j.s.pieces), log2(j.s.n))...)
+	} else {
+		sched = ringReduceScatter(j.s.pieces)
+	}
+	j.intra(j.s.work, sched, false, func() {
+		j.s.left = len(j.s.stages)
+		for _, st := range j.s.stages {
+			if err := st.begin(); err != nil {
+				j.r.err = &JobError{Msg: fmt.Sprintf("job %s: %v", st.name, err)}
+				return
+			}
+		}
+	})
+	return nil
+}
+
+// stageDone is told when an inter-machine job has finished: after the last,
+// every machine runs its last stage.
+func (j *schemeJob) stageDone() {
+	if j.s.left--; j.s.left > 0 {
+		return
+	}
+	var sched []intraXfer
+	if j.s.mode == TA {
+		sched = append(binomialScatter(j.s.pieces), ringAllGather(j.s.pieces, log2(j.s.n))...)
+	} else {
+		sched = ringAllGather(j.s.pieces, 0)
+	}
+	j.intra(j.s.res, sched, true, func() {})
+}
+
+// intra runs one stage on every machine, each on its GPUs' buffers from
+// bufs, and calls done once every machine has finished. The last stage
+// gives each GPU its result when its last transfer lands.
+func (j *schemeJob) intra(bufs [][]byte, sched []intraXfer, last bool, done func()) {
+	r := j.r
+	j.running = len(j.s.gpus)
+	for _, gpus := range j.s.gpus {
+		node, _ := r.fab.Topo.Node(r.workers[gpus[0]].host)
+		buf := make([][]byte, len(gpus))
+		busy := make([]*time.Duration, len(gpus))
+		for i, g := range gpus {
+			buf[i] = bufs[g]
+			busy[i] = r.run.gpuPort(r.workers[g])
+		}
+		var st *intraStage
+		st = newIntraStage(r.fab.Clock, node.Intra, j.s.dtype, buf, busy, sched, func() {
+			if last {
+				for i, g := range gpus {
+					w := r.workers[g]
+					w.recvDone, w.doneAt = 1, st.at[i]
+				}
+			}
+			if j.running--; j.running == 0 {
+				done()
+			}
+		})
+		st.start()
+	}
+}
+
+// shift moves a schedule's steps k later.
+func shift(xs []intraXfer, k int) []intraXfer {
+	for i := range xs {
+		xs[i].step += k
+	}
+	return xs
+}
+
+func (j *schemeJob) onCompletion(*worker) {}
+
+// check compares every GPU's result with the scheme's sum, made here from
+// the GPUs' tensor streams in the scheme's order: the first mismatch in
+// rank, then element order.
+func (j *schemeJob) check() *Mismatch {
+	if j.mismatch != nil {
+		return j.mismatch
+	}
+	if schemeChecked != nil {
+		schemeChecked(j.s)
+	}
+	want := j.reference()
+	for g := range j.s.res {
+		if m := firstDiff(j.s.dtype, g, 0, j.s.res[g], want); m != nil {
+			j.mismatch = m
+			return m
+		}
+	}
+	return nil
+}
+
+// reference is the sum every GPU must hold: per machine the first stage's
+// sum of its GPUs' pieces, then the inter-machine job's order across
+// machines.
+func (j *schemeJob) reference() []byte {
+	s, d := j.s, j.s.dtype
+	sz := d.Size()
+	m := len(s.hosts)
+	x := make([][]byte, s.n) // one machine's GPUs' tensors
+	for i := range x {
+		x[i] = make([]byte, s.bytes)
+	}
+	mach := make([][]byte, m) // per machine, its first stage's sums
+	for h, gpus := range s.gpus {
+		for i, g := range gpus {
+			tensor.NewStream(d, j.r.cfg.Pattern, g, j.r.cfg.Seed).Fill(x[i])
+		}
+		mach[h] = make([]byte, s.bytes)
+		for c := range s.n {
+			lo, hi := s.pieces[c], s.pieces[c+1]
+			out := mach[h][lo:hi]
+			if s.mode == TA {
+				// The halving tree: level k pairs each GPU with its
+				// partner n/2^k away, each adding the other's to its own.
+				t := make([][]byte, s.n)
+				for g := range t {
+					t[g] = append([]byte(nil), x[g][lo:hi]...)
+				}
+				for dd := s.n / 2; dd >= 1; dd /= 2 {
+					nt := make([][]byte, s.n)
+					for g := range t {
+						nt[g] = append([]byte(nil), t[g]...)
+						tensor.Add(d, nt[g], t[g^dd])
+					}
+					t = nt
+				}
+				copy(out, t[c])
+				continue
+			}
+			copy(out, x[(c+1)%s.n][lo:hi])
+			for k := 2; k <= s.n; k++ {
+				tensor.Add(d, out, x[(c+k)%s.n][lo:hi])
+			}
+		}
+	}
+	want := make([]byte, s.bytes)
+	for _, st := range s.stages {
+		io := st.io
+		seg := want[io.lo:io.hi]
+		part := func(h int) []byte { return mach[h][io.lo:io.hi] }
+		if nr, ok := st.job.(*netReduceJob); ok {
+			tmp := make([]byte, len(seg))
+			for gi, grp := range nr.groups {
+				dst := seg
+				if gi > 0 {
+					dst = tmp
+				}
+				copy(dst, part(grp[0]))
+				for _, h := range grp[1:] {
+					tensor.Add(d, dst, part(h))
+				}
+				if gi > 0 {
+					tensor.Add(d, seg, tmp)
+				}
+			}
+			continue
+		}
+		// A ring: chunk q of the job's tensor starts at rank q.
+		elems := int64(len(seg) / sz)
+		for q := range m {
+			lo, hi := int(elems*int64(q)/int64(m))*sz, int(elems*int64(q+1)/int64(m))*sz
+			copy(seg[lo:hi], part(q)[lo:hi])
+			for i := 1; i < m; i++ {
+				tensor.Add(d, seg[lo:hi], part((q + i) % m)[lo:hi])
+			}
+		}
+	}
+	return want
+}
