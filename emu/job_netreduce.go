@@ -38,7 +38,7 @@ type netReduceJob struct {
 	send   [][]byte // per rank: the send ring (INA header + tensor chunk per slot)
 	sendSt []source
 	out    [][]byte // per rank: where its result is kept (nil: checked only)
-	next   []int // per rank: next message to post
+	next   []int    // per rank: next message to post
 	// The rank-order sum of message k, made when the first worker
 	// completes k from the ranks' message k (piece0) and dropped once
 	// every local worker checked it.
