@@ -67,6 +67,9 @@ func (c *Config) jobConfigs() ([]jobConfig, error) {
 				base.Workers = len(ranks)
 			}
 		}
+		if isScheme(c.Mode) && (c.Topology == nil || c.Topology.Hosts()[0].GPUs == 0) {
+			return nil, bad("--mode %s runs over machines with several GPUs each, and these hosts have none: give a topology with GPUs (e.g. --topology star:hosts=4,gpus=8,intra=150G)", c.Mode)
+		}
 		return resolveMode(jobConfig{name: "job0", ranks: ranks, cfg: base})
 	}
 	if c.Devices != nil {

@@ -190,6 +190,9 @@ type JobResult struct {
 	Timeouts        uint64    `json:"timeouts"`
 	Mismatch        *Mismatch `json:"mismatch,omitempty"`
 	Error           string    `json:"error,omitempty"`
+	// PartOf names the scheme job (pn, pr, ta) this job is the
+	// inter-machine stage of; that job's figures include this one's.
+	PartOf string `json:"part_of,omitempty"`
 	// Ring is a NetReduce job's ring: where it aggregates, its RingID and
 	// the aggregation memory it reserves there.
 	Ring *JobRing `json:"ring,omitempty"`
@@ -1060,6 +1063,9 @@ func (r *runner) jobResult() JobResult {
 	}
 	jr := JobResult{Name: r.name, Mode: mode.String(), Ranks: r.ranks, Workers: len(r.workers), Bytes: cfg.TensorBytes,
 		DType: cfg.DType.String(), StartNS: int64(r.startAt)}
+	if r.io != nil {
+		jr.PartOf = r.sch.name
+	}
 	if r.io == nil && r.sch != nil { // a scheme job: its inter-machine jobs' frames
 		for _, st := range r.sch.stages {
 			k := st.jobResult()

@@ -95,6 +95,10 @@ type stageIO struct {
 // several jobs (pn, pr, ta).
 func isScheme(m Mode) bool { _, ok := schemeModes[m]; return ok && m != FR }
 
+// IsGPUScheme reports whether m is a scheme over multi-GPU machines (fr,
+// pn, pr, ta): without jobs, it runs on every GPU of the hosts.
+func IsGPUScheme(m Mode) bool { _, ok := schemeModes[m]; return ok }
+
 // planScheme resolves a pn, pr or ta job into the scheme job (which runs
 // the intra-machine stages and checks every GPU's result) followed by its
 // inter-machine jobs.

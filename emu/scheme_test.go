@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/emu/tensor"
+	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/emu/topo"
 )
 
@@ -217,5 +219,35 @@ func TestSchemeRefusals(t *testing.T) {
 		var ce *ConfigError
 		require.ErrorAs(t, err, &ce, c.name)
 		assert.Contains(t, err.Error(), "job s: mode "+string(c.mode)+": "+c.want, c.name)
+	}
+}
+
+// Every scheme recovers from loss, duplicates, reordering and corruption
+// on its machines' links (the inter-machine jobs' go-back-N) and ends
+// exact; and parallel NetReduce on a spine-leaf fabric aggregates each of
+// its rings across the racks.
+func TestSchemesUnderFaults(t *testing.T) {
+	star := schemeTopo(t, 4, 2, "300G")
+	spec, err := topo.ParseFlag("spine-leaf:leaves=2,hosts=2,spines=1,uplink=40G,gpus=2,intra=300G,alpha=1us")
+	require.NoError(t, err)
+	racks, err := spec.Build(tenG())
+	require.NoError(t, err)
+	for _, c := range []struct {
+		tp   *topo.Topology
+		mode Mode
+	}{{star, PN}, {star, PR}, {star, TA}, {star, FR}, {racks, PN}, {racks, TA}} {
+		t.Run(fmt.Sprintf("%s/%s", c.tp.Kind, c.mode), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Topology, cfg.Workers, cfg.Mode, cfg.Seed, cfg.TensorBytes = c.tp, 4, c.mode, 5, 256<<10
+			cfg.Netem = faults.Netem{Loss: 0.01, Duplicate: 0.01, Corrupt: 0.005, Reorder: 0.02, Delay: 2 * time.Microsecond}
+			cfg.Timeout = 8 // 1 ms: a tail loss costs a timeout
+			res := runOK(t, cfg)
+			assert.NotZero(t, res.Retransmissions)
+			assert.NotZero(t, res.Faults.Lost)
+			assert.NotZero(t, res.Faults.Corrupted)
+			if c.mode == PN {
+				assert.NotZero(t, res.Switch.Aggregations)
+			}
+		})
 	}
 }

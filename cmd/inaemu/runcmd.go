@@ -182,8 +182,12 @@ func printHeader(w io.Writer, cfg emu.Config) {
 			units.FormatRate(cfg.Link.Rate), cfg.Link.Latency)
 	}
 	if len(cfg.Jobs) == 0 {
-		fmt.Fprintf(w, "inaemu run: %s allreduce, %d workers × %s %s, %s, seed %d\n",
-			cfg.Mode, cfg.Workers, units.FormatSize(cfg.TensorBytes), cfg.DType, net, cfg.Seed)
+		who := fmt.Sprintf("%d workers", cfg.Workers)
+		if t := cfg.Topology; t != nil && emu.IsGPUScheme(cfg.Mode) && t.Hosts()[0].GPUs > 0 {
+			who = fmt.Sprintf("%d machines × %d GPUs", cfg.Workers, t.Hosts()[0].GPUs)
+		}
+		fmt.Fprintf(w, "inaemu run: %s allreduce, %s × %s %s, %s, seed %d\n",
+			cfg.Mode, who, units.FormatSize(cfg.TensorBytes), cfg.DType, net, cfg.Seed)
 		return
 	}
 	if cfg.Topology == nil {
@@ -216,6 +220,27 @@ func printJobs(w io.Writer, r *emu.Result, runErr error) {
 	_ = tw.Flush()
 }
 
+// topJobs counts the run's jobs that are not a scheme's stages.
+func topJobs(r *emu.Result) int {
+	n := 0
+	for _, j := range r.Jobs {
+		if j.PartOf == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// hasNetReduce reports whether a job of the run aggregates in switches.
+func hasNetReduce(r *emu.Result) bool {
+	for _, j := range r.Jobs {
+		if j.Mode == string(emu.NetReduce) {
+			return true
+		}
+	}
+	return false
+}
+
 // wrongJob is the name of the first job whose result differs ("" for
 // none).
 func wrongJob(r *emu.Result) string {
@@ -235,8 +260,10 @@ func printSummary(w io.Writer, r *emu.Result, pcap string, runErr error) {
 	switch {
 	case runErr != nil:
 		fmt.Fprintf(w, "  result    FAILED: %v\n", runErr)
+	case multi && r.Exact && topJobs(r) == 1:
+		fmt.Fprintf(w, "  result    EXACT: all %d GPUs hold the bit-exact sum in the scheme's order\n", r.Workers)
 	case multi && r.Exact:
-		fmt.Fprintf(w, "  result    EXACT: all %d ranks of the %d jobs hold the bit-exact sum\n", r.Workers, len(r.Jobs))
+		fmt.Fprintf(w, "  result    EXACT: all %d ranks of the %d jobs hold the bit-exact sum\n", r.Workers, topJobs(r))
 	case multi:
 		fmt.Fprintf(w, "  result    WRONG: job %s rank %d element %d is %s, want %s\n", wrongJob(r), r.Mismatch.Rank, r.Mismatch.Element, r.Mismatch.Got, r.Mismatch.Want)
 	case r.Exact && len(r.Ranks) < r.Workers:
@@ -247,7 +274,7 @@ func printSummary(w io.Writer, r *emu.Result, pcap string, runErr error) {
 		fmt.Fprintf(w, "  result    WRONG: rank %d element %d is %s, want %s\n", r.Mismatch.Rank, r.Mismatch.Element, r.Mismatch.Got, r.Mismatch.Want)
 	}
 	switch {
-	case runErr == nil && multi:
+	case runErr == nil && topJobs(r) > 1:
 		fmt.Fprintf(w, "  time      %v virtual until the last job's end, %v wall\n", time.Duration(r.VirtualNS), r.Wall.Round(time.Millisecond))
 	case runErr == nil && r.Backend == "tap":
 		fmt.Fprintf(w, "  time      %v from start barrier to last result (algbw %.2f GB/s, busbw %.2f GB/s), %v wall in all\n",
@@ -263,7 +290,7 @@ func printSummary(w io.Writer, r *emu.Result, pcap string, runErr error) {
 		fmt.Fprintf(w, "  faults    %d lost, %d dropped by events, %d duplicated, %d corrupted, %d delayed, %d reordered, %d held, %d spoofed; %d queue drops\n",
 			f.Lost, f.Dropped, f.Duplicated, f.Corrupted, f.Delayed, f.Reordered, f.Held, f.Spoofed, r.QueueDrops)
 	}
-	if strings.Contains(r.Mode, "netreduce") && r.Switch.Frames > 0 {
+	if hasNetReduce(r) && r.Switch.Frames > 0 {
 		s := r.Switch
 		release := ""
 		if r.Release != "" {

@@ -70,7 +70,7 @@ func Options() []Option {
 		{Key: "workers", Arg: "N", Group: JobGroup, Kind: Number, Default: fmt.Sprint(def.Workers),
 			Help: "number of workers H (2..64); with a topology the job runs on its first H hosts (default there: all of them)"},
 		{Key: "mode", Arg: "MODE", Group: JobGroup, Default: def.Mode.String(),
-			Help: "allreduce algorithm: netreduce (through the aggregating switch) or ring (Ring-AllReduce; the switch only forwards)"},
+			Help: "allreduce algorithm: netreduce (through the aggregating switch) or ring (Ring-AllReduce; the switch only forwards); on hosts with GPUs, a scheme of NetReduce's Appendix A over all their GPUs: fr (one ring), pn (parallel NetReduce rings), pr (parallel rings) or ta (reduce to a master, ring of masters, broadcast)"},
 		{Key: "window", Arg: "N", Group: JobGroup, Kind: Number, Default: fmt.Sprint(def.Window),
 			Help: "NetReduce window N: messages in flight per worker (1..32)"},
 		{Key: "msg_len", Arg: "K", Group: JobGroup, Kind: Number, Default: fmt.Sprint(def.MsgLen),
