@@ -78,25 +78,7 @@ func multiRackCaseGen(seed uint64) gopter.Gen {
 				c.Events = append(c.Events, onHostsOf(genFaultEvent(r, len(ranks), frames, c.Timeout, faultKinds), ranks))
 				continue
 			}
-			leaf := fmt.Sprintf("leaf%d", r.Intn(c.Leaves))
-			link := leaf + "-spine0"
-			if r.Intn(2) == 0 {
-				link = "spine0-" + leaf
-			}
-			target := "class=" + []string{"data", "ack", "nak", "any"}[r.Intn(4)]
-			if r.Intn(2) == 0 {
-				op := []wire.Opcode{wire.OpINAPartial, wire.OpINATotal, wire.OpINANotify}[r.Intn(3)]
-				target = fmt.Sprintf("qp=%#x", netreduce.TreeQPN(op, 0))
-			}
-			ev := genFaultEvent(r, 1, frames, c.Timeout, multiRackKinds) // "ACT port=0 dir=D class=C nth=N"
-			var act string
-			var nth int
-			fmt.Sscanf(ev, "%s", &act)
-			nth = 1 + r.Intn(frames)
-			if r.Intn(3) == 0 {
-				nth = 1 + r.Intn(min(frames, 40)+1)
-			}
-			c.Events = append(c.Events, fmt.Sprintf("%s link=%s %s nth=%d", act, link, target, nth))
+			c.Events = append(c.Events, genUplinkEvent(r, c.Leaves, frames, c.Timeout, true))
 		}
 		// A forgery across racks: a rank's frame entering another leaf by
 		// a host there (a leaf knows the ring's other connections too).
@@ -108,6 +90,31 @@ func multiRackCaseGen(seed uint64) gopter.Gen {
 		}
 		return gopter.NewGenResult(c, gopter.NoShrinker)
 	}
+}
+
+// genUplinkEvent draws one one-shot event on a leaf's uplink or downlink
+// (one spine), at any frame class or, with tree, at the partials',
+// totals' or notifications' QPN of ring 0, anywhere in a job whose links
+// carry about frames frames each way.
+func genUplinkEvent(r interface{ Intn(int) int }, leaves, frames, timeout int, tree bool) string {
+	leaf := fmt.Sprintf("leaf%d", r.Intn(leaves))
+	link := leaf + "-spine0"
+	if r.Intn(2) == 0 {
+		link = "spine0-" + leaf
+	}
+	target := "class=" + []string{"data", "ack", "nak", "any"}[r.Intn(4)]
+	if tree && r.Intn(2) == 0 {
+		op := []wire.Opcode{wire.OpINAPartial, wire.OpINATotal, wire.OpINANotify}[r.Intn(3)]
+		target = fmt.Sprintf("qp=%#x", netreduce.TreeQPN(op, 0))
+	}
+	ev := genFaultEvent(r, 1, frames, timeout, multiRackKinds) // "ACT port=0 dir=D class=C nth=N"
+	var act string
+	fmt.Sscanf(ev, "%s", &act)
+	nth := 1 + r.Intn(frames)
+	if r.Intn(3) == 0 {
+		nth = 1 + r.Intn(min(frames, 40)+1)
+	}
+	return fmt.Sprintf("%s link=%s %s nth=%d", act, link, target, nth)
 }
 
 func spansLeaves(ranks []int, perLeaf int) bool {

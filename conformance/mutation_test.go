@@ -70,6 +70,26 @@ var mutations = []mutation{
 		new:    "\t\treturn Dropped",
 		suites: []string{"multirack"},
 	},
+	{
+		// A GPU of an intra-machine stage sent its next step's transfer
+		// before the previous step's had landed: a ring reduce-scatter of
+		// four GPUs passed on partial sums not yet complete.
+		name:   "intra-step-does-not-wait",
+		file:   "emu/intrastage.go",
+		old:    "\t\tif x.step > st.got[g] {\n\t\t\treturn\n\t\t}\n",
+		new:    "",
+		suites: []string{"schemes"},
+	},
+	{
+		// A ring kept only the results that reached a rank in the
+		// all-gather, not the chunk it reduced itself: a scheme's GPU held
+		// a piece of zeros.
+		name:   "ring-keeps-gathered-results-only",
+		file:   "emu/job_ring.go",
+		old:    "\t\tif o := j.out[w.rank]; o != nil {",
+		new:    "\t\tif o := j.out[w.rank]; o != nil && s >= j.n-1 {",
+		suites: []string{"schemes"},
+	},
 }
 
 // TestSuitesCatchReintroducedBugs proves the aggregation suite's power:

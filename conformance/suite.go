@@ -56,6 +56,7 @@ var Suites = []struct {
 	{"icrc", ICRCSuite, 4},
 	{"tenants", TenantSuite, 1},
 	{"multirack", MultiRackSuite, 1},
+	{"schemes", SchemesSuite, 1},
 }
 
 // eachCase runs the cases of property name that o's shard owns: case i

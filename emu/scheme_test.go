@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/emu/tensor"
-	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/emu/topo"
+	"github.com/inaemu/inaemu/faults"
 )
 
 // schemeTopo is a star of hosts machines with gpus GPUs each.

@@ -69,6 +69,9 @@ func (c *Config) checkEvent(ev *faults.Event, t *topo.Topology, jobs []jobConfig
 	qpns := []string{}
 	qpOK, netReduce := ev.QP < 0, false
 	for j, jc := range jobs {
+		if jc.sch != nil && jc.io == nil {
+			continue // a scheme job: its inter-machine jobs have the QPs
+		}
 		var mine []string
 		seen := map[uint32]bool{}
 		for _, q := range jobQPNs(j, len(jobs), jc.ranks) {

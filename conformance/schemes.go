@@ -1,0 +1,170 @@
+package conformance
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/leanovate/gopter"
+
+	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/emu/scenario"
+	"github.com/inaemu/inaemu/emu/tensor"
+	"github.com/inaemu/inaemu/emu/topo"
+)
+
+// schemeCase is one all-reduce scheme over multi-GPU machines (fr, pn,
+// pr, ta: NetReduce §3.4, Appendix A) on a star or on two racks of a
+// spine-leaf fabric, with one-shot faults on the machines' links and, on
+// racks, the leaves' uplinks and downlinks.
+type schemeCase struct {
+	Seed                  uint64
+	Mode                  string
+	Machines, GPUs        int
+	Racks                 bool // two leaves under one spine, else a star
+	MTU, Timeout          int
+	Window, MsgLen, Elems int
+	DType                 tensor.DType
+	Events                []string
+}
+
+func (c schemeCase) String() string {
+	net := "star"
+	if c.Racks {
+		net = "spine-leaf"
+	}
+	return fmt.Sprintf("%s %s %d×%d GPUs mtu=%d timeout=%d window=%d msg_len=%d elems=%d dtype=%s seed=%d faults=%q",
+		c.Mode, net, c.Machines, c.GPUs, c.MTU, c.Timeout, c.Window, c.MsgLen, c.Elems, c.DType, c.Seed, c.Events)
+}
+
+func (c schemeCase) scenario() *scenario.Scenario {
+	seed, mtu, to, w, n, l := c.Seed, c.MTU, c.Timeout, c.Machines, c.Window, c.MsgLen
+	tp := &topo.Spec{Kind: "star", Hosts: topo.HostsSpec{Count: c.Machines}, GPUs: c.GPUs, Intra: "150G", Alpha: "1us"}
+	if c.Racks {
+		perLeaf := (c.Machines + 1) / 2
+		tp = &topo.Spec{Kind: "spine-leaf", Leaves: 2, HostsPerLeaf: perLeaf, Spines: 1, Uplink: fmt.Sprintf("%dG", 10*perLeaf),
+			GPUs: c.GPUs, Intra: "150G", Alpha: "1us"}
+	}
+	return &scenario.Scenario{Workers: &w, MTU: &mtu, Seed: &seed, Timeout: &to, Window: &n, MsgLen: &l, Mode: c.Mode, MaxTime: "120s",
+		Tensor: fmt.Sprint(c.Elems * c.DType.Size()), DType: c.DType.String(), Topology: tp, Faults: append([]string(nil), c.Events...)}
+}
+
+// schemeCaseGen draws a scheme, 2-4 machines of 1, 2 or 4 GPUs (powers of
+// two, as ta takes), on a star or spread over two racks, any dtype and
+// MTU, windows 1-4, messages long (the papers' 128-255 packets) or short,
+// tensors from one element per GPU to a few hundred thousand (so the
+// 8-bit MsgID of the NetReduce rings wraps), a default or short ACK
+// timeout, and up to six one-shot faults of every kind on the machines'
+// links (genFaultEvent) or, on racks, the leaves' uplinks and downlinks
+// (forgeries, and faults aimed at switch-to-switch frames, where pn's
+// NetReduce rings make them).
+func schemeCaseGen(seed uint64) gopter.Gen {
+	return func(p *gopter.GenParameters) *gopter.GenResult {
+		r := p.Rng
+		c := schemeCase{Seed: seed, Mode: []string{"fr", "pn", "pr", "ta"}[r.Intn(4)], Machines: 2 + r.Intn(3), GPUs: 1 << r.Intn(3),
+			Racks: r.Intn(3) == 0, MTU: mtus[r.Intn(len(mtus))], Timeout: timeouts[r.Intn(len(timeouts))],
+			Window: 1 + r.Intn(4), DType: []tensor.DType{tensor.F32, tensor.I32, tensor.F16}[r.Intn(3)]}
+		c.MsgLen = 1 + r.Intn(8)
+		if r.Intn(3) == 0 {
+			c.MsgLen = 128 + r.Intn(128)
+		}
+		P := c.Machines * c.GPUs
+		switch r.Intn(3) {
+		case 0:
+			c.Elems = P + r.Intn(64*P)
+		case 1:
+			c.Elems = P + r.Intn(20_000)
+		default:
+			c.Elems = 50_000 + r.Intn(250_000)
+		}
+		frames := c.Elems*c.DType.Size()/c.MTU + 1
+		kinds := multiRackKinds // every kind but spoof: no switch program checks a ring's frames
+		if c.Mode == "pn" {
+			kinds = faultKinds
+		}
+		for range r.Intn(maxBoundedEvents + 1) {
+			if c.Racks && r.Intn(2) == 0 {
+				c.Events = append(c.Events, genUplinkEvent(r, 2, frames, c.Timeout, c.Mode == "pn"))
+				continue
+			}
+			c.Events = append(c.Events, genFaultEvent(r, c.Machines, frames, c.Timeout, kinds))
+		}
+		return gopter.NewGenResult(c, gopter.NoShrinker)
+	}
+}
+
+// runSchemeCase: "" when every GPU ends with the scheme's sum (its
+// schedule is bounded, so it must end), else why not.
+func runSchemeCase(c schemeCase) aggOutcome {
+	cfg := emu.DefaultConfig()
+	if err := c.scenario().Apply(&cfg); err != nil {
+		return aggOutcome{fail: "setup", detail: err.Error()}
+	}
+	res, err := emu.Run(cfg)
+	var je *emu.JobError
+	switch {
+	case errors.As(err, &je):
+		return aggOutcome{fail: "transport", detail: "a bounded schedule broke the job: " + je.Msg}
+	case err != nil:
+		return aggOutcome{fail: "setup", detail: err.Error()}
+	case !res.Exact:
+		m := res.Mismatch
+		return aggOutcome{fail: "wrong", detail: fmt.Sprintf("WRONG RESULT: rank %d element %d is %s, want %s", m.Rank, m.Element, m.Got, m.Want)}
+	case res.Workers != c.Machines*c.GPUs || res.Mode != c.Mode:
+		return aggOutcome{fail: "setup", detail: fmt.Sprintf("ran %s on %d GPUs", res.Mode, res.Workers)}
+	}
+	return aggOutcome{}
+}
+
+// SchemesSuite checks, for generated fr, pn, pr and ta jobs over
+// multi-GPU machines with faults on their links, that every GPU ends with
+// the sum in the scheme's order, bit for bit.
+func SchemesSuite(o SuiteOptions) []PropertyResult {
+	name := "schemes/exact"
+	res := PropertyResult{Name: name, Passed: true}
+	o.record(&res)
+	eachCase(o, name, &res, func(i int, seed uint64) bool {
+		c := sample(schemeCaseGen(seed), seed).(schemeCase)
+		out := runSchemeCase(c)
+		if out.fail == "" {
+			return true
+		}
+		small, sout := shrinkScheme(c, out)
+		res.Failure = fmt.Sprintf("case %d (%s) fails: %s; shrunk to %s: %s", i, c, out.detail, small, sout.detail)
+		if p, err := writeCounterexample(o.OutDir, fmt.Sprintf("schemes-%s-%d", out.fail, seed), small.scenario()); err != nil {
+			res.Notes = append(res.Notes, "writing the counterexample: "+err.Error())
+		} else if p != "" {
+			res.Counterexample = &p
+			res.Replay = "inaemu run --scenario " + p
+		}
+		if res.Replay == "" {
+			res.Replay = fmt.Sprintf("inaemu conformance --suite schemes --seed %d --count %d", o.Seed, i+1)
+		}
+		return false
+	})
+	return []PropertyResult{res}
+}
+
+// shrinkScheme makes a failing case smaller while it fails the same way:
+// fewer faults, fewer elements (at least one per GPU), shorter messages,
+// smaller windows.
+func shrinkScheme(c schemeCase, out aggOutcome) (schemeCase, aggOutcome) {
+	shrinkCase(&c, 200, failsAs(runSchemeCase, &out), func(try func(schemeCase) bool) bool {
+		changed := dropEachEvent(c.Events, func(fewer []string) bool {
+			d := c
+			d.Events = fewer
+			return try(d)
+		})
+		for _, shrink := range []func(d *schemeCase) bool{
+			func(d *schemeCase) bool { d.Elems /= 2; return d.Elems >= d.Machines*d.GPUs },
+			func(d *schemeCase) bool { d.MsgLen /= 2; return d.MsgLen >= 1 },
+			func(d *schemeCase) bool { d.Window--; return d.Window >= 1 },
+		} {
+			d := c
+			if shrink(&d) && try(d) {
+				changed = true
+			}
+		}
+		return changed
+	})
+	return c, out
+}
