@@ -375,3 +375,43 @@ jobs:
 	m, _ = runJSON(t, "--scenario", path, "--switch-memory", "1080KiB")
 	assert.Equal(t, true, m["exact"], "both fit exactly")
 }
+
+// A scheme over multi-GPU machines is one job with its inter-machine jobs
+// listed after it (part_of), one verdict for every GPU, and its own
+// bandwidths; a scheme on hosts without GPUs, or ta with three GPUs a
+// machine, is a usage error.
+func TestRunSchemes(t *testing.T) {
+	const gpus = "star:hosts=4,gpus=2,intra=300G,alpha=1us"
+	for _, mode := range []string{"pn", "pr", "ta", "fr"} {
+		m, _ := runJSON(t, "--topology", gpus, "--mode", mode, "--tensor", "256KiB", "--seed", "1")
+		assert.Equal(t, true, m["exact"], mode)
+		assert.Equal(t, mode, m["mode"])
+		assert.Equal(t, json.Number("8"), m["workers"], mode)
+		bw, err := m["algbw_gbytes_per_s"].(json.Number).Float64()
+		require.NoError(t, err)
+		assert.Greater(t, bw, 0.0, mode)
+		jobs := m["jobs"].([]any)
+		stages := map[string]int{"pn": 2, "pr": 2, "ta": 1, "fr": 0}[mode]
+		require.Len(t, jobs, 1+stages, mode)
+		for _, j := range jobs[1:] {
+			assert.Equal(t, "job0", j.(map[string]any)["part_of"], mode)
+		}
+	}
+	code, out, errOut := runCLI("run", "--topology", gpus, "--mode", "pn", "--tensor", "256KiB", "--seed", "1")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "inaemu run: pn allreduce, 4 machines × 2 GPUs × 256KiB f32")
+	assert.Contains(t, out, "  job       job0/ring1  netreduce  4 ranks  exact")
+	assert.Contains(t, out, "  result    EXACT: all 8 GPUs hold the bit-exact sum in the scheme's order\n")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--mode", "pn"}, "--mode pn runs over machines with several GPUs each, and these hosts have none"},
+		{[]string{"run", "--topology", "star:hosts=2,gpus=3,intra=100G", "--mode", "ta"}, "job job0: mode ta: 3 GPUs per machine: ta's reduce and broadcast (recursive halving, binomial trees) take a power of two"},
+		{[]string{"run", "--topology", gpus, "--mode", "pr", "--tensor", "12"}, "job job0: mode pr: --tensor 3 elements: too small to cut into 2 pieces"},
+	} {
+		code, out, errOut := runGuarded(c.args...)
+		assert.Empty(t, out)
+		oneLine(t, code, errOut, "inaemu run: ", c.want)
+	}
+}
