@@ -1,12 +1,10 @@
 package conformance
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/leanovate/gopter"
 
-	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/scenario"
 	"github.com/inaemu/inaemu/emu/topo"
@@ -129,24 +127,11 @@ func spansLeaves(ranks []int, perLeaf int) bool {
 // runMultiRackCase: "" when the job ends exact (its schedule is bounded,
 // so it must end), else why not.
 func runMultiRackCase(c multiRackCase) aggOutcome {
-	cfg := emu.DefaultConfig()
-	if err := c.scenario().Apply(&cfg); err != nil {
-		return aggOutcome{fail: "setup", detail: err.Error()}
-	}
-	res, err := emu.Run(cfg)
-	var je *emu.JobError
-	switch {
-	case errors.As(err, &je):
-		return aggOutcome{fail: "transport", detail: "a bounded schedule broke the job: " + je.Msg}
-	case err != nil:
-		return aggOutcome{fail: "setup", detail: err.Error()}
-	case !res.Exact:
-		m := res.Mismatch
-		return aggOutcome{fail: "wrong", detail: fmt.Sprintf("WRONG RESULT: rank %d element %d is %s, want %s", m.Rank, m.Element, m.Got, m.Want)}
-	case res.Jobs[0].Ring == nil || len(res.Jobs[0].Ring.Tree) == 0:
+	res, out := runExact(c.scenario())
+	if out.fail == "" && (res.Jobs[0].Ring == nil || len(res.Jobs[0].Ring.Tree) == 0) {
 		return aggOutcome{fail: "setup", detail: "the job did not aggregate across racks"}
 	}
-	return aggOutcome{}
+	return out
 }
 
 // MultiRackSuite checks, for generated multi-rack NetReduce jobs with
@@ -154,29 +139,7 @@ func runMultiRackCase(c multiRackCase) aggOutcome {
 // aimed at data, ACKs, NAKs or the switch-to-switch frames), that the job
 // ends with the tree-order sum, bit for bit.
 func MultiRackSuite(o SuiteOptions) []PropertyResult {
-	name := "multirack/exact"
-	res := PropertyResult{Name: name, Passed: true}
-	o.record(&res)
-	eachCase(o, name, &res, func(i int, seed uint64) bool {
-		c := sample(multiRackCaseGen(seed), seed).(multiRackCase)
-		out := runMultiRackCase(c)
-		if out.fail == "" {
-			return true
-		}
-		small, sout := shrinkMultiRack(c, out)
-		res.Failure = fmt.Sprintf("case %d (%s) fails: %s; shrunk to %s: %s", i, c, out.detail, small, sout.detail)
-		if p, err := writeCounterexample(o.OutDir, fmt.Sprintf("multirack-%s-%d", out.fail, seed), small.scenario()); err != nil {
-			res.Notes = append(res.Notes, "writing the counterexample: "+err.Error())
-		} else if p != "" {
-			res.Counterexample = &p
-			res.Replay = "inaemu run --scenario " + p
-		}
-		if res.Replay == "" {
-			res.Replay = fmt.Sprintf("inaemu conformance --suite multirack --seed %d --count %d", o.Seed, i+1)
-		}
-		return false
-	})
-	return []PropertyResult{res}
+	return exactSuite(o, "multirack", "multirack/exact", multiRackCaseGen, runMultiRackCase, shrinkMultiRack, multiRackCase.scenario)
 }
 
 // shrinkMultiRack makes a failing case smaller while it fails the same

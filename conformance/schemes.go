@@ -1,12 +1,10 @@
 package conformance
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/leanovate/gopter"
 
-	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/scenario"
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/emu/topo"
@@ -95,53 +93,18 @@ func schemeCaseGen(seed uint64) gopter.Gen {
 // runSchemeCase: "" when every GPU ends with the scheme's sum (its
 // schedule is bounded, so it must end), else why not.
 func runSchemeCase(c schemeCase) aggOutcome {
-	cfg := emu.DefaultConfig()
-	if err := c.scenario().Apply(&cfg); err != nil {
-		return aggOutcome{fail: "setup", detail: err.Error()}
-	}
-	res, err := emu.Run(cfg)
-	var je *emu.JobError
-	switch {
-	case errors.As(err, &je):
-		return aggOutcome{fail: "transport", detail: "a bounded schedule broke the job: " + je.Msg}
-	case err != nil:
-		return aggOutcome{fail: "setup", detail: err.Error()}
-	case !res.Exact:
-		m := res.Mismatch
-		return aggOutcome{fail: "wrong", detail: fmt.Sprintf("WRONG RESULT: rank %d element %d is %s, want %s", m.Rank, m.Element, m.Got, m.Want)}
-	case res.Workers != c.Machines*c.GPUs || res.Mode != c.Mode:
+	res, out := runExact(c.scenario())
+	if out.fail == "" && (res.Workers != c.Machines*c.GPUs || res.Mode != c.Mode) {
 		return aggOutcome{fail: "setup", detail: fmt.Sprintf("ran %s on %d GPUs", res.Mode, res.Workers)}
 	}
-	return aggOutcome{}
+	return out
 }
 
 // SchemesSuite checks, for generated fr, pn, pr and ta jobs over
 // multi-GPU machines with faults on their links, that every GPU ends with
 // the sum in the scheme's order, bit for bit.
 func SchemesSuite(o SuiteOptions) []PropertyResult {
-	name := "schemes/exact"
-	res := PropertyResult{Name: name, Passed: true}
-	o.record(&res)
-	eachCase(o, name, &res, func(i int, seed uint64) bool {
-		c := sample(schemeCaseGen(seed), seed).(schemeCase)
-		out := runSchemeCase(c)
-		if out.fail == "" {
-			return true
-		}
-		small, sout := shrinkScheme(c, out)
-		res.Failure = fmt.Sprintf("case %d (%s) fails: %s; shrunk to %s: %s", i, c, out.detail, small, sout.detail)
-		if p, err := writeCounterexample(o.OutDir, fmt.Sprintf("schemes-%s-%d", out.fail, seed), small.scenario()); err != nil {
-			res.Notes = append(res.Notes, "writing the counterexample: "+err.Error())
-		} else if p != "" {
-			res.Counterexample = &p
-			res.Replay = "inaemu run --scenario " + p
-		}
-		if res.Replay == "" {
-			res.Replay = fmt.Sprintf("inaemu conformance --suite schemes --seed %d --count %d", o.Seed, i+1)
-		}
-		return false
-	})
-	return []PropertyResult{res}
+	return exactSuite(o, "schemes", "schemes/exact", schemeCaseGen, runSchemeCase, shrinkScheme, schemeCase.scenario)
 }
 
 // shrinkScheme makes a failing case smaller while it fails the same way:

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"errors"
 	"fmt"
 	"math/rand"
 	"os"
@@ -195,4 +196,55 @@ func writeFiles(dir, path string, b []byte) error {
 		return err
 	}
 	return os.WriteFile(path, b, 0o644)
+}
+
+// runExact runs a scenario whose fault schedule is bounded: it must end,
+// every job exact. The outcome says why not ("" when it did); res is the
+// run's report when it ran to its end.
+func runExact(sc *scenario.Scenario) (*emu.Result, aggOutcome) {
+	cfg := emu.DefaultConfig()
+	if err := sc.Apply(&cfg); err != nil {
+		return nil, aggOutcome{fail: "setup", detail: err.Error()}
+	}
+	res, err := emu.Run(cfg)
+	var je *emu.JobError
+	switch {
+	case errors.As(err, &je):
+		return nil, aggOutcome{fail: "transport", detail: "a bounded schedule broke the job: " + je.Msg}
+	case err != nil:
+		return nil, aggOutcome{fail: "setup", detail: err.Error()}
+	case !res.Exact:
+		m := res.Mismatch
+		return nil, aggOutcome{fail: "wrong", detail: fmt.Sprintf("WRONG RESULT: rank %d element %d is %s, want %s", m.Rank, m.Element, m.Got, m.Want)}
+	}
+	return res, aggOutcome{}
+}
+
+// exactSuite runs property name of suite over cases drawn by gen: each
+// must hold (run says why not). The first that does not is shrunk and
+// written as a counterexample scenario that replays it.
+func exactSuite[C fmt.Stringer](o SuiteOptions, suite, name string, gen func(seed uint64) gopter.Gen, run func(C) aggOutcome,
+	shrink func(C, aggOutcome) (C, aggOutcome), scenarioOf func(C) *scenario.Scenario) []PropertyResult {
+	res := PropertyResult{Name: name, Passed: true}
+	o.record(&res)
+	eachCase(o, name, &res, func(i int, seed uint64) bool {
+		c := sample(gen(seed), seed).(C)
+		out := run(c)
+		if out.fail == "" {
+			return true
+		}
+		small, sout := shrink(c, out)
+		res.Failure = fmt.Sprintf("case %d (%s) fails: %s; shrunk to %s: %s", i, c, out.detail, small, sout.detail)
+		if p, err := writeCounterexample(o.OutDir, fmt.Sprintf("%s-%s-%d", suite, out.fail, seed), scenarioOf(small)); err != nil {
+			res.Notes = append(res.Notes, "writing the counterexample: "+err.Error())
+		} else if p != "" {
+			res.Counterexample = &p
+			res.Replay = "inaemu run --scenario " + p
+		}
+		if res.Replay == "" {
+			res.Replay = fmt.Sprintf("inaemu conformance --suite %s --seed %d --count %d", suite, o.Seed, i+1)
+		}
+		return false
+	})
+	return []PropertyResult{res}
 }
