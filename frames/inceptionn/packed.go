@@ -1,0 +1,180 @@
+package inceptionn
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// The packed form of a payload, as the NIC's compression engine emits it
+// (§VI-A packs groups of eight values, each a 16-bit tag vector and the
+// eight fields, into 256-bit bursts; the paper leaves the bit order and
+// the framing open, so they are fixed here):
+//
+//	 0               1
+//	 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	|  L: uncompressed bytes (BE)   |
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	| t0| t1| t2| t3| t4| t5| t6| t7|  group 0: tag vector,
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	| field 0 | field 1 | ... (0, 8, 16 or 32 bits each, sign first)
+//	+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//	| group 1 ... | zero pad to a byte | the L mod 4 tail bytes
+//
+// The payload is read as floor(L/4) little-endian float32s, eight to a
+// group; a last group of fewer than eight has tag 00 for the missing
+// ones. Groups follow one another as one bit stream, most significant bit
+// of each byte first. L leads so that a frame decodes without the
+// connection's state (a capture checker can).
+
+// MaxPayload is the largest payload the 16-bit length describes.
+const MaxPayload = 0xFFFF
+
+// Histogram counts values per class.
+type Histogram [4]int64
+
+// Add counts another histogram's values in h.
+func (h *Histogram) Add(o Histogram) {
+	for i := range h {
+		h[i] += o[i]
+	}
+}
+
+// Values is how many values h counts.
+func (h Histogram) Values() int64 { return h[0] + h[1] + h[2] + h[3] }
+
+// Bits is what h's values take compressed: tag and field, without group
+// or packet framing (Table III's "bitwidth" summed).
+func (h Histogram) Bits() int64 {
+	var b int64
+	for c, n := range h {
+		b += n * int64(2+Class(c).Bits())
+	}
+	return b
+}
+
+// bitWriter appends bits to a byte slice, most significant first.
+type bitWriter struct {
+	out  []byte
+	acc  uint64 // pending bits in the low n
+	nacc uint
+}
+
+func (w *bitWriter) put(v uint32, n int) {
+	w.acc = w.acc<<uint(n) | uint64(v)&(1<<uint(n)-1)
+	w.nacc += uint(n)
+	for w.nacc >= 8 {
+		w.nacc -= 8
+		w.out = append(w.out, byte(w.acc>>w.nacc))
+	}
+}
+
+func (w *bitWriter) flush() []byte {
+	if w.nacc > 0 {
+		w.out = append(w.out, byte(w.acc<<(8-w.nacc)))
+		w.nacc = 0
+	}
+	return w.out
+}
+
+// AppendPacked appends payload's packed form to dst and counts its
+// values' classes in h (if not nil).
+func (c Codec) AppendPacked(dst, payload []byte, h *Histogram) ([]byte, error) {
+	if len(payload) > MaxPayload {
+		return dst, fmt.Errorf("payload of %d bytes: the packed form's 16-bit length takes at most %d", len(payload), MaxPayload)
+	}
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(payload)))
+	w := bitWriter{out: dst}
+	n := len(payload) / 4
+	var tags [8]Class
+	var fields [8]uint32
+	for g := 0; g < n; g += 8 {
+		var tv uint32
+		for i := range 8 {
+			tags[i], fields[i] = Zero, 0
+			if g+i < n {
+				tags[i], fields[i] = c.Encode(binary.LittleEndian.Uint32(payload[4*(g+i):]))
+			}
+			tv = tv<<2 | uint32(tags[i])
+			if h != nil && g+i < n {
+				h[tags[i]]++
+			}
+		}
+		w.put(tv, 16)
+		for i := range 8 {
+			if b := tags[i].Bits(); b > 0 {
+				w.put(fields[i], b)
+			}
+		}
+	}
+	return append(w.flush(), payload[4*n:]...), nil
+}
+
+// PackedLen is the length of payload's packed form.
+func (c Codec) PackedLen(payload []byte) int {
+	n := len(payload) / 4
+	bits := 16 * ((n + 7) / 8)
+	for i := range n {
+		t, _ := c.Encode(binary.LittleEndian.Uint32(payload[4*i:]))
+		bits += t.Bits()
+	}
+	return 2 + (bits+7)/8 + len(payload)%4
+}
+
+// ErrPacked is a packed payload that is not one.
+var ErrPacked = errors.New("not a packed INCEPTIONN payload")
+
+// Unpack appends the payload that packed holds to dst.
+func Unpack(dst, packed []byte) ([]byte, error) {
+	bad := func(f string, a ...any) ([]byte, error) {
+		return dst, fmt.Errorf("%w: "+f, append([]any{ErrPacked}, a...)...)
+	}
+	if len(packed) < 2 {
+		return bad("%d bytes, shorter than its 2-byte length", len(packed))
+	}
+	l := int(binary.BigEndian.Uint16(packed))
+	n := l / 4
+	src := packed[2:]
+	var acc uint64
+	var nacc uint
+	pos := 0
+	get := func(k int) (uint32, bool) {
+		for nacc < uint(k) {
+			if pos == len(src) {
+				return 0, false
+			}
+			acc = acc<<8 | uint64(src[pos])
+			pos++
+			nacc += 8
+		}
+		nacc -= uint(k)
+		return uint32(acc>>nacc) & (1<<uint(k) - 1), true
+	}
+	for g := 0; g < n; g += 8 {
+		tv, ok := get(16)
+		if !ok {
+			return bad("cut in group %d of %d", g/8, (n+7)/8)
+		}
+		for i := range 8 {
+			t := Class(tv >> (14 - 2*i) & 3)
+			if g+i >= n {
+				if t != Zero {
+					return bad("the last group's element %d is past the payload's %d values but tagged %s", i, n, t)
+				}
+				continue
+			}
+			var v uint32
+			if b := t.Bits(); b > 0 {
+				if v, ok = get(b); !ok {
+					return bad("cut in value %d", g+i)
+				}
+			}
+			dst = binary.LittleEndian.AppendUint32(dst, Decode(t, v))
+		}
+	}
+	if len(src)-pos != l%4 {
+		return bad("%d bytes after the values, want the %d tail bytes of a %d-byte payload", len(src)-pos, l%4, l)
+	}
+	return append(dst, src[pos:]...), nil
+}
