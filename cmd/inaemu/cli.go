@@ -132,6 +132,7 @@ func rootCommand(stdout, stderr io.Writer) *cobra.Command {
 		conformanceCommand(stdout, stderr),
 		mergeCommand(stdout, stderr),
 		modelCommand(stdout, stderr),
+		codecCommand(stdout, stderr),
 		tapCommand(stdout, stderr),
 		switchCommand(stdout, stderr),
 		hostCommand(stdout, stderr),

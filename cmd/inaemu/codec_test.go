@@ -1,0 +1,111 @@
+package main
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// inaemu codec --values shows the worked vectors of bound 2^-10 (tag,
+// field, decoded bits), in the table and in JSON.
+func TestCodecValues(t *testing.T) {
+	code, out, errOut := runCLI("codec", "--bound", "10", "--values", "0.75,0.3,0.004,0.0009,1.5,-inf,0x3d800000")
+	require.Equal(t, 0, code, errOut)
+	for _, line := range []string{
+		"0.75        0x3f400000  10   16bit  0x6000      0.75       0x3f400000    0\n",
+		"0.3         0x3e99999a  10   16bit  0x2666      0.2999878  0x3e999800    1.22e-05\n",
+		"0.004       0x3b83126f  01   8bit   0x00        0          0x00000000    0.004\n",
+		"0.0009      0x3a6bedfa  00   0bit   -           0          0x00000000    0.0009\n",
+		"-inf        0xff800000  11   32bit  0xff800000  -Inf       0xff800000    0\n",
+		"0x3d800000  0x3d800000  10   16bit  0x0800      0.0625     0x3d800000    0\n",
+	} {
+		assert.Contains(t, out, line)
+	}
+	code, out, errOut = runCLI("codec", "--bound", "6", "--values", "0.02,-0.2", "--json")
+	require.Equal(t, 0, code, errOut)
+	var doc struct {
+		Values []struct {
+			Tag, Field, DecodedBits string
+			FieldBits               int `json:"field_bits"`
+		} `json:"values"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	// 0.02 = 1.28 × 2^-6: the 8-bit class at 2^-6 ([2^-6, 2^-3)), field
+	// floor(0.02 × 128) = 2; -0.2 is 16-bit (>= 2^-3): 1<<15 | floor(0.2 × 2^15).
+	require.Len(t, doc.Values, 2)
+	assert.Equal(t, "01", doc.Values[0].Tag)
+	assert.Equal(t, "0x02", doc.Values[0].Field)
+	assert.Equal(t, 8, doc.Values[0].FieldBits)
+	assert.Equal(t, "10", doc.Values[1].Tag)
+	assert.Equal(t, "0x9999", doc.Values[1].Field) // 1<<15 | floor(0.2 × 2^15) = 0x8000 | 6553
+}
+
+// inaemu codec --pattern: the class histogram is the values' magnitudes
+// counted here by range, the ratios follow from it, the same seed gives
+// the same report.
+func TestCodecPattern(t *testing.T) {
+	args := []string{"codec", "--bound", "8", "--pattern", "lognormal:-6,2", "--count", "50000", "--mtu", "1024", "--seed", "3", "--json"}
+	code, out, errOut := runCLI(args...)
+	require.Equal(t, 0, code, errOut)
+	var st struct {
+		Values       int              `json:"values"`
+		Classes      map[string]int64 `json:"classes"`
+		CodecRatio   float64          `json:"codec_ratio"`
+		Packets      int              `json:"packets"`
+		PayloadRatio float64          `json:"payload_ratio"`
+		WireRatio    float64          `json:"wire_ratio"`
+		MaxBelow1    float64          `json:"max_abs_error_below_1"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &st))
+	buf := make([]byte, 4*50000)
+	require.NoError(t, genStream("lognormal:-6,2", 3, buf))
+	want := map[string]int64{}
+	for i := 0; i < len(buf); i += 4 {
+		a := math.Abs(float64(math.Float32frombits(binary.LittleEndian.Uint32(buf[i:]))))
+		switch {
+		case a < math.Ldexp(1, -8):
+			want["0bit"]++
+		case a < math.Ldexp(1, -4):
+			want["8bit"]++
+		case a < 1:
+			want["16bit"]++
+		default:
+			want["32bit"]++
+		}
+	}
+	assert.Equal(t, want, st.Classes)
+	bits := 2*want["0bit"] + 10*want["8bit"] + 18*want["16bit"] + 34*want["32bit"]
+	assert.InDelta(t, 32*50000/float64(bits), st.CodecRatio, 1e-9)
+	assert.Equal(t, 50000*4/1024+1, st.Packets)
+	assert.Less(t, st.PayloadRatio, st.CodecRatio) // length, tag vectors and padding per packet
+	assert.Greater(t, st.PayloadRatio, 0.97*st.CodecRatio)
+	assert.Less(t, st.WireRatio, st.PayloadRatio)
+	assert.Less(t, st.MaxBelow1, math.Ldexp(1, -7))
+	_, again, _ := runCLI(args...)
+	assert.Equal(t, out, again)
+}
+
+// Nonsense is one line and exit 2.
+func TestCodecUsageErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"codec"}, "give --values x,y,... or --pattern P"},
+		{[]string{"codec", "--bound", "0", "--values", "1"}, "--bound 0: want 1..126"},
+		{[]string{"codec", "--values", "abc"}, `--values "abc": want a decimal`},
+		{[]string{"codec", "--values", "1", "--pattern", "random"}, "--values and --pattern: give one"},
+		{[]string{"codec", "--pattern", "gauss"}, "--pattern gauss: want random, zeros, ones, ramp or lognormal:MU,SIGMA"},
+		{[]string{"codec", "--pattern", "lognormal:1,-2"}, "SIGMA >= 0"},
+		{[]string{"codec", "--pattern", "random", "--count", "0"}, "--count 0"},
+		{[]string{"codec", "--pattern", "random", "--mtu", "70000"}, "--mtu 70000"},
+	} {
+		code, out, errOut := runGuarded(c.args...)
+		assert.Empty(t, out)
+		oneLine(t, code, errOut, "inaemu codec: ", c.want)
+	}
+}
