@@ -19,12 +19,10 @@ type jobConfig struct {
 	// label, if set, is the mode the job reports (fr runs as a ring).
 	label Mode
 	// sch is the scheme a pn, pr or ta job runs (scheme.go): the scheme
-	// job itself (stage -1) or its inter-machine job number stage, which
-	// reads and writes the GPUs' buffers through io and starts when the
-	// scheme says.
-	sch   *scheme
-	stage int
-	io    *stageIO
+	// job itself (io nil) or one of its inter-machine jobs, which reads and
+	// writes the GPUs' buffers through io and starts when the scheme says.
+	sch *scheme
+	io  *stageIO
 }
 
 // topology is the run's network: cfg.Topology or the star of Workers

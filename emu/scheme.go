@@ -144,11 +144,10 @@ func planScheme(j jobConfig) ([]jobConfig, error) {
 	for c := 0; c <= s.n; c++ {
 		s.pieces = append(s.pieces, int(elems*int64(c)/int64(s.n)*sz))
 	}
-	j.sch, j.stage = s, -1
+	j.sch = s
 	out := []jobConfig{j}
 	stage := func(name string, mode Mode, gpu, lo, hi, k int) {
-		sj := jobConfig{name: name, cfg: cfg, start: j.start, sch: s, stage: k,
-			io: &stageIO{s: s, lo: lo, hi: hi}}
+		sj := jobConfig{name: name, cfg: cfg, start: j.start, sch: s, io: &stageIO{s: s, lo: lo, hi: hi}}
 		sj.cfg.Mode, sj.cfg.Workers, sj.cfg.TensorBytes = mode, m, int64(hi-lo)
 		sj.cfg.Seed = jobSeed(cfg.Seed, k+1)
 		for h := range m {
