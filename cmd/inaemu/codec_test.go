@@ -62,7 +62,7 @@ func TestCodecPattern(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &st))
 	buf := make([]byte, 4*50000)
-	require.NoError(t, genStream("lognormal:-6,2", 3, buf))
+	require.NoError(t, genStream("lognormal:-6,2", 8, 3, buf))
 	want := map[string]int64{}
 	for i := 0; i < len(buf); i += 4 {
 		a := math.Abs(float64(math.Float32frombits(binary.LittleEndian.Uint32(buf[i:]))))
@@ -99,7 +99,9 @@ func TestCodecUsageErrors(t *testing.T) {
 		{[]string{"codec", "--bound", "0", "--values", "1"}, "--bound 0: want 1..126"},
 		{[]string{"codec", "--values", "abc"}, `--values "abc": want a decimal`},
 		{[]string{"codec", "--values", "1", "--pattern", "random"}, "--values and --pattern: give one"},
-		{[]string{"codec", "--pattern", "gauss"}, "--pattern gauss: want random, zeros, ones, ramp or lognormal:MU,SIGMA"},
+		{[]string{"codec", "--pattern", "gauss"}, "--pattern gauss: want random, zeros, ones, ramp, lognormal:MU,SIGMA or table3:NETWORK"},
+		{[]string{"codec", "--pattern", "table3:lenet"}, "want table3:alexnet, hdc, resnet50 or vgg16"},
+		{[]string{"codec", "--pattern", "table3:vgg16", "--bound", "7"}, "Table III has bounds 2^-6, 2^-8 and 2^-10, not 2^-7"},
 		{[]string{"codec", "--pattern", "lognormal:1,-2"}, "SIGMA >= 0"},
 		{[]string{"codec", "--pattern", "random", "--count", "0"}, "--count 0"},
 		{[]string{"codec", "--pattern", "random", "--mtu", "70000"}, "--mtu 70000"},
@@ -107,5 +109,46 @@ func TestCodecUsageErrors(t *testing.T) {
 		code, out, errOut := runGuarded(c.args...)
 		assert.Empty(t, out)
 		oneLine(t, code, errOut, "inaemu codec: ", c.want)
+	}
+}
+
+// Streams drawn to Table III's class shares compress to the ratio the
+// table implies, 32 bits over 2·p2 + 10·p10 + 18·p18 + 34·p34 (5.59× to
+// 14.60×), within 1 %, for every network and bound; the ratios here are
+// the table's arithmetic, written out.
+func TestCodecTable3Ratios(t *testing.T) {
+	implied := map[string][3]float64{ // bounds 2^-10, 2^-8, 2^-6
+		"alexnet": {5.59, 8.81, 12.34}, "hdc": {11.59, 13.25, 14.59}, "resnet50": {9.11, 12.15, 14.60}, "vgg16": {11.20, 13.89, 14.44},
+	}
+	for net, ratios := range implied {
+		for i, k := range []string{"10", "8", "6"} {
+			code, out, errOut := runCLI("codec", "--bound", k, "--pattern", "table3:"+net, "--count", "400000", "--json")
+			require.Equal(t, 0, code, errOut)
+			var st struct {
+				CodecRatio   float64 `json:"codec_ratio"`
+				PayloadRatio float64 `json:"payload_ratio"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(out), &st))
+			assert.InDelta(t, 1, st.CodecRatio/ratios[i], 0.01, "%s at 2^-%s: codec ratio %.3f, Table III %.2f", net, k, st.CodecRatio, ratios[i])
+			assert.InDelta(t, 1, st.PayloadRatio/ratios[i], 0.01, "%s at 2^-%s: payload ratio %.3f, Table III %.2f", net, k, st.PayloadRatio, ratios[i])
+		}
+	}
+}
+
+// The wire ratio with RoCEv2/IPv4 framing (82 bytes a packet) at a 4096-
+// byte payload: (P + H)/(P/r + H), 11.5× for r = 14.60 (ResNet-50 at 2^-6)
+// and 5.1× for r = 5.59 (AlexNet at 2^-10).
+func TestCodecWireRatio(t *testing.T) {
+	for _, c := range []struct {
+		net, k string
+		want   float64
+	}{{"resnet50", "6", (4096 + 82) / (4096/14.60 + 82)}, {"alexnet", "10", (4096 + 82) / (4096/5.59 + 82)}} {
+		code, out, errOut := runCLI("codec", "--bound", c.k, "--pattern", "table3:"+c.net, "--count", "400000", "--json")
+		require.Equal(t, 0, code, errOut)
+		var st struct {
+			WireRatio float64 `json:"wire_ratio"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &st))
+		assert.InDelta(t, 1, st.WireRatio/c.want, 0.01, "%s: %.3f, want %.3f", c.net, st.WireRatio, c.want)
 	}
 }
