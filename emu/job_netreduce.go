@@ -468,18 +468,29 @@ func (j *netReduceJob) expectedSum(k int) *expectedMsg {
 // sum, in the order the switches form it: rank order in one switch; in a
 // tree, each leaf's ranks in rank order, then the leaves in tree order.
 func (j *netReduceJob) sumOf(sum []byte, m, size int) {
-	d := j.r.cfg.DType
 	if j.part == nil && len(j.groups) > 1 {
 		j.part = make([]byte, j.chunk)
 	}
-	for gi, g := range j.groups {
-		part := sum
+	var part []byte
+	if j.part != nil {
+		part = j.part[:size]
+	}
+	groupSum(j.r.cfg.DType, j.groups, sum, part, func(rank int) []byte { return j.piece0(rank, m, size) })
+}
+
+// groupSum writes into sum the reduction in a switch tree's order: each
+// group's pieces in rank order, then the groups' sums in group order.
+// piece is a rank's piece (read before the next call); part is scratch of
+// sum's length when there are several groups.
+func groupSum(d tensor.DType, groups [][]int, sum, part []byte, piece func(rank int) []byte) {
+	for gi, g := range groups {
+		dst := sum
 		if gi > 0 {
-			part = j.part[:size]
+			dst = part
 		}
-		copy(part, j.piece0(g[0], m, size))
+		copy(dst, piece(g[0]))
 		for _, rank := range g[1:] {
-			tensor.Add(d, part, j.piece0(rank, m, size))
+			tensor.Add(d, dst, piece(rank))
 		}
 		if gi > 0 {
 			tensor.Add(d, sum, part)

@@ -312,18 +312,24 @@ func (j *ringJob) expectedSum(c, m int) *expectedMsg {
 		e = &expectedMsg{sum: make([]byte, 0, j.msgB)}
 	}
 	e.k, e.sum, e.left = m, e.sum[:hi-lo], j.nLocal
-	for i := range j.n {
-		st := j.expSt[(c+i)%j.n]
+	ringSum(j.r.cfg.DType, j.n, c, e.sum, j.piece[:hi-lo], func(rank int, buf []byte) {
+		st := j.expSt[rank]
 		st.MoveTo(off)
-		if i == 0 {
-			st.Fill(e.sum)
-			continue
-		}
-		p := j.piece[:hi-lo]
-		st.Fill(p)
-		tensor.Add(j.r.cfg.DType, e.sum, p)
-	}
+		st.Fill(buf)
+	})
 	return e
+}
+
+// ringSum writes into sum a chunk's reduction in a ring's order, the one
+// that starts at rank c: c's piece, plus c+1's, and so on round the n
+// ranks. fill writes a rank's piece into a buffer; scratch is one of
+// sum's length.
+func ringSum(d tensor.DType, n, c int, sum, scratch []byte, fill func(rank int, buf []byte)) {
+	fill(c%n, sum)
+	for i := 1; i < n; i++ {
+		fill((c+i)%n, scratch)
+		tensor.Add(d, sum, scratch)
+	}
 }
 
 // check reports the first result (in chunk, rank, message order) that was

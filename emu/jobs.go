@@ -54,7 +54,7 @@ func (c *Config) jobConfigs() ([]jobConfig, error) {
 			for i := range ranks {
 				ranks[i] = hs[i].Name
 			}
-			if _, ok := schemeModes[c.Mode]; ok && hs[0].GPUs > 0 {
+			if IsGPUScheme(c.Mode) && hs[0].GPUs > 0 {
 				// A scheme runs on every GPU of the first --workers hosts.
 				ranks = ranks[:0]
 				for _, h := range hs[:c.Workers] {

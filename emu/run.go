@@ -413,14 +413,6 @@ func (r *runner) output(rank int) []byte {
 	return r.io.output(rank)
 }
 
-// schemeJob is the job of a scheme's own stages (nil for other jobs).
-func (r *runner) schemeJob() *schemeJob {
-	if r.sch == nil || r.io != nil {
-		return nil
-	}
-	return r.job.(*schemeJob)
-}
-
 // begin posts the job's first work requests now.
 func (r *runner) begin() error {
 	r.startAt = r.fab.Clock.Now()
@@ -644,9 +636,8 @@ func newRun(cfg Config) (*run, error) {
 			return fail(err)
 		}
 		if js.io != nil {
-			sj := js.sch.coord.schemeJob()
 			js.sch.stages = append(js.sch.stages, r)
-			r.onDone = sj.stageDone
+			r.onDone = js.sch.job.stageDone
 		}
 		u.jobs = append(u.jobs, r)
 	}

@@ -77,9 +77,9 @@ type scheme struct {
 	// res[g] its result, filled by the inter-machine job and the last
 	// stage.
 	work, res [][]byte
-	coord     *runner   // the scheme job
-	stages    []*runner // its inter-machine jobs
-	left      int       // inter-machine jobs not yet finished
+	job       *schemeJob // the scheme job's own stages
+	stages    []*runner  // its inter-machine jobs
+	left      int        // inter-machine jobs not yet finished
 }
 
 // stageIO is what an inter-machine job of a scheme reads and writes: its
@@ -199,7 +199,6 @@ type schemeJob struct {
 }
 
 func newSchemeJob(r *runner, s *scheme) *schemeJob {
-	s.coord = r
 	s.work, s.res = make([][]byte, len(r.workers)), make([][]byte, len(r.workers))
 	for g, w := range r.workers {
 		s.work[g] = make([]byte, s.bytes)
@@ -207,7 +206,8 @@ func newSchemeJob(r *runner, s *scheme) *schemeJob {
 		s.res[g] = make([]byte, s.bytes)
 		w.recvWant = 1
 	}
-	return &schemeJob{r: r, s: s}
+	s.job = &schemeJob{r: r, s: s}
+	return s.job
 }
 
 // start runs every machine's first stage; the inter-machine jobs start
@@ -311,7 +311,6 @@ func (j *schemeJob) check() *Mismatch {
 // machines.
 func (j *schemeJob) reference() []byte {
 	s, d := j.s, j.s.dtype
-	sz := d.Size()
 	m := len(s.hosts)
 	x := make([][]byte, s.n) // one machine's GPUs' tensors
 	for i := range x {
@@ -344,41 +343,21 @@ func (j *schemeJob) reference() []byte {
 				copy(out, t[c])
 				continue
 			}
-			copy(out, x[(c+1)%s.n][lo:hi])
-			for k := 2; k <= s.n; k++ {
-				tensor.Add(d, out, x[(c+k)%s.n][lo:hi])
-			}
+			ringSum(d, s.n, c+1, out, make([]byte, hi-lo), func(g int, buf []byte) { copy(buf, x[g][lo:hi]) })
 		}
 	}
 	want := make([]byte, s.bytes)
 	for _, st := range s.stages {
 		io := st.io
 		seg := want[io.lo:io.hi]
-		part := func(h int) []byte { return mach[h][io.lo:io.hi] }
-		if nr, ok := st.job.(*netReduceJob); ok {
-			tmp := make([]byte, len(seg))
-			for gi, grp := range nr.groups {
-				dst := seg
-				if gi > 0 {
-					dst = tmp
-				}
-				copy(dst, part(grp[0]))
-				for _, h := range grp[1:] {
-					tensor.Add(d, dst, part(h))
-				}
-				if gi > 0 {
-					tensor.Add(d, seg, tmp)
-				}
-			}
-			continue
-		}
-		// A ring: chunk q of the job's tensor starts at rank q.
-		elems := int64(len(seg) / sz)
-		for q := range m {
-			lo, hi := int(elems*int64(q)/int64(m))*sz, int(elems*int64(q+1)/int64(m))*sz
-			copy(seg[lo:hi], part(q)[lo:hi])
-			for i := 1; i < m; i++ {
-				tensor.Add(d, seg[lo:hi], part((q + i) % m)[lo:hi])
+		scratch := make([]byte, len(seg))
+		switch job := st.job.(type) {
+		case *netReduceJob:
+			groupSum(d, job.groups, seg, scratch, func(h int) []byte { return mach[h][io.lo:io.hi] })
+		case *ringJob: // chunk q of the job's tensor starts at rank q
+			for q := range m {
+				lo, hi := job.bounds[q], job.bounds[q+1]
+				ringSum(d, m, q, seg[lo:hi], scratch[:hi-lo], func(h int, buf []byte) { copy(buf, mach[h][io.lo+lo:io.lo+hi]) })
 			}
 		}
 	}
