@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +33,15 @@ func (e *cmdEnv) usageError(format string, a ...any) {
 func (e *cmdEnv) changed(name string) bool {
 	f := e.cmd.Flags().Lookup(name)
 	return f != nil && f.Changed
+}
+
+// writeJSON prints v as one JSON object.
+func (e *cmdEnv) writeJSON(v any) int {
+	if err := json.NewEncoder(e.stdout).Encode(v); err != nil {
+		fmt.Fprintf(e.stderr, "inaemu %s: %v\n", e.name, err)
+		return exitSoftware
+	}
+	return exitOK
 }
 
 // printUsageError is the one shape of every usage error: what, then where

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -158,11 +157,7 @@ func runModel(e *cmdEnv, a modelArgs) int {
 		}
 	}
 	if a.asJSON {
-		if err := json.NewEncoder(e.stdout).Encode(map[string]any{"model": "NetReduce Appendix A", "schemes": schemes, "rows": rows}); err != nil {
-			fmt.Fprintf(e.stderr, "inaemu model: %v\n", err)
-			return exitSoftware
-		}
-		return exitOK
+		return e.writeJSON(map[string]any{"model": "NetReduce Appendix A", "schemes": schemes, "rows": rows})
 	}
 	printModel(e.stdout, rows, schemes)
 	return exitOK
@@ -300,13 +295,9 @@ func runTrain(e *cmdEnv, a modelArgs, schemes []commmodel.Scheme, gpus []int, al
 		}
 	}
 	if a.asJSON {
-		if err := json.NewEncoder(e.stdout).Encode(map[string]any{"model": "training step", "gpus": p.GPUs, "per_host": p.PerHost,
+		return e.writeJSON(map[string]any{"model": "training step", "gpus": p.GPUs, "per_host": p.PerHost,
 			"alpha_ns": p.Alpha * 1e9, "b_intra_gbytes_per_s": p.BIntra / 1e9, "b_inter_gbytes_per_s": p.BInter / 1e9,
-			"batch": a.batch, "fusion_bytes": fusion, "overlap": a.overlap, "ta_form": p.TAForm, "rows": rows}); err != nil {
-			fmt.Fprintf(e.stderr, "inaemu model: %v\n", err)
-			return exitSoftware
-		}
-		return exitOK
+			"batch": a.batch, "fusion_bytes": fusion, "overlap": a.overlap, "ta_form": p.TAForm, "rows": rows})
 	}
 	ov := "no overlap"
 	if a.overlap {

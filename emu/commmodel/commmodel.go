@@ -88,22 +88,23 @@ func Eval(s Scheme, p Params) Time {
 	P, n := float64(p.GPUs), float64(p.PerHost)
 	a, M, bA, bE := p.Alpha, p.Size, p.BIntra, p.BInter
 	machines := P / n
+	ring := func(k float64) float64 { return 2*(k-1)*a + 2*((k-1)/k)*(M/bE) } // Ring-AllReduce over k NICs
 	var st []float64
 	switch s {
 	case FR: // Eq. (1)
-		st = []float64{2*(P-1)*a + 2*((P-1)/P)*(M/bE)}
+		st = []float64{ring(P)}
 	case TA: // Eq. (2)
 		l := math.Log2(n)
 		s1 := 2*a*l + (2*(n-1)/n)*(M/bA)
 		if p.TAForm == Bracketed {
 			s1 = 2*a*l + (2*(n-1)/n)*(M/(n*bA))
 		}
-		st = []float64{s1, 2*(machines-1)*a + 2*((machines-1)/machines)*(M/bE), (l+n-1)*a + 2*((n-1)/n)*(M/bA)}
+		st = []float64{s1, ring(machines), (l+n-1)*a + 2*((n-1)/n)*(M/bA)}
 	case PN, PR: // Eq. (3); PR's stage 2 is a ring of the machines
 		intra := (n-1)*a + (n-1)*M/(n*bA)
 		s2 := a + M/bE
 		if s == PR {
-			s2 = 2*(machines-1)*a + 2*((machines-1)/machines)*(M/bE)
+			s2 = ring(machines)
 		}
 		st = []float64{intra, s2, intra}
 	default:

@@ -111,17 +111,6 @@ func (c Codec) AppendPacked(dst, payload []byte, h *Histogram) ([]byte, error) {
 	return append(w.flush(), payload[4*n:]...), nil
 }
 
-// PackedLen is the length of payload's packed form.
-func (c Codec) PackedLen(payload []byte) int {
-	n := len(payload) / 4
-	bits := 16 * ((n + 7) / 8)
-	for i := range n {
-		t, _ := c.Encode(binary.LittleEndian.Uint32(payload[4*i:]))
-		bits += t.Bits()
-	}
-	return 2 + (bits+7)/8 + len(payload)%4
-}
-
 // ErrPacked is a packed payload that is not one.
 var ErrPacked = errors.New("not a packed INCEPTIONN payload")
 
