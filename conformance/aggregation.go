@@ -432,7 +432,7 @@ func AggregationSuite(o SuiteOptions) []PropertyResult {
 		}
 	}
 	for i := 0; i < o.Count; i++ {
-		if !o.Shard.owns(i) {
+		if !o.Shard.Owns(i) {
 			continue
 		}
 		seed := caseSeed(o.Seed, name, i)
@@ -445,7 +445,7 @@ func AggregationSuite(o SuiteOptions) []PropertyResult {
 			res.Shard.transport(i)
 		}
 		if o.Progress != nil {
-			o.Progress(name, i+1, o.Count)
+			o.Progress(name)
 		}
 		if out.fail == "" {
 			continue

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"time"
 
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/netreduce"
@@ -89,21 +88,11 @@ func cleanCase(seed uint64) *scenario.Scenario {
 
 func emittedVerify(o SuiteOptions) PropertyResult {
 	name := "icrc/emitted-frames-verify"
-	start := time.Now()
 	res := PropertyResult{Name: name, Passed: true}
-	o.record(&res)
 	var v frames.View
-	for i := 0; i < o.Count; i++ {
-		if !o.Shard.owns(i) {
-			continue
-		}
-		seed := caseSeed(o.Seed, name, i)
+	eachCase(o, name, &res, func(i int, seed uint64) bool {
 		sc := cleanCase(seed)
 		recs, _, err := captureOf(sc)
-		res.Cases++
-		if o.Progress != nil {
-			o.Progress(name, i+1, o.Count)
-		}
 		fail := ""
 		if err != nil {
 			fail = err.Error()
@@ -117,16 +106,15 @@ func emittedVerify(o SuiteOptions) PropertyResult {
 				fail = fmt.Sprintf("frame %d of the capture (%s) has a bad ICRC", k, d.Line())
 			}
 		}
-		if fail != "" {
-			res.Passed, res.Failure = false, fail
-			res.Shard.failed(i)
-			if p, err := writeCounterexample(o.OutDir, fmt.Sprintf("icrc-emitted-%d", seed), sc); err == nil && p != "" {
-				res.Counterexample, res.Replay = &p, "inaemu run --scenario "+p
-			}
-			break
+		if fail == "" {
+			return true
 		}
-	}
-	res.Wall = time.Since(start)
+		res.Failure = fail
+		if p, err := writeCounterexample(o.OutDir, fmt.Sprintf("icrc-emitted-%d", seed), sc); err == nil && p != "" {
+			res.Counterexample, res.Replay = &p, "inaemu run --scenario "+p
+		}
+		return false
+	})
 	return res
 }
 
@@ -197,19 +185,15 @@ func maskedBit(f []byte, i, b int) bool {
 
 func bitFlips(o SuiteOptions) PropertyResult {
 	name := "icrc/bit-flips-detected"
-	start := time.Now()
 	res := PropertyResult{Name: name, Passed: true}
-	o.record(&res)
 	pool := sampleFrames(o.Seed)
 	if len(pool) == 0 {
+		o.record(&res)
 		res.Passed, res.Failure = false, "no frames to test"
 		return res
 	}
-	for i := 0; i < o.Count; i++ {
-		if !o.Shard.owns(i) {
-			continue
-		}
-		r := rand.New(rand.NewPCG(caseSeed(o.Seed, name, i), 2))
+	eachCase(o, name, &res, func(i int, seed uint64) bool {
+		r := rand.New(rand.NewPCG(seed, 2))
 		f := append([]byte(nil), pool[r.IntN(len(pool))]...)
 		l3, end, _, _ := icrcLayout(f)
 		var at, bit int
@@ -220,33 +204,26 @@ func bitFlips(o SuiteOptions) PropertyResult {
 			}
 		}
 		f[at] ^= 1 << bit
-		ok, err := frames.VerifyICRC(f)
-		res.Cases++
-		if o.Progress != nil {
-			o.Progress(name, i+1, o.Count)
-		}
-		if err == nil && ok {
-			res.Passed = false
-			res.Shard.failed(i)
+		if ok, err := frames.VerifyICRC(f); err == nil && ok {
 			res.Failure = fmt.Sprintf("flipping bit %d of byte %d was not detected: % x", bit, at, f)
-			break
+			return false
 		}
-	}
-	res.Wall = time.Since(start)
+		return true
+	})
 	return res
 }
 
 func maskedFields(o SuiteOptions) PropertyResult {
 	name := "icrc/masked-fields-keep-icrc"
-	start := time.Now()
 	res := PropertyResult{Name: name, Passed: true}
-	o.record(&res)
 	pool := sampleFrames(o.Seed + 7)
-	for i := 0; i < o.Count && len(pool) > 0; i++ {
-		if !o.Shard.owns(i) {
-			continue
-		}
-		r := rand.New(rand.NewPCG(caseSeed(o.Seed, name, i), 3))
+	if len(pool) == 0 {
+		o.record(&res)
+		res.Passed, res.Failure = false, "no frames to test"
+		return res
+	}
+	eachCase(o, name, &res, func(i int, seed uint64) bool {
+		r := rand.New(rand.NewPCG(seed, 3))
 		f := append([]byte(nil), pool[r.IntN(len(pool))]...)
 		l3, end, _, _ := icrcLayout(f)
 		for at := l3; at < end-4; at++ {
@@ -256,22 +233,12 @@ func maskedFields(o SuiteOptions) PropertyResult {
 				}
 			}
 		}
-		ok, err := frames.VerifyICRC(f)
-		res.Cases++
-		if o.Progress != nil {
-			o.Progress(name, i+1, o.Count)
-		}
-		if err != nil || !ok {
-			res.Passed = false
+		if ok, err := frames.VerifyICRC(f); err != nil || !ok {
 			res.Failure = fmt.Sprintf("changing only masked fields broke the ICRC (%v): % x", err, f)
-			res.Shard.failed(i)
-			break
+			return false
 		}
-	}
-	if len(pool) == 0 {
-		res.Passed, res.Failure = false, "no frames to test"
-	}
-	res.Wall = time.Since(start)
+		return true
+	})
 	return res
 }
 
@@ -286,7 +253,6 @@ func maskedFields(o SuiteOptions) PropertyResult {
 func noAggregateFromCorruption(o SuiteOptions) PropertyResult {
 	name := "icrc/no-aggregate-from-corruption"
 	res := PropertyResult{Name: name, Passed: true}
-	o.record(&res)
 	eachCase(o, name, &res, func(i int, seed uint64) bool {
 		c := sample(aggCaseGen(seed), seed).(aggCase) // on the star: even interfaces are the hosts' links into the switch
 		c.Workers, c.Elems, c.Netem = min(c.Workers, 6), min(c.Elems, 4096), ""

@@ -139,7 +139,7 @@ func runMultiRackCase(c multiRackCase) aggOutcome {
 // aimed at data, ACKs, NAKs or the switch-to-switch frames), that the job
 // ends with the tree-order sum, bit for bit.
 func MultiRackSuite(o SuiteOptions) []PropertyResult {
-	return exactSuite(o, "multirack", "multirack/exact", multiRackCaseGen, runMultiRackCase, shrinkMultiRack, multiRackCase.scenario)
+	return exactSuite(o, "multirack", "multirack/exact", multiRackCaseGen, runMultiRackCase, shrinkMultiRack, multiRackCase.scenario, nil)
 }
 
 // shrinkMultiRack makes a failing case smaller while it fails the same

@@ -104,7 +104,7 @@ func runSchemeCase(c schemeCase) aggOutcome {
 // multi-GPU machines with faults on their links, that every GPU ends with
 // the sum in the scheme's order, bit for bit.
 func SchemesSuite(o SuiteOptions) []PropertyResult {
-	return exactSuite(o, "schemes", "schemes/exact", schemeCaseGen, runSchemeCase, shrinkScheme, schemeCase.scenario)
+	return exactSuite(o, "schemes", "schemes/exact", schemeCaseGen, runSchemeCase, shrinkScheme, schemeCase.scenario, nil)
 }
 
 // shrinkScheme makes a failing case smaller while it fails the same way:

@@ -18,8 +18,8 @@ func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Of) }
 // whole reports whether the shard is the whole suite.
 func (s Shard) whole() bool { return s.Of <= 1 }
 
-// owns reports whether case i is this shard's.
-func (s Shard) owns(i int) bool { return s.whole() || i%s.Of == s.Index }
+// Owns reports whether case (or grid cell) i is this shard's.
+func (s Shard) Owns(i int) bool { return s.whole() || i%s.Of == s.Index }
 
 // ShardSet checks that shard reports cover shards 0..of-1 once each.
 type ShardSet struct{ seen []bool }

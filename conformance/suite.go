@@ -21,8 +21,8 @@ type SuiteOptions struct {
 	Seed    uint64            // the suite's seed: case i's inputs come from (Seed, i)
 	Release netreduce.Release // the release rule the aggregation suite runs against
 	OutDir  string            // where counterexamples are written ("" = nowhere)
-	// Progress, if set, is told after every case.
-	Progress func(property string, done, total int)
+	// Progress, if set, is told after every case, with its property.
+	Progress func(property string)
 	// Shard, if set, runs only the shard's cases (case i when i mod Of is
 	// Index) and records what Merge needs in each result.
 	Shard Shard
@@ -66,15 +66,16 @@ var Suites = []struct {
 // shard record and ends the run. res.Wall is set at the end.
 func eachCase(o SuiteOptions, name string, res *PropertyResult, check func(i int, seed uint64) bool) {
 	start := time.Now()
+	o.record(res)
 	for i := 0; i < o.Count; i++ {
-		if !o.Shard.owns(i) {
+		if !o.Shard.Owns(i) {
 			continue
 		}
 		seed := caseSeed(o.Seed, name, i)
 		ok := check(i, seed)
 		res.Cases++
 		if o.Progress != nil {
-			o.Progress(name, i+1, o.Count)
+			o.Progress(name)
 		}
 		if !ok {
 			res.Passed = false
@@ -222,11 +223,11 @@ func runExact(sc *scenario.Scenario) (*emu.Result, aggOutcome) {
 
 // exactSuite runs property name of suite over cases drawn by gen: each
 // must hold (run says why not). The first that does not is shrunk and
-// written as a counterexample scenario that replays it.
+// written as a counterexample scenario, which `inaemu run --scenario`
+// replays unless replays (nil: always) says that failure takes more.
 func exactSuite[C fmt.Stringer](o SuiteOptions, suite, name string, gen func(seed uint64) gopter.Gen, run func(C) aggOutcome,
-	shrink func(C, aggOutcome) (C, aggOutcome), scenarioOf func(C) *scenario.Scenario) []PropertyResult {
+	shrink func(C, aggOutcome) (C, aggOutcome), scenarioOf func(C) *scenario.Scenario, replays func(aggOutcome) bool) []PropertyResult {
 	res := PropertyResult{Name: name, Passed: true}
-	o.record(&res)
 	eachCase(o, name, &res, func(i int, seed uint64) bool {
 		c := sample(gen(seed), seed).(C)
 		out := run(c)
@@ -239,7 +240,9 @@ func exactSuite[C fmt.Stringer](o SuiteOptions, suite, name string, gen func(see
 			res.Notes = append(res.Notes, "writing the counterexample: "+err.Error())
 		} else if p != "" {
 			res.Counterexample = &p
-			res.Replay = "inaemu run --scenario " + p
+			if replays == nil || replays(sout) {
+				res.Replay = "inaemu run --scenario " + p
+			}
 		}
 		if res.Replay == "" {
 			res.Replay = fmt.Sprintf("inaemu conformance --suite %s --seed %d --count %d", suite, o.Seed, i+1)

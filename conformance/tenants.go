@@ -177,31 +177,9 @@ func runTenantCase(c tenantCase) aggOutcome {
 // and virtual completion time (within 0.5 %) are those of the same run
 // without them, and both jobs end exact.
 func TenantSuite(o SuiteOptions) []PropertyResult {
-	name := "tenants/isolation"
-	res := PropertyResult{Name: name, Passed: true}
-	o.record(&res)
-	eachCase(o, name, &res, func(i int, seed uint64) bool {
-		c := sample(tenantCaseGen(seed), seed).(tenantCase)
-		out := runTenantCase(c)
-		if out.fail == "" {
-			return true
-		}
-		small, sout := shrinkTenant(c, out)
-		res.Failure = fmt.Sprintf("case %d (%s) fails: %s; shrunk to %s: %s", i, c, out.detail, small, sout.detail)
-		if p, err := writeCounterexample(o.OutDir, fmt.Sprintf("tenants-%s-%d", out.fail, seed), small.scenario(true)); err != nil {
-			res.Notes = append(res.Notes, "writing the counterexample: "+err.Error())
-		} else if p != "" {
-			res.Counterexample = &p
-			if sout.fail != "interference" { // that takes the run with and without b's faults
-				res.Replay = "inaemu run --scenario " + p
-			}
-		}
-		if res.Replay == "" {
-			res.Replay = fmt.Sprintf("inaemu conformance --suite tenants --seed %d --count %d", o.Seed, i+1)
-		}
-		return false
-	})
-	return []PropertyResult{res}
+	return exactSuite(o, "tenants", "tenants/isolation", tenantCaseGen, runTenantCase, shrinkTenant,
+		func(c tenantCase) *scenario.Scenario { return c.scenario(true) },
+		func(out aggOutcome) bool { return out.fail != "interference" }) // that takes the run with and without b's faults
 }
 
 // jobShrinks are the steps that make a job smaller: half the elements,

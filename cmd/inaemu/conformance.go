@@ -118,15 +118,11 @@ func runConformance(fs *cmdEnv, a conformanceArgs, names []string) int {
 			return exitUsage
 		}
 	}
-	type suite struct {
-		run   func(conformance.SuiteOptions) []conformance.PropertyResult
-		props int
-	}
-	var run []suite
+	var run []func(conformance.SuiteOptions) []conformance.PropertyResult
 	props := 0
 	for _, s := range conformance.Suites {
 		if a.suite == "all" || a.suite == s.Name {
-			run = append(run, suite{s.Run, s.Properties})
+			run = append(run, s.Run)
 			props += s.Properties
 		}
 	}
@@ -144,7 +140,7 @@ func runConformance(fs *cmdEnv, a conformanceArgs, names []string) int {
 	opts := conformance.SuiteOptions{Count: a.count, Seed: seed, Release: rel, OutDir: a.out, Shard: shard}
 	bar := startProgress(fs, "conformance", "cases", a.asJSON)
 	var done atomic.Int64
-	opts.Progress = func(name string, _, _ int) {
+	opts.Progress = func(name string) {
 		n := done.Add(1)
 		interruptNote.Store(fmt.Sprintf("inaemu conformance: interrupted in %s after %d cases of the run (seed %d)", name, n, seed))
 		bar.observe(n, int64(props*a.count/max(shard.Of, 1)))
@@ -162,7 +158,7 @@ func runConformance(fs *cmdEnv, a conformanceArgs, names []string) int {
 	runAll := func(o conformance.SuiteOptions) []conformance.PropertyResult {
 		var out []conformance.PropertyResult
 		for _, s := range run {
-			out = append(out, s.run(o)...)
+			out = append(out, s(o)...)
 		}
 		return out
 	}

@@ -128,31 +128,26 @@ func runSweep(fs *cmdEnv, jf *jobFlags, a sweepArgs) int {
 			}
 		}
 	}
-	total := len(points)
 	doc := sweepDoc{Workers: base.Workers, TensorBytes: base.TensorBytes, DType: base.DType.String(), Window: base.Window, MsgLen: base.MsgLen,
 		MTU: base.MTU, NIC: base.NIC.String(), Timeout: base.Timeout, LatencyNS: int64(lat), Rows: []emu.SweepRow{}}
-	var shard conformance.Shard
-	var index []int // the grid index of each point run here
-	for k := range points {
-		index = append(index, k)
-	}
+	var shard conformance.Shard // the zero shard owns every cell
 	if fs.changed("shard") {
 		if shard, err = parseShard(a.shard, os.Getenv); err != nil {
 			fs.usageError("%v", err)
 			return exitUsage
 		}
-		var mine []emu.SweepPoint
-		index = index[:0]
-		for k, p := range points {
-			if k%shard.Of == shard.Index {
-				mine, index = append(mine, p), append(index, k)
-			}
-		}
-		points = mine // none when there are more shards than cells: an empty report
-		if shard.Of > 1 {
-			doc.Shard, doc.Points = &shard, total
+	}
+	var mine []emu.SweepPoint
+	var index []int // the grid index of each point run here
+	for k, p := range points {
+		if shard.Owns(k) {
+			mine, index = append(mine, p), append(index, k)
 		}
 	}
+	if shard.Of > 1 {
+		doc.Shard, doc.Points = &shard, len(points)
+	}
+	points = mine // none when there are more shards than cells: an empty report
 	if len(points) == 0 {
 		return printSweep(stdout, doc, a.asJSON)
 	}
