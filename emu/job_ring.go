@@ -63,16 +63,15 @@ type ringJob struct {
 
 // ringRank is one rank's sending state.
 type ringRank struct {
-	next0       int               // the next step-0 message to send
-	outstanding int               // WRITEs posted and not yet acknowledged
-	inUse       map[uint64][]byte // WR ID -> its buffer, until the WRITE completes
-	free        [][]byte          // buffers of msgB bytes to reuse
+	next0 int               // the next step-0 message to send
+	inUse map[uint64][]byte // WR ID -> its buffer, until the WRITE completes (ACKed): the WRITEs outstanding
+	free  [][]byte          // buffers of msgB bytes to reuse
 }
 
 // ringWindow is how many WRITEs a rank keeps unacknowledged before it
 // starts another message of step 0: four NetReduce windows and a margin,
 // many times what keeps a link busy.
-func ringWindow(cfg Config) int { return 4*cfg.Window + 8 }
+func ringWindow(cfg Config) int { return netReduceSlots(cfg) }
 
 // ringRecvSlots is the receive MR's size in messages.
 const ringRecvSlots = 2
@@ -187,7 +186,7 @@ func (j *ringJob) start() error {
 func (j *ringJob) sendStep0(w *worker) error {
 	rs := &j.ranks[w.rank]
 	c := j.sendChunk(w.rank, 0)
-	for ; rs.next0 < j.msgCount(c) && rs.outstanding < j.window; rs.next0++ {
+	for ; rs.next0 < j.msgCount(c) && len(rs.inUse) < j.window; rs.next0++ {
 		lo, hi := j.msgRange(c, rs.next0)
 		buf := j.buffer(w.rank, hi-lo)
 		j.ownPiece(w.rank, j.bounds[c]+lo, buf)
@@ -205,7 +204,6 @@ func (j *ringJob) post(w *worker, s, m int, buf []byte) error {
 	succ := j.r.workers[(w.rank+1)%j.n]
 	id := uint64(s)<<24 | uint64(m)
 	j.ranks[w.rank].inUse[id] = buf
-	j.ranks[w.rank].outstanding++
 	return w.sq.PostSend(roce.SendWR{ID: id, Opcode: roce.WRWriteImm, Local: buf,
 		RemoteVA: j.r.recvVA + uint64(s*j.maxC+lo), RKey: succ.recvMR.RKey, Imm: uint32(s)<<24 | uint32(m), Signaled: true})
 }
@@ -219,7 +217,6 @@ func (j *ringJob) onCompletion(w *worker) {
 				delete(rs.inUse, c.WRID)
 				rs.free = append(rs.free, buf)
 			}
-			rs.outstanding--
 		} else if err := j.arrive(w, c); err != nil {
 			j.r.err = err
 			return
@@ -286,17 +283,16 @@ func (j *ringJob) verify(w *worker, c, m int, got []byte) {
 		e = j.expectedSum(c, m)
 		j.expected[key] = e
 	}
+	// An earlier mismatch in (chunk, rank, message) order is the one kept.
+	if at := [3]int{c, w.rank, m}; slices.Compare(at[:], j.mmAt[:]) <= 0 {
+		lo, _ := j.msgRange(c, m)
+		if mm := firstDiff(j.r.cfg.DType, w.rank, int64(j.bounds[c]+lo), got, e.sum); mm != nil {
+			j.mismatch, j.mmAt = mm, at
+		}
+	}
 	if e.left--; e.left == 0 {
 		delete(j.expected, key)
-		defer func() { j.spareSums = append(j.spareSums, e) }() // after the comparison below
-	}
-	at := [3]int{c, w.rank, m}
-	if slices.Compare(at[:], j.mmAt[:]) > 0 {
-		return // an earlier mismatch is already the one reported
-	}
-	lo, _ := j.msgRange(c, m)
-	if mm := firstDiff(j.r.cfg.DType, w.rank, int64(j.bounds[c]+lo), got, e.sum); mm != nil {
-		j.mismatch, j.mmAt = mm, at
+		j.spareSums = append(j.spareSums, e)
 	}
 }
 

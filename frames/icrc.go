@@ -113,12 +113,12 @@ var tailTables = func() (t [16][256]uint32) {
 }()
 
 // crcTail continues crc (crc32.Update's convention) over at most 15
-// bytes: byte i of the tail, XORed with register byte i for the first
-// four, moves through the bytes after it by one lookup; the lookups are
-// independent of each other.
+// bytes (icrcUpdate's tail): byte i of the tail, XORed with register byte
+// i for the first four, moves through the bytes after it by one lookup;
+// the lookups are independent of each other.
 func crcTail(crc uint32, p []byte) uint32 {
 	n := len(p)
-	if n < 4 || n > 15 {
+	if n < 4 {
 		return crc32.Update(crc, crc32.IEEETable, p)
 	}
 	rows := tailTables[16-n:]
@@ -173,7 +173,7 @@ type TailCRC struct {
 
 // NewTailCRC is the contribution of p, the last len(p) covered bytes.
 func NewTailCRC(p []byte) TailCRC {
-	return TailCRC{n: len(p), c: ^crc32.Update(0xFFFFFFFF, crc32.IEEETable, p)}
+	return TailCRC{n: len(p), c: ^icrcUpdate(0xFFFFFFFF, p)}
 }
 
 // ICRCWithTail is v.ICRC() for a frame whose last t.n covered bytes are
@@ -187,7 +187,7 @@ func (v *View) ICRCWithTail(t TailCRC) uint32 {
 	if z == nil || head < v.bth-v.l3+5 { // the tail must not hold a variant field
 		return v.ICRC()
 	}
-	s := ^crc32.Update(lrhSeed^v.maskFix(), crc32.IEEETable, v.frame[v.l3:v.l3+head])
+	s := ^icrcUpdate(lrhSeed^v.maskFix(), v.frame[v.l3:v.l3+head])
 	return ^(z.apply(s) ^ t.c)
 }
 

@@ -182,20 +182,21 @@ func (mr *MR) Read(off uint64, p []byte) { mr.move(off, p, false) }
 // move copies p into the region at off (in) or the region's bytes at off
 // into p, piece by piece across a ring's wrap.
 func (mr *MR) move(off uint64, p []byte, in bool) {
-	whole := uint64(len(mr.Buf)) >= mr.Size()
-	for len(p) > 0 {
-		at := off
-		if !whole {
-			at %= uint64(len(mr.Buf))
+	if uint64(len(mr.Buf)) >= mr.Size() { // a plain region: one copy, as far as it reaches
+		if in {
+			copy(mr.Buf[off:], p)
+		} else {
+			copy(p, mr.Buf[off:])
 		}
+		return
+	}
+	for len(p) > 0 {
+		at := off % uint64(len(mr.Buf))
 		var n int
 		if in {
 			n = copy(mr.Buf[at:], p)
 		} else {
 			n = copy(p, mr.Buf[at:])
-		}
-		if whole {
-			return // a plain region: one copy, as far as it reaches
 		}
 		p, off = p[n:], off+uint64(n)
 	}
