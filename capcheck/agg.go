@@ -70,7 +70,6 @@ func isLinkTap(name string, all bool) bool {
 // switch's is on all of them).
 func linkHostMACs(fs *frameStore, link []bool) map[int][6]byte {
 	count := map[int]map[[6]byte]int{}
-	links := map[[6]byte]map[int]bool{}
 	for i := range fs.len() {
 		ifc := fs.at(i).iface
 		if ifc >= len(link) || !link[ifc] || !fs.at(i).hasMAC {
@@ -82,18 +81,20 @@ func linkHostMACs(fs *frameStore, link []bool) map[int][6]byte {
 		for _, mac := range [][6]byte{fs.at(i).dstMAC, fs.at(i).srcMAC} {
 			if hostAddr(mac) {
 				count[ifc][mac]++
-				if links[mac] == nil {
-					links[mac] = map[int]bool{}
-				}
-				links[mac][ifc] = true
 			}
+		}
+	}
+	links := map[[6]byte]int{} // the link-tap interfaces each address is seen on
+	for _, m := range count {
+		for mac := range m {
+			links[mac]++
 		}
 	}
 	host := map[int][6]byte{}
 	for ifc, m := range count {
 		own := map[[6]byte]int{}
 		for mac, k := range m {
-			if len(links[mac]) == 1 {
+			if links[mac] == 1 {
 				own[mac] = k
 			}
 		}
@@ -355,13 +356,8 @@ func (a *aggregator) frame(fr aggFrame) (kept bool) {
 		rep.AggUnchecked++
 		return false
 	}
-	order := "rank-order"
-	tree := a.trees[conn.ring]
-	if tree != nil {
-		order = "tree-order"
-	}
 	if !p.summed {
-		a.sum(p, cs, H, tree)
+		a.sum(p, cs, H, a.trees[conn.ring])
 		p.summed = true
 	}
 	sum := p.sum
@@ -374,6 +370,10 @@ func (a *aggregator) frame(fr aggFrame) (kept bool) {
 	case len(pay) != len(sum):
 		a.report(RuleAggSum, f, fmt.Sprintf("result carries %d data bytes, the %d contributions of ring %d message %d packet %d carry %d", len(pay), H, conn.ring, m.id, off, len(sum)))
 	default:
+		order := "rank-order"
+		if a.trees[conn.ring] != nil {
+			order = "tree-order"
+		}
 		el := 0
 		for el*dt.Size() < len(sum) && bytes.Equal(sum[el*dt.Size():(el+1)*dt.Size()], pay[el*dt.Size():(el+1)*dt.Size()]) {
 			el++

@@ -834,8 +834,8 @@ func (p *frameParser) add(r *pcapio.Record) {
 		}
 		f.icrcOK = true
 	}
-	if wire.IsINATree(f.op) && f.icrcOK && !f.snapped && len(v.Payload()) >= wire.INALen+wire.INATreeLen && wire.IsINA(v.Payload()) {
-		p.noteTree(f, v.Payload())
+	if h, t := v.INATree(); t != nil && f.icrcOK && !f.snapped {
+		p.noteTree(f, h, t)
 	}
 	if op := f.op; op.IsWrite() && op.IsFirst() && len(v.Payload()) >= wire.INALen && !f.snapped {
 		h := wire.INA(v.Payload())
@@ -872,7 +872,7 @@ func (p *frameParser) add(r *pcapio.Record) {
 
 // noteTree records a multi-rack switch-to-switch frame: its interface,
 // and for a partial the ranks its leaf sums.
-func (p *frameParser) noteTree(f *checkFrame, pay []byte) {
+func (p *frameParser) noteTree(f *checkFrame, h wire.INA, t wire.INATree) {
 	if p.treeIface == nil {
 		p.treeIface, p.treeGroups = map[int]bool{}, map[uint8]map[uint8]uint64{}
 	}
@@ -880,13 +880,12 @@ func (p *frameParser) noteTree(f *checkFrame, pay []byte) {
 	if f.op != wire.OpINAPartial {
 		return
 	}
-	h := wire.INA(pay)
 	g := p.treeGroups[h.RingID()]
 	if g == nil {
 		g = map[uint8]uint64{}
 		p.treeGroups[h.RingID()] = g
 	}
-	g[h.Rank()] |= wire.INATree(pay[wire.INALen:]).Ranks()
+	g[h.Rank()] |= t.Ranks()
 }
 
 // treeOrders are the rings whose partials were seen, each as its leaves'

@@ -123,16 +123,19 @@ func Describe(index int, frame []byte) Summary {
 	if k, ok := v.IETH(); ok {
 		s.IETH = ptr(k)
 	}
-	if h := v.INA(); h != nil {
+	h, tree := v.INATree()
+	if tree == nil {
+		h = v.INA()
+	}
+	if h != nil {
 		s.INA = &INASummary{Tag: h.Tag(), Ring: h.RingID(), Msg: h.MsgID(), MsgLen: h.MsgLen(), Rank: h.Rank()}
-	} else if p := v.Payload(); wire.IsINATree(v.Opcode()) && wire.IsINA(p) && len(p) >= wire.INALen+wire.INATreeLen {
-		h, t := wire.INA(p), wire.INATree(p[wire.INALen:])
-		s.INA = &INASummary{Tag: h.Tag(), Ring: h.RingID(), Msg: h.MsgID(), MsgLen: h.MsgLen(), Rank: h.Rank()}
-		s.INATree = &TreeSummary{Msg: t.Msg(), Offset: t.Offset(), Flags: t.Flags()}
+	}
+	if tree != nil {
+		s.INATree = &TreeSummary{Msg: tree.Msg(), Offset: tree.Offset(), Flags: tree.Flags()}
 		if v.Opcode() == wire.OpINANotify {
-			s.INATree.Block = t.BlockLen()
+			s.INATree.Block = tree.BlockLen()
 		} else {
-			s.INATree.Ranks = t.Ranks()
+			s.INATree.Ranks = tree.Ranks()
 		}
 	}
 	s.PayloadLen = ptr(len(v.Payload()))

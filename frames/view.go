@@ -375,6 +375,17 @@ func (v *View) ICRCBytes() []byte { return v.frame[v.icrc : v.icrc+4] }
 // TrailerLen is the number of Ethernet padding bytes after the RoCE packet.
 func (v *View) TrailerLen() int { return len(v.frame) - v.icrc - wire.ICRCLen }
 
+// INATree returns the INA header and the switch-to-switch header of a
+// multi-rack ring's frame (opcodes 0xE0-0xE2) whose payload holds both
+// and starts with the InetTag, else nils.
+func (v *View) INATree() (wire.INA, wire.INATree) {
+	p := v.Payload()
+	if !wire.IsINATree(v.Opcode()) || len(p) < wire.INALen+wire.INATreeLen || !wire.IsINA(p) {
+		return nil, nil
+	}
+	return wire.INA(p[:wire.INALen:wire.INALen]), wire.INATree(p[wire.INALen : wire.INALen+wire.INATreeLen : wire.INALen+wire.INATreeLen])
+}
+
 // INA returns the INA header when this is an RDMA WRITE FIRST or ONLY whose
 // payload starts with the InetTag, else nil.
 func (v *View) INA() wire.INA {

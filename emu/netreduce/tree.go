@@ -261,27 +261,22 @@ func (a *Accelerator) isUplink(p int) bool {
 
 // processTree handles a switch-to-switch frame.
 func (a *Accelerator) processTree(v *frames.View, port int, emit Emit) Verdict {
-	if a.self == nil || [6]byte(v.DstMAC()) != a.self.MAC {
-		if !a.isFabricPort(port) { // a host sending the switches' frames: forged
-			a.noRing.PortDrops++
-			return Dropped
-		}
-		return NotINA // in transit (a notification crossing the spine)
-	}
-	if !a.isFabricPort(port) {
+	if !a.isFabricPort(port) { // a host sending the switches' frames: forged
 		a.noRing.PortDrops++
 		return Dropped
+	}
+	if a.self == nil || [6]byte(v.DstMAC()) != a.self.MAC {
+		return NotINA // in transit (a notification crossing the spine)
 	}
 	if !v.ICRCOK() {
 		a.noRing.ICRCDrops++
 		return Dropped
 	}
-	pay := v.Payload()
-	if len(pay) < wire.INALen+wire.INATreeLen || !wire.IsINA(pay) {
+	h, th := v.INATree()
+	if th == nil {
 		a.noRing.BadDrops++
 		return Dropped
 	}
-	h, th := wire.INA(pay), wire.INATree(pay[wire.INALen:])
 	r := a.rings[h.RingID()]
 	if r == nil || r.tree == nil {
 		a.noRing.BadDrops++
@@ -298,7 +293,7 @@ func (a *Accelerator) processTree(v *frames.View, port int, emit Emit) Verdict {
 		return Dropped
 	}
 	m, off := int64(th.Msg()), int(th.Offset())
-	data := pay[wire.INALen+wire.INATreeLen:]
+	data := v.Payload()[wire.INALen+wire.INATreeLen:]
 	if op == wire.OpINANotify {
 		if port != t.ParentPort {
 			rs.PortDrops++
