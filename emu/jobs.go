@@ -25,6 +25,10 @@ type jobConfig struct {
 	io  *stageIO
 }
 
+// schemeJob reports whether the job is a scheme job itself (its
+// inter-machine jobs have the QPs and frames).
+func (j *jobConfig) schemeJob() bool { return j.sch != nil && j.io == nil }
+
 // topology is the run's network: cfg.Topology or the star of Workers
 // hosts.
 func (c *Config) topology() (*topo.Topology, error) {

@@ -595,7 +595,7 @@ func newRun(cfg Config) (*run, error) {
 			w.job, w.local = r, !fab.Live() || w.h.Live
 			r.workers = append(r.workers, w)
 		}
-		if js.sch != nil && js.io == nil {
+		if js.schemeJob() {
 			// A scheme job: its GPUs move data on their interconnects
 			// (its inter-machine jobs, next, have the QPs).
 			r.job = newSchemeJob(r, js.sch)
@@ -1057,7 +1057,7 @@ func (r *runner) jobResult() JobResult {
 	if r.io != nil {
 		jr.PartOf = r.sch.name
 	}
-	if r.io == nil && r.sch != nil { // a scheme job: its inter-machine jobs' frames
+	if r.sch != nil && r.io == nil { // a scheme job (jobConfig.schemeJob): its inter-machine jobs' frames
 		for _, st := range r.sch.stages {
 			k := st.jobResult()
 			jr.FramesSent += k.FramesSent

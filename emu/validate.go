@@ -69,7 +69,7 @@ func (c *Config) checkEvent(ev *faults.Event, t *topo.Topology, jobs []jobConfig
 	qpns := []string{}
 	qpOK, netReduce := ev.QP < 0, false
 	for j, jc := range jobs {
-		if jc.sch != nil && jc.io == nil {
+		if jc.schemeJob() {
 			continue // a scheme job: its inter-machine jobs have the QPs
 		}
 		var mine []string

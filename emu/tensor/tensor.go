@@ -321,12 +321,12 @@ func (s *Stream) Fill(buf []byte) {
 	first := s.elem // the index of buf's first element in the tensor
 	s.elem += int64(len(buf) / sz)
 	// The common cases without a switch per element (a job's setup fills
-	// every rank's tensor); the same draws and conversions as below.
+	// every rank's tensor); the general loop below keeps F16 and the other patterns.
 	switch {
 	case p == Random && d == F32:
 		for i := 0; i+4 <= len(buf); i += 4 {
-			// A 24-bit integer is exact in float32 and scaling by a
-			// power of two is exact: the same value as through float64.
+			// One draw per element: a 24-bit integer is exact in float32
+			// and scaling by a power of two is exact.
 			u := rng.Uint64()
 			v := float32(int32(u>>40)-1<<23) * (1.0 / (1 << 23))
 			binary.LittleEndian.PutUint32(buf[i:], math.Float32bits(v))
@@ -335,7 +335,7 @@ func (s *Stream) Fill(buf []byte) {
 		return
 	case p == Random && d == I32:
 		for i := 0; i+4 <= len(buf); i += 4 {
-			u := rng.Uint64()
+			u := rng.Uint64() // 21 bits: eight ranks never wrap
 			binary.LittleEndian.PutUint32(buf[i:], uint32(int32(u>>43)-1<<20))
 		}
 		s.pcg = rng
@@ -345,16 +345,10 @@ func (s *Stream) Fill(buf []byte) {
 		var v float64
 		var iv int32
 		switch p {
-		case Random:
-			// One draw per element: 24 bits give a float exactly
-			// representable in float32 (11 bits in float16, so
-			// rounding never reaches 1), 21 bits the int32 range.
-			u := rng.Uint64()
-			v = float64(int64(u>>40)-1<<23) / (1 << 23)
-			if d == F16 {
-				v = float64(int64(u>>53)-1<<10) / (1 << 10)
-			}
-			iv = int32(u>>43) - 1<<20
+		case Random: // F16 only: F32 and I32 take the loops above
+			// One draw per element: 11 bits are exact in float16, so
+			// rounding never reaches 1.
+			v = float64(int64(rng.Uint64()>>53)-1<<10) / (1 << 10)
 		case Ones:
 			v, iv = 1, 1
 		case Ramp:
