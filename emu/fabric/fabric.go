@@ -211,7 +211,7 @@ func New(cfg Config) (*Fabric, error) {
 			} else {
 				h := nics[from][fp]
 				h.Attach(d)
-				d.src = h
+				d.src, d.paced = h, h
 			}
 			if s := sw[to]; s != nil {
 				d.recv = func(frame []byte) { s.Ingress(tp, frame) }

@@ -35,6 +35,13 @@ type txSource interface {
 	NextFrame(buf []byte) int
 }
 
+// enginePaced is a source whose frames may take longer than their line
+// time: a NIC's compression engine streams a frame to the MAC at its own
+// rate (picoseconds for the frame NextFrame returned last; 0 for none).
+type enginePaced interface {
+	TxEnginePs() int64
+}
+
 type queued struct {
 	buf   []byte
 	ready time.Duration
@@ -63,6 +70,7 @@ type linkDir struct {
 	capID  int
 	recv   func(frame []byte)
 	src    txSource
+	paced  enginePaced // src, when it can be slower than the line
 	qLimit int
 
 	Stats LinkStats
@@ -177,7 +185,7 @@ func (d *linkDir) start() {
 		return
 	}
 	now := d.fab.Clock.Now()
-	n := 0
+	n, pulled := 0, false
 	if len(d.q) > 0 {
 		if d.q[0].ready > now {
 			d.wake(d.q[0].ready)
@@ -190,7 +198,7 @@ func (d *linkDir) start() {
 		d.q[len(d.q)-1] = queued{}
 		d.q = d.q[:len(d.q)-1]
 	} else if d.src != nil {
-		n = d.src.NextFrame(d.txBuf)
+		n, pulled = d.src.NextFrame(d.txBuf), true
 	}
 	if n == 0 {
 		if d.stage != nil && d.stage.Pending() > 0 {
@@ -206,7 +214,11 @@ func (d *linkDir) start() {
 		// tick in ns); start exactly then so rounding never accumulates.
 		startPs = d.freePs
 	}
-	d.freePs = startPs + d.wireTime(n)
+	occ := d.wireTime(n)
+	if pulled && d.paced != nil {
+		occ = max(occ, d.paced.TxEnginePs())
+	}
+	d.freePs = startPs + occ
 	d.busy, d.txLen = true, n
 	d.txTimer.Reset(time.Duration((d.freePs+999)/1000) - now)
 }

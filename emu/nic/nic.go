@@ -23,6 +23,9 @@ type Stats struct {
 	CtrlSent  uint64 `json:"ctrl_sent"`  // frames sent that are not RoCE (gratuitous ARP)
 	RoCESent  uint64 `json:"roce_sent"`  // frames the QPs sent
 	Malformed uint64 `json:"malformed"`  // RoCE-looking frames the parser rejected
+	// Compression counts the compression engines' work (nil: the NIC has
+	// none).
+	Compression *CompressionStats `json:"compression,omitempty"`
 }
 
 // NIC is one RoCE NIC of a host: host h3's first NIC is named "h3", its
@@ -58,6 +61,7 @@ type NIC struct {
 	pollTimer roce.Timer
 	pollDue   bool
 	mac6      [6]byte
+	comp      *engine // compression engines, if enabled
 }
 
 // Transmitter is a NIC's transmit side (a link direction, a device): it
@@ -167,6 +171,9 @@ func (h *NIC) poll() {
 // NextFrame is the NIC's transmit arbiter: control frames, then the QPs
 // round-robin. It writes the frame into buf and returns its length, or 0.
 func (h *NIC) NextFrame(buf []byte) int {
+	if h.comp != nil {
+		h.comp.txPs = 0
+	}
 	if len(h.ctrl) > 0 {
 		n := copy(buf, h.ctrl[0])
 		h.ctrl = h.ctrl[1:]
@@ -181,6 +188,9 @@ func (h *NIC) NextFrame(buf []byte) int {
 		if n, ok := q.NextFrame(buf); ok {
 			h.rr = (h.rr + i + 1) % len(h.qps)
 			h.Stats.RoCESent++
+			if h.comp != nil {
+				n = h.comp.transmit(buf, n)
+			}
 			return n
 		}
 	}
@@ -210,10 +220,19 @@ func (h *NIC) Receive(frame []byte) {
 		}
 		return
 	}
-	qpn := h.view.DestQP()
+	if h.comp != nil && h.view.Compressed() {
+		h.receiveCompressed(&h.view)
+		return
+	}
+	h.deliver(&h.view)
+}
+
+// deliver hands a parsed RoCE frame to the QP it is for.
+func (h *NIC) deliver(v *frames.View) {
+	qpn := v.DestQP()
 	for _, q := range h.qps {
 		if q.QPN() == qpn {
-			q.Receive(&h.view)
+			q.Receive(v)
 			return
 		}
 	}

@@ -1,0 +1,259 @@
+package nic_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/inaemu/inaemu/emu/nic"
+	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/frames/inceptionn"
+	"github.com/inaemu/inaemu/frames/wire"
+	"github.com/inaemu/inaemu/internal/vclock"
+	"github.com/inaemu/inaemu/roce"
+)
+
+// refQuantize is INCEPTIONN's decompress(compress(f)) for bound 2^-k,
+// written here from Algorithms 2 and 3 in terms of values, not bits:
+// |f| >= 1, Inf and NaN pass; |f| < 2^-k is +0; otherwise |f| is cut
+// towards zero to 7 fraction bits below 2^-floor(k/2), to 15 above, and
+// a cut to nothing is +0.
+func refQuantize(k int, bits uint32) uint32 {
+	f := float64(math.Float32frombits(bits))
+	a := math.Abs(f)
+	switch {
+	case math.IsNaN(f) || a >= 1:
+		return bits
+	case a < math.Ldexp(1, -k):
+		return 0
+	}
+	frac := 15
+	if a < math.Ldexp(1, -(k/2)) {
+		frac = 7
+	}
+	q := math.Floor(math.Ldexp(a, frac))
+	if q == 0 {
+		return 0
+	}
+	return math.Float32bits(float32(math.Copysign(math.Ldexp(q, -frac), f)))
+}
+
+// gradients is n bytes of float32 gradients: magnitudes 2^-e, e in [0, 16)
+// (every class at k = 10), random signs; the n mod 4 tail is arbitrary.
+func gradients(n int, seed uint64) []byte {
+	b := make([]byte, n)
+	x := seed*0x9E3779B97F4A7C15 + 1
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		b[i] = byte(x)
+	}
+	for i := 0; i+4 <= n; i += 4 {
+		r := binary.LittleEndian.Uint32(b[i:])
+		f := float32(math.Ldexp(1+float64(r&0xFFFF)/65536, -int(r>>16&15)))
+		if r>>31 != 0 {
+			f = -f
+		}
+		binary.LittleEndian.PutUint32(b[i:], math.Float32bits(f))
+	}
+	return b
+}
+
+func quantized(k int, b []byte) []byte {
+	out := bytes.Clone(b)
+	for i := 0; i+4 <= len(out); i += 4 {
+		binary.LittleEndian.PutUint32(out[i:], refQuantize(k, binary.LittleEndian.Uint32(out[i:])))
+	}
+	return out
+}
+
+// compressingPair is two NICs with engines for bound 2^-k, and QPs qa on
+// a and qb on b whose traffic class asks for compression.
+func compressingPair(t *testing.T, tr frames.Transport, k int) (*pair, *roce.QP, *roce.QP) {
+	t.Helper()
+	p := newPair(tr)
+	c, err := inceptionn.New(k)
+	require.NoError(t, err)
+	require.NoError(t, p.a.EnableCompression(nic.Compression{Codec: c}))
+	require.NoError(t, p.b.EnableCompression(nic.Compression{Codec: c}))
+	x, y := p.a.NewQP(0x11), p.b.NewQP(0x22)
+	pa, pb := p.a.PathTo(p.b, 0x22), p.b.PathTo(p.a, 0x11)
+	pa.TClass, pb.TClass = frames.CompressedDSCP<<2, frames.CompressedDSCP<<2
+	cfg := rcCfg(100, 500)
+	cfg.MTU = 1024
+	require.NoError(t, x.Connect(pa, cfg))
+	cfg.SQPSN, cfg.RQPSN = 500, 100
+	require.NoError(t, y.Connect(pb, cfg))
+	return p, x, y
+}
+
+// TestCompressedWrite: a WRITE through compressing NICs lands as the
+// reference quantizer says, in as many packets as without compression;
+// every data frame on the wire is marked, shorter than its payload, and
+// carries a valid ICRC; the ACKs pass the engines by.
+func TestCompressedWrite(t *testing.T) {
+	for _, tr := range []frames.Transport{frames.V2IPv4, frames.V2IPv6, frames.V1} {
+		for _, k := range []int{6, 8, 10} {
+			p, qa, _ := compressingPair(t, tr, k)
+			mem := make([]byte, 4096)
+			require.NoError(t, p.b.PD.Register(&roce.MR{Addr: 0x10000, Buf: mem, RKey: 9, Access: roce.AccessRemoteWrite}))
+			data := gradients(3001, uint64(k))
+			require.NoError(t, qa.PostSend(roce.SendWR{ID: 1, Opcode: roce.WRWrite, Local: data, RemoteVA: 0x10000, RKey: 9, Signaled: true}))
+			runIdle(t, p.clk)
+
+			require.Equal(t, quantized(k, data), mem[:3001], "%s k=%d", tr, k)
+			require.Len(t, p.ab.sent, 3, "%s: packets as without compression", tr)
+			payload := 0
+			for i, f := range p.ab.sent {
+				var v frames.View
+				require.NoError(t, v.Parse(f))
+				assert.True(t, v.Compressed(), "frame %d is marked", i)
+				assert.True(t, v.ICRCOK(), "frame %d ICRC", i)
+				assert.Less(t, len(v.Payload()), []int{1024, 1024, 953}[i], "frame %d shrank", i)
+				payload += len(v.Payload())
+			}
+			for _, f := range p.ba.sent {
+				var v frames.View
+				require.NoError(t, v.Parse(f))
+				assert.Equal(t, wire.Acknowledge, v.Opcode())
+			}
+			cs, rs := p.a.Stats.Compression, p.b.Stats.Compression
+			assert.Equal(t, nic.CompressionStats{TxCompressed: 3, TxPayload: 3001, TxWirePayload: uint64(payload), TxClasses: cs.TxClasses}, *cs)
+			assert.EqualValues(t, 750, cs.TxClasses.Values())
+			assert.Equal(t, nic.CompressionStats{RxDecompressed: 3}, *rs)
+			assert.Zero(t, qa.Counters.RetransmittedPkts)
+		}
+	}
+}
+
+// TestIncompressiblePacketGoesAsItIs: a marked packet whose packed form
+// would be longer (random bits: many values at or above 1.0) goes
+// unmarked and unchanged, and lands exactly.
+func TestIncompressiblePacketGoesAsItIs(t *testing.T) {
+	p, qa, _ := compressingPair(t, frames.V2IPv4, 10)
+	mem := make([]byte, 2048)
+	require.NoError(t, p.b.PD.Register(&roce.MR{Addr: 0x10000, Buf: mem, RKey: 9, Access: roce.AccessRemoteWrite}))
+	data := make([]byte, 1024) // floats in [1, 2): 34 bits each packed
+	for i := 0; i < len(data); i += 4 {
+		binary.LittleEndian.PutUint32(data[i:], math.Float32bits(1+float32(i)/1024))
+	}
+	small := gradients(1024, 3)
+	require.NoError(t, qa.PostSend(roce.SendWR{ID: 1, Opcode: roce.WRWrite, Local: append(data, small...), RemoteVA: 0x10000, RKey: 9}))
+	runIdle(t, p.clk)
+	assert.Equal(t, data, mem[:1024], "sent as it was")
+	assert.Equal(t, quantized(10, small), mem[1024:])
+	var v frames.View
+	require.NoError(t, v.Parse(p.ab.sent[0]))
+	assert.False(t, v.Compressed())
+	assert.Zero(t, v.DSCP(), "unmarked: the receiver passes it by")
+	assert.Equal(t, data, v.Payload())
+	assert.True(t, v.ICRCOK())
+	cs := p.a.Stats.Compression
+	assert.EqualValues(t, 1, cs.TxUncompressed)
+	assert.EqualValues(t, 1, cs.TxCompressed)
+	assert.EqualValues(t, 1, p.b.Stats.Compression.RxDecompressed)
+}
+
+// TestCorruptCompressedFrameIsRetransmitted: a compressed frame with a
+// flipped bit is never decompressed (the QP counts its ICRC), and
+// go-back-N delivers the message exactly.
+func TestCorruptCompressedFrameIsRetransmitted(t *testing.T) {
+	p, qa, qb := compressingPair(t, frames.V2IPv4, 8)
+	mem := make([]byte, 4096)
+	require.NoError(t, p.b.PD.Register(&roce.MR{Addr: 0x10000, Buf: mem, RKey: 9, Access: roce.AccessRemoteWrite}))
+	hits := 0
+	p.ab.recv = func(f []byte) {
+		if hits == 0 {
+			f = bytes.Clone(f)
+			f[len(f)-10] ^= 0x10
+		}
+		hits++
+		p.b.Receive(f)
+	}
+	data := gradients(2048, 7)
+	require.NoError(t, qa.PostSend(roce.SendWR{ID: 1, Opcode: roce.WRWrite, Local: data, RemoteVA: 0x10000, RKey: 9}))
+	runIdle(t, p.clk)
+	assert.Equal(t, quantized(8, data), mem[:2048])
+	assert.EqualValues(t, 1, qb.Counters.RxICRCErrors)
+	assert.Positive(t, qa.Counters.RetransmittedPkts)
+	assert.EqualValues(t, hits-1, p.b.Stats.Compression.RxDecompressed, "every frame but the corrupt one")
+}
+
+// TestUndecodablePayloadIsDropped: a marked frame with a valid ICRC whose
+// payload is not a packed payload is dropped and counted; the QP never
+// sees it.
+func TestUndecodablePayloadIsDropped(t *testing.T) {
+	clk := vclock.New()
+	h0 := nic.New(clk, "h0", 0, 0, frames.V2IPv4)
+	h1 := nic.New(clk, "h1", 1, 0, frames.V2IPv4)
+	h1.Attach(&kicks{})
+	c, _ := inceptionn.New(10)
+	require.NoError(t, h1.EnableCompression(nic.Compression{Codec: c}))
+	q := h1.NewQP(0x22)
+	require.NoError(t, q.Connect(h1.PathTo(h0, 0x11), rcCfg(500, 100)))
+	path := h0.PathTo(h1, 0x22)
+	path.TClass = frames.CompressedDSCP << 2
+	h1.Receive(roceFrame(t, path, &frames.Packet{Opcode: wire.SendOnly, PSN: 100, Payload: []byte{0x01, 0x00, 0xFF}}))
+	runIdle(t, clk)
+	assert.EqualValues(t, 1, h1.Stats.Compression.RxUndecodable)
+	assert.Zero(t, q.Counters.RcvdPkts+q.Counters.RxDropped)
+	assert.EqualValues(t, 100, q.ExpectedPSN())
+}
+
+// TestEngineTimes: the transmit engine takes ceil(payload/32) cycles of
+// 256 bits at its rate plus its latency, and the NIC reports it for the
+// line; the receive engine starts once a packet has fully arrived, takes
+// ceil(L/32) cycles, and handles one packet at a time.
+func TestEngineTimes(t *testing.T) {
+	p, qa, qb := compressingPair(t, frames.V2IPv4, 10)
+	require.NoError(t, p.a.EnableCompression(nic.Compression{Codec: mustCodec(t, 10), Rate: 12.8e9, Latency: 50 * time.Nanosecond}))
+	require.NoError(t, p.b.PD.Register(&roce.MR{Addr: 0x10000, Buf: make([]byte, 4096), RKey: 9, Access: roce.AccessRemoteWrite}))
+	p.a.Attach(&kicks{})
+	require.NoError(t, qa.PostSend(roce.SendWR{ID: 1, Opcode: roce.WRWrite, Local: gradients(2000, 1), RemoteVA: 0x10000, RKey: 9}))
+	buf := make([]byte, 4352)
+	var frames2 [][]byte
+	for _, want := range []int64{50_000 + 32*20_000, 50_000 + 31*20_000} { // 1024 B: 32 cycles; 976 B: 31 (12.8G: 20 ns)
+		n := p.a.NextFrame(buf)
+		require.Positive(t, n)
+		assert.Equal(t, want, p.a.TxEnginePs())
+		frames2 = append(frames2, bytes.Clone(buf[:n]))
+	}
+	assert.Zero(t, p.a.NextFrame(buf))
+	assert.Zero(t, p.a.TxEnginePs(), "no frame, no engine time")
+
+	// Both arrive at t0: the first is decompressed by t0 + 32 x 10 ns, the
+	// second 31 cycles after that.
+	t0 := p.clk.Now()
+	p.b.Receive(frames2[0])
+	p.b.Receive(frames2[1])
+	assert.EqualValues(t, 100, qb.ExpectedPSN(), "nothing handed over on arrival")
+	p.clk.AdvanceTo(t0 + 319*time.Nanosecond)
+	assert.EqualValues(t, 100, qb.ExpectedPSN())
+	p.clk.AdvanceTo(t0 + 320*time.Nanosecond)
+	assert.EqualValues(t, 101, qb.ExpectedPSN(), "first packet after 32 cycles")
+	p.clk.AdvanceTo(t0 + 629*time.Nanosecond)
+	assert.EqualValues(t, 101, qb.ExpectedPSN())
+	p.clk.AdvanceTo(t0 + 630*time.Nanosecond)
+	assert.EqualValues(t, 102, qb.ExpectedPSN(), "second 31 cycles later")
+}
+
+func mustCodec(t *testing.T, k int) inceptionn.Codec {
+	c, err := inceptionn.New(k)
+	require.NoError(t, err)
+	return c
+}
+
+// TestEngineRefusesNonsense: a negative or infinite rate, a negative
+// latency.
+func TestEngineRefusesNonsense(t *testing.T) {
+	h := nic.New(vclock.New(), "h0", 0, 0, frames.V2IPv4)
+	for _, c := range []nic.Compression{{Rate: -1}, {Rate: math.Inf(1)}, {Rate: math.NaN()}, {Latency: -time.Nanosecond}} {
+		assert.Error(t, h.EnableCompression(c), "%+v", c)
+	}
+}
