@@ -61,9 +61,10 @@ type netReduceJob struct {
 }
 
 type expectedMsg struct {
-	k    int
-	sum  []byte
-	left int // local workers yet to check it
+	k     int
+	sum   []byte
+	exact []byte // a compressing ring's exact rank-order sum (sum is what the hops make of it)
+	left  int    // local workers yet to check it
 }
 
 func init() {

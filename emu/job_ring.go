@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/inaemu/inaemu/emu/tensor"
+	"github.com/inaemu/inaemu/frames/inceptionn"
 	"github.com/inaemu/inaemu/roce"
 )
 
@@ -18,6 +19,15 @@ import (
 // Summation order (what the reference reproduces): chunk c starts at rank
 // c and each later rank adds its own, so chunk c is
 // ((x_c + x_{c+1}) + x_{c+2}) + ... + x_{c+H-1}, indices mod H.
+//
+// With compression in the NICs (Config.Compress) every hop's data is what
+// the engines make of it (packetTrip), so chunk c is
+// T(...T(T(x_c) + x_{c+1}) + ... + x_{c+H-1}) with T one trip; the owner
+// of a reduced chunk applies T to its own copy too, as if it had sent it
+// to itself, so that every rank ends with the same bits (T is a
+// projection: the copies forwarded in all-gather stay what the owner
+// holds). Each result is also measured against the exact rank-order sum
+// (CompressionReport.MaxAbsErr).
 //
 // Each chunk travels as messages of MsgLen×MTU bytes (RDMA WRITE with
 // immediate = step<<24 | message), pipelined: message j of step s+1 goes
@@ -58,7 +68,9 @@ type ringJob struct {
 	nLocal    int
 	piece     []byte // scratch
 	mismatch  *Mismatch
-	mmAt      [3]int // (chunk, rank, message) of mismatch: the first in that order is kept
+	mmAt      [3]int            // (chunk, rank, message) of mismatch: the first in that order is kept
+	codec     *inceptionn.Codec // the NICs' codec when the job compresses
+	maxErr    float64           // largest |result - exact sum|, when it does
 }
 
 // ringRank is one rank's sending state.
@@ -87,7 +99,7 @@ func newRingJob(r *runner) (*ringJob, error) {
 	cfg := r.cfg
 	n := cfg.Workers
 	j := &ringJob{r: r, n: n, msgB: cfg.MsgLen * cfg.MTU, steps: 2 * (n - 1), window: ringWindow(cfg),
-		expected: map[[2]int]*expectedMsg{}, mmAt: [3]int{n, n, 0}}
+		expected: map[[2]int]*expectedMsg{}, mmAt: [3]int{n, n, 0}, codec: r.codec()}
 	sz := int64(cfg.DType.Size())
 	elems := cfg.TensorBytes / sz
 	for c := 0; c <= n; c++ {
@@ -250,6 +262,9 @@ func (j *ringJob) arrive(w *worker, c roce.Completion) error {
 	} else {
 		w.recvMR.Read(at, out)
 	}
+	if s == j.n-2 && j.codec != nil { // the owner's copy takes the trip the others' do
+		packetTrip(j.codec, j.r.cfg.MTU, out)
+	}
 	if ringTamper != nil {
 		ringTamper(w.rank, s, m, out)
 	}
@@ -290,6 +305,9 @@ func (j *ringJob) verify(w *worker, c, m int, got []byte) {
 			j.mismatch, j.mmAt = mm, at
 		}
 	}
+	if e.exact != nil {
+		j.maxErr = maxAbsDiff(got, e.exact, j.maxErr)
+	}
 	if e.left--; e.left == 0 {
 		delete(j.expected, key)
 		j.spareSums = append(j.spareSums, e)
@@ -308,13 +326,32 @@ func (j *ringJob) expectedSum(c, m int) *expectedMsg {
 		e = &expectedMsg{sum: make([]byte, 0, j.msgB)}
 	}
 	e.k, e.sum, e.left = m, e.sum[:hi-lo], j.nLocal
-	ringSum(j.r.cfg.DType, j.n, c, e.sum, j.piece[:hi-lo], func(rank int, buf []byte) {
+	fill := func(rank int, buf []byte) {
 		st := j.expSt[rank]
 		st.MoveTo(off)
 		st.Fill(buf)
-	})
+	}
+	if j.codec == nil {
+		ringSum(j.r.cfg.DType, j.n, c, e.sum, j.piece[:hi-lo], fill)
+		return e
+	}
+	if e.exact == nil {
+		e.exact = make([]byte, 0, j.msgB)
+	}
+	e.exact = e.exact[:hi-lo]
+	ringSum(j.r.cfg.DType, j.n, c, e.exact, j.piece[:hi-lo], fill)
+	mtu := j.r.cfg.MTU
+	fill(c%j.n, e.sum)
+	for i := 1; i < j.n; i++ {
+		packetTrip(j.codec, mtu, e.sum)
+		fill((c+i)%j.n, j.piece[:hi-lo])
+		tensor.Add(j.r.cfg.DType, e.sum, j.piece[:hi-lo])
+	}
+	packetTrip(j.codec, mtu, e.sum)
 	return e
 }
+
+func (j *ringJob) maxAbsErr() float64 { return j.maxErr }
 
 // ringSum writes into sum a chunk's reduction in a ring's order, the one
 // that starts at rank c: c's piece, plus c+1's, and so on round the n

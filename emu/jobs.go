@@ -130,6 +130,9 @@ func (c *Config) jobConfigs() ([]jobConfig, error) {
 		if js.Release != nil {
 			j.Release = *js.Release
 		}
+		if js.Compress != nil {
+			j.Compress = *js.Compress
+		}
 		jc, err := resolveMode(jobConfig{name: name, ranks: append([]string(nil), js.Ranks...), cfg: j, start: js.Start})
 		if err != nil {
 			return nil, err
@@ -168,6 +171,13 @@ func (c *Config) Validate() error {
 				return &ConfigError{fmt.Errorf("job %s: %v", j.name, strings.TrimPrefix(err.Error(), "job "))}
 			}
 			return err
+		}
+		if j.cfg.Compress != 0 && (j.label != "" || j.sch != nil) {
+			label := j.label
+			if j.sch != nil {
+				label = j.sch.mode
+			}
+			return &ConfigError{fmt.Errorf("job %s: --compress: a %s job's hops between GPUs of one machine never pass a NIC; compress ring or wa jobs", j.name, label)}
 		}
 		if _, ok := algorithms[j.cfg.Mode]; !ok && j.sch == nil {
 			return &ConfigError{fmt.Errorf("job %s: mode %q: want %s", j.name, j.cfg.Mode, strings.Join(AlgorithmNames(), " or "))}

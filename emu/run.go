@@ -22,6 +22,7 @@ import (
 	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/frames/inceptionn"
 	"github.com/inaemu/inaemu/roce"
 )
 
@@ -32,6 +33,7 @@ type Mode string
 const (
 	NetReduce Mode = "netreduce" // the ring of RC WRITEs through the aggregating switch
 	Ring      Mode = "ring"      // Ring-AllReduce: reduce-scatter then all-gather; the switch only forwards
+	WA        Mode = "wa"        // worker-aggregator: workers send to an aggregator host, which sums and sends back
 )
 
 func (m Mode) String() string {
@@ -104,6 +106,12 @@ type Config struct {
 	// the event loop: it must be quick (it is called a few thousand times
 	// a second at most, and the loop allocates nothing to call it).
 	Progress func(done, total int64)
+	// Compress, if not 0, is K of the error bound 2^-K with which ring
+	// and wa jobs compress their float32 data in the NICs (INCEPTIONN:
+	// frames/inceptionn, emu/nic); CompressRate is the engines' rate in
+	// bit/s of uncompressed data (0: 25.6 Gb/s).
+	Compress     int
+	CompressRate float64
 	// Devices, if set, runs the job on real interfaces (the TAP backend):
 	// wall-clock time, no emulated links, so no faults, capture or link
 	// model; MaxVirtual bounds the wall time. Only the ranks with a device
@@ -115,7 +123,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Workers: 8, Mode: NetReduce, Window: 2, MsgLen: 170, MTU: 1024, TensorBytes: 16 << 20,
 		DType: tensor.F32, Transport: frames.V2IPv4, Link: fabric.LinkConfig{Rate: 10e9, Latency: time.Microsecond},
-		Timeout: 14, RetryCnt: 7}
+		Timeout: 14, RetryCnt: 7, CompressRate: nic.DefaultCompressionRate}
 }
 
 // ConfigError is a job that cannot be set up as described (usage error).
@@ -164,6 +172,7 @@ type JobSpec struct {
 	MsgLen      int
 	DType       *tensor.DType
 	Release     *netreduce.Release
+	Compress    *int
 }
 
 // JobResult is what one job of a run did.
@@ -196,6 +205,8 @@ type JobResult struct {
 	// Ring is a NetReduce job's ring: where it aggregates, its RingID and
 	// the aggregation memory it reserves there.
 	Ring *JobRing `json:"ring,omitempty"`
+	// Compression is a compressing job's (Config.Compress).
+	Compression *CompressionReport `json:"compression,omitempty"`
 }
 
 // JobRing is a NetReduce ring on a switch: tenants of one switch hold
@@ -293,6 +304,16 @@ func (c *Config) validateSettings() error {
 		return bad("faults act on emulated links; the TAP backend has none (run without --backend tap to inject them)")
 	case c.Devices != nil && c.Capture != nil:
 		return bad("--pcap records emulated links; on TAPs capture on the bridges (tshark -i PREFIX-br0 ...)")
+	case c.Compress != 0 && (c.Compress < inceptionn.MinBound || c.Compress > inceptionn.MaxBound):
+		return bad("--compress 2^-%d: want K in %d..%d (the paper's are 6, 8 and 10)", c.Compress, inceptionn.MinBound, inceptionn.MaxBound)
+	case c.Compress != 0 && c.Mode != Ring && c.Mode != WA:
+		return bad("--compress: %s jobs do not compress; ring and wa do (INCEPTIONN's ring and its worker-aggregator baseline)", c.Mode)
+	case c.Compress != 0 && c.DType != tensor.F32:
+		return bad("--compress: the codec compresses float32 gradients, not %s", c.DType)
+	case c.Compress != 0 && c.Devices != nil:
+		return bad("--compress: the compression engines are emulated NICs'; the TAP backend has none")
+	case c.CompressRate < 0 || math.IsNaN(c.CompressRate) || math.IsInf(c.CompressRate, 0):
+		return bad("--compress-rate: want a positive number of bits per second")
 	}
 	return nil
 }
@@ -440,6 +461,8 @@ type run struct {
 	gpuBusy map[string]*time.Duration
 	// interrupted is set when Config.Context ended the run.
 	interrupted *Interrupted
+	// engines are the NICs given compression engines, and by which job.
+	engines map[*nic.NIC]engineUse
 }
 
 // local lists the workers that run in this process.
@@ -575,7 +598,7 @@ func newRun(cfg Config) (*run, error) {
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
-	u := &run{cfg: cfg, fab: fab, gpuBusy: map[string]*time.Duration{}}
+	u := &run{cfg: cfg, fab: fab, gpuBusy: map[string]*time.Duration{}, engines: map[*nic.NIC]engineUse{}}
 	fail := func(err error) (*run, error) {
 		fab.Close()
 		return nil, &ConfigError{err}
@@ -630,6 +653,9 @@ func newRun(cfg Config) (*run, error) {
 			return fail(fmt.Errorf("job %s: no algorithm %q", r.name, r.cfg.Mode))
 		}
 		if r.job, err = alg(r); err != nil {
+			return fail(err)
+		}
+		if err := u.enableCompression(r); err != nil {
 			return fail(err)
 		}
 		if err := r.connect(); err != nil {
@@ -780,7 +806,11 @@ func (r *runner) connect() error {
 		}
 		sc := base
 		sc.SQPSN, sc.RQPSN = psns.send[w.rank], psns.sendR[w.rank] // only ACKs arrive on a send QP
-		if err := sq.Connect(w.h.PathTo(succ.h, succ.rq.QPN()), sc); err != nil {
+		path := w.h.PathTo(succ.h, succ.rq.QPN())
+		if r.compressesFrom(w) {
+			path = markPath(path)
+		}
+		if err := sq.Connect(path, sc); err != nil {
 			return err
 		}
 	}
@@ -1082,6 +1112,9 @@ func (r *runner) jobResult() JobResult {
 	}
 	if r.err != nil {
 		jr.Error = r.err.Error()
+	}
+	if cfg.Compress != 0 {
+		jr.Compression = r.compressionReport()
 	}
 	var done time.Duration
 	for _, w := range r.workers {

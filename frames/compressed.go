@@ -125,7 +125,7 @@ func Compress(dst []byte, v *View, c inceptionn.Codec, scratch []byte, h *incept
 // unpacked (still marked: the mark says how it travelled), using scratch
 // for the payload. It fails when the payload is not a packed payload.
 func Decompress(dst []byte, v *View, scratch []byte) (int, []byte, error) {
-	payload, err := inceptionn.Unpack(scratch[:0], v.Payload())
+	payload, err := inceptionn.Unpack(scratch[:0], v.Payload(), nil)
 	if err != nil {
 		return 0, payload, err
 	}

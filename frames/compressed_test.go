@@ -2,6 +2,7 @@ package frames_test
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"testing"
 
@@ -83,7 +84,7 @@ func TestCompressIsTheBuilderWithThePackedPayload(t *testing.T) {
 				back := make([]byte, 5000)
 				dn, payload, err := frames.Decompress(back, &c, nil)
 				require.NoError(t, err)
-				dc, _ := inceptionn.Unpack(nil, want)
+				dc, _ := inceptionn.Unpack(nil, want, nil)
 				require.Equal(t, dc, payload)
 				dp := pkt
 				dp.Payload = dc
@@ -140,4 +141,37 @@ func TestDecompressRefusesWhatIsNotPacked(t *testing.T) {
 		_, _, err = frames.Decompress(make([]byte, 2048), &v, nil)
 		assert.ErrorIs(t, err, inceptionn.ErrPacked, "%d packed bytes", len(p))
 	}
+}
+
+// TestDescribeCompressed: decode shows a compressed payload as such: the
+// length it stands for, the ratio and the classes; one that does not
+// unpack says why; an unmarked payload is not described as compressed.
+func TestDescribeCompressed(t *testing.T) {
+	codec, _ := inceptionn.New(6)
+	path := ioPaths()[1]
+	path.TClass = frames.CompressedDSCP << 2
+	b, _ := frames.NewBuilder(path)
+	raw := gradientPayload(1000, 4)
+	var h inceptionn.Histogram
+	packed, _ := codec.AppendPacked(nil, raw, &h)
+	build := func(p []byte) []byte {
+		buf := make([]byte, 2048)
+		n, err := b.Build(buf, &frames.Packet{Opcode: wire.WriteLast, PSN: 9, Payload: p})
+		require.NoError(t, err)
+		return buf[:n]
+	}
+	s := frames.Describe(0, build(packed))
+	require.NotNil(t, s.Compressed)
+	assert.Equal(t, frames.PackedSummary{Bytes: 1000, Ratio: 1000 / float64(len(packed)), Classes: h}, *s.Compressed)
+	assert.Contains(t, s.Line(), fmt.Sprintf("len=%d pad=%d icrc=%s ok compressed(L=1000 %.2fx classes=%d/%d/%d/%d)",
+		len(packed), (4-len(packed)%4)%4, *s.ICRC, 1000/float64(len(packed)), h[0], h[1], h[2], h[3]))
+
+	bad := frames.Describe(0, build(packed[:len(packed)/2]))
+	require.NotNil(t, bad.Compressed)
+	assert.Contains(t, bad.Compressed.Error, "not a packed INCEPTIONN payload")
+	assert.Contains(t, bad.Line(), "compressed(BAD: not a packed")
+
+	path.TClass = 0
+	b, _ = frames.NewBuilder(path)
+	assert.Nil(t, frames.Describe(0, build(packed)).Compressed, "unmarked")
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/inaemu/inaemu/frames/inceptionn"
 	"github.com/inaemu/inaemu/frames/wire"
 )
 
@@ -13,35 +14,36 @@ import (
 // `inaemu decode --json` prints it (one object per line). Pointer fields are
 // null when the header is absent.
 type Summary struct {
-	Index      int          `json:"index"`
-	RoCE       bool         `json:"roce"`
-	Version    *string      `json:"version"`
-	Transport  string       `json:"transport"`
-	IP         *int         `json:"ip"`
-	Src        string       `json:"src,omitempty"`
-	Dst        string       `json:"dst,omitempty"`
-	VLAN       *uint16      `json:"vlan"`
-	Opcode     *uint8       `json:"opcode"`
-	OpcodeName *string      `json:"opcode_name"`
-	DQPN       *uint32      `json:"dqpn"`
-	PSN        *uint32      `json:"psn"`
-	AckReq     *bool        `json:"ackreq"`
-	SE         *bool        `json:"se"`
-	FECN       *bool        `json:"fecn"`
-	BECN       *bool        `json:"becn"`
-	PKey       *uint16      `json:"pkey"`
-	PadCnt     *int         `json:"padcnt"`
-	RETH       *RETHSummary `json:"reth"`
-	AETH       *AETHSummary `json:"aeth"`
-	Imm        *uint32      `json:"imm"`
-	IETH       *uint32      `json:"ieth"`
-	INA        *INASummary  `json:"ina"`
-	INATree    *TreeSummary `json:"ina_tree,omitempty"`
-	PayloadLen *int         `json:"payload_len"`
-	ICRC       *string      `json:"icrc"`
-	ICRCOK     *bool        `json:"icrc_ok"`
-	FrameLen   int          `json:"frame_len"`
-	Error      string       `json:"error,omitempty"`
+	Index      int            `json:"index"`
+	RoCE       bool           `json:"roce"`
+	Version    *string        `json:"version"`
+	Transport  string         `json:"transport"`
+	IP         *int           `json:"ip"`
+	Src        string         `json:"src,omitempty"`
+	Dst        string         `json:"dst,omitempty"`
+	VLAN       *uint16        `json:"vlan"`
+	Opcode     *uint8         `json:"opcode"`
+	OpcodeName *string        `json:"opcode_name"`
+	DQPN       *uint32        `json:"dqpn"`
+	PSN        *uint32        `json:"psn"`
+	AckReq     *bool          `json:"ackreq"`
+	SE         *bool          `json:"se"`
+	FECN       *bool          `json:"fecn"`
+	BECN       *bool          `json:"becn"`
+	PKey       *uint16        `json:"pkey"`
+	PadCnt     *int           `json:"padcnt"`
+	RETH       *RETHSummary   `json:"reth"`
+	AETH       *AETHSummary   `json:"aeth"`
+	Imm        *uint32        `json:"imm"`
+	IETH       *uint32        `json:"ieth"`
+	INA        *INASummary    `json:"ina"`
+	INATree    *TreeSummary   `json:"ina_tree,omitempty"`
+	PayloadLen *int           `json:"payload_len"`
+	Compressed *PackedSummary `json:"compressed,omitempty"`
+	ICRC       *string        `json:"icrc"`
+	ICRCOK     *bool          `json:"icrc_ok"`
+	FrameLen   int            `json:"frame_len"`
+	Error      string         `json:"error,omitempty"`
 }
 
 type RETHSummary struct {
@@ -63,6 +65,15 @@ type TreeSummary struct {
 	Flags  uint8  `json:"flags"`
 	Ranks  uint64 `json:"ranks,omitempty"`     // partial, total: the ranks in the sum
 	Block  int    `json:"block_len,omitempty"` // notification: its header block's length
+}
+
+// PackedSummary is a compressed payload (a WRITE or SEND marked with
+// CompressedDSCP): what it unpacks to.
+type PackedSummary struct {
+	Bytes   int      `json:"bytes"`           // the uncompressed payload's length, L
+	Ratio   float64  `json:"ratio"`           // L over the packed payload's length
+	Classes [4]int64 `json:"classes"`         // values per class: 0, 8, 16 and 32 bits
+	Error   string   `json:"error,omitempty"` // why it does not unpack
 }
 
 type INASummary struct {
@@ -139,9 +150,21 @@ func Describe(index int, frame []byte) Summary {
 		}
 	}
 	s.PayloadLen = ptr(len(v.Payload()))
+	if v.Compressed() {
+		s.Compressed = describePacked(v.Payload())
+	}
 	s.ICRC = ptr(hex.EncodeToString(v.ICRCBytes()))
 	s.ICRCOK = ptr(v.ICRCOK())
 	return s
+}
+
+func describePacked(p []byte) *PackedSummary {
+	var h inceptionn.Histogram
+	out, err := inceptionn.Unpack(nil, p, &h)
+	if err != nil {
+		return &PackedSummary{Error: err.Error()}
+	}
+	return &PackedSummary{Bytes: len(out), Ratio: float64(len(out)) / float64(len(p)), Classes: h}
 }
 
 // Line is the one-line human form of a Summary, e.g.
@@ -203,6 +226,13 @@ func (s *Summary) Line() string {
 		b.WriteString(" ok")
 	} else {
 		b.WriteString(" BAD")
+	}
+	if c := s.Compressed; c != nil {
+		if c.Error != "" {
+			fmt.Fprintf(&b, " compressed(BAD: %s)", c.Error)
+		} else {
+			fmt.Fprintf(&b, " compressed(L=%d %.2fx classes=%d/%d/%d/%d)", c.Bytes, c.Ratio, c.Classes[0], c.Classes[1], c.Classes[2], c.Classes[3])
+		}
 	}
 	return b.String()
 }

@@ -277,7 +277,7 @@ func codecPattern(e *cmdEnv, c inceptionn.Codec, a codecArgs) int {
 		wireSent += n + wireOverhead
 		// The error of what the receiver unpacks.
 		var err error
-		if back, err = inceptionn.Unpack(back[:0], packed); err != nil {
+		if back, err = inceptionn.Unpack(back[:0], packed, nil); err != nil {
 			fmt.Fprintf(e.stderr, "inaemu %s: %v\n", e.name, err)
 			return exitSoftware
 		}

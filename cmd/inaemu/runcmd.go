@@ -268,6 +268,9 @@ func printSummary(w io.Writer, r *emu.Result, pcap string, runErr error) {
 		fmt.Fprintf(w, "  result    WRONG: job %s rank %d element %d is %s, want %s\n", wrongJob(r), r.Mismatch.Rank, r.Mismatch.Element, r.Mismatch.Got, r.Mismatch.Want)
 	case r.Exact && len(r.Ranks) < r.Workers:
 		fmt.Fprintf(w, "  result    EXACT: rank %v holds the bit-exact sum (the other ranks ran elsewhere)\n", r.Ranks)
+	case r.Exact && len(r.Jobs) == 1 && r.Jobs[0].Compression != nil:
+		fmt.Fprintf(w, "  result    EXACT: all %d workers hold, bit for bit, the sum the compressing hops define (max |error| %.3g against the exact sum)\n",
+			r.Workers, r.Jobs[0].Compression.MaxAbsErr)
 	case r.Exact:
 		fmt.Fprintf(w, "  result    EXACT: all %d workers hold the bit-exact sum\n", r.Workers)
 	default:
@@ -289,6 +292,16 @@ func printSummary(w io.Writer, r *emu.Result, pcap string, runErr error) {
 		f := r.Faults
 		fmt.Fprintf(w, "  faults    %d lost, %d dropped by events, %d duplicated, %d corrupted, %d delayed, %d reordered, %d held, %d spoofed; %d queue drops\n",
 			f.Lost, f.Dropped, f.Duplicated, f.Corrupted, f.Delayed, f.Reordered, f.Held, f.Spoofed, r.QueueDrops)
+	}
+	for _, j := range r.Jobs {
+		if c := j.Compression; c != nil {
+			name := ""
+			if multi {
+				name = " (job " + j.Name + ")"
+			}
+			fmt.Fprintf(w, "  compress  bound 2^-%d%s: payload %.2fx, wire %.2fx; %d packets compressed, %d sent as they were; values 0/8/16/32-bit %d/%d/%d/%d\n",
+				c.K, name, c.PayloadRatio, c.WireRatio, c.Compressed, c.Uncompressed, c.Classes[0], c.Classes[1], c.Classes[2], c.Classes[3])
+		}
 	}
 	if hasNetReduce(r) && r.Switch.Frames > 0 {
 		s := r.Switch

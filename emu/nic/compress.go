@@ -45,20 +45,28 @@ type CompressionStats struct {
 	TxPayload      uint64               `json:"tx_payload_bytes"`      // uncompressed payload bytes through the transmit engine
 	TxWirePayload  uint64               `json:"tx_wire_payload_bytes"` // the payload bytes those packets carried on the wire
 	TxClasses      inceptionn.Histogram `json:"tx_classes"`            // values per class: 0, 8, 16, 32 bits
-	RxDecompressed uint64               `json:"rx_decompressed"`       // marked packets decompressed
+	// TxRawFrameBytes and TxFrameBytes are those packets' frames as the
+	// QPs wrote them and as they were sent (Ethernet padding included).
+	TxRawFrameBytes uint64 `json:"tx_raw_frame_bytes"`
+	TxFrameBytes    uint64 `json:"tx_frame_bytes"`
+	RxDecompressed  uint64 `json:"rx_decompressed"` // marked packets decompressed
 	// RxUndecodable are marked packets with a valid ICRC whose payload is
 	// not a packed payload: dropped like a corrupt packet (go-back-N
 	// recovers them).
 	RxUndecodable uint64 `json:"rx_undecodable"`
 }
 
-// PayloadRatio is uncompressed over wire payload bytes of what the
-// transmit engine saw (0 before any).
-func (s *CompressionStats) PayloadRatio() float64 {
-	if s.TxWirePayload == 0 {
-		return 0
-	}
-	return float64(s.TxPayload) / float64(s.TxWirePayload)
+// Add counts o's work in s too.
+func (s *CompressionStats) Add(o *CompressionStats) {
+	s.TxCompressed += o.TxCompressed
+	s.TxUncompressed += o.TxUncompressed
+	s.TxPayload += o.TxPayload
+	s.TxWirePayload += o.TxWirePayload
+	s.TxClasses.Add(o.TxClasses)
+	s.TxRawFrameBytes += o.TxRawFrameBytes
+	s.TxFrameBytes += o.TxFrameBytes
+	s.RxDecompressed += o.RxDecompressed
+	s.RxUndecodable += o.RxUndecodable
 }
 
 // engine is a NIC's pair of compression engines.
@@ -141,16 +149,19 @@ func (e *engine) transmit(buf []byte, n int) int {
 	pay := len(v.Payload())
 	e.txPs = e.latPs + e.cycles(pay)
 	e.stats.TxPayload += uint64(pay)
+	e.stats.TxRawFrameBytes += uint64(n)
 	cn, packed, ok, err := frames.Compress(e.out, v, e.codec, e.packed, &e.stats.TxClasses)
 	e.packed = packed
 	if err != nil || !ok {
 		v.SetDSCP(0)
 		e.stats.TxUncompressed++
 		e.stats.TxWirePayload += uint64(pay)
+		e.stats.TxFrameBytes += uint64(n)
 		return n
 	}
 	e.stats.TxCompressed++
 	e.stats.TxWirePayload += uint64(len(packed))
+	e.stats.TxFrameBytes += uint64(cn)
 	return copy(buf, e.out[:cn])
 }
 

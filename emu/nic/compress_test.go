@@ -109,7 +109,7 @@ func TestCompressedWrite(t *testing.T) {
 
 			require.Equal(t, quantized(k, data), mem[:3001], "%s k=%d", tr, k)
 			require.Len(t, p.ab.sent, 3, "%s: packets as without compression", tr)
-			payload := 0
+			payload, frameBytes, wirePads := 0, 0, 0
 			for i, f := range p.ab.sent {
 				var v frames.View
 				require.NoError(t, v.Parse(f))
@@ -117,6 +117,8 @@ func TestCompressedWrite(t *testing.T) {
 				assert.True(t, v.ICRCOK(), "frame %d ICRC", i)
 				assert.Less(t, len(v.Payload()), []int{1024, 1024, 953}[i], "frame %d shrank", i)
 				payload += len(v.Payload())
+				frameBytes += len(f)
+				wirePads += len(v.Pad())
 			}
 			for _, f := range p.ba.sent {
 				var v frames.View
@@ -124,7 +126,9 @@ func TestCompressedWrite(t *testing.T) {
 				assert.Equal(t, wire.Acknowledge, v.Opcode())
 			}
 			cs, rs := p.a.Stats.Compression, p.b.Stats.Compression
-			assert.Equal(t, nic.CompressionStats{TxCompressed: 3, TxPayload: 3001, TxWirePayload: uint64(payload), TxClasses: cs.TxClasses}, *cs)
+			rawFrames := frameBytes - payload - wirePads + 3001 + 3 // 953 B: 3 B of pad
+			assert.Equal(t, nic.CompressionStats{TxCompressed: 3, TxPayload: 3001, TxWirePayload: uint64(payload), TxClasses: cs.TxClasses,
+				TxRawFrameBytes: uint64(rawFrames), TxFrameBytes: uint64(frameBytes)}, *cs)
 			assert.EqualValues(t, 750, cs.TxClasses.Values())
 			assert.Equal(t, nic.CompressionStats{RxDecompressed: 3}, *rs)
 			assert.Zero(t, qa.Counters.RetransmittedPkts)

@@ -44,6 +44,7 @@ import (
 	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/frames/inceptionn"
 	"github.com/inaemu/inaemu/internal/units"
 	"github.com/inaemu/inaemu/roce"
 )
@@ -77,6 +78,9 @@ type Scenario struct {
 	Duplicate string   `yaml:"duplicate,omitempty"`
 	Corrupt   string   `yaml:"corrupt,omitempty"`
 	Faults    []string `yaml:"faults,omitempty"`
+	Compress  string   `yaml:"compress,omitempty"`
+	// CompressRate is the NICs' compression engines' rate.
+	CompressRate string `yaml:"compress_rate,omitempty"`
 
 	// Topology is the network; link, latency and queue it leaves out come
 	// from the scenario's. Without it the network is the star of workers
@@ -97,15 +101,16 @@ type Scenario struct {
 // take from the scenario. Omitted keys take the scenario's settings (and
 // so the command line's).
 type Job struct {
-	Name    string   `yaml:"name,omitempty"`
-	Mode    string   `yaml:"mode,omitempty"`
-	Ranks   []string `yaml:"ranks,omitempty"`
-	Tensor  string   `yaml:"tensor,omitempty"`
-	Start   string   `yaml:"start,omitempty"` // when the job starts, e.g. 50us
-	Window  *int     `yaml:"window,omitempty"`
-	MsgLen  *int     `yaml:"msg_len,omitempty"`
-	DType   string   `yaml:"dtype,omitempty"`
-	Release string   `yaml:"release,omitempty"`
+	Name     string   `yaml:"name,omitempty"`
+	Mode     string   `yaml:"mode,omitempty"`
+	Ranks    []string `yaml:"ranks,omitempty"`
+	Tensor   string   `yaml:"tensor,omitempty"`
+	Start    string   `yaml:"start,omitempty"` // when the job starts, e.g. 50us
+	Window   *int     `yaml:"window,omitempty"`
+	MsgLen   *int     `yaml:"msg_len,omitempty"`
+	DType    string   `yaml:"dtype,omitempty"`
+	Release  string   `yaml:"release,omitempty"`
+	Compress string   `yaml:"compress,omitempty"`
 }
 
 // Error is a setting Apply cannot use. Key is where it is, as a scenario
@@ -311,6 +316,12 @@ func (s *Scenario) Apply(cfg *emu.Config) error {
 			return e
 		})
 	}
+	if s.Compress != "" {
+		set("compress", func() (e error) { cfg.Compress, e = inceptionn.ParseBound(s.Compress); return })
+	}
+	if s.CompressRate != "" {
+		set("compress_rate", func() (e error) { cfg.CompressRate, e = units.ParseRate(s.CompressRate); return })
+	}
 	if s.SwitchMemory != "" {
 		set("switch_memory", func() (e error) { cfg.SwitchMemory, e = units.ParseSize(s.SwitchMemory); return })
 	}
@@ -410,6 +421,13 @@ func (s *Scenario) applyJobs(cfg *emu.Config) error {
 			set("release", func() error {
 				r, e := netreduce.ParseRelease(j.Release)
 				js.Release = &r
+				return e
+			})
+		}
+		if j.Compress != "" {
+			set("compress", func() error {
+				k, e := inceptionn.ParseBound(j.Compress)
+				js.Compress = &k
 				return e
 			})
 		}

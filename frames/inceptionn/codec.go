@@ -25,6 +25,8 @@ package inceptionn
 import (
 	"fmt"
 	"math/bits"
+	"strconv"
+	"strings"
 )
 
 // Class is a value's compressed width, the 2-bit tag.
@@ -63,6 +65,16 @@ func New(k int) (Codec, error) {
 	}
 	lo := uint32(127 - k)
 	return Codec{K: k, lo: lo, mid: lo + uint32((k+1)/2)}, nil
+}
+
+// ParseBound reads an error bound as 2^-K (or K alone) and returns K.
+func ParseBound(s string) (int, error) {
+	t := strings.TrimPrefix(strings.TrimSpace(s), "2^-")
+	k, err := strconv.Atoi(t)
+	if err != nil || k < MinBound || k > MaxBound {
+		return 0, fmt.Errorf("error bound %q: want 2^-K with K in %d..%d, e.g. 2^-10", s, MinBound, MaxBound)
+	}
+	return k, nil
 }
 
 // Encode is Algorithm 2: f's tag and field (in the low Bits() bits).

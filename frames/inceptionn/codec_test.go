@@ -218,20 +218,26 @@ func TestPacked(t *testing.T) {
 		for i := n - n%4; i < n; i++ {
 			p[i] = byte(r.Uint32())
 		}
-		packed, err := c.AppendPacked(nil, p, nil)
+		var hp, hu inceptionn.Histogram
+		packed, err := c.AppendPacked(nil, p, &hp)
 		require.NoError(t, err)
-		back, err := inceptionn.Unpack(nil, packed)
+		require.Equal(t, len(packed), c.PackedLen(p), "n=%d: PackedLen", n)
+		back, err := inceptionn.Unpack(nil, packed, &hu)
 		require.NoError(t, err, "n=%d", n)
+		require.Equal(t, hp, hu, "n=%d: the classes unpacked are those packed", n)
 		require.Len(t, back, n)
 		for i := 0; i+4 <= n; i += 4 {
 			tag, field := c.Encode(binary.LittleEndian.Uint32(p[i:]))
 			require.Equal(t, inceptionn.Decode(tag, field), binary.LittleEndian.Uint32(back[i:]), "n=%d element %d", n, i/4)
 		}
 		assert.Equal(t, string(p[n-n%4:]), string(back[n-n%4:]))
+		projected := append([]byte(nil), p...)
+		c.Project(projected)
+		require.Equal(t, back, projected, "n=%d: Project is one trip through pack and unpack", n)
 		// What came out goes through again unchanged: a projection (its
 		// packed form may be shorter: a zero 8-bit field becomes tag 00).
 		again, _ := c.AppendPacked(nil, back, nil)
-		back2, err := inceptionn.Unpack(nil, again)
+		back2, err := inceptionn.Unpack(nil, again, nil)
 		require.NoError(t, err)
 		assert.Equal(t, string(back), string(back2), "n=%d", n)
 	}
@@ -248,13 +254,13 @@ func TestUnpackRefusesDamage(t *testing.T) {
 	packed, err := c.AppendPacked(nil, p, nil)
 	require.NoError(t, err)
 	for cut := range len(packed) {
-		_, err := inceptionn.Unpack(nil, packed[:cut])
+		_, err := inceptionn.Unpack(nil, packed[:cut], nil)
 		assert.ErrorIs(t, err, inceptionn.ErrPacked, "cut at %d", cut)
 	}
-	_, err = inceptionn.Unpack(nil, append(append([]byte(nil), packed...), 0))
+	_, err = inceptionn.Unpack(nil, append(append([]byte(nil), packed...), 0), nil)
 	assert.ErrorContains(t, err, "1 bytes after the values, want the 0 tail bytes")
 	// One value, its group's seven missing ones tagged 01.
-	_, err = inceptionn.Unpack(nil, []byte{0x00, 0x04, 0x15, 0x55, 0x02, 0, 0, 0, 0, 0, 0, 0})
+	_, err = inceptionn.Unpack(nil, []byte{0x00, 0x04, 0x15, 0x55, 0x02, 0, 0, 0, 0, 0, 0, 0}, nil)
 	assert.ErrorContains(t, err, "past the payload's 1 values but tagged 8bit")
 	_, err = c.AppendPacked(nil, make([]byte, inceptionn.MaxPayload+1), nil)
 	assert.Error(t, err)

@@ -114,8 +114,9 @@ func (c Codec) AppendPacked(dst, payload []byte, h *Histogram) ([]byte, error) {
 // ErrPacked is a packed payload that is not one.
 var ErrPacked = errors.New("not a packed INCEPTIONN payload")
 
-// Unpack appends the payload that packed holds to dst.
-func Unpack(dst, packed []byte) ([]byte, error) {
+// Unpack appends the payload that packed holds to dst and counts its
+// values' classes in h (if not nil).
+func Unpack(dst, packed []byte, h *Histogram) ([]byte, error) {
 	bad := func(f string, a ...any) ([]byte, error) {
 		return dst, fmt.Errorf("%w: "+f, append([]any{ErrPacked}, a...)...)
 	}
@@ -153,6 +154,9 @@ func Unpack(dst, packed []byte) ([]byte, error) {
 				}
 				continue
 			}
+			if h != nil {
+				h[t]++
+			}
 			var v uint32
 			if b := t.Bits(); b > 0 {
 				if v, ok = get(b); !ok {
@@ -166,4 +170,24 @@ func Unpack(dst, packed []byte) ([]byte, error) {
 		return bad("%d bytes after the values, want the %d tail bytes of a %d-byte payload", len(src)-pos, l%4, l)
 	}
 	return append(dst, src[pos:]...), nil
+}
+
+// PackedLen is the length of payload's packed form.
+func (c Codec) PackedLen(payload []byte) int {
+	n := len(payload) / 4
+	bits := 16 * ((n + 7) / 8)
+	for i := 0; i < n; i++ {
+		t, _ := c.Encode(binary.LittleEndian.Uint32(payload[4*i:]))
+		bits += t.Bits()
+	}
+	return 2 + (bits+7)/8 + len(payload)%4
+}
+
+// Project replaces every whole float32 of p (little-endian) by what
+// decompressing its compressed form gives: Decode(Encode(f)). It is what
+// a value is after one trip through the engines.
+func (c Codec) Project(p []byte) {
+	for i := 0; i+4 <= len(p); i += 4 {
+		binary.LittleEndian.PutUint32(p[i:], Decode(c.Encode(binary.LittleEndian.Uint32(p[i:]))))
+	}
 }
