@@ -14,6 +14,7 @@ import (
 
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/frames/inceptionn"
 	"github.com/inaemu/inaemu/frames/wire"
 	"github.com/inaemu/inaemu/internal/pcapio"
 )
@@ -26,6 +27,7 @@ const (
 	RuleExtraNAK   = "extra-nak"
 	RuleACKRegress = "ack-regress"
 	RuleAggSum     = "agg-sum"
+	RulePacked     = "packed"
 )
 
 // CheckOptions tune Check.
@@ -231,6 +233,9 @@ type Report struct {
 	Frames     int    `json:"frames"`
 	RoCEFrames int    `json:"roce_frames"`
 	BadICRC    int    `json:"bad_icrc"`
+	// Compressed counts the frames marked as carrying an INCEPTIONN
+	// compressed payload (DSCP 10) with a good ICRC.
+	Compressed int `json:"compressed"`
 	Malformed  int    `json:"malformed"`
 	Ghosts     int    `json:"ghosts"`
 	// Injected counts the frames whose comments say a fault of the
@@ -684,6 +689,10 @@ type frameParser struct {
 	fs  *frameStore
 	v   frames.View
 	bad []badICRC
+	// unpackable are the good-ICRC frames marked compressed whose
+	// payload does not unpack, and why; unpacked is scratch.
+	unpackable []badPacked
+	unpacked   []byte
 	// corrupted holds the bytes of frames a corrupt fault hit: a switch
 	// that forwards such a frame unchanged passes the fault on.
 	corrupted map[string]bool
@@ -718,6 +727,11 @@ func (p *frameParser) addr(a netip.Addr) uint32 {
 type badICRC struct {
 	frame          int
 	wire, computed uint32
+}
+
+type badPacked struct {
+	frame int
+	err   error
 }
 
 func newFrameParser() *frameParser {
@@ -837,6 +851,13 @@ func (p *frameParser) add(r *pcapio.Record) {
 	if h, t := v.INATree(); t != nil && f.icrcOK && !f.snapped {
 		p.noteTree(f, h, t)
 	}
+	if f.icrcOK && !f.snapped && v.Compressed() {
+		rep.Compressed++
+		var err error
+		if p.unpacked, err = inceptionn.Unpack(p.unpacked[:0], v.Payload(), nil); err != nil {
+			p.unpackable = append(p.unpackable, badPacked{i, err})
+		}
+	}
 	if op := f.op; op.IsWrite() && op.IsFirst() && len(v.Payload()) >= wire.INALen && !f.snapped {
 		h := wire.INA(v.Payload())
 		f.hasINA, f.inaTag, f.inaRing, f.inaRank = true, h.Tag(), h.RingID(), h.Rank()
@@ -919,6 +940,9 @@ func (p *frameParser) check(opt CheckOptions, payloads func(yield func(i int, da
 	for _, b := range bad {
 		f := fs.at(b.frame)
 		c.violation(RuleICRC, f, "bad ICRC: wire %08x, computed %08x", b.wire, b.computed)
+	}
+	for _, b := range p.unpackable {
+		c.violation(RulePacked, fs.at(b.frame), "marked compressed (DSCP 10) but its payload does not unpack: %v", b.err)
 	}
 	c.buildVantages()
 	for i, vp := range c.ifaceVP {

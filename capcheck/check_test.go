@@ -22,6 +22,7 @@ import (
 	"github.com/inaemu/inaemu/capcheck"
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/frames/inceptionn"
 	"github.com/inaemu/inaemu/frames/wire"
 	"github.com/inaemu/inaemu/internal/pcapio"
 )
@@ -783,4 +784,42 @@ func TestCheckTextOutput(t *testing.T) {
 	assert.Equal(t, "psn-order frame 20 (tap0, 0.000118000s) qp 0x000022 psn 202: retransmission starts at PSN 202, but the NAK of frame 19 asks for PSN 204", lines[1])
 	assert.Equal(t, "psn-order frame 36 (tap0, 0.000333000s) qp 0x000032 psn 302: retransmits PSN 302, already acknowledged up to PSN 303 (frame 35)", lines[2])
 	assert.Contains(t, b.String(), "result       3 violations (psn-order 3)")
+}
+
+// TestCheckPacked: a frame marked as carrying a compressed payload (DSCP
+// 10) whose payload, under a good ICRC, does not unpack is a packed
+// violation; well-packed ones are counted; a corrupt one is an ICRC
+// matter only.
+func TestCheckPacked(t *testing.T) {
+	ma, ia := chkHost(1)
+	mb, ib := chkHost(2)
+	req, err := frames.NewBuilder(frames.Path{Transport: frames.V2IPv4, SrcMAC: ma, DstMAC: mb, SrcIP: ia, DstIP: ib,
+		SrcPort: frames.UDPSourcePort(0x11), TClass: frames.CompressedDSCP << 2, DestQP: 0x12})
+	require.NoError(t, err)
+	a := chkNewConn(t, 1, 2, 0x12, 0x11)
+	codec, err := inceptionn.New(10)
+	require.NoError(t, err)
+	good, err := codec.AppendPacked(nil, make([]byte, 256), nil)
+	require.NoError(t, err)
+	send := func(psn uint32, p []byte) []byte {
+		return a.build(req, &frames.Packet{Opcode: wire.SendOnly, PSN: psn, AckReq: true, Payload: p})
+	}
+	c := chkNewCapture("tap0")
+	c.add("tap0", us, send(100, good))
+	c.add("tap0", us, a.ack(100))
+	c.add("tap0", us, send(101, good[:len(good)-3])) // cut short: frame index 2
+	c.add("tap0", us, a.ack(101))
+	bad := send(102, good)
+	bad[len(bad)-6] ^= 0x80 // corrupt on the wire: not unpacked, not judged as packed
+	c.add("tap0", us, bad)
+	c.add("tap0", us, a.nak(102))
+	c.add("tap0", us, send(102, good))
+	c.add("tap0", us, a.ack(102))
+	fn := filepath.Join(t.TempDir(), "packed.pcap")
+	require.NoError(t, os.WriteFile(fn, c.pcap(t), 0o644))
+	rep, err := capcheck.CheckFile(fn, capcheck.CheckOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []chkWant{{"packed", 2, 101}, {"icrc", 4, 102}}, chkViolations(rep))
+	assert.Equal(t, 3, rep.Compressed, "the good-ICRC marked frames")
+	assert.Contains(t, rep.Violations[0].Detail, "does not unpack: not a packed INCEPTIONN payload: cut in group 6 of 8")
 }

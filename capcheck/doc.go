@@ -21,6 +21,9 @@
 //     ranks in rank order, then the leaves' partials in child order.
 //     Links that carry those frames are kept out of the stream rules:
 //     a connection's packets cross them only as re-sent results.
+//   - packed: a WRITE or SEND marked as carrying a compressed payload
+//     (DSCP 10, INCEPTIONN's ToS 0x28) whose good-ICRC payload does not
+//     unpack (frames/inceptionn's packed form).
 //
 // Where a single-interface capture was taken (at the requester, at the
 // responder, mid-path) is inferred per connection from the evidence

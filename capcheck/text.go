@@ -23,6 +23,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "%s: %s (%d RoCE, %d malformed, %d not delivered), %s, %s\n", name, plural(r.Frames, "frame"),
 		r.RoCEFrames, r.Malformed, r.Ghosts, plural(len(r.VantagePoints), "vantage point"), plural(r.Connections, "connection"))
 	fmt.Fprintf(&b, "  icrc         %d bad\n", r.BadICRC)
+	if r.Compressed > 0 {
+		fmt.Fprintf(&b, "  compressed   %d frames with INCEPTIONN payloads (DSCP 10), each unpacked\n", r.Compressed)
+	}
 	if r.Injected > 0 {
 		kinds := make([]string, 0, len(r.InjectedKinds))
 		for k := range r.InjectedKinds {

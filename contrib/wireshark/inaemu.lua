@@ -237,3 +237,133 @@ function ina.dissector(tvb, pinfo, tree)
 end
 
 register_postdissector(ina)
+
+-- INCEPTIONN compressed payloads (MICRO '18; frames/inceptionn, emu/nic):
+-- a NIC compresses the payload of WRITE and SEND packets whose DSCP is 10
+-- (ToS 0x28 in the paper: the IPv4 DSCP, the IPv6 traffic class's, or
+-- RoCEv1's GRH traffic class >> 2). The packed payload is
+--
+--   L (u16, the uncompressed bytes) | groups | zero pad to a byte | L mod 4 tail bytes
+--
+-- where each group of eight float32s is a 16-bit tag vector (tag 0 in
+-- the top two bits; 00: 0-bit, 01: 8-bit, 10: 16-bit, 11: the raw 32
+-- bits) and then the eight fields, most significant bit first, as one
+-- bit stream. The heuristic walks the tag vectors, so a payload that is
+-- not a packed one is flagged.
+--
+-- Filter fields: inceptionn.len, inceptionn.values, inceptionn.groups,
+-- inceptionn.class0 .. inceptionn.class32 (values per class),
+-- inceptionn.packed_len, inceptionn.ratio, inceptionn.tail.
+
+local COMPRESSED_DSCP = 10
+local inc = Proto("inceptionn", "INCEPTIONN compressed payload")
+local fc_len = ProtoField.uint16("inceptionn.len", "Uncompressed length (L)", base.DEC)
+local fc_values = ProtoField.uint32("inceptionn.values", "Values (float32)", base.DEC)
+local fc_groups = ProtoField.uint32("inceptionn.groups", "Groups of eight", base.DEC)
+local fc_class = {
+	[0] = ProtoField.uint32("inceptionn.class0", "0-bit values (|f| < 2^-k)", base.DEC),
+	[1] = ProtoField.uint32("inceptionn.class8", "8-bit values", base.DEC),
+	[2] = ProtoField.uint32("inceptionn.class16", "16-bit values", base.DEC),
+	[3] = ProtoField.uint32("inceptionn.class32", "32-bit values (|f| >= 1, Inf, NaN)", base.DEC),
+}
+local fc_packed = ProtoField.uint32("inceptionn.packed_len", "Packed length (bytes)", base.DEC)
+local fc_ratio = ProtoField.string("inceptionn.ratio", "Ratio (L / packed length)")
+local fc_tail = ProtoField.bytes("inceptionn.tail", "Tail bytes (L mod 4)")
+inc.fields = { fc_len, fc_values, fc_groups, fc_class[0], fc_class[1], fc_class[2], fc_class[3], fc_packed, fc_ratio, fc_tail }
+local ex_packed = ProtoExpert.new("inceptionn.malformed", "Compressed payload does not unpack",
+	expert.group.MALFORMED, expert.severity.ERROR)
+inc.experts = { ex_packed }
+
+local f_dscp4 = Field.new("ip.dsfield.dscp")
+local f_dscp6 = Field.new("ipv6.tclass.dscp")
+local f_grhtc = Field.new("infiniband.grh.tclass")
+local WIDTH = { [0] = 0, [1] = 8, [2] = 16, [3] = 32 }
+
+local function dscp()
+	local d = last(f_dscp4())
+	if d ~= nil then
+		return d.value
+	end
+	d = last(f_dscp6())
+	if d ~= nil then
+		return d.value
+	end
+	d = last(f_grhtc())
+	if d ~= nil then
+		return math.floor(d.value / 4)
+	end
+	return nil
+end
+
+-- WRITE (6-11) and SEND (0-5, 22, 23) of the RC and UC classes.
+local function carries_data(code)
+	local class, op = math.floor(code / 32), code % 32
+	return (class == 0 or class == 1) and (op <= 11 or op == 22 or op == 23)
+end
+
+local function compressed(tvb, pinfo, tree)
+	local op = last(f_opcode())
+	if op == nil or not carries_data(op.value) or dscp() ~= COMPRESSED_DSCP or tvb:len() < 2 then
+		return false
+	end
+	local r = tvb:range()
+	local l = r(0, 2):uint()
+	local n = math.floor(l / 4)
+	local pos, bits = 16, tvb:len() * 8
+	local counts = { [0] = 0, [1] = 0, [2] = 0, [3] = 0 }
+	local bad = nil
+	local groups = math.ceil(n / 8)
+	for g = 0, groups - 1 do
+		if pos + 16 > bits then
+			bad = string.format("cut in group %d of %d", g, groups)
+			break
+		end
+		local tv = r:bitfield(pos, 16)
+		pos = pos + 16
+		for i = 0, 7 do
+			local tag = math.floor(tv / 4 ^ (7 - i)) % 4
+			if g * 8 + i < n then
+				counts[tag] = counts[tag] + 1
+				pos = pos + WIDTH[tag]
+			elseif tag ~= 0 then
+				bad = string.format("value %d past the payload's %d is tagged", g * 8 + i, n)
+			end
+		end
+		if pos > bits then
+			bad = string.format("cut in group %d of %d", g, groups)
+			break
+		end
+	end
+	local packed = math.ceil(pos / 8) + l % 4
+	if bad == nil and packed > tvb:len() then
+		bad = string.format("%d bytes, the packed form needs %d", tvb:len(), packed)
+	end
+	-- What follows the packed form can only be the BTH pad (0-3 bytes).
+	if bad == nil and tvb:len() - packed > 3 then
+		bad = string.format("%d bytes after the packed form", tvb:len() - packed)
+	end
+	local t = tree:add(inc, tvb(0, math.min(packed, tvb:len())))
+	t:add(fc_len, tvb(0, 2))
+	if bad ~= nil then
+		t:add_proto_expert_info(ex_packed, "Compressed payload does not unpack: " .. bad)
+		pinfo.cols.info:append(" [INCEPTIONN BAD: " .. bad .. "]")
+		return true
+	end
+	t:add(fc_values, tvb(0, 2), n)
+	t:add(fc_groups, tvb(2, 0), groups)
+	for c = 0, 3 do
+		t:add(fc_class[c], tvb(2, 0), counts[c])
+	end
+	t:add(fc_packed, tvb(0, 0), packed)
+	local ratio = string.format("%.2f", l / packed)
+	t:add(fc_ratio, tvb(0, 0), ratio)
+	if l % 4 > 0 then
+		t:add(fc_tail, tvb(packed - l % 4, l % 4))
+	end
+	t:append_text(string.format(", L %d, %s x, classes 0/8/16/32-bit %d/%d/%d/%d", l, ratio,
+		counts[0], counts[1], counts[2], counts[3]))
+	pinfo.cols.info:append(string.format(" [INCEPTIONN L=%d %sx]", l, ratio))
+	return true
+end
+
+inc:register_heuristic("infiniband.payload", compressed)

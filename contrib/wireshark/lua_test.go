@@ -4,6 +4,8 @@ package wireshark
 
 import (
 	"fmt"
+	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,10 +13,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/emu/topo"
+	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/frames/inceptionn"
+	"github.com/inaemu/inaemu/internal/pcapio"
 	"github.com/inaemu/inaemu/internal/testtool"
 )
 
@@ -189,4 +198,93 @@ func TestLuaDissectorShowsSwitchToSwitchFrames(t *testing.T) {
 		require.Equal(t, count[upIf+" notification"], 2*count[upIf+" last"], "a first and a last per message on %s", upIf)
 		require.Zero(t, count[upIf+" total"]+count[downIf+" partial"], "partials only go up, totals only down")
 	}
+}
+
+// TestLuaDissectorShowsCompressedPayloads runs compressing rings (three
+// transports, payloads that shrink and, with --pattern ones, payloads
+// sent as they are) and checks every frame's INCEPTIONN fields in tshark
+// against inaemu decode's reading of the same frame: two readings of the
+// packed form written apart (the Lua walks the tag vectors itself). A
+// marked payload cut short is flagged.
+func TestLuaDissectorShowsCompressedPayloads(t *testing.T) {
+	testtool.Need(t, "tshark", testtool.HaveTshark)
+	for _, c := range []struct {
+		tr  frames.Transport
+		pat tensor.Pattern
+	}{{frames.V2IPv4, tensor.Random}, {frames.V2IPv6, tensor.Random}, {frames.V1, tensor.Random}, {frames.V2IPv4, tensor.Ones}} {
+		fn := filepath.Join(t.TempDir(), "compressed.pcapng")
+		f, err := os.Create(fn)
+		require.NoError(t, err)
+		cfg := emu.DefaultConfig()
+		cfg.Mode, cfg.Workers, cfg.TensorBytes, cfg.Seed, cfg.Capture = emu.Ring, 3, 40000, 1, f
+		cfg.Compress, cfg.Transport, cfg.Pattern, cfg.MTU, cfg.MsgLen = 8, c.tr, c.pat, 512, 4
+		res, err := emu.Run(cfg)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		require.True(t, res.Exact)
+
+		var want []string
+		r, err := pcapio.Open(fn)
+		require.NoError(t, err)
+		marked := 0
+		for {
+			rec, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			require.NoError(t, err)
+			line := "|||"
+			if p := frames.Describe(0, rec.Data).Compressed; p != nil {
+				require.Empty(t, p.Error)
+				line = fmt.Sprintf("%d|%d/%d/%d/%d|%.2f", p.Bytes, p.Classes[0], p.Classes[1], p.Classes[2], p.Classes[3], p.Ratio)
+				marked++
+			}
+			want = append(want, line)
+		}
+		r.Close()
+		out, errOut, err := testtool.Run(t, "tshark", "-X", "lua_script:inaemu.lua", "-r", fn, "-T", "fields", "-E", "separator=|",
+			"-e", "inceptionn.len", "-e", "inceptionn.class0", "-e", "inceptionn.class8", "-e", "inceptionn.class16",
+			"-e", "inceptionn.class32", "-e", "inceptionn.ratio")
+		require.NoError(t, err, errOut)
+		require.NotContains(t, errOut, "Lua: Error")
+		lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+		require.Len(t, lines, len(want))
+		for i, l := range lines {
+			c := strings.Split(l, "|")
+			got := "|||"
+			if c[0] != "" {
+				got = fmt.Sprintf("%s|%s/%s/%s/%s|%s", c[0], c[1], c[2], c[3], c[4], c[5])
+			}
+			require.Equal(t, want[i], got, "%s %s frame %d", c, cfg.Transport, i+1)
+		}
+		if c.pat == tensor.Ones {
+			require.Zero(t, marked, "1.0 takes 32 bits: every packet goes as it is, unmarked")
+		} else {
+			require.Greater(t, marked, 20, "%s: data frames are compressed", c.tr)
+		}
+		t.Logf("%s %s: %d frames, %d compressed, shown alike", c.tr, c.pat, len(want), marked)
+	}
+
+	// A marked payload cut short: tshark flags it, as decode does.
+	codec, err := inceptionn.New(10)
+	require.NoError(t, err)
+	packed, err := codec.AppendPacked(nil, make([]byte, 1024), nil)
+	require.NoError(t, err)
+	b, err := frames.NewBuilder(frames.Path{Transport: frames.V2IPv4, SrcMAC: emu.HostMAC(0), DstMAC: emu.HostMAC(1),
+		SrcIP: netip.MustParseAddr("10.0.0.1"), DstIP: netip.MustParseAddr("10.0.0.2"), TClass: frames.CompressedDSCP << 2, DestQP: 0x12})
+	require.NoError(t, err)
+	buf := make([]byte, 2048)
+	n, err := b.Build(buf, &frames.Packet{Opcode: 10, PSN: 1, RETH: frames.RETHFields{DMALen: 1024}, Payload: packed[:len(packed)-40]})
+	require.NoError(t, err)
+	fn := filepath.Join(t.TempDir(), "bad.pcap")
+	f, err := os.Create(fn)
+	require.NoError(t, err)
+	w := pcapgo.NewWriter(f)
+	require.NoError(t, w.WriteFileHeader(65535, layers.LinkTypeEthernet))
+	require.NoError(t, w.WritePacket(gopacket.CaptureInfo{Timestamp: time.Unix(0, 0), CaptureLength: n, Length: n}, buf[:n]))
+	require.NoError(t, f.Close())
+	require.NotEmpty(t, frames.Describe(0, buf[:n]).Compressed.Error)
+	out, errOut, err := testtool.Run(t, "tshark", "-X", "lua_script:inaemu.lua", "-r", fn, "-T", "fields", "-e", "_ws.col.Info", "-e", "_ws.expert")
+	require.NoError(t, err, errOut)
+	require.Contains(t, out, "[INCEPTIONN BAD: cut in group")
 }
