@@ -236,8 +236,8 @@ type Report struct {
 	// Compressed counts the frames marked as carrying an INCEPTIONN
 	// compressed payload (DSCP 10) with a good ICRC.
 	Compressed int `json:"compressed"`
-	Malformed  int    `json:"malformed"`
-	Ghosts     int    `json:"ghosts"`
+	Malformed  int `json:"malformed"`
+	Ghosts     int `json:"ghosts"`
 	// Injected counts the frames whose comments say a fault of the
 	// emulator acted on them (ghosts included), InjectedKinds per kind
 	// ("corrupt", "duplicate", "delay", ...): they are the faults, not
