@@ -35,7 +35,16 @@ func (c *Config) topology() (*topo.Topology, error) {
 	if c.Topology != nil {
 		return c.Topology, nil
 	}
-	return topo.Star(c.Workers, topo.LinkParams{Rate: c.Link.Rate, Latency: c.Link.Latency, Queue: c.Link.Queue})
+	return topo.Star(c.starHosts(), topo.LinkParams{Rate: c.Link.Rate, Latency: c.Link.Latency, Queue: c.Link.Queue})
+}
+
+// starHosts is how many hosts the default star has: one per worker, and
+// for a wa job without Jobs one more, its aggregator.
+func (c *Config) starHosts() int {
+	if c.Mode == WA && len(c.Jobs) == 0 {
+		return c.Workers + 1
+	}
+	return c.Workers
 }
 
 // jobConfigs resolves the run's jobs: Jobs, each with the run's settings
@@ -46,13 +55,18 @@ func (c *Config) jobConfigs() ([]jobConfig, error) {
 	base := *c
 	base.Jobs = nil
 	if len(c.Jobs) == 0 {
-		ranks := make([]string, c.Workers)
+		// A wa job's last rank is its aggregator, on a host of its own.
+		ranks := make([]string, c.starHosts())
 		for i := range ranks {
 			ranks[i] = fmt.Sprintf("h%d", i)
 		}
+		base.Workers = len(ranks)
 		if c.Topology != nil {
 			hs := c.Topology.Hosts()
-			if c.Workers > len(hs) {
+			if len(ranks) > len(hs) {
+				if c.Mode == WA {
+					return nil, bad("--workers %d: a wa job needs a host more, its aggregator, and the topology has %d hosts", c.Workers, len(hs))
+				}
 				return nil, bad("--workers %d: the topology has %d hosts", c.Workers, len(hs))
 			}
 			for i := range ranks {
@@ -171,6 +185,13 @@ func (c *Config) Validate() error {
 				return &ConfigError{fmt.Errorf("job %s: %v", j.name, strings.TrimPrefix(err.Error(), "job "))}
 			}
 			return err
+		}
+		if j.cfg.Mode == WA {
+			for _, rk := range j.ranks {
+				if _, _, gpu := topo.GPUOf(rk); gpu {
+					return &ConfigError{fmt.Errorf("job %s: a wa job's ranks are host NICs (its workers, then its aggregator), not GPUs (%s)", j.name, rk)}
+				}
+			}
 		}
 		if j.cfg.Compress != 0 && (j.label != "" || j.sch != nil) {
 			label := j.label

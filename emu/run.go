@@ -112,6 +112,9 @@ type Config struct {
 	// bit/s of uncompressed data (0: 25.6 Gb/s).
 	Compress     int
 	CompressRate float64
+	// Bcast is how a wa job's aggregator sends the sum back: BcastUnicast
+	// (to every worker in turn; the default) or BcastTree (a binomial tree).
+	Bcast Bcast
 	// Devices, if set, runs the job on real interfaces (the TAP backend):
 	// wall-clock time, no emulated links, so no faults, capture or link
 	// model; MaxVirtual bounds the wall time. Only the ranks with a device
@@ -123,7 +126,24 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Workers: 8, Mode: NetReduce, Window: 2, MsgLen: 170, MTU: 1024, TensorBytes: 16 << 20,
 		DType: tensor.F32, Transport: frames.V2IPv4, Link: fabric.LinkConfig{Rate: 10e9, Latency: time.Microsecond},
-		Timeout: 14, RetryCnt: 7, CompressRate: nic.DefaultCompressionRate}
+		Timeout: 14, RetryCnt: 7, CompressRate: nic.DefaultCompressionRate, Bcast: BcastUnicast}
+}
+
+// Bcast is the way back of a wa job's sum.
+type Bcast string
+
+const (
+	BcastUnicast Bcast = "unicast"
+	BcastTree    Bcast = "tree"
+)
+
+// ParseBcast reads unicast or tree.
+func ParseBcast(s string) (Bcast, error) {
+	switch b := Bcast(s); b {
+	case BcastUnicast, BcastTree:
+		return b, nil
+	}
+	return "", fmt.Errorf("%q: want unicast or tree", s)
 }
 
 // ConfigError is a job that cannot be set up as described (usage error).
@@ -314,6 +334,10 @@ func (c *Config) validateSettings() error {
 		return bad("--compress: the compression engines are emulated NICs'; the TAP backend has none")
 	case c.CompressRate < 0 || math.IsNaN(c.CompressRate) || math.IsInf(c.CompressRate, 0):
 		return bad("--compress-rate: want a positive number of bits per second")
+	case c.Mode == WA && c.Devices != nil:
+		return bad("--mode wa runs on emulated links; the TAP backend runs ring and netreduce jobs")
+	case c.Bcast != "" && c.Bcast != BcastUnicast && c.Bcast != BcastTree:
+		return bad("--bcast %q: want unicast or tree", c.Bcast)
 	}
 	return nil
 }
@@ -339,6 +363,15 @@ var algorithms = map[Mode]Algorithm{}
 // RegisterAlgorithm makes an algorithm available as a job mode.
 func RegisterAlgorithm(m Mode, a Algorithm) { algorithms[m] = a }
 
+// ownConnections are the modes whose collective makes its own QPs and
+// connections (a connector) instead of the ring of them every other job
+// has: its workers' QPs are in qps.
+var ownConnections = map[Mode]bool{}
+
+// connector is a collective that connects its own QPs (after the run has
+// given the NICs their engines).
+type connector interface{ connect() error }
+
 // AlgorithmNames are the modes a job may take, sorted: the registered
 // algorithms and the multi-GPU schemes.
 func AlgorithmNames() []string {
@@ -363,8 +396,11 @@ type worker struct {
 	host  string   // its host's name
 	gpu   int      // the GPU it runs on, -1 for a rank on a NIC
 	// sq is the hop to the successor, rq the hop from the predecessor: RC
-	// QPs on the NIC, or a GPU link to a GPU of the same host.
+	// QPs on the NIC, or a GPU link to a GPU of the same host. A job that
+	// makes its own connections (ownConnections) has neither, and its QPs
+	// in qps.
 	sq, rq   endpoint
+	qps      []endpoint
 	recvMR   *roce.MR
 	sendDone int
 	recvDone int
@@ -592,7 +628,7 @@ func newRun(cfg Config) (*run, error) {
 	if cfg.Devices != nil {
 		fab, err = live.NewFabric(cfg.Workers, cfg.Transport, cfg.Timing, *cfg.Devices)
 	} else {
-		fab, err = fabric.New(fabric.Config{Topology: cfg.Topology, Hosts: cfg.Workers, Transport: cfg.Transport, Link: cfg.Link, Timing: cfg.Timing,
+		fab, err = fabric.New(fabric.Config{Topology: cfg.Topology, Hosts: cfg.starHosts(), Transport: cfg.Transport, Link: cfg.Link, Timing: cfg.Timing,
 			SwitchMemory: cfg.SwitchMemory, Netem: cfg.Netem, Events: cfg.Events, Seed: cfg.Seed, Capture: cfg.Capture})
 	}
 	if err != nil {
@@ -625,8 +661,12 @@ func newRun(cfg Config) (*run, error) {
 			u.jobs = append(u.jobs, r)
 			continue
 		}
+		own := ownConnections[r.cfg.Mode]
 		for _, w := range r.workers {
 			h, n := w.h, len(r.workers)
+			if own {
+				break
+			}
 			if succ := r.workers[(w.rank+1)%n]; intraHop(w, succ) {
 				hn, _ := fab.Topo.Node(w.host)
 				l := newIntraLink(fab.Clock, hn.Intra, u.gpuPort(w), w, succ)
@@ -658,7 +698,11 @@ func newRun(cfg Config) (*run, error) {
 		if err := u.enableCompression(r); err != nil {
 			return fail(err)
 		}
-		if err := r.connect(); err != nil {
+		if own {
+			if err := r.job.(connector).connect(); err != nil {
+				return fail(err)
+			}
+		} else if err := r.connect(); err != nil {
 			return fail(err)
 		}
 		if js.io != nil {
@@ -849,6 +893,17 @@ func initialPSNs(seed uint64, n int) ringPSNs {
 	return p
 }
 
+// endpoint is the worker's sq (i = -2), rq (-1) or qps[i]; nil for none.
+func (w *worker) endpoint(i int) endpoint {
+	switch i {
+	case -2:
+		return w.sq
+	case -1:
+		return w.rq
+	}
+	return w.qps[i]
+}
+
 // poll drains a worker's CQs into the job.
 func (r *runner) poll(w *worker) {
 	if r.err != nil {
@@ -862,6 +917,12 @@ func (r *runner) poll(w *worker) {
 	}
 }
 
+// qpPeers is a collective that names the rank at the other end of each
+// of its own QPs.
+type qpPeers interface {
+	peerOf(w *worker, q endpoint) int
+}
+
 // fail stops the job with a transport error naming the QP and the reason.
 func (r *runner) fail(w *worker, q endpoint, c roce.Completion, what string) {
 	if r.err != nil {
@@ -870,8 +931,14 @@ func (r *runner) fail(w *worker, q endpoint, c roce.Completion, what string) {
 	n := len(r.workers)
 	peer := (w.rank + 1) % n
 	dir := "send QP to rank"
-	if q == w.rq {
+	switch {
+	case q == w.rq:
 		peer, dir = (w.rank+n-1)%n, "receive QP from rank"
+	case q != w.sq:
+		if p, ok := r.job.(qpPeers); ok {
+			peer = p.peerOf(w, q)
+		}
+		dir = "QP to rank"
 	}
 	job := ""
 	if len(r.run.jobs) > 1 || r.index > 0 {
@@ -1036,8 +1103,8 @@ func (u *run) result(events int) *Result {
 				seen[w.h] = true
 				res.FramesSent += w.h.Stats.RoCESent + w.h.Stats.CtrlSent
 			}
-			for _, q := range []endpoint{w.sq, w.rq} {
-				res.ICRCDrops += counters(q).RxICRCErrors
+			for i := -2; i < len(w.qps); i++ {
+				res.ICRCDrops += counters(w.endpoint(i)).RxICRCErrors
 			}
 		}
 		if r.io != nil {
@@ -1082,7 +1149,11 @@ func (r *runner) jobResult() JobResult {
 	if r.label != "" {
 		mode = r.label
 	}
-	jr := JobResult{Name: r.name, Mode: mode.String(), Ranks: r.ranks, Workers: len(r.workers), Bytes: cfg.TensorBytes,
+	workers := len(r.workers)
+	if wa, ok := r.job.(*waJob); ok {
+		workers = wa.p // the aggregator holds no result
+	}
+	jr := JobResult{Name: r.name, Mode: mode.String(), Ranks: r.ranks, Workers: workers, Bytes: cfg.TensorBytes,
 		DType: cfg.DType.String(), StartNS: int64(r.startAt)}
 	if r.io != nil {
 		jr.PartOf = r.sch.name
@@ -1119,8 +1190,8 @@ func (r *runner) jobResult() JobResult {
 	var done time.Duration
 	for _, w := range r.workers {
 		done = max(done, w.doneAt)
-		for _, q := range []endpoint{w.sq, w.rq} {
-			k := counters(q)
+		for i := -2; i < len(w.qps); i++ {
+			k := counters(w.endpoint(i))
 			jr.FramesSent += k.SentPkts
 			jr.Retransmissions += k.RetransmittedPkts
 			jr.NAKs += k.OutOfSequence + k.SendRNRErr + k.RemoteErrors
@@ -1133,7 +1204,7 @@ func (r *runner) jobResult() JobResult {
 	jr.VirtualNS = int64(done)
 	if done > 0 {
 		jr.AlgBWGbps = float64(cfg.TensorBytes) * 8 / float64(done)
-		jr.BusBWGbps = jr.AlgBWGbps * 2 * float64(len(r.workers)-1) / float64(len(r.workers))
+		jr.BusBWGbps = jr.AlgBWGbps * 2 * float64(workers-1) / float64(workers)
 		jr.AlgBWGBps, jr.BusBWGBps = jr.AlgBWGbps/8, jr.BusBWGbps/8 // bytes/ns is GB/s
 	}
 	return jr
@@ -1142,7 +1213,11 @@ func (r *runner) jobResult() JobResult {
 // drain polls a worker's CQs, handing each completion to f; an error
 // completion fails the job.
 func (r *runner) drain(w *worker, f func(c roce.Completion)) {
-	for _, q := range []endpoint{w.sq, w.rq} {
+	for i := -2; i < len(w.qps); i++ {
+		q := w.endpoint(i)
+		if q == nil {
+			continue
+		}
 		for _, cq := range []*roce.CQ{q.SendCQ(), q.RecvCQ()} {
 			for cq.Len() > 0 {
 				n := cq.Poll(w.cqe[:])

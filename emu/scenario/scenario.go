@@ -79,6 +79,7 @@ type Scenario struct {
 	Corrupt   string   `yaml:"corrupt,omitempty"`
 	Faults    []string `yaml:"faults,omitempty"`
 	Compress  string   `yaml:"compress,omitempty"`
+	Bcast     string   `yaml:"bcast,omitempty"`
 	// CompressRate is the NICs' compression engines' rate.
 	CompressRate string `yaml:"compress_rate,omitempty"`
 
@@ -318,6 +319,9 @@ func (s *Scenario) Apply(cfg *emu.Config) error {
 	}
 	if s.Compress != "" {
 		set("compress", func() (e error) { cfg.Compress, e = inceptionn.ParseBound(s.Compress); return })
+	}
+	if s.Bcast != "" {
+		set("bcast", func() (e error) { cfg.Bcast, e = emu.ParseBcast(s.Bcast); return })
 	}
 	if s.CompressRate != "" {
 		set("compress_rate", func() (e error) { cfg.CompressRate, e = units.ParseRate(s.CompressRate); return })

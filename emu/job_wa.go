@@ -1,0 +1,430 @@
+package emu
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/inaemu/inaemu/emu/tensor"
+	"github.com/inaemu/inaemu/frames/inceptionn"
+	"github.com/inaemu/inaemu/roce"
+)
+
+// waJob is INCEPTIONN's worker-aggregator baseline (MICRO '18 §II-B,
+// Fig. 2: a parameter server): ranks 0..p-1 are workers and the last rank
+// is the aggregator host. Every worker WRITEs its tensor to the
+// aggregator, message by message (WRITE WITH IMMEDIATE, immediate = the
+// message); the aggregator sums a message in rank order, x_0 + x_1 + ...,
+// once all p copies have arrived; when every message is summed it sends
+// the sum back: to each worker in turn (unicast), or down a binomial tree
+// over [aggregator, worker 0, ..., worker p-1] (tree: in step s every node
+// i < 2^s that holds the whole sum sends it to node i + 2^s, so a node
+// sends to its children one after the other, the largest subtree first).
+// The legs do not overlap, as §VIII-D adds them: the workers' gradients,
+// then the sum's way back. A node sends to its next child once the
+// previous child's WRITEs are all acknowledged.
+//
+// The p workers' gradients converge on the aggregator's port, and RoCE
+// here has no congestion control (the paper's WA ran over TCP): so that
+// this incast never overflows the port's egress queue of Q frames, a
+// worker has one message in flight at a time and a wa job's messages are
+// at most Q/(2p) packets (fewer than --msg-len asks when that is more).
+//
+// With Compress only the gradient leg is compressed (WA+C: the paper's
+// aggregator sends back weights, which are not gradients): the aggregator
+// sums what the engines make of each worker's packets, T(x_0) + T(x_1) +
+// ..., and the sum travels back as it is. Every worker checks each
+// message of the sum against that reference as it arrives.
+type waJob struct {
+	r     *runner
+	p     int // workers; r.workers[p] is the aggregator
+	msgB  int
+	nmsg  int
+	tree  bool
+	codec *inceptionn.Codec
+
+	// conn[i] is worker i's connection to the aggregator: its QP there
+	// and the aggregator's (gradients go up, unicast sums come down).
+	conn [][2]*roce.QP
+	// edges are the sum's way down: per node (0 the aggregator, i+1
+	// worker i) the QPs to its children, in sending order, and each
+	// child's node.
+	down     [][]*roce.QP
+	children [][]int
+	nextKid  []int      // per node: the child it sends to next
+	pending  []int      // per node: the WRITEs to the current child not yet acknowledged
+	in       []*roce.QP // per worker: the QP the sum arrives on
+
+	grads   []*roce.MR // the aggregator's receive regions, one per worker
+	sum     []byte     // the aggregator's sum
+	arrived []int      // per message: workers whose copy has arrived
+	summed  int        // messages summed
+	results []*roce.MR // per worker: where the sum lands
+	got     [][]bool   // per worker, message: arrived
+
+	own       []source
+	expSt     []source
+	expected  map[int]*expectedMsg
+	piece     []byte
+	gradBuf   [][]byte // per worker: its message in flight
+	mismatch  *Mismatch
+	mmAt      [2]int // (message, rank) of mismatch
+	maxErr    float64
+	scratch   []byte
+	peerByQPN map[*worker]map[uint32]int
+}
+
+func init() {
+	RegisterAlgorithm(WA, func(r *runner) (collective, error) { return newWAJob(r) })
+	ownConnections[WA] = true
+}
+
+// waNode is the binomial tree's node of rank k (the aggregator is node 0).
+func (j *waJob) node(rank int) int { return (rank + 1) % (j.p + 1) }
+
+// rankOf is node's rank.
+func (j *waJob) rankOf(node int) int { return (node + j.p) % (j.p + 1) }
+
+func newWAJob(r *runner) (*waJob, error) {
+	cfg := r.cfg
+	p := len(r.workers) - 1
+	t := int(cfg.TensorBytes)
+	q := cfg.Link.Queue
+	if q == 0 {
+		q = 1000
+	}
+	j := &waJob{r: r, p: p, msgB: min(cfg.MsgLen, max(1, q/(2*p))) * cfg.MTU, tree: cfg.Bcast == BcastTree, codec: r.codec(),
+		expected: map[int]*expectedMsg{}, mmAt: [2]int{1 << 30, p}, peerByQPN: map[*worker]map[uint32]int{}}
+	j.nmsg = (t + j.msgB - 1) / j.msgB
+	j.piece = make([]byte, j.msgB)
+	j.scratch = make([]byte, j.msgB)
+	j.sum = make([]byte, t)
+	j.arrived = make([]int, j.nmsg)
+	for _, w := range r.workers {
+		j.own = append(j.own, r.input(w.rank))
+		j.expSt = append(j.expSt, r.input(w.rank))
+		j.peerByQPN[w] = map[uint32]int{}
+	}
+	agg := r.workers[p]
+	// The tree (or the star of unicasts) the sum goes down.
+	nodes := p + 1
+	j.children = make([][]int, nodes)
+	for s := 1; s < nodes; s <<= 1 {
+		for x := 0; x < s && x+s < nodes; x++ {
+			if j.tree || x == 0 {
+				j.children[x] = append(j.children[x], x+s)
+			}
+		}
+	}
+	if !j.tree {
+		j.children[0] = j.children[0][:0]
+		for i := 1; i < nodes; i++ {
+			j.children[0] = append(j.children[0], i)
+		}
+	}
+	j.nextKid = make([]int, nodes)
+	j.pending = make([]int, nodes)
+	j.down = make([][]*roce.QP, nodes)
+
+	qpn := map[string]uint32{}
+	newQP := func(w *worker, peer int) *roce.QP {
+		// Above every ring QPN (qpnPair) of the run's jobs on the NIC.
+		k := qpn[w.h.Name]
+		qpn[w.h.Name]++
+		q := w.h.NewQP(0x10000 + uint32(r.index)<<10 + k)
+		w.qps = append(w.qps, q)
+		j.peerByQPN[w][q.QPN()] = peer
+		return q
+	}
+	for i := 0; i < p; i++ {
+		w := r.workers[i]
+		j.conn = append(j.conn, [2]*roce.QP{newQP(w, p), newQP(agg, i)})
+		reg := &roce.MR{Addr: r.recvVA + uint64(i)*uint64(t), Buf: make([]byte, t), RKey: r.rkey(i),
+			Access: roce.AccessLocalWrite | roce.AccessRemoteWrite}
+		if err := agg.h.PD.Register(reg); err != nil {
+			return nil, err
+		}
+		j.grads = append(j.grads, reg)
+		res := &roce.MR{Addr: r.recvVA, Buf: make([]byte, t), RKey: r.rkey(i), Access: roce.AccessLocalWrite | roce.AccessRemoteWrite}
+		if err := w.h.PD.Register(res); err != nil {
+			return nil, err
+		}
+		j.results = append(j.results, res)
+		j.got = append(j.got, make([]bool, j.nmsg))
+		j.gradBuf = append(j.gradBuf, make([]byte, j.msgB))
+		w.sendWant += j.nmsg
+		w.recvWant += j.nmsg
+		agg.recvWant += j.nmsg
+	}
+	j.in = make([]*roce.QP, p)
+	for x := range nodes {
+		from := r.workers[j.rankOf(x)]
+		for _, c := range j.children[x] {
+			to := r.workers[j.rankOf(c)]
+			if x == 0 { // the gradients' connection, the other way
+				j.down[x] = append(j.down[x], j.conn[to.rank][1])
+				j.in[to.rank] = j.conn[to.rank][0]
+			} else {
+				j.down[x] = append(j.down[x], newQP(from, to.rank))
+				j.in[to.rank] = newQP(to, from.rank)
+			}
+			from.sendWant += j.nmsg
+		}
+	}
+	return j, nil
+}
+
+// connect connects every QP pair; initial PSNs come from the job's seed.
+func (j *waJob) connect() error {
+	r := j.r
+	rng := rand.New(rand.NewPCG(r.cfg.Seed, 0x3A77E6A7))
+	psn := func() uint32 { return uint32(rng.Uint64()) & 0xFFFFFF }
+	maxWR := 2*j.nmsg + 1
+	base := roce.Config{MTU: r.cfg.MTU, Timeout: r.cfg.Timeout, RetryCnt: r.cfg.RetryCnt, RNRRetry: 7, MinRNRTimer: 1,
+		MaxSendWR: maxWR, MaxRecvWR: maxWR, Profile: r.cfg.NIC}
+	pair := func(a, b *worker, qa, qb *roce.QP, markA bool) error {
+		if !r.fab.Reachable(a.h, b.h) || !r.fab.Reachable(b.h, a.h) {
+			return fmt.Errorf("job %s: rank %d (%s) and rank %d (%s) have no path between them in the topology", r.name, a.rank, a.h.Name, b.rank, b.h.Name)
+		}
+		x, y := psn(), psn()
+		ca, cb := base, base
+		ca.SQPSN, ca.RQPSN = x, y
+		cb.SQPSN, cb.RQPSN = y, x
+		pa := a.h.PathTo(b.h, qb.QPN())
+		if markA {
+			pa = markPath(pa)
+		}
+		if err := qa.Connect(pa, ca); err != nil {
+			return err
+		}
+		return qb.Connect(b.h.PathTo(a.h, qa.QPN()), cb)
+	}
+	agg := r.workers[j.p]
+	for i, c := range j.conn {
+		if err := pair(r.workers[i], agg, c[0], c[1], r.cfg.Compress != 0); err != nil {
+			return err
+		}
+	}
+	for x := 1; x <= j.p; x++ { // the tree's edges between workers
+		from := r.workers[j.rankOf(x)]
+		for k, c := range j.children[x] {
+			to := r.workers[j.rankOf(c)]
+			if err := pair(from, to, j.down[x][k], j.in[to.rank], false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (j *waJob) peerOf(w *worker, q endpoint) int { return j.peerByQPN[w][q.QPN()] }
+
+func (j *waJob) start() error {
+	r := j.r
+	for i, c := range j.conn {
+		w := r.workers[i]
+		if !w.local {
+			continue
+		}
+		for m := range j.nmsg {
+			if err := c[1].PostRecv(roce.RecvWR{ID: uint64(m)}); err != nil {
+				return err
+			}
+		}
+		for m := range j.nmsg { // the sum, from the aggregator or the tree parent
+			if err := j.in[i].PostRecv(roce.RecvWR{ID: uint64(m)}); err != nil {
+				return err
+			}
+		}
+		if err := j.sendGradient(i, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sendGradient sends worker i's message m of its tensor, generated from
+// its stream into the worker's message buffer.
+func (j *waJob) sendGradient(i, m int) error {
+	if m >= j.nmsg {
+		return nil
+	}
+	lo, hi := j.msgRange(m)
+	buf := j.gradBuf[i][:hi-lo]
+	j.own[i].MoveTo(int64(lo / j.r.cfg.DType.Size()))
+	j.own[i].Fill(buf)
+	if err := j.conn[i][0].PostSend(roce.SendWR{ID: uint64(m), Opcode: roce.WRWriteImm, Local: buf,
+		RemoteVA: j.grads[i].Addr + uint64(lo), RKey: j.grads[i].RKey, Imm: uint32(m), Signaled: true}); err != nil {
+		return &JobError{Msg: fmt.Sprintf("rank %d: post gradient message %d: %v", i, m, err)}
+	}
+	return nil
+}
+
+// downWR marks the work requests of the sum's way down.
+const downWR = 1 << 40
+
+func (j *waJob) msgRange(m int) (int, int) {
+	lo := m * j.msgB
+	return lo, min(lo+j.msgB, int(j.r.cfg.TensorBytes))
+}
+
+func (j *waJob) onCompletion(w *worker) {
+	j.r.drain(w, func(c roce.Completion) {
+		if !c.Recv {
+			w.sendDone++
+			if c.WRID&downWR != 0 {
+				j.sent(w)
+			} else if err := j.sendGradient(w.rank, int(c.WRID)+1); err != nil {
+				j.r.err = err
+			}
+			return
+		}
+		if err := j.arrive(w, c); err != nil {
+			j.r.err = err
+		}
+	})
+}
+
+// arrive: at the aggregator a worker's message (summed once all p are
+// in); at a worker a message of the sum.
+func (j *waJob) arrive(w *worker, c roce.Completion) error {
+	m := int(c.Imm)
+	if !c.HasImm || m >= j.nmsg {
+		return &JobError{Msg: fmt.Sprintf("rank %d: unexpected message (imm %#x)", w.rank, c.Imm)}
+	}
+	w.recvDone++
+	lo, hi := j.msgRange(m)
+	if w.rank == j.p {
+		if j.arrived[m]++; j.arrived[m] < j.p {
+			return nil
+		}
+		sum := j.sum[lo:hi]
+		copy(sum, j.grads[0].Buf[lo:hi])
+		for i := 1; i < j.p; i++ {
+			tensor.Add(j.r.cfg.DType, sum, j.grads[i].Buf[lo:hi])
+		}
+		if j.summed++; j.summed == j.nmsg {
+			w.doneAt = j.r.fab.Clock.Now()
+			return j.sendDown(0)
+		}
+		return nil
+	}
+	if j.got[w.rank][m] {
+		return &JobError{Msg: fmt.Sprintf("rank %d: message %d of the sum arrived twice", w.rank, m)}
+	}
+	j.got[w.rank][m] = true
+	j.verify(w, m, j.results[w.rank].Buf[lo:hi])
+	if w.recvDone == w.recvWant {
+		w.doneAt = j.r.fab.Clock.Now()
+		if j.tree {
+			return j.sendDown(j.node(w.rank))
+		}
+	}
+	return nil
+}
+
+// sendDown sends the whole sum from node x to its next child.
+func (j *waJob) sendDown(x int) error {
+	k := j.nextKid[x]
+	if k >= len(j.children[x]) {
+		return nil
+	}
+	src := j.sum
+	if x != 0 {
+		src = j.results[j.rankOf(x)].Buf
+	}
+	child := j.rankOf(j.children[x][k])
+	dst := j.results[child]
+	q := j.down[x][k]
+	j.pending[x] = j.nmsg
+	for m := range j.nmsg {
+		lo, hi := j.msgRange(m)
+		if err := q.PostSend(roce.SendWR{ID: downWR | uint64(m), Opcode: roce.WRWriteImm, Local: src[lo:hi],
+			RemoteVA: dst.Addr + uint64(lo), RKey: dst.RKey, Imm: uint32(m), Signaled: true}); err != nil {
+			return &JobError{Msg: fmt.Sprintf("rank %d: post the sum to rank %d: %v", j.rankOf(x), child, err)}
+		}
+	}
+	return nil
+}
+
+// sent: one of node w's WRITEs down the tree is acknowledged; once the
+// current child has all of them, the next child's turn.
+func (j *waJob) sent(w *worker) {
+	x := j.node(w.rank)
+	if j.pending[x]--; j.pending[x] == 0 {
+		j.nextKid[x]++
+		if err := j.sendDown(x); err != nil {
+			j.r.err = err
+		}
+	}
+}
+
+// verify checks message m of worker w's sum against the reference.
+func (j *waJob) verify(w *worker, m int, got []byte) {
+	e := j.expected[m]
+	if e == nil {
+		e = j.expectedSum(m)
+		j.expected[m] = e
+	}
+	if at := [2]int{m, w.rank}; at[0] < j.mmAt[0] || at[0] == j.mmAt[0] && at[1] < j.mmAt[1] {
+		lo, _ := j.msgRange(m)
+		if mm := firstDiff(j.r.cfg.DType, w.rank, int64(lo), got, e.sum); mm != nil {
+			j.mismatch, j.mmAt = mm, at
+		}
+	}
+	if e.exact != nil {
+		j.maxErr = maxAbsDiff(got, e.exact, j.maxErr)
+	}
+	if e.left--; e.left == 0 {
+		delete(j.expected, m)
+	}
+}
+
+// expectedSum is message m summed in rank order, each worker's copy as
+// the gradient leg delivers it.
+func (j *waJob) expectedSum(m int) *expectedMsg {
+	lo, hi := j.msgRange(m)
+	d := j.r.cfg.DType
+	off := int64(lo / d.Size())
+	local := 0
+	for _, w := range j.r.workers[:j.p] {
+		if w.local {
+			local++
+		}
+	}
+	e := &expectedMsg{k: m, sum: make([]byte, hi-lo), left: local}
+	fill := func(rank int, buf []byte) {
+		st := j.expSt[rank]
+		st.MoveTo(off)
+		st.Fill(buf)
+		if j.codec != nil {
+			packetTrip(j.codec, j.r.cfg.MTU, buf)
+		}
+	}
+	piece := j.piece[:hi-lo]
+	fill(0, e.sum)
+	for i := 1; i < j.p; i++ {
+		fill(i, piece)
+		tensor.Add(d, e.sum, piece)
+	}
+	if j.codec != nil {
+		e.exact = make([]byte, hi-lo)
+		for i := range j.p {
+			st := j.expSt[i]
+			st.MoveTo(off)
+			if i == 0 {
+				st.Fill(e.exact)
+				continue
+			}
+			st.Fill(piece)
+			tensor.Add(d, e.exact, piece)
+		}
+	}
+	return e
+}
+
+func (j *waJob) check() *Mismatch { return j.mismatch }
+
+func (j *waJob) maxAbsErr() float64 { return j.maxErr }
+
+// compressesFrom: the gradient leg only.
+func (j *waJob) compressesFrom(w *worker) bool { return w.rank < j.p }
