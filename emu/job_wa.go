@@ -73,6 +73,14 @@ type waJob struct {
 	peerByQPN map[*worker]map[uint32]int
 }
 
+// waTamper, when a test sets it, alters the aggregator's sum of message
+// m before it goes back; waSeen, when set, is shown every message of the
+// sum a worker receives (after its check).
+var (
+	waTamper func(m int, sum []byte)
+	waSeen   func(rank, m int, got []byte)
+)
+
 func init() {
 	RegisterAlgorithm(WA, func(r *runner) (collective, error) { return newWAJob(r) })
 	ownConnections[WA] = true
@@ -302,6 +310,9 @@ func (j *waJob) arrive(w *worker, c roce.Completion) error {
 		for i := 1; i < j.p; i++ {
 			tensor.Add(j.r.cfg.DType, sum, j.grads[i].Buf[lo:hi])
 		}
+		if waTamper != nil {
+			waTamper(m, sum)
+		}
 		if j.summed++; j.summed == j.nmsg {
 			w.doneAt = j.r.fab.Clock.Now()
 			return j.sendDown(0)
@@ -313,6 +324,9 @@ func (j *waJob) arrive(w *worker, c roce.Completion) error {
 	}
 	j.got[w.rank][m] = true
 	j.verify(w, m, j.results[w.rank].Buf[lo:hi])
+	if waSeen != nil {
+		waSeen(w.rank, m, j.results[w.rank].Buf[lo:hi])
+	}
 	if w.recvDone == w.recvWant {
 		w.doneAt = j.r.fab.Clock.Now()
 		if j.tree {
