@@ -12,71 +12,18 @@ import (
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/internal/inceptionnref"
 )
 
-// The compressing ring is checked here against a reference written from
-// the paper's algorithms in terms of values (not the codec's bits): every
-// hop through the NICs maps each packet's floats to what Algorithms 2 and
-// 3 give back, unless the packet's packed form would not be shorter, in
-// which case it travels as it is.
+// The compressing ring is checked here against a reference of the
+// paper's algorithms in terms of values (internal/inceptionnref, not the
+// codec's bits): every hop through the NICs maps each packet's floats to
+// what Algorithms 2 and 3 give back, unless the packet's packed form
+// would not be shorter, in which case it travels as it is.
 
-// tripValue is decompress(compress(f)) for bound 2^-k: |f| >= 1, Inf and
-// NaN pass; |f| < 2^-k is +0; otherwise |f| is cut towards zero to 7
-// fraction bits below 2^-floor(k/2) and to 15 from there, and a cut to
-// nothing is +0.
-func tripValue(k int, f float32) float32 {
-	a := math.Abs(float64(f))
-	switch {
-	case math.IsNaN(a) || a >= 1:
-		return f
-	case a < math.Ldexp(1, -k):
-		return 0
-	}
-	frac := 15
-	if a < math.Ldexp(1, -(k/2)) {
-		frac = 7
-	}
-	q := math.Floor(math.Ldexp(a, frac))
-	if q == 0 {
-		return 0
-	}
-	return float32(math.Copysign(math.Ldexp(q, -frac), float64(f)))
-}
-
-// fieldBits is the width of a value's field in the packed form (which
-// is 2 bytes of length, 16 bits of tags per group of eight, the fields,
-// padding to a byte, then the tail).
-func fieldBits(k int, f float32) int {
-	a := math.Abs(float64(f))
-	switch {
-	case math.IsNaN(a) || a >= 1:
-		return 32
-	case a < math.Ldexp(1, -k):
-		return 0
-	case a < math.Ldexp(1, -(k/2)):
-		return 8
-	}
-	return 16
-}
-
-// refTrip is one trip of a message's floats through the engines, packet
-// by packet (mtu floats' worth of bytes each).
-func refTrip(k, mtu int, v []float32) {
-	per := mtu / 4
-	for lo := 0; lo < len(v); lo += per {
-		pkt := v[lo:min(lo+per, len(v))]
-		bits := 16 * ((len(pkt) + 7) / 8)
-		for _, f := range pkt {
-			bits += fieldBits(k, f)
-		}
-		if 2+(bits+7)/8 >= 4*len(pkt) {
-			continue // not shorter: sent as it is
-		}
-		for i, f := range pkt {
-			pkt[i] = tripValue(k, f)
-		}
-	}
-}
+// refTrip is one trip of a message's floats through the engines
+// (internal/inceptionnref, written from the algorithms' values).
+func refTrip(k, mtu int, v []float32) { inceptionnref.TripPackets(k, mtu, v) }
 
 // refCompressedRing is every rank's result of a compressing ring of n
 // ranks over tensors of elems float32s: chunk c (elements

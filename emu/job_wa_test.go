@@ -39,7 +39,7 @@ func waResults(t *testing.T, cfg Config) (*Result, [][]byte) {
 // refWASum is the sum a wa job defines, written here from its
 // description: each worker's tensor (as the gradient leg delivers it:
 // with compression, each packet of each message tripped through the
-// engines, tripValue/refTrip in compress_test.go), added in rank order in
+// engines, refTrip in compress_test.go), added in rank order in
 // the element type.
 func refWASum(cfg Config, msgB int) []byte {
 	d, n := cfg.DType, int(cfg.TensorBytes)

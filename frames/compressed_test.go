@@ -3,7 +3,6 @@ package frames_test
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,23 +11,10 @@ import (
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/inceptionn"
 	"github.com/inaemu/inaemu/frames/wire"
+	"github.com/inaemu/inaemu/internal/inceptionnref"
 )
 
-// gradientPayload is n bytes of little-endian float32 gradients: random
-// signs, magnitudes 2^-e with e in [0, 16) (every codec class occurs),
-// then any tail bytes.
-func gradientPayload(n, seed int) []byte {
-	b := ioPayload(n, seed)
-	for i := 0; i+4 <= n; i += 4 {
-		r := binary.LittleEndian.Uint32(b[i:])
-		f := float32(math.Ldexp(1+float64(r&0xFFFF)/65536, -int(r>>16&15)))
-		if r>>31 != 0 {
-			f = -f
-		}
-		binary.LittleEndian.PutUint32(b[i:], math.Float32bits(f))
-	}
-	return b
-}
+func gradientPayload(n, seed int) []byte { return inceptionnref.Gradients(n, uint64(seed)) }
 
 // TestCompressIsTheBuilderWithThePackedPayload: a compressed frame is,
 // byte for byte, the frame the builder writes for the packed payload on

@@ -14,64 +14,20 @@ import (
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/inceptionn"
 	"github.com/inaemu/inaemu/frames/wire"
+	"github.com/inaemu/inaemu/internal/inceptionnref"
 	"github.com/inaemu/inaemu/internal/vclock"
 	"github.com/inaemu/inaemu/roce"
 )
 
-// refQuantize is INCEPTIONN's decompress(compress(f)) for bound 2^-k,
-// written here from Algorithms 2 and 3 in terms of values, not bits:
-// |f| >= 1, Inf and NaN pass; |f| < 2^-k is +0; otherwise |f| is cut
-// towards zero to 7 fraction bits below 2^-floor(k/2), to 15 above, and
-// a cut to nothing is +0.
-func refQuantize(k int, bits uint32) uint32 {
-	f := float64(math.Float32frombits(bits))
-	a := math.Abs(f)
-	switch {
-	case math.IsNaN(f) || a >= 1:
-		return bits
-	case a < math.Ldexp(1, -k):
-		return 0
-	}
-	frac := 15
-	if a < math.Ldexp(1, -(k/2)) {
-		frac = 7
-	}
-	q := math.Floor(math.Ldexp(a, frac))
-	if q == 0 {
-		return 0
-	}
-	return math.Float32bits(float32(math.Copysign(math.Ldexp(q, -frac), f)))
-}
-
-// gradients is n bytes of float32 gradients: magnitudes 2^-e, e in [0, 16)
-// (every class at k = 10), random signs; the n mod 4 tail is arbitrary.
-func gradients(n int, seed uint64) []byte {
-	b := make([]byte, n)
-	x := seed*0x9E3779B97F4A7C15 + 1
-	for i := range b {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		b[i] = byte(x)
-	}
-	for i := 0; i+4 <= n; i += 4 {
-		r := binary.LittleEndian.Uint32(b[i:])
-		f := float32(math.Ldexp(1+float64(r&0xFFFF)/65536, -int(r>>16&15)))
-		if r>>31 != 0 {
-			f = -f
-		}
-		binary.LittleEndian.PutUint32(b[i:], math.Float32bits(f))
-	}
-	return b
-}
-
+// quantized is b after one trip through the engines (the test's own
+// reference of the codec).
 func quantized(k int, b []byte) []byte {
 	out := bytes.Clone(b)
-	for i := 0; i+4 <= len(out); i += 4 {
-		binary.LittleEndian.PutUint32(out[i:], refQuantize(k, binary.LittleEndian.Uint32(out[i:])))
-	}
+	inceptionnref.TripBytes(k, out)
 	return out
 }
+
+func gradients(n int, seed uint64) []byte { return inceptionnref.Gradients(n, seed) }
 
 // compressingPair is two NICs with engines for bound 2^-k, and QPs qa on
 // a and qb on b whose traffic class asks for compression.
