@@ -21,9 +21,12 @@ func startJob(t testing.TB, cfg Config) *run {
 // The event loop (links, switch, accelerator, NICs, QPs, job) allocates
 // nothing per frame once it is warm.
 func TestEventLoopAllocatesNothing(t *testing.T) {
-	for _, mode := range []Mode{NetReduce, Ring} {
+	for _, mode := range []Mode{NetReduce, Ring, "ring --compress 2^-10"} {
 		cfg := DefaultConfig()
 		cfg.Mode, cfg.TensorBytes = mode, 4<<20
+		if mode == "ring --compress 2^-10" { // the NICs' engines too
+			cfg.Mode, cfg.Compress = Ring, 10
+		}
 		r := startJob(t, cfg)
 		for i := 0; i < 20000; i++ {
 			require.True(t, r.fab.Clock.Step())
