@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // The packed form of a payload, as the NIC's compression engine emits it
@@ -54,23 +55,30 @@ func (h Histogram) Bits() int64 {
 	return b
 }
 
-// bitWriter appends bits to a byte slice, most significant first.
+// bitWriter appends bits to a byte slice, most significant first, 32 at
+// a time.
 type bitWriter struct {
 	out  []byte
-	acc  uint64 // pending bits in the low n
-	nacc uint
+	acc  uint64 // pending bits in the low nacc (higher bits are stale)
+	nacc uint   // < 32 between calls
 }
 
+// put appends the low n bits of v (n <= 32).
 func (w *bitWriter) put(v uint32, n int) {
 	w.acc = w.acc<<uint(n) | uint64(v)&(1<<uint(n)-1)
 	w.nacc += uint(n)
+	if w.nacc >= 32 {
+		w.nacc -= 32
+		w.out = binary.BigEndian.AppendUint32(w.out, uint32(w.acc>>w.nacc))
+	}
+}
+
+// flush writes the pending bits, zero-padded to a byte.
+func (w *bitWriter) flush() []byte {
 	for w.nacc >= 8 {
 		w.nacc -= 8
 		w.out = append(w.out, byte(w.acc>>w.nacc))
 	}
-}
-
-func (w *bitWriter) flush() []byte {
 	if w.nacc > 0 {
 		w.out = append(w.out, byte(w.acc<<(8-w.nacc)))
 		w.nacc = 0
@@ -85,6 +93,7 @@ func (c Codec) AppendPacked(dst, payload []byte, h *Histogram) ([]byte, error) {
 		return dst, fmt.Errorf("payload of %d bytes: the packed form's 16-bit length takes at most %d", len(payload), MaxPayload)
 	}
 	dst = binary.BigEndian.AppendUint16(dst, uint16(len(payload)))
+	dst = slices.Grow(dst, len(payload)/32*34+len(payload)%32*2+4) // the most it can take
 	w := bitWriter{out: dst}
 	n := len(payload) / 4
 	var tags [8]Class
@@ -111,14 +120,29 @@ func (c Codec) AppendPacked(dst, payload []byte, h *Histogram) ([]byte, error) {
 	return append(w.flush(), payload[4*n:]...), nil
 }
 
+// refill reads src[pos:] into the bit accumulator (nacc < 32 on entry):
+// 32 bits at once, or what bytes are left.
+func refill(src []byte, acc uint64, nacc uint, pos int) (uint64, uint, int) {
+	if pos+4 <= len(src) {
+		return acc<<32 | uint64(binary.BigEndian.Uint32(src[pos:])), nacc + 32, pos + 4
+	}
+	for nacc <= 56 && pos < len(src) {
+		acc = acc<<8 | uint64(src[pos])
+		pos++
+		nacc += 8
+	}
+	return acc, nacc, pos
+}
+
 // ErrPacked is a packed payload that is not one.
 var ErrPacked = errors.New("not a packed INCEPTIONN payload")
 
 // Unpack appends the payload that packed holds to dst and counts its
 // values' classes in h (if not nil).
 func Unpack(dst, packed []byte, h *Histogram) ([]byte, error) {
+	keep := len(dst)
 	bad := func(f string, a ...any) ([]byte, error) {
-		return dst, fmt.Errorf("%w: "+f, append([]any{ErrPacked}, a...)...)
+		return dst[:keep], fmt.Errorf("%w: "+f, append([]any{ErrPacked}, a...)...)
 	}
 	if len(packed) < 2 {
 		return bad("%d bytes, shorter than its 2-byte length", len(packed))
@@ -126,26 +150,21 @@ func Unpack(dst, packed []byte, h *Histogram) ([]byte, error) {
 	l := int(binary.BigEndian.Uint16(packed))
 	n := l / 4
 	src := packed[2:]
-	var acc uint64
+	var acc uint64 // unread bits in the low nacc (locals, not a closure's, so they stay in registers)
 	var nacc uint
 	pos := 0
-	get := func(k int) (uint32, bool) {
-		for nacc < uint(k) {
-			if pos == len(src) {
-				return 0, false
-			}
-			acc = acc<<8 | uint64(src[pos])
-			pos++
-			nacc += 8
-		}
-		nacc -= uint(k)
-		return uint32(acc>>nacc) & (1<<uint(k) - 1), true
-	}
+	base := len(dst)
+	dst = slices.Grow(dst, l)[:base+4*n]
+	vals := dst[base:]
 	for g := 0; g < n; g += 8 {
-		tv, ok := get(16)
-		if !ok {
-			return bad("cut in group %d of %d", g/8, (n+7)/8)
+		if nacc < 16 {
+			acc, nacc, pos = refill(src, acc, nacc, pos)
+			if nacc < 16 {
+				return bad("cut in group %d of %d", g/8, (n+7)/8)
+			}
 		}
+		nacc -= 16
+		tv := uint32(acc >> nacc)
 		for i := range 8 {
 			t := Class(tv >> (14 - 2*i) & 3)
 			if g+i >= n {
@@ -158,14 +177,20 @@ func Unpack(dst, packed []byte, h *Histogram) ([]byte, error) {
 				h[t]++
 			}
 			var v uint32
-			if b := t.Bits(); b > 0 {
-				if v, ok = get(b); !ok {
-					return bad("cut in value %d", g+i)
+			if b := uint(t.Bits()); b > 0 {
+				if nacc < b {
+					acc, nacc, pos = refill(src, acc, nacc, pos)
+					if nacc < b {
+						return bad("cut in value %d", g+i)
+					}
 				}
+				nacc -= b
+				v = uint32(acc>>nacc) & (1<<b - 1)
 			}
-			dst = binary.LittleEndian.AppendUint32(dst, Decode(t, v))
+			binary.LittleEndian.PutUint32(vals[4*(g+i):], Decode(t, v))
 		}
 	}
+	pos -= int(nacc / 8) // whole bytes read ahead (the rest of nacc is the last byte's padding)
 	if len(src)-pos != l%4 {
 		return bad("%d bytes after the values, want the %d tail bytes of a %d-byte payload", len(src)-pos, l%4, l)
 	}
