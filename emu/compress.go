@@ -3,9 +3,11 @@ package emu
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/inaemu/inaemu/emu/fabric"
 	"github.com/inaemu/inaemu/emu/nic"
+	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/inceptionn"
 )
@@ -36,6 +38,97 @@ type CompressionReport struct {
 	// and 32 bits.
 	Classes   inceptionn.Histogram `json:"classes"`
 	MaxAbsErr float64              `json:"max_abs_err"`
+	// Hops are the same per hop, over each message's first transmission:
+	// a ring's steps (0 carries gradients, 1..H-2 partial sums, the
+	// all-gather's H-1 steps sums), a wa job's gradient leg.
+	Hops []HopReport `json:"hops,omitempty"`
+	// Carried sums the hops by what they carry: gradients, partial sums,
+	// sums (Hop is -1).
+	Carried []HopReport `json:"carried,omitempty"`
+}
+
+// HopReport is what one hop of a compressing job carried.
+type HopReport struct {
+	Hop          int                  `json:"hop"`
+	Carries      string               `json:"carries"` // gradients, partial sums or sums
+	Values       int64                `json:"values"`
+	Classes      inceptionn.Histogram `json:"classes"`
+	PayloadRatio float64              `json:"payload_ratio"`
+	// WireRatio is with the transport's per-packet headers, ICRC and
+	// Ethernet framing (pad ignored).
+	WireRatio float64 `json:"wire_ratio"`
+	// MaxAbsErr is the largest change one trip made to a value this hop
+	// carried (packets sent as they were change nothing).
+	MaxAbsErr float64 `json:"max_abs_err"`
+	// Packets, and their payload bytes before and after the engines.
+	Packets      int64 `json:"packets"`
+	PayloadBytes int64 `json:"payload_bytes"`
+	WireBytes    int64 `json:"wire_payload_bytes"`
+}
+
+// add counts a message's payload (packets of mtu bytes) as the engines
+// will see it.
+func (h *HopReport) add(c *inceptionn.Codec, mtu int, p []byte) {
+	for lo := 0; lo < len(p); lo += mtu {
+		pkt := p[lo:min(lo+mtu, len(p))]
+		packed, e := c.Measure(pkt, &h.Classes)
+		h.PayloadBytes += int64(len(pkt))
+		h.Packets++
+		if packed < len(pkt) {
+			h.WireBytes += int64(packed)
+			h.MaxAbsErr = max(h.MaxAbsErr, e)
+		} else {
+			h.WireBytes += int64(len(pkt))
+		}
+	}
+	h.Values = h.Classes.Values()
+}
+
+// finish fills the ratios, with perPacket bytes of framing per packet.
+func (h *HopReport) finish(perPacket int64) {
+	if h.WireBytes > 0 {
+		h.PayloadRatio = float64(h.PayloadBytes) / float64(h.WireBytes)
+		h.WireRatio = float64(h.PayloadBytes+h.Packets*perPacket) / float64(h.WireBytes+h.Packets*perPacket)
+	}
+}
+
+// carried sums hops by what they carry, in the order gradients, partial
+// sums, sums.
+func carried(hops []HopReport, perPacket int64) []HopReport {
+	var out []HopReport
+	for _, kind := range []string{"gradients", "partial sums", "sums"} {
+		k := HopReport{Hop: -1, Carries: kind}
+		for _, h := range hops {
+			if h.Carries == kind {
+				k.Classes.Add(h.Classes)
+				k.MaxAbsErr = max(k.MaxAbsErr, h.MaxAbsErr)
+				k.Packets += h.Packets
+				k.PayloadBytes += h.PayloadBytes
+				k.WireBytes += h.WireBytes
+			}
+		}
+		if k.Packets > 0 {
+			k.Values = k.Classes.Values()
+			k.finish(perPacket)
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// hopMeter is a collective that measures what each of its hops carried.
+type hopMeter interface{ hopReports() []HopReport }
+
+// perPacketBytes is what a data packet carries besides its payload on
+// the wire: Ethernet, IP/GRH, UDP, BTH, ICRC, preamble, FCS and gap.
+func perPacketBytes(t frames.Transport) int64 {
+	switch t {
+	case frames.V2IPv6:
+		return 14 + 40 + 8 + 12 + 4 + fabric.WireOverhead
+	case frames.V1:
+		return 14 + 40 + 12 + 4 + fabric.WireOverhead
+	}
+	return 14 + 20 + 8 + 12 + 4 + fabric.WireOverhead
 }
 
 // errorMeter is a collective that measures its results against the exact
@@ -123,6 +216,14 @@ func (r *runner) compressionReport() *CompressionReport {
 	if m, ok := r.job.(errorMeter); ok {
 		rep.MaxAbsErr = m.maxAbsErr()
 	}
+	if m, ok := r.job.(hopMeter); ok {
+		rep.Hops = m.hopReports()
+		per := perPacketBytes(r.cfg.Transport)
+		for i := range rep.Hops {
+			rep.Hops[i].finish(per)
+		}
+		rep.Carried = carried(rep.Hops, per)
+	}
 	return rep
 }
 
@@ -157,4 +258,53 @@ func maxAbsDiff(got, want []byte, m float64) float64 {
 
 func f32At(b []byte, i int) float32 {
 	return math.Float32frombits(uint32(b[i]) | uint32(b[i+1])<<8 | uint32(b[i+2])<<16 | uint32(b[i+3])<<24)
+}
+
+// ParsePattern reads a tensor pattern: tensor.ParsePattern's, or
+// table3:NET[,K], values whose codec classes have the shares Table III
+// gives for NET (alexnet, hdc, resnet50, vgg16) at the bound 2^-K (6, 8
+// or 10; without K, the job's --compress bound).
+func ParsePattern(s string) (tensor.Pattern, error) {
+	rest, ok := strings.CutPrefix(s, "table3:")
+	if !ok {
+		return tensor.ParsePattern(s)
+	}
+	net, k, hasK := strings.Cut(rest, ",")
+	if _, ok := inceptionn.Table3[net]; !ok {
+		return tensor.Pattern{}, fmt.Errorf("tensor pattern %q: Table III has alexnet, hdc, resnet50 and vgg16", s)
+	}
+	p := tensor.Pattern{Kind: tensor.KindClasses, Name: net}
+	if hasK {
+		b, err := inceptionn.ParseBound(k)
+		if err != nil {
+			return tensor.Pattern{}, fmt.Errorf("tensor pattern %q: %v", s, err)
+		}
+		p.Bound = b
+	}
+	return p, nil
+}
+
+// ResolvePattern gives a Table III pattern its shares: at its own bound,
+// or the job's compression bound; and refuses gradient patterns of other
+// element types than float32.
+func (c *Config) ResolvePattern() error {
+	p := &c.Pattern
+	if p.Gradient() && c.DType != tensor.F32 {
+		return fmt.Errorf("--pattern %s: gradient patterns are float32, not %s", p, c.DType)
+	}
+	if p.Kind != tensor.KindClasses {
+		return nil
+	}
+	if p.Bound == 0 {
+		p.Bound = c.Compress
+	}
+	if p.Bound == 0 {
+		return fmt.Errorf("--pattern %s: Table III's shares depend on the bound: name it (table3:%s,10) or compress (--compress 2^-10)", p, p.Name)
+	}
+	row, ok := inceptionn.Table3[p.Name][p.Bound]
+	if !ok {
+		return fmt.Errorf("--pattern %s: Table III has the bounds 2^-6, 2^-8 and 2^-10, not 2^-%d", p, p.Bound)
+	}
+	p.Shares = row
+	return nil
 }

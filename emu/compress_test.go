@@ -12,6 +12,7 @@ import (
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/frames/inceptionn"
 	"github.com/inaemu/inaemu/internal/inceptionnref"
 )
 
@@ -193,5 +194,52 @@ func TestCompressedRingRecovers(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %d retransmitted, %d NAKs, %d timeouts, %d ICRC drops: the loss-free values", spec, res.Retransmissions, res.NAKs, res.Timeouts, res.ICRCDrops)
+	}
+}
+
+// TestHopsReport: rings over Table III's class shares (every network and
+// bound, 4 KiB packets): the gradient hop's codec ratio (32 over its mean
+// bits, Table III's measure) is within 1 % of what the table implies,
+// and its payload ratio, with each packet's length prefix and padding,
+// within 2 % of it and below; the hops' class counts, made by the
+// job from what it posts, add up to what the NICs' engines counted; the
+// all-gather's hops carry sums the owner already tripped, so they change
+// nothing; partial sums compress differently from gradients.
+func TestHopsReport(t *testing.T) {
+	for _, net := range []string{"alexnet", "hdc", "resnet50", "vgg16"} {
+		for _, k := range []int{6, 8, 10} {
+			cfg := DefaultConfig()
+			cfg.Mode, cfg.Workers, cfg.Compress, cfg.Seed, cfg.TensorBytes = Ring, 4, k, uint64(k), 1<<20
+			cfg.MTU, cfg.MsgLen = 4096, 4
+			p, err := ParsePattern("table3:" + net)
+			require.NoError(t, err)
+			cfg.Pattern = p
+			res, err := Run(cfg)
+			require.NoError(t, err)
+			require.True(t, res.Exact)
+			c := res.Jobs[0].Compression
+			require.Len(t, c.Hops, 6)
+			require.Len(t, c.Carried, 3)
+			g, ps, sums := c.Carried[0], c.Carried[1], c.Carried[2]
+			require.Equal(t, []string{"gradients", "partial sums", "sums"}, []string{g.Carries, ps.Carries, sums.Carries})
+
+			row := inceptionn.Table3[net][k]
+			total := row[0] + row[1] + row[2] + row[3]
+			implied := 32 * total / (2*row[0] + 10*row[1] + 18*row[2] + 34*row[3])
+			codecRatio := 32 * float64(g.Values) / float64(g.Classes.Bits())
+			assert.InEpsilon(t, implied, codecRatio, 0.01, "%s 2^-%d: gradients' codec ratio", net, k)
+			assert.InEpsilon(t, codecRatio, g.PayloadRatio, 0.02, "%s 2^-%d: gradients' payload ratio", net, k)
+			assert.Less(t, g.PayloadRatio, codecRatio, "%s 2^-%d: framing costs", net, k)
+
+			var sum inceptionn.Histogram
+			for _, h := range c.Hops {
+				sum.Add(h.Classes)
+			}
+			assert.Equal(t, c.Classes, sum, "%s 2^-%d: the hops' classes are the engines'", net, k)
+			assert.Zero(t, sums.MaxAbsErr, "%s 2^-%d: sums are projections already", net, k)
+			assert.NotEqual(t, g.Classes, ps.Classes)
+			t.Logf("%s 2^-%d: gradients %.2fx codec, %.2fx payload (Table III %.2fx), partial sums %.2fx, sums %.2fx; wire %.2fx/%.2fx/%.2fx",
+				net, k, codecRatio, g.PayloadRatio, implied, ps.PayloadRatio, sums.PayloadRatio, g.WireRatio, ps.WireRatio, sums.WireRatio)
+		}
 	}
 }

@@ -71,6 +71,7 @@ type ringJob struct {
 	mmAt      [3]int            // (chunk, rank, message) of mismatch: the first in that order is kept
 	codec     *inceptionn.Codec // the NICs' codec when the job compresses
 	maxErr    float64           // largest |result - exact sum|, when it does
+	hops      []HopReport       // per step, what it carried, when it does
 }
 
 // ringRank is one rank's sending state.
@@ -216,6 +217,9 @@ func (j *ringJob) post(w *worker, s, m int, buf []byte) error {
 	succ := j.r.workers[(w.rank+1)%j.n]
 	id := uint64(s)<<24 | uint64(m)
 	j.ranks[w.rank].inUse[id] = buf
+	if j.codec != nil && !intraHop(w, succ) {
+		j.hop(s).add(j.codec, j.r.cfg.MTU, buf)
+	}
 	return w.sq.PostSend(roce.SendWR{ID: id, Opcode: roce.WRWriteImm, Local: buf,
 		RemoteVA: j.r.recvVA + uint64(s*j.maxC+lo), RKey: succ.recvMR.RKey, Imm: uint32(s)<<24 | uint32(m), Signaled: true})
 }
@@ -352,6 +356,25 @@ func (j *ringJob) expectedSum(c, m int) *expectedMsg {
 }
 
 func (j *ringJob) maxAbsErr() float64 { return j.maxErr }
+
+// hop is step s's report, made on first use.
+func (j *ringJob) hop(s int) *HopReport {
+	if j.hops == nil {
+		j.hops = make([]HopReport, j.steps)
+		for i := range j.hops {
+			j.hops[i].Hop, j.hops[i].Carries = i, "partial sums"
+			switch {
+			case i == 0:
+				j.hops[i].Carries = "gradients"
+			case i >= j.n-1:
+				j.hops[i].Carries = "sums"
+			}
+		}
+	}
+	return &j.hops[s]
+}
+
+func (j *ringJob) hopReports() []HopReport { return slices.Clone(j.hops) }
 
 // ringSum writes into sum a chunk's reduction in a ring's order, the one
 // that starts at rank c: c's piece, plus c+1's, and so on round the n

@@ -66,6 +66,7 @@ type waJob struct {
 	expected  map[int]*expectedMsg
 	piece     []byte
 	gradBuf   [][]byte // per worker: its message in flight
+	gradHop   HopReport
 	mismatch  *Mismatch
 	mmAt      [2]int // (message, rank) of mismatch
 	maxErr    float64
@@ -260,6 +261,10 @@ func (j *waJob) sendGradient(i, m int) error {
 	buf := j.gradBuf[i][:hi-lo]
 	j.own[i].MoveTo(int64(lo / j.r.cfg.DType.Size()))
 	j.own[i].Fill(buf)
+	if j.codec != nil {
+		j.gradHop.Carries = "gradients"
+		j.gradHop.add(j.codec, j.r.cfg.MTU, buf)
+	}
 	if err := j.conn[i][0].PostSend(roce.SendWR{ID: uint64(m), Opcode: roce.WRWriteImm, Local: buf,
 		RemoteVA: j.grads[i].Addr + uint64(lo), RKey: j.grads[i].RKey, Imm: uint32(m), Signaled: true}); err != nil {
 		return &JobError{Msg: fmt.Sprintf("rank %d: post gradient message %d: %v", i, m, err)}
@@ -439,6 +444,8 @@ func (j *waJob) expectedSum(m int) *expectedMsg {
 func (j *waJob) check() *Mismatch { return j.mismatch }
 
 func (j *waJob) maxAbsErr() float64 { return j.maxErr }
+
+func (j *waJob) hopReports() []HopReport { return []HopReport{j.gradHop} }
 
 // compressesFrom: the gradient leg only.
 func (j *waJob) compressesFrom(w *worker) bool { return w.rank < j.p }

@@ -159,6 +159,9 @@ func (c *Config) jobConfigs() ([]jobConfig, error) {
 // resolveMode makes a job of a scheme mode what runs it: fr a ring job
 // that says fr, pn, pr and ta a scheme job and its inter-machine jobs.
 func resolveMode(j jobConfig) ([]jobConfig, error) {
+	if err := j.cfg.ResolvePattern(); err != nil {
+		return nil, &ConfigError{err}
+	}
 	switch {
 	case j.cfg.Mode == FR:
 		j.cfg.Mode, j.label = Ring, FR

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames/inceptionn"
 )
@@ -43,9 +43,10 @@ the error for |f| < 1 stays below max(2^-K, 2^-7): for K = 8 and 10 that is 2^-7
 With --values it shows, per value, its bits, tag, field (hex) and the value decoded, to compare
 with another implementation: values are decimals, inf, nan or raw bits as 0x3f400000. With
 --pattern it compresses --count values of a generated stream once (random: uniform in [-1, 1);
-zeros, ones, ramp; lognormal:MU,SIGMA: magnitudes e^N(MU,SIGMA) with random signs; table3:NETWORK:
-values whose classes have the shares Table III gives for alexnet, hdc, resnet50 or vgg16 at --bound
-6, 8 or 10) and reports the
+zeros, ones, ramp; lognormal:MU,SIGMA: magnitudes e^N(MU,SIGMA) with random signs, or the presets
+lognormal:resnet50 and lognormal:hdc fitted to Table III; table3:NETWORK[,K]: values whose classes
+have the shares Table III gives for alexnet, hdc, resnet50 or vgg16 at bound 2^-K, 6, 8 or 10,
+default --bound), the same values a run's rank 0 gets with that --pattern and --seed, and reports the
 class histogram, the codec's ratio (32 bits over the mean bits per value, tags included: Table
 III's measure), the payload ratio of the stream packed in --mtu-byte packets (each with its 2-byte
 length and padding) and the wire ratio those packets give with RoCEv2/IPv4's 82 bytes of headers,
@@ -53,7 +54,7 @@ ICRC and Ethernet framing per packet.`
 	f := c.Flags()
 	f.IntVar(&a.bound, "bound", 10, "K: the error bound is 2^-K (the paper uses 6, 8 and 10)")
 	f.StringSliceVar(&a.values, "values", nil, "values to compress, comma-separated")
-	f.StringVar(&a.pattern, "pattern", "", "a stream to compress: random, zeros, ones, ramp, lognormal:MU,SIGMA or table3:alexnet|hdc|resnet50|vgg16")
+	f.StringVar(&a.pattern, "pattern", "", "a stream to compress: random, zeros, ones, ramp, lognormal:MU,SIGMA, lognormal:resnet50|hdc or table3:alexnet|hdc|resnet50|vgg16[,K]")
 	f.IntVar(&a.count, "count", 1<<20, "with --pattern: how many values")
 	f.Uint64Var(&a.seed, "seed", 1, "with --pattern: the generator's seed")
 	f.IntVar(&a.mtu, "mtu", 4096, "with --pattern: payload bytes per packet")
@@ -168,78 +169,22 @@ func codecValues(e *cmdEnv, c inceptionn.Codec, a codecArgs) int {
 	return exitOK
 }
 
-// table3 is INCEPTIONN's Table III: per network and bound 2^-k, the share
-// of values compressed to 2, 10, 18 and 34 bits (tag included), percent,
-// as printed.
-var table3 = map[string]map[int][4]float64{
-	"alexnet":  {10: {74.9, 3.9, 21.1, 0.1}, 8: {82.5, 14.8, 2.6, 0.1}, 6: {93.0, 7.0, 0.0, 0.1}},
-	"hdc":      {10: {92.0, 6.5, 1.5, 0.0}, 8: {95.7, 3.4, 0.9, 0.0}, 6: {98.1, 1.6, 0.4, 0.0}},
-	"resnet50": {10: {81.6, 17.9, 0.5, 0.0}, 8: {92.3, 7.7, 0.1, 0.0}, 6: {97.6, 2.4, 0.0, 0.0}},
-	"vgg16":    {10: {94.2, 0.9, 4.9, 0.0}, 8: {96.2, 3.8, 0.0, 0.0}, 6: {97.3, 2.7, 0.0, 0.0}},
-}
-
-// genTable3 draws values whose classes at bound 2^-k have the shares of
-// a Table III row (normalised where a row sums to 100.1 %): a class by its
-// share, then a magnitude log-uniform in the class's range ([2^-30,
-// 2^-k), [2^-k, 2^-floor(k/2)), [2^-floor(k/2), 1), [1, 8)) and a random
-// sign.
-func genTable3(net string, k int, seed uint64, buf []byte) error {
-	rows, ok := table3[net]
-	if !ok {
-		return fmt.Errorf("--pattern table3:%s: want table3:alexnet, hdc, resnet50 or vgg16", net)
-	}
-	row, ok := rows[k]
-	if !ok {
-		return fmt.Errorf("--pattern table3:%s: Table III has bounds 2^-6, 2^-8 and 2^-10, not 2^-%d (--bound 6, 8 or 10)", net, k)
-	}
-	total := row[0] + row[1] + row[2] + row[3]
-	lo := [4]float64{-30, float64(-k), float64(-(k / 2)), 0} // log2 of each class's range
-	hi := [4]float64{float64(-k), float64(-(k / 2)), 0, 3}
-	r := rand.New(rand.NewPCG(seed, 0x7AB3))
-	for i := 0; i+4 <= len(buf); i += 4 {
-		u, c := r.Float64()*total, 0
-		for ; c < 3 && u >= row[c]; c++ {
-			u -= row[c]
-		}
-		v := float32(math.Exp2(lo[c] + r.Float64()*(hi[c]-lo[c])))
-		if v >= float32(math.Exp2(hi[c])) { // rounded up to the next class's edge
-			v = math.Nextafter32(v, 0)
-		}
-		if r.IntN(2) == 1 {
-			v = -v
-		}
-		binary.LittleEndian.PutUint32(buf[i:], math.Float32bits(v))
-	}
-	return nil
-}
-
-// genStream fills buf with the pattern's values (k: the codec's bound).
+// genStream fills buf with the pattern's values, as a job's rank 0 with
+// that pattern and seed would have them (a Table III pattern without its
+// own bound takes --bound).
 func genStream(pattern string, k int, seed uint64, buf []byte) error {
-	if net, ok := strings.CutPrefix(pattern, "table3:"); ok {
-		return genTable3(net, k, seed, buf)
-	}
-	if rest, ok := strings.CutPrefix(pattern, "lognormal:"); ok {
-		mu, sigma, ok := strings.Cut(rest, ",")
-		m, err1 := strconv.ParseFloat(mu, 64)
-		s, err2 := strconv.ParseFloat(sigma, 64)
-		if !ok || err1 != nil || err2 != nil || s < 0 || math.IsNaN(m) || math.IsInf(m, 0) || math.IsInf(s, 0) {
-			return fmt.Errorf("--pattern %s: want lognormal:MU,SIGMA with SIGMA >= 0, e.g. lognormal:-7,2", pattern)
-		}
-		r := rand.New(rand.NewPCG(seed, 0x1ACE))
-		for i := 0; i+4 <= len(buf); i += 4 {
-			v := float32(math.Exp(m + s*r.NormFloat64()))
-			if r.IntN(2) == 1 {
-				v = -v
-			}
-			binary.LittleEndian.PutUint32(buf[i:], math.Float32bits(v))
-		}
-		return nil
-	}
-	p, err := tensor.ParsePattern(pattern)
+	p, err := emu.ParsePattern(pattern)
 	if err != nil {
-		return fmt.Errorf("--pattern %s: want random, zeros, ones, ramp, lognormal:MU,SIGMA or table3:NETWORK", pattern)
+		if !strings.Contains(pattern, ":") {
+			return fmt.Errorf("--pattern %s: want random, zeros, ones, ramp, lognormal:MU,SIGMA, lognormal:resnet50|hdc or table3:NETWORK[,K]", pattern)
+		}
+		return fmt.Errorf("--pattern: %v", err)
 	}
-	tensor.NewStream(tensor.F32, p, 0, seed).Fill(buf)
+	cfg := emu.Config{Pattern: p, DType: tensor.F32, Compress: k}
+	if err := cfg.ResolvePattern(); err != nil {
+		return err
+	}
+	tensor.NewStream(tensor.F32, cfg.Pattern, 0, seed).Fill(buf)
 	return nil
 }
 

@@ -301,6 +301,10 @@ func printSummary(w io.Writer, r *emu.Result, pcap string, runErr error) {
 			}
 			fmt.Fprintf(w, "  compress  bound 2^-%d%s: payload %.2fx, wire %.2fx; %d packets compressed, %d sent as they were; values 0/8/16/32-bit %d/%d/%d/%d\n",
 				c.K, name, c.PayloadRatio, c.WireRatio, c.Compressed, c.Uncompressed, c.Classes[0], c.Classes[1], c.Classes[2], c.Classes[3])
+			for _, h := range c.Carried {
+				fmt.Fprintf(w, "  hops      %s: payload %.2fx, wire %.2fx, max |change| %.3g; values 0/8/16/32-bit %d/%d/%d/%d\n",
+					h.Carries, h.PayloadRatio, h.WireRatio, h.MaxAbsErr, h.Classes[0], h.Classes[1], h.Classes[2], h.Classes[3])
+			}
 		}
 	}
 	if hasNetReduce(r) && r.Switch.Frames > 0 {

@@ -82,7 +82,7 @@ func Options() []Option {
 		{Key: "dtype", Arg: "TYPE", Group: JobGroup, Default: def.DType.String(),
 			Help: "element type: f32, i32 (fixed point, wrapping) or f16"},
 		{Key: "pattern", Arg: "PATTERN", Group: JobGroup, Default: def.Pattern.String(),
-			Help: "tensor contents: random (from the seed), zeros, ones or ramp"},
+			Help: "tensor contents: random (from the seed), zeros, ones, ramp, or float32 gradients: lognormal:MU,SIGMA (magnitudes e^N(MU,SIGMA); presets lognormal:resnet50, lognormal:hdc) or table3:NET[,K] (INCEPTIONN Table III's class shares for alexnet, hdc, resnet50 or vgg16 at bound 2^-K, default the --compress bound)"},
 		{Key: "transport", Arg: "ENCAP", Group: JobGroup, Default: def.Transport.String(),
 			Help: "encapsulation: v2-ipv4, v2-ipv6 or v1"},
 		{Key: "seed", Arg: "S", Group: JobGroup, Kind: Number,

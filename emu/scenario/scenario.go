@@ -287,7 +287,7 @@ func (s *Scenario) Apply(cfg *emu.Config) error {
 		set("dtype", func() (e error) { cfg.DType, e = tensor.ParseDType(s.DType); return })
 	}
 	if s.Pattern != "" {
-		set("pattern", func() (e error) { cfg.Pattern, e = tensor.ParsePattern(s.Pattern); return })
+		set("pattern", func() (e error) { cfg.Pattern, e = emu.ParsePattern(s.Pattern); return })
 	}
 	if s.Transport != "" {
 		set("transport", func() (e error) { cfg.Transport, e = ParseTransport(s.Transport); return })

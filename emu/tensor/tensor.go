@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"strconv"
+	"strings"
 	"unsafe"
 )
 
@@ -183,33 +185,99 @@ func F32ToF16(f float32) uint16 {
 	return sign | uint16(r)
 }
 
-// Pattern is how a worker's tensor is filled.
-type Pattern uint8
+// Pattern is how a worker's tensor is filled: a kind and, for the
+// gradient-like kinds, its parameters. Patterns compare with ==.
+type Pattern struct {
+	Kind PatternKind
+	// LogNormal: magnitudes e^N(Mu, Sigma), random signs.
+	Mu, Sigma float64
+	// Classes: each value falls in class c (INCEPTIONN's codec classes
+	// for the bound 2^-Bound: below 2^-Bound, below 2^-floor(Bound/2),
+	// below 1, from 1) with probability Shares[c]/sum(Shares), then a
+	// magnitude log-uniform within the class ([2^-(Bound+10), 2^-Bound),
+	// [2^-Bound, 2^-floor(Bound/2)), [2^-floor(Bound/2), 1), [1, 2)) and
+	// a random sign. Name is where the shares come from (alexnet, ...),
+	// or a LogNormal preset's name.
+	Shares [4]float64
+	Bound  int
+	Name   string
+}
+
+// PatternKind is a Pattern's kind.
+type PatternKind uint8
 
 const (
-	Random Pattern = iota // pseudo-random from the run seed and rank
-	Zeros
-	Ones
-	Ramp // element i is i mod 256, plus the rank
+	KindRandom    PatternKind = iota // pseudo-random from the run seed and rank
+	KindZeros                        // all zero
+	KindOnes                         // all one
+	KindRamp                         // element i is i mod 256, plus the rank
+	KindLogNormal                    // float32 gradients with log-normal magnitudes
+	KindClasses                      // float32 gradients with given codec class shares
+)
+
+// The parameterless patterns.
+var (
+	Random = Pattern{Kind: KindRandom}
+	Zeros  = Pattern{Kind: KindZeros}
+	Ones   = Pattern{Kind: KindOnes}
+	Ramp   = Pattern{Kind: KindRamp}
 )
 
 var patternNames = [...]string{"random", "zeros", "ones", "ramp"}
 
 func (p Pattern) String() string {
-	if int(p) < len(patternNames) {
-		return patternNames[p]
+	switch p.Kind {
+	case KindLogNormal:
+		if p.Name != "" {
+			return "lognormal:" + p.Name
+		}
+		return "lognormal:" + strconv.FormatFloat(p.Mu, 'g', -1, 64) + "," + strconv.FormatFloat(p.Sigma, 'g', -1, 64)
+	case KindClasses:
+		if p.Bound == 0 {
+			return "table3:" + p.Name
+		}
+		return "table3:" + p.Name + "," + strconv.Itoa(p.Bound)
 	}
-	return fmt.Sprintf("pattern(%d)", p)
+	if int(p.Kind) < len(patternNames) {
+		return patternNames[p.Kind]
+	}
+	return fmt.Sprintf("pattern(%d)", p.Kind)
 }
 
-// ParsePattern reads random, zeros, ones or ramp.
+// Gradient reports whether p makes float32 gradients only.
+func (p Pattern) Gradient() bool { return p.Kind == KindLogNormal || p.Kind == KindClasses }
+
+// LogNormalPresets are log-normal magnitudes fitted to INCEPTIONN's
+// Table III (log2|g| ~ N(-13.2, 3.6) for ResNet-50, N(-19.0, 6.4) for
+// HDC), as natural-log parameters.
+var LogNormalPresets = map[string][2]float64{
+	"resnet50": {-13.2 * math.Ln2, 3.6 * math.Ln2},
+	"hdc":      {-19.0 * math.Ln2, 6.4 * math.Ln2},
+}
+
+// ParsePattern reads random, zeros, ones, ramp, or lognormal:MU,SIGMA
+// (or a preset: lognormal:resnet50, lognormal:hdc). Class-share
+// patterns need their table (frames/inceptionn's Table III) and are read
+// above this package.
 func ParsePattern(s string) (Pattern, error) {
 	for i, n := range patternNames {
 		if s == n {
-			return Pattern(i), nil
+			return Pattern{Kind: PatternKind(i)}, nil
 		}
 	}
-	return 0, fmt.Errorf("tensor pattern %q: want random, zeros, ones or ramp", s)
+	if rest, ok := strings.CutPrefix(s, "lognormal:"); ok {
+		if ps, ok := LogNormalPresets[rest]; ok {
+			return Pattern{Kind: KindLogNormal, Mu: ps[0], Sigma: ps[1], Name: rest}, nil
+		}
+		mu, sigma, ok := strings.Cut(rest, ",")
+		m, err1 := strconv.ParseFloat(mu, 64)
+		sd, err2 := strconv.ParseFloat(sigma, 64)
+		if !ok || err1 != nil || err2 != nil || !(sd >= 0) || math.IsNaN(m) || math.IsInf(m, 0) || math.IsInf(sd, 0) {
+			return Pattern{}, fmt.Errorf("tensor pattern %q: want lognormal:MU,SIGMA (magnitudes e^N(MU,SIGMA), SIGMA >= 0, e.g. lognormal:-7,2) or lognormal:resnet50|hdc", s)
+		}
+		return Pattern{Kind: KindLogNormal, Mu: m, Sigma: sd}, nil
+	}
+	return Pattern{}, fmt.Errorf("tensor pattern %q: want random, zeros, ones, ramp or lognormal:MU,SIGMA", s)
 }
 
 // Fill writes rank's tensor into buf (len a multiple of d.Size()). Random
@@ -244,7 +312,7 @@ func NewStream(d DType, p Pattern, rank int, seed uint64) *Stream {
 // generator: e draws ahead is one affine map, made from the
 // multiplier's squares in log2(e) steps.
 func (s *Stream) MoveTo(e int64) {
-	if s.p == Random && e != s.elem {
+	if (s.p == Random || s.p.Gradient()) && e != s.elem {
 		s.pcg.hi, s.pcg.lo = pcgJump(s.seed, 0x7E45_0000+uint64(s.rank), uint64(e))
 	}
 	s.elem = e
@@ -340,18 +408,24 @@ func (s *Stream) Fill(buf []byte) {
 		}
 		s.pcg = rng
 		return
+	case p.Gradient():
+		for i := 0; i+4 <= len(buf); i += 4 {
+			binary.LittleEndian.PutUint32(buf[i:], math.Float32bits(p.gradient(rng.Uint64())))
+		}
+		s.pcg = rng
+		return
 	}
 	for i := 0; i+sz <= len(buf); i += sz {
 		var v float64
 		var iv int32
-		switch p {
-		case Random: // F16 only: F32 and I32 take the loops above
+		switch p.Kind {
+		case KindRandom: // F16 only: F32 and I32 take the loops above
 			// One draw per element: 11 bits are exact in float16, so
 			// rounding never reaches 1.
 			v = float64(int64(rng.Uint64()>>53)-1<<10) / (1 << 10)
-		case Ones:
+		case KindOnes:
 			v, iv = 1, 1
-		case Ramp:
+		case KindRamp:
 			iv = int32((first+int64(i/sz))%256 + int64(rank))
 			v = float64(iv)
 		}
@@ -365,6 +439,42 @@ func (s *Stream) Fill(buf []byte) {
 		}
 	}
 	s.pcg = rng
+}
+
+// gradient is a gradient pattern's value for one 64-bit draw (one draw
+// per element, so a stream moves to any element at once): the low bit is
+// the sign; a log-normal magnitude takes two 24-bit uniforms (Box-Muller),
+// a class-share magnitude 24 bits for the class and 39 for its place.
+func (p *Pattern) gradient(u uint64) float32 {
+	var v float32
+	if p.Kind == KindLogNormal {
+		u1 := (float64(u>>40) + 0.5) / (1 << 24)
+		u2 := float64(u>>16&0xFFFFFF) / (1 << 24)
+		z := math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
+		v = float32(math.Exp(p.Mu + p.Sigma*z))
+	} else {
+		k := p.Bound
+		lo := [4]float64{float64(-(k + 10)), float64(-k), float64(-(k / 2)), 0}
+		hi := [4]float64{float64(-k), float64(-(k / 2)), 0, 1}
+		total := p.Shares[0] + p.Shares[1] + p.Shares[2] + p.Shares[3]
+		x := float64(u>>40) / (1 << 24) * total
+		c := 0
+		for ; c < 3 && x >= p.Shares[c]; c++ {
+			x -= p.Shares[c]
+		}
+		for c > 0 && p.Shares[c] == 0 { // rounding past the last class with a share
+			c--
+		}
+		f := float64(u>>1&(1<<39-1)) / (1 << 39)
+		v = float32(math.Exp2(lo[c] + f*(hi[c]-lo[c])))
+		if v >= float32(math.Exp2(hi[c])) { // rounded up to the next class's edge
+			v = math.Nextafter32(v, 0)
+		}
+	}
+	if u&1 != 0 {
+		v = -v
+	}
+	return v
 }
 
 // Sum returns the element-wise sum of the inputs folded in the order

@@ -458,7 +458,7 @@ func TestParseNames(t *testing.T) {
 	assert.True(t, tensor.F16.Float())
 	assert.False(t, tensor.I32.Float())
 	assert.Equal(t, "dtype(9)", tensor.DType(9).String())
-	assert.Equal(t, "pattern(9)", tensor.Pattern(9).String())
+	assert.Equal(t, "pattern(9)", tensor.Pattern{Kind: 9}.String())
 }
 
 func TestValue(t *testing.T) {
@@ -557,5 +557,79 @@ func TestStreamMoveToIsFill(t *testing.T) {
 		var b [4]byte
 		s.Fill(b[:])
 		require.Equal(t, want, binary.LittleEndian.Uint32(b[:]), "element %d", e)
+	}
+}
+
+// Gradient patterns (float32): pieces and moves give what Fill gives;
+// class shares come out as given (to 0.2 points over 10^6 values), with
+// every value inside its class's range; log-normal magnitudes have the
+// given mean and deviation of ln|x|; signs are even.
+func TestGradientPatterns(t *testing.T) {
+	classes := tensor.Pattern{Kind: tensor.KindClasses, Shares: [4]float64{74.9, 3.9, 21.1, 0.1}, Bound: 10, Name: "alexnet"}
+	logn := tensor.Pattern{Kind: tensor.KindLogNormal, Mu: -9, Sigma: 2.5}
+	rng := rand.New(rand.NewPCG(8, 9))
+	for _, p := range []tensor.Pattern{classes, logn} {
+		const n = 1_000_000
+		whole := make([]byte, 4*n)
+		tensor.Fill(tensor.F32, p, whole, 2, 31)
+		s := tensor.NewStream(tensor.F32, p, 2, 31)
+		for trial := range 30 {
+			e, k := rng.IntN(n), 1+rng.IntN(3000)
+			k = min(k, n-e)
+			got := make([]byte, 4*k)
+			s.MoveTo(int64(e))
+			s.Fill(got)
+			require.True(t, bytes.Equal(whole[4*e:4*(e+k)], got), "%v trial %d", p, trial)
+		}
+		var count [4]int
+		var sum, sq float64
+		neg := 0
+		for i := 0; i < n; i++ {
+			f := math.Float32frombits(binary.LittleEndian.Uint32(whole[4*i:]))
+			a := math.Abs(float64(f))
+			if f < 0 {
+				neg++
+			}
+			require.False(t, math.IsNaN(a) || math.IsInf(a, 0) || a == 0, "value %d: %v", i, f)
+			switch {
+			case a < math.Ldexp(1, -10):
+				count[0]++
+				if p == classes {
+					require.GreaterOrEqual(t, a, math.Ldexp(1, -20))
+				}
+			case a < math.Ldexp(1, -5):
+				count[1]++
+			case a < 1:
+				count[2]++
+			default:
+				count[3]++
+				if p == classes {
+					require.Less(t, a, 2.0)
+				}
+			}
+			sum += math.Log(a)
+			sq += math.Log(a) * math.Log(a)
+		}
+		assert.InDelta(t, 0.5, float64(neg)/n, 0.002, "%v: signs", p)
+		if p == classes {
+			for c := range 4 {
+				assert.InDelta(t, p.Shares[c]/100.1, float64(count[c])/n, 0.002, "class %d", c)
+			}
+		} else {
+			mean := sum / n
+			assert.InDelta(t, -9, mean, 0.01)
+			assert.InDelta(t, 2.5, math.Sqrt(sq/n-mean*mean), 0.01)
+		}
+	}
+	p, err := tensor.ParsePattern("lognormal:resnet50")
+	require.NoError(t, err)
+	assert.Equal(t, "lognormal:resnet50", p.String())
+	assert.InDelta(t, -13.2*math.Ln2, p.Mu, 1e-12)
+	p, err = tensor.ParsePattern("lognormal:-7,2")
+	require.NoError(t, err)
+	assert.Equal(t, "lognormal:-7,2", p.String())
+	for _, s := range []string{"lognormal:", "lognormal:1", "lognormal:1,-1", "lognormal:x,1", "lognormal:1,inf", "lognormal:vgg16"} {
+		_, err := tensor.ParsePattern(s)
+		assert.Error(t, err, s)
 	}
 }
