@@ -137,6 +137,23 @@ func TestCodecTable3Ratios(t *testing.T) {
 	}
 }
 
+// The log-normal presets reproduce the ratios the INCEPTIONN
+// specification fitted them to (log2|g| ~ N(-13.2, 3.6) and N(-19.0, 6.4):
+// 8.92/12.13/14.53× and 11.52/13.10/14.27× at 2^-10/2^-8/2^-6), to 0.5 %.
+func TestCodecLogNormalPresets(t *testing.T) {
+	for net, ratios := range map[string][3]float64{"resnet50": {8.92, 12.13, 14.53}, "hdc": {11.52, 13.10, 14.27}} {
+		for i, k := range []string{"10", "8", "6"} {
+			code, out, errOut := runCLI("codec", "--bound", k, "--pattern", "lognormal:"+net, "--count", "400000", "--json")
+			require.Equal(t, 0, code, errOut)
+			var st struct {
+				CodecRatio float64 `json:"codec_ratio"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(out), &st))
+			assert.InEpsilon(t, ratios[i], st.CodecRatio, 0.005, "lognormal:%s at 2^-%s", net, k)
+		}
+	}
+}
+
 // The wire ratio with RoCEv2/IPv4 framing (82 bytes a packet) at a 4096-
 // byte payload: (P + H)/(P/r + H), 11.5× for r = 14.60 (ResNet-50 at 2^-6)
 // and 5.1× for r = 5.59 (AlexNet at 2^-10).
