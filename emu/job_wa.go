@@ -70,7 +70,6 @@ type waJob struct {
 	mismatch  *Mismatch
 	mmAt      [2]int // (message, rank) of mismatch
 	maxErr    float64
-	scratch   []byte
 	peerByQPN map[*worker]map[uint32]int
 }
 
@@ -87,7 +86,8 @@ func init() {
 	ownConnections[WA] = true
 }
 
-// waNode is the binomial tree's node of rank k (the aggregator is node 0).
+// node is rank's node in the tree the sum goes down (the aggregator is
+// node 0, worker i node i+1).
 func (j *waJob) node(rank int) int { return (rank + 1) % (j.p + 1) }
 
 // rankOf is node's rank.
@@ -105,7 +105,6 @@ func newWAJob(r *runner) (*waJob, error) {
 		expected: map[int]*expectedMsg{}, mmAt: [2]int{1 << 30, p}, peerByQPN: map[*worker]map[uint32]int{}}
 	j.nmsg = (t + j.msgB - 1) / j.msgB
 	j.piece = make([]byte, j.msgB)
-	j.scratch = make([]byte, j.msgB)
 	j.sum = make([]byte, t)
 	j.arrived = make([]int, j.nmsg)
 	for _, w := range r.workers {
@@ -117,15 +116,13 @@ func newWAJob(r *runner) (*waJob, error) {
 	// The tree (or the star of unicasts) the sum goes down.
 	nodes := p + 1
 	j.children = make([][]int, nodes)
-	for s := 1; s < nodes; s <<= 1 {
-		for x := 0; x < s && x+s < nodes; x++ {
-			if j.tree || x == 0 {
+	if j.tree { // in step s, node x < 2^s sends to x + 2^s
+		for s := 1; s < nodes; s <<= 1 {
+			for x := 0; x < s && x+s < nodes; x++ {
 				j.children[x] = append(j.children[x], x+s)
 			}
 		}
-	}
-	if !j.tree {
-		j.children[0] = j.children[0][:0]
+	} else {
 		for i := 1; i < nodes; i++ {
 			j.children[0] = append(j.children[0], i)
 		}

@@ -117,6 +117,16 @@ func EstimateMemory(cfg Config) MemoryEstimate {
 		// A chunk's packets, or the window's if fewer: a rank starts
 		// step 0's messages only while its WRITEs are about a window.
 		outstanding = 2*min(ceilDiv(maxC, mtu), int64(ringWindow(cfg)+8)*int64(cfg.MsgLen)) + 2
+	case WA:
+		// w ranks: w-1 workers and the aggregator. The aggregator holds
+		// every worker's tensor and the sum, each worker its result and a
+		// message; the expected sums are made per message as results come.
+		p := w - 1
+		msgs := ceilDiv(t, msgB)
+		e.Buffers = (2*p+1)*t + p*msgB + 2*msgB
+		e.Queues = 2 * (p + 1) * 2 * (2*msgs + 1) * wrBytes
+		e.Largest = t
+		outstanding = int64(cfg.MsgLen) + 2
 	default:
 		msgs := netReduceMessages(cfg)
 		// Send and receive rings of a few windows per worker (the
