@@ -34,8 +34,9 @@ type CompressionReport struct {
 	WireRatio    float64 `json:"wire_ratio"`
 	Compressed   uint64  `json:"packets_compressed"`
 	Uncompressed uint64  `json:"packets_uncompressed"` // marked, but packed they would not have been shorter
-	// Classes counts the values the engines compressed per class: 0, 8, 16
-	// and 32 bits.
+	// Classes counts the values through the transmit engines per class
+	// (0, 8, 16 and 32 bits): of every packet marked for compression,
+	// sent compressed or not, retransmissions included.
 	Classes   inceptionn.Histogram `json:"classes"`
 	MaxAbsErr float64              `json:"max_abs_err"`
 	// Hops are the same per hop, over each message's first transmission:

@@ -111,6 +111,8 @@ func TestCompressedRingIsTheReference(t *testing.T) {
 			for _, pat := range []tensor.Pattern{tensor.Random, tensor.Ones} {
 				cfg := DefaultConfig()
 				cfg.Mode, cfg.Workers, cfg.Compress, cfg.Pattern, cfg.Seed = Ring, n, k, pat, uint64(10*n+k)
+				// Chunks of 1000+ floats in messages of 192: last packets of
+				// every length, one float among them.
 				cfg.MTU, cfg.MsgLen, cfg.TensorBytes = 256, 3, int64(4*(1000*n+37))
 				if n == 3 {
 					cfg.Transport = frames.V1
@@ -118,6 +120,7 @@ func TestCompressedRingIsTheReference(t *testing.T) {
 				res, got := ringResults(t, cfg)
 				name := fmt.Sprintf("n=%d k=%d %s", n, k, pat)
 				require.True(t, res.Exact, "%s: the job's own check: %+v", name, res.Mismatch)
+				require.Zero(t, res.NAKs+res.Retransmissions, "%s: no fault, so no NAK and no retransmission", name)
 				want := refCompressedRing(k, n, cfg.MTU, cfg.MsgLen*cfg.MTU, cfg.TensorBytes/4, inputs(cfg))
 				for r := range got {
 					for i := range want {
@@ -217,6 +220,7 @@ func TestHopsReport(t *testing.T) {
 			res, err := Run(cfg)
 			require.NoError(t, err)
 			require.True(t, res.Exact)
+			require.Zero(t, res.Retransmissions, "the engines count retransmitted values too: none here")
 			c := res.Jobs[0].Compression
 			require.Len(t, c.Hops, 6)
 			require.Len(t, c.Carried, 3)

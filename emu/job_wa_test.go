@@ -107,6 +107,7 @@ func TestWAIsTheRankOrderSum(t *testing.T) {
 				name := fmt.Sprintf("p=%d %s %s k=%d", p, b, c.d, c.k)
 				res, got := waResults(t, cfg)
 				require.True(t, res.Exact, "%s: %+v", name, res.Mismatch)
+				require.Zero(t, res.NAKs+res.Retransmissions+res.QueueDrops, "%s: no fault, so nothing lost or resent", name)
 				require.Equal(t, p, res.Workers, name)
 				want := refWASum(cfg, waMsgB(cfg))
 				for r := range got {
@@ -172,7 +173,8 @@ func TestWARecovers(t *testing.T) {
 }
 
 // TestWARefusals: a bcast that names nothing, GPUs as ranks, more
-// workers than a topology has hosts besides the aggregator.
+// workers than a topology has hosts besides the aggregator; and a
+// compressing ring on GPUs.
 func TestWARefusals(t *testing.T) {
 	for _, c := range []struct {
 		set  func(*Config)
@@ -184,6 +186,11 @@ func TestWARefusals(t *testing.T) {
 			c.Jobs = []JobSpec{{Ranks: []string{"h0:gpu0", "h0:gpu1", "h1"}}}
 		}, "a wa job's ranks are host NICs (its workers, then its aggregator), not GPUs (h0:gpu0)"},
 		{func(c *Config) { c.Topology, c.Workers = flagTopo(t, "star:hosts=4"), 4 }, "a wa job needs a host more, its aggregator, and the topology has 4 hosts"},
+		{func(c *Config) {
+			c.Mode, c.Compress = Ring, 10
+			c.Topology = flagTopo(t, "star:hosts=2,gpus=2,intra=100G")
+			c.Jobs = []JobSpec{{Ranks: []string{"h0:gpu0", "h0:gpu1", "h1:gpu0", "h1:gpu1"}}}
+		}, "--compress: compressing jobs run on host NICs; h0:gpu0 is a GPU"},
 	} {
 		cfg := DefaultConfig()
 		cfg.Mode = WA

@@ -196,6 +196,13 @@ func (c *Config) Validate() error {
 				}
 			}
 		}
+		if j.cfg.Compress != 0 {
+			for _, rk := range j.ranks {
+				if _, _, gpu := topo.GPUOf(rk); gpu {
+					return &ConfigError{fmt.Errorf("job %s: --compress: compressing jobs run on host NICs; %s is a GPU, whose hops to GPUs of its host never pass a NIC", j.name, rk)}
+				}
+			}
+		}
 		if j.cfg.Compress != 0 && (j.label != "" || j.sch != nil) {
 			label := j.label
 			if j.sch != nil {

@@ -25,8 +25,9 @@ type Compression struct {
 	// Rate is each engine's rate in bits per second of uncompressed
 	// payload; 0 means the paper's 256 bits per 100 MHz cycle, 25.6 Gb/s.
 	Rate float64
-	// Latency is the transmit pipeline's fixed delay (the paper gives
-	// none; 0 by default).
+	// Latency is the transmit engine's fixed time per packet, added to
+	// its cycles (the engine, and so the line, is busy for it; the paper
+	// gives none; 0 by default).
 	Latency time.Duration
 }
 
@@ -83,7 +84,9 @@ type engine struct {
 
 	// The receive engine works store-and-forward: a marked packet is
 	// decompressed once the whole of it has arrived, one at a time,
-	// ceil(L/32) cycles each; the packets wait in order.
+	// ceil(L/32) cycles each; the packets wait in order, and packets that
+	// pass the engine by wait behind them. (The queue is not bounded: the
+	// senders' windows bound it.)
 	rxView   frames.View
 	rxPay    []byte
 	rxQ      []rxPacket
@@ -165,21 +168,24 @@ func (e *engine) transmit(buf []byte, n int) int {
 	return copy(buf, e.out[:cn])
 }
 
-// receiveCompressed takes a marked frame (parsed in v) into the receive engine. A
-// frame with a bad ICRC is not decompressed: the QP sees it as it came
-// and counts it.
-func (h *NIC) receiveCompressed(v *frames.View) {
-	e := h.comp
-	if !v.ICRCOK() {
-		h.deliver(v)
+// receive takes a received RoCE frame (parsed in v) through the receive
+// side: a marked frame with a good ICRC into the engine; any other frame
+// past it, but behind the frames the engine still holds, so that a
+// connection's packets reach its QP in the order they arrived (a packet
+// sent uncompressed must not overtake the compressed one before it). A
+// marked frame with a bad ICRC is not decompressed: the QP sees it as it
+// came, and counts it.
+func (e *engine) receive(h *NIC, v *frames.View) {
+	if !v.Compressed() || !v.ICRCOK() {
+		if e.rxHead == len(e.rxQ) {
+			h.deliver(v)
+			return
+		}
+		b := e.buffer()
+		e.queue(h, b[:copy(b, v.Frame())], e.rxQ[len(e.rxQ)-1].at)
 		return
 	}
-	var b []byte
-	if k := len(e.rxPool); k > 0 {
-		b, e.rxPool = e.rxPool[k-1], e.rxPool[:k-1]
-	} else {
-		b = make([]byte, maxFrame)
-	}
+	b := e.buffer()
 	n, pay, err := frames.Decompress(b, v, e.rxPay)
 	e.rxPay = pay
 	if err != nil {
@@ -190,11 +196,25 @@ func (h *NIC) receiveCompressed(v *frames.View) {
 	e.stats.RxDecompressed++
 	nowPs := int64(h.clock.Now()) * 1000
 	e.rxFreePs = max(e.rxFreePs, nowPs) + e.cycles(len(pay))
-	at := time.Duration((e.rxFreePs + 999) / 1000)
+	e.queue(h, b[:n], time.Duration((e.rxFreePs+999)/1000))
+}
+
+// buffer is a frame buffer from the pool.
+func (e *engine) buffer() []byte {
+	if k := len(e.rxPool); k > 0 {
+		b := e.rxPool[k-1]
+		e.rxPool = e.rxPool[:k-1]
+		return b
+	}
+	return make([]byte, maxFrame)
+}
+
+// queue holds frame for the QPs until at.
+func (e *engine) queue(h *NIC, frame []byte, at time.Duration) {
 	if e.rxHead > 0 && e.rxHead == len(e.rxQ) {
 		e.rxQ, e.rxHead = e.rxQ[:0], 0
 	}
-	e.rxQ = append(e.rxQ, rxPacket{frame: b[:n], at: at})
+	e.rxQ = append(e.rxQ, rxPacket{frame: frame, at: at})
 	if len(e.rxQ)-e.rxHead == 1 {
 		e.rxTimer.Reset(at - h.clock.Now())
 	}

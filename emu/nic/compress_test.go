@@ -217,3 +217,29 @@ func TestEngineRefusesNonsense(t *testing.T) {
 		assert.Error(t, h.EnableCompression(c), "%+v", c)
 	}
 }
+
+// TestReceiveKeepsOrder: a packet sent uncompressed (incompressible, or
+// a tail too short to shrink) arrives while the compressed packet before
+// it is still in the receive engine: it waits behind it, so the QP sees
+// the PSNs in order (no NAK, no retransmission).
+func TestReceiveKeepsOrder(t *testing.T) {
+	p, qa, qb := compressingPair(t, frames.V2IPv4, 10)
+	mem := make([]byte, 4096)
+	require.NoError(t, p.b.PD.Register(&roce.MR{Addr: 0x10000, Buf: mem, RKey: 9, Access: roce.AccessRemoteWrite}))
+	ones := make([]byte, 1024) // 1.0 takes 32 bits: sent as it is
+	for i := 0; i < len(ones); i += 4 {
+		binary.LittleEndian.PutUint32(ones[i:], math.Float32bits(1))
+	}
+	data := append(append(gradients(1024, 5), ones...), gradients(1024, 6)...)
+	data = append(data, 0, 0, 0x80, 0x3F) // one more float, 1.0: a 4-byte last packet
+	require.NoError(t, qa.PostSend(roce.SendWR{ID: 1, Opcode: roce.WRWrite, Local: data, RemoteVA: 0x10000, RKey: 9, Signaled: true}))
+	runIdle(t, p.clk)
+	assert.Equal(t, quantized(10, data[:1024]), mem[:1024])
+	assert.Equal(t, ones, mem[1024:2048])
+	assert.Equal(t, quantized(10, data[2048:3072]), mem[2048:3072])
+	assert.Equal(t, data[3072:], mem[3072:3076])
+	assert.Zero(t, qb.Counters.OutOfSequence, "no packet overtook another")
+	assert.Zero(t, qa.Counters.RetransmittedPkts)
+	assert.EqualValues(t, 2, p.a.Stats.Compression.TxUncompressed)
+	assert.EqualValues(t, 2, p.b.Stats.Compression.RxDecompressed)
+}

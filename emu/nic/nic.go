@@ -220,8 +220,8 @@ func (h *NIC) Receive(frame []byte) {
 		}
 		return
 	}
-	if h.comp != nil && h.view.Compressed() {
-		h.receiveCompressed(&h.view)
+	if h.comp != nil {
+		h.comp.receive(h, &h.view)
 		return
 	}
 	h.deliver(&h.view)
