@@ -2,7 +2,6 @@ package capcheck
 
 import (
 	"bytes"
-	"container/heap"
 	"fmt"
 	"strings"
 
@@ -184,7 +183,7 @@ func checkAggregation(payloads func(yield func(i int, data []byte) bool) error, 
 	// A held frame's bytes come from a.free and go back to it once
 	// judged, or, for a contribution, once replaced or forgotten.
 	judge := func() {
-		fr := heap.Pop(&held).(aggFrame)
+		fr := held.pop()
 		if !a.frame(fr) {
 			a.free = append(a.free, fr.data[:0])
 		}
@@ -200,7 +199,7 @@ func checkAggregation(payloads func(yield func(i int, data []byte) bool) error, 
 		if cap(buf) < len(data) {
 			buf = make([]byte, 0, (len(data)+127)&^127) // a frame of the same MTU fits later
 		}
-		heap.Push(&held, aggFrame{fs.at(i).ts, i, frameSide(i), append(buf, data...)})
+		held.push(aggFrame{fs.at(i).ts, i, frameSide(i), append(buf, data...)})
 		if held.Len() > aggReorder {
 			judge()
 		}
@@ -220,20 +219,52 @@ type aggFrame struct {
 	data []byte
 }
 
+// aggHeap is a min-heap of held frames by (time, index), typed so that
+// holding a frame neither boxes it nor calls through an interface.
 type aggHeap []aggFrame
 
 func (h aggHeap) Len() int { return len(h) }
-func (h aggHeap) Less(a, b int) bool {
+
+func (h aggHeap) less(a, b int) bool {
 	return h[a].ts < h[b].ts || (h[a].ts == h[b].ts && h[a].i < h[b].i)
 }
-func (h aggHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
-func (h *aggHeap) Push(x any)   { *h = append(*h, x.(aggFrame)) }
-func (h *aggHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	old[len(old)-1] = aggFrame{}
-	*h = old[:len(old)-1]
-	return x
+
+func (h *aggHeap) push(x aggFrame) {
+	*h = append(*h, x)
+	s := *h
+	for j := len(s) - 1; j > 0; {
+		parent := (j - 1) / 2
+		if !s.less(j, parent) {
+			break
+		}
+		s[j], s[parent] = s[parent], s[j]
+		j = parent
+	}
+}
+
+func (h *aggHeap) pop() aggFrame {
+	s := *h
+	top := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	s[last] = aggFrame{}
+	s = s[:last]
+	for j := 0; ; {
+		c := 2*j + 1
+		if c >= len(s) {
+			break
+		}
+		if c+1 < len(s) && s.less(c+1, c) {
+			c++
+		}
+		if !s.less(c, j) {
+			break
+		}
+		s[j], s[c] = s[c], s[j]
+		j = c
+	}
+	*h = s
+	return top
 }
 
 // aggregator holds agg-sum's state: the connections, and the
