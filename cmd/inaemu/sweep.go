@@ -53,7 +53,7 @@ func sweepCommand(stdout, stderr io.Writer) *cobra.Command {
 	jf = addJobFlags(c, scenario.JobGroup)
 	jf.addMemoryFlag()
 	f := c.Flags()
-	f.StringVar(&a.modes, "modes", "netreduce,ring", "algorithms, comma-separated: netreduce, ring")
+	f.StringVar(&a.modes, "modes", "netreduce,ring", "algorithms, comma-separated: netreduce, ring, wa")
 	f.StringVar(&a.links, "links", "10G", "link rates, comma-separated, as tc writes them (10G or 10gbit, 100G; 10gbps is bytes: 80 Gbit/s)")
 	f.StringVar(&a.latency, "latency", "1us", "one-way propagation delay of each link, as netem writes it (1us; a bare number is nanoseconds)")
 	f.StringVar(&a.loss, "loss", "0,0.01%,0.1%,1%", "netem loss rates on every link, comma-separated (0: no impairment); '' for none")
