@@ -183,13 +183,21 @@ func maskedBit(f []byte, i, b int) bool {
 	return i == bth+4 // FECN, BECN, resv6
 }
 
+// framePool is sampleFrames(seed); with none, res fails saying so.
+func framePool(o SuiteOptions, res *PropertyResult, seed uint64) ([][]byte, bool) {
+	pool := sampleFrames(seed)
+	if len(pool) == 0 {
+		o.record(res)
+		res.Passed, res.Failure = false, "no frames to test"
+	}
+	return pool, len(pool) > 0
+}
+
 func bitFlips(o SuiteOptions) PropertyResult {
 	name := "icrc/bit-flips-detected"
 	res := PropertyResult{Name: name, Passed: true}
-	pool := sampleFrames(o.Seed)
-	if len(pool) == 0 {
-		o.record(&res)
-		res.Passed, res.Failure = false, "no frames to test"
+	pool, ok := framePool(o, &res, o.Seed)
+	if !ok {
 		return res
 	}
 	eachCase(o, name, &res, func(i int, seed uint64) bool {
@@ -216,10 +224,8 @@ func bitFlips(o SuiteOptions) PropertyResult {
 func maskedFields(o SuiteOptions) PropertyResult {
 	name := "icrc/masked-fields-keep-icrc"
 	res := PropertyResult{Name: name, Passed: true}
-	pool := sampleFrames(o.Seed + 7)
-	if len(pool) == 0 {
-		o.record(&res)
-		res.Passed, res.Failure = false, "no frames to test"
+	pool, ok := framePool(o, &res, o.Seed+7)
+	if !ok {
 		return res
 	}
 	eachCase(o, name, &res, func(i int, seed uint64) bool {

@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"strings"
@@ -244,7 +245,8 @@ func packetTrip(c *inceptionn.Codec, mtu int, p []byte) {
 // (little-endian), Inf when one of a pair is NaN and the other not.
 func maxAbsDiff(got, want []byte, m float64) float64 {
 	for i := 0; i+4 <= len(got); i += 4 {
-		g, w := float64(f32At(got, i)), float64(f32At(want, i))
+		g := float64(math.Float32frombits(binary.LittleEndian.Uint32(got[i:])))
+		w := float64(math.Float32frombits(binary.LittleEndian.Uint32(want[i:])))
 		if g == w || math.IsNaN(g) && math.IsNaN(w) {
 			continue
 		}
@@ -255,10 +257,6 @@ func maxAbsDiff(got, want []byte, m float64) float64 {
 		}
 	}
 	return m
-}
-
-func f32At(b []byte, i int) float32 {
-	return math.Float32frombits(uint32(b[i]) | uint32(b[i+1])<<8 | uint32(b[i+2])<<16 | uint32(b[i+3])<<24)
 }
 
 // ParsePattern reads a tensor pattern: tensor.ParsePattern's, or

@@ -342,14 +342,16 @@ func (j *ringJob) expectedSum(c, m int) *expectedMsg {
 	if e.exact == nil {
 		e.exact = make([]byte, 0, j.msgB)
 	}
+	// The exact rank-order sum and the hops' one, each input made once.
 	e.exact = e.exact[:hi-lo]
-	ringSum(j.r.cfg.DType, j.n, c, e.exact, j.piece[:hi-lo], fill)
-	mtu := j.r.cfg.MTU
-	fill(c%j.n, e.sum)
+	d, mtu, piece := j.r.cfg.DType, j.r.cfg.MTU, j.piece[:hi-lo]
+	fill(c%j.n, e.exact)
+	copy(e.sum, e.exact)
 	for i := 1; i < j.n; i++ {
+		fill((c+i)%j.n, piece)
+		tensor.Add(d, e.exact, piece)
 		packetTrip(j.codec, mtu, e.sum)
-		fill((c+i)%j.n, j.piece[:hi-lo])
-		tensor.Add(j.r.cfg.DType, e.sum, j.piece[:hi-lo])
+		tensor.Add(d, e.sum, piece)
 	}
 	packetTrip(j.codec, mtu, e.sum)
 	return e

@@ -3,6 +3,7 @@ package emu
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames/inceptionn"
@@ -61,16 +62,15 @@ type waJob struct {
 	results []*roce.MR // per worker: where the sum lands
 	got     [][]bool   // per worker, message: arrived
 
-	own       []source
-	expSt     []source
-	expected  map[int]*expectedMsg
-	piece     []byte
-	gradBuf   [][]byte // per worker: its message in flight
-	gradHop   HopReport
-	mismatch  *Mismatch
-	mmAt      [2]int // (message, rank) of mismatch
-	maxErr    float64
-	peerByQPN map[*worker]map[uint32]int
+	own      []source
+	expSt    []source
+	expected map[int]*expectedMsg
+	piece    []byte
+	gradBuf  [][]byte // per worker: its message in flight
+	gradHop  HopReport
+	mismatch *Mismatch
+	mmAt     [2]int // (message, rank) of mismatch
+	maxErr   float64
 }
 
 // waTamper, when a test sets it, alters the aggregator's sum of message
@@ -102,7 +102,7 @@ func newWAJob(r *runner) (*waJob, error) {
 		q = 1000
 	}
 	j := &waJob{r: r, p: p, msgB: min(cfg.MsgLen, max(1, q/(2*p))) * cfg.MTU, tree: cfg.Bcast == BcastTree, codec: r.codec(),
-		expected: map[int]*expectedMsg{}, mmAt: [2]int{1 << 30, p}, peerByQPN: map[*worker]map[uint32]int{}}
+		expected: map[int]*expectedMsg{}, mmAt: [2]int{1 << 30, p}}
 	j.nmsg = (t + j.msgB - 1) / j.msgB
 	j.piece = make([]byte, j.msgB)
 	j.sum = make([]byte, t)
@@ -110,7 +110,6 @@ func newWAJob(r *runner) (*waJob, error) {
 	for _, w := range r.workers {
 		j.own = append(j.own, r.input(w.rank))
 		j.expSt = append(j.expSt, r.input(w.rank))
-		j.peerByQPN[w] = map[uint32]int{}
 	}
 	agg := r.workers[p]
 	// The tree (or the star of unicasts) the sum goes down.
@@ -132,18 +131,17 @@ func newWAJob(r *runner) (*waJob, error) {
 	j.down = make([][]*roce.QP, nodes)
 
 	qpn := map[string]uint32{}
-	newQP := func(w *worker, peer int) *roce.QP {
+	newQP := func(w *worker) *roce.QP {
 		// Above every ring QPN (qpnPair) of the run's jobs on the NIC.
 		k := qpn[w.h.Name]
 		qpn[w.h.Name]++
 		q := w.h.NewQP(0x10000 + uint32(r.index)<<10 + k)
 		w.qps = append(w.qps, q)
-		j.peerByQPN[w][q.QPN()] = peer
 		return q
 	}
 	for i := 0; i < p; i++ {
 		w := r.workers[i]
-		j.conn = append(j.conn, [2]*roce.QP{newQP(w, p), newQP(agg, i)})
+		j.conn = append(j.conn, [2]*roce.QP{newQP(w), newQP(agg)})
 		reg := &roce.MR{Addr: r.recvVA + uint64(i)*uint64(t), Buf: make([]byte, t), RKey: r.rkey(i),
 			Access: roce.AccessLocalWrite | roce.AccessRemoteWrite}
 		if err := agg.h.PD.Register(reg); err != nil {
@@ -170,8 +168,8 @@ func newWAJob(r *runner) (*waJob, error) {
 				j.down[x] = append(j.down[x], j.conn[to.rank][1])
 				j.in[to.rank] = j.conn[to.rank][0]
 			} else {
-				j.down[x] = append(j.down[x], newQP(from, to.rank))
-				j.in[to.rank] = newQP(to, from.rank)
+				j.down[x] = append(j.down[x], newQP(from))
+				j.in[to.rank] = newQP(to)
 			}
 			from.sendWant += j.nmsg
 		}
@@ -222,7 +220,33 @@ func (j *waJob) connect() error {
 	return nil
 }
 
-func (j *waJob) peerOf(w *worker, q endpoint) int { return j.peerByQPN[w][q.QPN()] }
+// peerOf is the rank at the other end of w's QP q (for error messages):
+// a worker's gradient connection, the connections the sum goes down, and
+// a worker's from its tree parent.
+func (j *waJob) peerOf(w *worker, q endpoint) int {
+	for i, c := range j.conn {
+		switch {
+		case w.rank == j.p && q == endpoint(c[1]):
+			return i
+		case w.rank == i && q == endpoint(c[0]):
+			return j.p
+		}
+	}
+	x := j.node(w.rank)
+	for k, d := range j.down[x] {
+		if q == endpoint(d) {
+			return j.rankOf(j.children[x][k])
+		}
+	}
+	if w.rank < j.p && q == endpoint(j.in[w.rank]) {
+		for parent, kids := range j.children {
+			if slices.Contains(kids, x) {
+				return j.rankOf(parent)
+			}
+		}
+	}
+	return -1
+}
 
 func (j *waJob) start() error {
 	r := j.r
@@ -408,31 +432,26 @@ func (j *waJob) expectedSum(m int) *expectedMsg {
 		}
 	}
 	e := &expectedMsg{k: m, sum: make([]byte, hi-lo), left: local}
-	fill := func(rank int, buf []byte) {
-		st := j.expSt[rank]
-		st.MoveTo(off)
-		st.Fill(buf)
-		if j.codec != nil {
-			packetTrip(j.codec, j.r.cfg.MTU, buf)
-		}
-	}
-	piece := j.piece[:hi-lo]
-	fill(0, e.sum)
-	for i := 1; i < j.p; i++ {
-		fill(i, piece)
-		tensor.Add(d, e.sum, piece)
-	}
 	if j.codec != nil {
 		e.exact = make([]byte, hi-lo)
-		for i := range j.p {
-			st := j.expSt[i]
-			st.MoveTo(off)
+	}
+	piece := j.piece[:hi-lo]
+	for i := range j.p {
+		st := j.expSt[i]
+		st.MoveTo(off)
+		st.Fill(piece)
+		if j.codec != nil { // the exact sum of the inputs, then the gradient leg's trip
 			if i == 0 {
-				st.Fill(e.exact)
-				continue
+				copy(e.exact, piece)
+			} else {
+				tensor.Add(d, e.exact, piece)
 			}
-			st.Fill(piece)
-			tensor.Add(d, e.exact, piece)
+			packetTrip(j.codec, j.r.cfg.MTU, piece)
+		}
+		if i == 0 {
+			copy(e.sum, piece)
+		} else {
+			tensor.Add(d, e.sum, piece)
 		}
 	}
 	return e

@@ -171,6 +171,16 @@ func resolveMode(j jobConfig) ([]jobConfig, error) {
 	return []jobConfig{j}, nil
 }
 
+// gpuRank is the first of ranks that is a GPU ("" for none).
+func gpuRank(ranks []string) string {
+	for _, rk := range ranks {
+		if _, _, gpu := topo.GPUOf(rk); gpu {
+			return rk
+		}
+	}
+	return ""
+}
+
 // Validate reports a configuration Run would reject, as a *ConfigError:
 // each job's settings, then the run as a whole (durations, fault targets,
 // the memory the jobs need).
@@ -189,26 +199,13 @@ func (c *Config) Validate() error {
 			}
 			return err
 		}
-		if j.cfg.Mode == WA {
-			for _, rk := range j.ranks {
-				if _, _, gpu := topo.GPUOf(rk); gpu {
-					return &ConfigError{fmt.Errorf("job %s: a wa job's ranks are host NICs (its workers, then its aggregator), not GPUs (%s)", j.name, rk)}
-				}
-			}
-		}
-		if j.cfg.Compress != 0 {
-			for _, rk := range j.ranks {
-				if _, _, gpu := topo.GPUOf(rk); gpu {
-					return &ConfigError{fmt.Errorf("job %s: --compress: compressing jobs run on host NICs; %s is a GPU, whose hops to GPUs of its host never pass a NIC", j.name, rk)}
-				}
-			}
-		}
-		if j.cfg.Compress != 0 && (j.label != "" || j.sch != nil) {
-			label := j.label
-			if j.sch != nil {
-				label = j.sch.mode
-			}
-			return &ConfigError{fmt.Errorf("job %s: --compress: a %s job's hops between GPUs of one machine never pass a NIC; compress ring or wa jobs", j.name, label)}
+		// A wa job's legs and compression live in NICs: GPUs, whose hops
+		// to GPUs of their host never pass one, cannot take part (fr, pn,
+		// pr and ta and their stages all run on GPUs).
+		if g := gpuRank(j.ranks); g != "" && j.cfg.Mode == WA {
+			return &ConfigError{fmt.Errorf("job %s: a wa job's ranks are host NICs (its workers, then its aggregator), not GPUs (%s)", j.name, g)}
+		} else if g != "" && j.cfg.Compress != 0 {
+			return &ConfigError{fmt.Errorf("job %s: --compress: compressing jobs run on host NICs; %s is a GPU, whose hops to GPUs of its host never pass a NIC", j.name, g)}
 		}
 		if _, ok := algorithms[j.cfg.Mode]; !ok && j.sch == nil {
 			return &ConfigError{fmt.Errorf("job %s: mode %q: want %s", j.name, j.cfg.Mode, strings.Join(AlgorithmNames(), " or "))}

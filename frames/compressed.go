@@ -102,9 +102,10 @@ func (v *View) WithPayload(dst, p []byte) (int, error) {
 	return total, nil
 }
 
-// Compress writes into dst the frame v with its payload compressed by c,
-// marked, when that is shorter, and reports whether it was; otherwise it
-// writes nothing, and the caller sends v unmarked (SetDSCP(0)). scratch
+// Compress writes into dst the marked frame v with its payload
+// compressed by c (headers, mark included, as they are) when that is
+// shorter, and reports whether it was; otherwise it writes nothing, and
+// the caller sends v unmarked (SetDSCP(0)). scratch
 // holds the packed payload (its capacity is reused); h, if not nil,
 // counts the payload's values per class either way, as the engine saw
 // them.
@@ -116,8 +117,6 @@ func Compress(dst []byte, v *View, c inceptionn.Codec, scratch []byte, h *incept
 	if n, err = v.WithPayload(dst, packed); err != nil {
 		return 0, packed, false, err
 	}
-	w := View{frame: dst[:n], transport: v.transport, l3: v.l3} // what SetDSCP reads
-	w.SetDSCP(CompressedDSCP)
 	return n, packed, true, nil
 }
 

@@ -211,7 +211,7 @@ func New(cfg Config) (*Fabric, error) {
 			} else {
 				h := nics[from][fp]
 				h.Attach(d)
-				d.src, d.paced = h, h
+				d.src = h
 			}
 			if s := sw[to]; s != nil {
 				d.recv = func(frame []byte) { s.Ingress(tp, frame) }

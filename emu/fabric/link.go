@@ -30,15 +30,13 @@ type LinkStats struct {
 }
 
 // txSource is a transmitter that is asked for its next frame when the line
-// is free (a NIC): it writes the frame into buf and returns its length, or 0.
+// is free (a NIC): it writes the frame into buf and returns its length, or
+// 0. A frame may take longer than its line time: TxEnginePs is how long
+// the source's compression engine took over the frame NextFrame returned
+// last (it streams the frame to the MAC at its own rate), in picoseconds,
+// 0 for none.
 type txSource interface {
 	NextFrame(buf []byte) int
-}
-
-// enginePaced is a source whose frames may take longer than their line
-// time: a NIC's compression engine streams a frame to the MAC at its own
-// rate (picoseconds for the frame NextFrame returned last; 0 for none).
-type enginePaced interface {
 	TxEnginePs() int64
 }
 
@@ -70,7 +68,6 @@ type linkDir struct {
 	capID  int
 	recv   func(frame []byte)
 	src    txSource
-	paced  enginePaced // src, when it can be slower than the line
 	qLimit int
 
 	Stats LinkStats
@@ -215,8 +212,8 @@ func (d *linkDir) start() {
 		startPs = d.freePs
 	}
 	occ := d.wireTime(n)
-	if pulled && d.paced != nil {
-		occ = max(occ, d.paced.TxEnginePs())
+	if pulled {
+		occ = max(occ, d.src.TxEnginePs())
 	}
 	d.freePs = startPs + occ
 	d.busy, d.txLen = true, n

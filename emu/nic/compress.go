@@ -142,9 +142,8 @@ func (h *NIC) TxEnginePs() int64 {
 }
 
 // transmit runs the frame the QPs wrote into buf through the transmit
-// engine and returns its new length.
+// engine and returns its new length (NextFrame has reset txPs).
 func (e *engine) transmit(buf []byte, n int) int {
-	e.txPs = 0
 	v := &e.view
 	if v.Parse(buf[:n]) != nil || !v.Compressed() {
 		return n

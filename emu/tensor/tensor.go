@@ -409,8 +409,9 @@ func (s *Stream) Fill(buf []byte) {
 		s.pcg = rng
 		return
 	case p.Gradient():
+		g := p.gradients()
 		for i := 0; i+4 <= len(buf); i += 4 {
-			binary.LittleEndian.PutUint32(buf[i:], math.Float32bits(p.gradient(rng.Uint64())))
+			binary.LittleEndian.PutUint32(buf[i:], math.Float32bits(g.value(rng.Uint64())))
 		}
 		s.pcg = rng
 		return
@@ -441,33 +442,52 @@ func (s *Stream) Fill(buf []byte) {
 	s.pcg = rng
 }
 
-// gradient is a gradient pattern's value for one 64-bit draw (one draw
-// per element, so a stream moves to any element at once): the low bit is
-// the sign; a log-normal magnitude takes two 24-bit uniforms (Box-Muller),
-// a class-share magnitude 24 bits for the class and 39 for its place.
-func (p *Pattern) gradient(u uint64) float32 {
+// gradientGen makes a gradient pattern's values; its constants are
+// worked out once per Fill, not per element.
+type gradientGen struct {
+	logNormal bool
+	mu, sigma float64
+	shares    [4]float64
+	total     float64
+	lo, hi    [4]float64 // log2 of each class's range
+	edge      [4]float32 // 2^hi: the next class's first value
+}
+
+func (p *Pattern) gradients() gradientGen {
+	g := gradientGen{logNormal: p.Kind == KindLogNormal, mu: p.Mu, sigma: p.Sigma, shares: p.Shares}
+	k := p.Bound
+	g.total = p.Shares[0] + p.Shares[1] + p.Shares[2] + p.Shares[3]
+	g.lo = [4]float64{float64(-(k + 10)), float64(-k), float64(-(k / 2)), 0}
+	g.hi = [4]float64{float64(-k), float64(-(k / 2)), 0, 1}
+	for c, h := range g.hi {
+		g.edge[c] = float32(math.Exp2(h))
+	}
+	return g
+}
+
+// value is the pattern's value for one 64-bit draw (one draw per
+// element, so a stream moves to any element at once): the low bit is the
+// sign; a log-normal magnitude takes two 24-bit uniforms (Box-Muller), a
+// class-share magnitude 24 bits for the class and 39 for its place.
+func (g *gradientGen) value(u uint64) float32 {
 	var v float32
-	if p.Kind == KindLogNormal {
+	if g.logNormal {
 		u1 := (float64(u>>40) + 0.5) / (1 << 24)
 		u2 := float64(u>>16&0xFFFFFF) / (1 << 24)
 		z := math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
-		v = float32(math.Exp(p.Mu + p.Sigma*z))
+		v = float32(math.Exp(g.mu + g.sigma*z))
 	} else {
-		k := p.Bound
-		lo := [4]float64{float64(-(k + 10)), float64(-k), float64(-(k / 2)), 0}
-		hi := [4]float64{float64(-k), float64(-(k / 2)), 0, 1}
-		total := p.Shares[0] + p.Shares[1] + p.Shares[2] + p.Shares[3]
-		x := float64(u>>40) / (1 << 24) * total
+		x := float64(u>>40) / (1 << 24) * g.total
 		c := 0
-		for ; c < 3 && x >= p.Shares[c]; c++ {
-			x -= p.Shares[c]
+		for ; c < 3 && x >= g.shares[c]; c++ {
+			x -= g.shares[c]
 		}
-		for c > 0 && p.Shares[c] == 0 { // rounding past the last class with a share
+		for c > 0 && g.shares[c] == 0 { // rounding past the last class with a share
 			c--
 		}
 		f := float64(u>>1&(1<<39-1)) / (1 << 39)
-		v = float32(math.Exp2(lo[c] + f*(hi[c]-lo[c])))
-		if v >= float32(math.Exp2(hi[c])) { // rounded up to the next class's edge
+		v = float32(math.Exp2(g.lo[c] + f*(g.hi[c]-g.lo[c])))
+		if v >= g.edge[c] { // rounded up to the next class's edge
 			v = math.Nextafter32(v, 0)
 		}
 	}
