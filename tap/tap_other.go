@@ -49,3 +49,7 @@ func (in *Injector) Send(frame []byte) error { return needLinux() }
 
 // Close releases nothing: an Injector cannot be made here.
 func (in *Injector) Close() error { return nil }
+
+// OpenSocket would attach to an interface through a raw AF_PACKET socket,
+// which needs Linux.
+func OpenSocket(name string) (Device, error) { return nil, needLinux() }

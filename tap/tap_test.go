@@ -69,10 +69,10 @@ func TestTopologyNames(t *testing.T) {
 	require.Equal(t, "ina-sw2", topo.SwitchPort(2))
 	require.Equal(t, "ina-h0", topo.Host(0))
 	require.Equal(t, []string{"ina-br0", "ina-br1", "ina-br2"}, topo.Bridges())
-	for _, bad := range []Topology{{"ina", 0}, {"ina", 251}, {"", 2}, {"a/b", 2}, {"abcdefghijkl", 2}, {"abcdefghijk", 100}} {
+	for _, bad := range []Topology{{"ina", 0, false}, {"ina", 251, false}, {"", 2, false}, {"a/b", 2, false}, {"abcdefghijkl", 2, false}, {"abcdefghijk", 100, false}} {
 		require.Error(t, bad.Validate(), "%+v", bad)
 	}
-	require.NoError(t, Topology{"abcdefghi", 100}.Validate(), "abcdefghi-br99 is 14 characters")
+	require.NoError(t, Topology{"abcdefghi", 100, false}.Validate(), "abcdefghi-br99 is 14 characters")
 	for name, owned := range map[string]bool{"ina-sw0": true, "ina-h12": true, "ina-br3": true, "ina-br": false,
 		"ina-brx": false, "inax-sw0": false, "ina-sw0x": false, "eth0": false, "ina-tap0": false} {
 		require.Equal(t, owned, ownedName("ina", name), name)
@@ -115,4 +115,51 @@ func TestUpDownAndFramesCrossTheBridge(t *testing.T) {
 	removed, err := Down("ittp")
 	require.NoError(t, err)
 	require.ElementsMatch(t, made, removed)
+}
+
+// TestSocketJoinsInterfaces needs root: a raw socket on a TAP reads what
+// the TAP's holder writes (and nothing the socket itself sends), and what
+// it sends reaches the holder — the wire's view of an interface — on a
+// wired topology, where no bridge carries the frames instead.
+func TestSocketJoinsInterfaces(t *testing.T) {
+	testtool.Require(t, "tap", Usable())
+	topo := Topology{Prefix: "itsk", Workers: 1}
+	t.Cleanup(func() { Down("itsk") })
+	_, err := Up(topo) // bridged first: the wired Up must take the TAP out again
+	require.NoError(t, err)
+	topo.Wired = true
+	made, err := Up(topo)
+	require.NoError(t, err)
+	require.Empty(t, made, "everything exists")
+	_, err = os.Stat("/sys/class/net/itsk-sw0/master")
+	require.True(t, os.IsNotExist(err), "the wired topology's TAP is in no bridge: %v", err)
+	holder, err := Open(topo.SwitchPort(0))
+	require.NoError(t, err)
+	defer holder.Close()
+	s, err := OpenSocket(topo.SwitchPort(0))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, WaitUp(ctx, "itsk-sw0"))
+	frame := make([]byte, 4096+100)
+	copy(frame, []byte{0x02, 0x1a, 0xe0, 0, 0, 1, 0x02, 0x1a, 0xe0, 0, 0, 2, 0x88, 0xb5})
+	frame[len(frame)-1] = 0x5a
+	buf := make([]byte, MaxFrame)
+	require.NoError(t, s.WriteFrame(frame))
+	n, err := holder.ReadFrame(buf)
+	require.NoError(t, err)
+	require.Equal(t, frame, buf[:n], "sent out of the TAP: its holder reads it")
+	frame[20] = 0x77
+	require.NoError(t, holder.WriteFrame(frame))
+	n, err = s.ReadFrame(buf)
+	require.NoError(t, err)
+	require.Equal(t, frame, buf[:n], "written by the holder: the socket reads it, and not its own frame before it")
+	require.NoError(t, holder.WriteFrame(frame))
+	_, err = s.ReadFrame(make([]byte, 64))
+	require.ErrorContains(t, err, "4196-byte frame does not fit a 64-byte buffer")
+	// Nothing else is queued: Close must wake a blocked read.
+	done := make(chan error, 1)
+	go func() { _, err := s.ReadFrame(buf); done <- err }()
+	require.NoError(t, s.Close())
+	require.ErrorIs(t, <-done, os.ErrClosed)
 }

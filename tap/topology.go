@@ -22,6 +22,9 @@ const DefaultMTU = 9000
 type Topology struct {
 	Prefix  string
 	Workers int
+	// Wired: no bridges. A wire (a process with a raw socket on each TAP,
+	// see OpenSocket) carries frames between PREFIX-hR and PREFIX-swR.
+	Wired bool
 }
 
 // Validate checks that every name fits Linux's 15 characters.

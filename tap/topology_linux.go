@@ -17,7 +17,8 @@ const txQueueLen = 10000
 
 // Up creates (or completes) the topology: the TAPs and bridges that are
 // missing, each up, with IPv6 off and the MTU set. It is idempotent. It
-// returns the names it created.
+// returns the names it created. A Wired topology has no bridges: a TAP
+// left in one by an earlier Up leaves it (or frames would cross twice).
 func Up(t Topology) ([]string, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
@@ -27,12 +28,17 @@ func Up(t Topology) ([]string, error) {
 	}
 	var made []string
 	for r := 0; r < t.Workers; r++ {
-		br, created, err := ensureBridge(t.Bridge(r))
-		if created { // even when a later step failed: the caller removes it
-			made = append(made, t.Bridge(r))
-		}
-		if err != nil {
-			return made, err
+		var br netlink.Link
+		if !t.Wired {
+			var created bool
+			var err error
+			br, created, err = ensureBridge(t.Bridge(r))
+			if created { // even when a later step failed: the caller removes it
+				made = append(made, t.Bridge(r))
+			}
+			if err != nil {
+				return made, err
+			}
 		}
 		for _, name := range []string{t.SwitchPort(r), t.Host(r)} {
 			created, err := ensureTAP(name, br)
@@ -115,6 +121,8 @@ func ensureBridge(name string) (netlink.Link, bool, error) {
 	return l, created, nil
 }
 
+// ensureTAP makes the TAP name (if missing) and puts it in bridge br, or
+// in none when br is nil.
 func ensureTAP(name string, br netlink.Link) (bool, error) {
 	created := false
 	l, err := netlink.LinkByName(name)
@@ -142,7 +150,12 @@ func ensureTAP(name string, br netlink.Link) (bool, error) {
 	if err := netlink.LinkSetTxQLen(l, txQueueLen); err != nil {
 		return created, fmt.Errorf("%s: set txqueuelen: %w", name, err)
 	}
-	if l.Attrs().MasterIndex != br.Attrs().Index {
+	switch {
+	case br == nil && l.Attrs().MasterIndex != 0:
+		if err := netlink.LinkSetNoMaster(l); err != nil {
+			return created, fmt.Errorf("%s: leave its bridge: %w", name, err)
+		}
+	case br != nil && l.Attrs().MasterIndex != br.Attrs().Index:
 		if err := netlink.LinkSetMaster(l, br); err != nil {
 			return created, fmt.Errorf("%s: join bridge %s: %w", name, br.Attrs().Name, err)
 		}
