@@ -1,7 +1,6 @@
 package fabric
 
 import (
-	"fmt"
 	"io"
 	"time"
 
@@ -37,23 +36,13 @@ func newCapture(out io.Writer, dirs []*linkDir) (*capture, error) {
 	return &capture{w: w}, nil
 }
 
-// faultComment is a frame's annotation in the capture format's
-// machine-readable form (pcapio.FaultCommentPrefix, pcapio.DelayKey,
-// pcapio.GhostComment). The extra delay lets a reader put a delayed frame
-// back where its sender sent it: its arrival time less the extra delay
-// orders it among the link's other frames as they left the sender.
+// faultComment is a frame's annotation (pcapio.FaultComment).
 func faultComment(note faults.Note, ev *faults.Event, extra time.Duration, dropped bool) string {
-	s := pcapio.FaultCommentPrefix + note.String()
+	spec := ""
 	if ev != nil {
-		s += fmt.Sprintf(" spec=%q", ev.Spec)
+		spec = ev.Spec
 	}
-	if extra > 0 {
-		s += fmt.Sprintf(" %s%dns", pcapio.DelayKey, extra.Nanoseconds())
-	}
-	if dropped {
-		s += " " + pcapio.GhostComment
-	}
-	return s
+	return pcapio.FaultComment(note.String(), spec, extra, dropped)
 }
 
 func (c *capture) record(d *linkDir, at time.Duration, frame []byte, note faults.Note, ev *faults.Event, extra time.Duration, dropped bool) {

@@ -22,6 +22,26 @@ const (
 	DelayKey = "extra_delay="
 )
 
+// FaultComment is the annotation of a frame a fault touched: kinds as
+// Fault.Kinds has them, the event's spec if one fired (""), the extra
+// delay beyond the link's own, and whether the frame was not delivered.
+// The extra delay lets a reader put a delayed frame back where its sender
+// sent it: its arrival time less the extra delay orders it among the
+// link's other frames as they left the sender.
+func FaultComment(kinds, spec string, extra time.Duration, ghost bool) string {
+	s := FaultCommentPrefix + kinds
+	if spec != "" {
+		s += " spec=" + strconv.Quote(spec)
+	}
+	if extra > 0 {
+		s += " " + DelayKey + strconv.FormatInt(extra.Nanoseconds(), 10) + "ns"
+	}
+	if ghost {
+		s += " " + GhostComment
+	}
+	return s
+}
+
 // Fault is what a capture comment says a fault did to a frame.
 type Fault struct {
 	// Kinds are the names of what was done, comma-separated as written

@@ -1,0 +1,419 @@
+// Package faultwire is a fault-injecting wire between pairs of Ethernet
+// ports: frames one side sends cross to the other through the same fault
+// stages as the emulator's links (package faults: netem's impairments and
+// deterministic events by port, direction, class, QP, PSN and nth), and a
+// pcapng capture shows both sides of every pair, with fault annotations.
+//
+// Each pair joins a host side (inaemu's hosts, or any RoCE endpoint) and a
+// device side (a switch under test): direction "in" runs from host to
+// device, "out" back, as on the emulator's star, so port=R dir=in names the
+// frames rank R's host sends to device port R. The wire runs on the wall
+// clock: a delayed frame leaves when its delay is over, a held one when
+// the frames after it have passed or the direction has been idle for
+// Config.Idle.
+//
+// What is faulted is decided by the seed and by the order of RoCE frames
+// on each direction, never by timing: the same traffic under the same seed
+// meets the same faults. Frames that are not RoCE (the hosts' gratuitous
+// ARPs, which repeat on a timer) pass untouched and are not counted, so
+// they cannot shift an nth.
+package faultwire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/inaemu/inaemu/faults"
+	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/internal/pcapio"
+	"github.com/inaemu/inaemu/internal/vclock"
+	"github.com/inaemu/inaemu/tap"
+)
+
+// Pair is one port's two sides.
+type Pair struct {
+	Host   tap.Device // where rank Port's host is
+	Device tap.Device // the device's port Port
+}
+
+// Config sets up a wire.
+type Config struct {
+	// Pairs[r] joins rank r's host to the device's port r.
+	Pairs  []Pair
+	Netem  faults.Netem   // random impairments on every direction
+	Events []faults.Event // deterministic events, matched by port=R dir=in|out or link=NAME (see LinkName)
+	Seed   uint64         // every random choice comes from it
+	// Capture, if set, receives a pcapng with four interfaces per pair
+	// (see CaptureNames).
+	Capture io.Writer
+	// Idle is how long a direction must be quiet before the frames its
+	// stage holds back are released anyway (0: DefaultIdle).
+	Idle time.Duration
+}
+
+// DefaultIdle is Config.Idle's default: well above the gaps the
+// scheduling of a busy machine puts inside a burst of frames, well below
+// any retransmission timeout used on TAPs.
+const DefaultIdle = 5 * time.Millisecond
+
+// LinkName is the name a link=NAME event uses for port r's direction:
+// "portR-in" (host to device) or "portR-out" (device to host), as on the
+// emulator's star.
+func LinkName(r int, dir faults.Dir) string {
+	if dir == faults.DirIn {
+		return fmt.Sprintf("port%d-in", r)
+	}
+	return fmt.Sprintf("port%d-out", r)
+}
+
+func wireLink(name string, pairs int) bool {
+	for r := range pairs {
+		if name == LinkName(r, faults.DirIn) || name == LinkName(r, faults.DirOut) {
+			return true
+		}
+	}
+	return false
+}
+
+// CaptureNames are the capture's interfaces for pair r, in order: the
+// host side, as the host sent and as it received (hR-wR, wR-hR), and the
+// device side, as the device received and as it sent (wR-swR, swR-wR).
+// Faults happen inside the wire, so they are annotated where the frames
+// come out of it (wR-swR and wR-hR): a dropped frame is written there at
+// the time it would have arrived, with a comment saying it was not
+// delivered.
+func CaptureNames(r int) [4]string {
+	return [4]string{fmt.Sprintf("h%d-w%d", r, r), fmt.Sprintf("w%d-h%d", r, r), fmt.Sprintf("w%d-sw%d", r, r), fmt.Sprintf("sw%d-w%d", r, r)}
+}
+
+// DirStats count one direction of one pair.
+type DirStats struct {
+	Link   string       `json:"link"`
+	Frames uint64       `json:"frames"` // RoCE frames read from the sending side
+	Bytes  uint64       `json:"bytes"`
+	Other  uint64       `json:"other"` // frames that are not RoCE, passed untouched
+	Faults faults.Stats `json:"faults"`
+}
+
+// Report is what a wire did.
+type Report struct {
+	Dirs    []DirStats `json:"dirs"`
+	Written uint64     `json:"written"` // frames written out, duplicates and forgeries included
+	WallNS  int64      `json:"wall_ns"`
+}
+
+// Wire joins the pairs of a Config. Serve runs it.
+type Wire struct {
+	cfg    Config
+	idle   time.Duration
+	clock  *vclock.Clock
+	start  time.Time
+	dirs   []*direction // 2r: pair r in, 2r+1: pair r out
+	cap    *pcapio.Writer
+	capErr error
+
+	rx   chan rxFrame
+	free chan []byte
+	errc chan error
+	quit chan struct{}
+	wg   sync.WaitGroup
+	once sync.Once
+	err  error // a write failed on the loop's side
+
+	written uint64
+}
+
+// direction is one way of one pair.
+type direction struct {
+	w       *Wire
+	r       int
+	dir     faults.Dir
+	to      tap.Device
+	stage   *faults.Stage
+	stats   DirStats
+	sentCap int // capture interface: as sent into the wire
+	outCap  int // capture interface: as it came out
+	flush   interface{ Reset(time.Duration) bool }
+	emitFn  faults.Emit
+}
+
+type rxFrame struct {
+	buf []byte
+	n   int
+	d   *direction
+	at  time.Duration
+}
+
+// wireBuffers bounds frames read and not yet handled.
+const wireBuffers = 4096
+
+// New builds a wire; it starts moving frames when Serve is called.
+func New(cfg Config) (*Wire, error) {
+	if len(cfg.Pairs) == 0 {
+		return nil, errors.New("faultwire: no pairs to join")
+	}
+	for r, p := range cfg.Pairs {
+		if p.Host == nil || p.Device == nil {
+			return nil, fmt.Errorf("faultwire: pair %d lacks a side", r)
+		}
+	}
+	for _, e := range cfg.Events {
+		if e.Port >= len(cfg.Pairs) {
+			return nil, fmt.Errorf("faultwire: %q names port %d; the wire has ports 0..%d", e.Spec, e.Port, len(cfg.Pairs)-1)
+		}
+		if e.Link != "" && !wireLink(e.Link, len(cfg.Pairs)) {
+			return nil, fmt.Errorf("faultwire: %q names link %s; the wire's are port0-in, port0-out .. port%d-out", e.Spec, e.Link, len(cfg.Pairs)-1)
+		}
+		if e.Action == faults.ActSpoof && (e.From < 0 || e.From >= len(cfg.Pairs)) {
+			return nil, fmt.Errorf("faultwire: %q forges from port %d; the wire has ports 0..%d", e.Spec, e.From, len(cfg.Pairs)-1)
+		}
+	}
+	w := &Wire{cfg: cfg, idle: cfg.Idle, clock: vclock.New(), rx: make(chan rxFrame, wireBuffers),
+		free: make(chan []byte, wireBuffers), errc: make(chan error, 1), quit: make(chan struct{})}
+	if w.idle <= 0 {
+		w.idle = DefaultIdle
+	}
+	for range wireBuffers {
+		w.free <- make([]byte, tap.MaxFrame)
+	}
+	var names []string
+	for r, p := range cfg.Pairs {
+		n := CaptureNames(r)
+		names = append(names, n[:]...)
+		base := 4 * r
+		for _, dir := range []faults.Dir{faults.DirIn, faults.DirOut} {
+			d := &direction{w: w, r: r, dir: dir, to: p.Device, sentCap: base, outCap: base + 2}
+			if dir == faults.DirOut {
+				d.to, d.sentCap, d.outCap = p.Host, base+3, base+1
+			}
+			d.stats.Link = LinkName(r, dir)
+			d.stage = faults.NewLinkStage(d.stats.Link, r, dir, cfg.Netem, cfg.Events, faults.StageSeed(cfg.Seed, r, dir))
+			d.stage.Now = w.clock.Now
+			d.stage.OnDrop = d.dropped
+			if dir == faults.DirIn {
+				d.stage.OnSpoof = w.spoof
+			}
+			d.emitFn = d.emit
+			t := w.clock.AfterFunc(0, d.idleFlush)
+			t.Stop()
+			d.flush = t
+			w.dirs = append(w.dirs, d)
+		}
+	}
+	if cfg.Capture != nil {
+		c, err := pcapio.NewWriter(cfg.Capture, names...)
+		if err != nil {
+			return nil, fmt.Errorf("faultwire: capture: %w", err)
+		}
+		w.cap = c
+	}
+	return w, nil
+}
+
+// Serve moves frames until ctx ends or a device fails, then stops the
+// readers and closes every device; it flushes the capture. A ctx that
+// ended is not an error.
+func (w *Wire) Serve(ctx context.Context) error {
+	w.start = time.Now()
+	for r, p := range w.cfg.Pairs {
+		w.read(p.Host, w.dirs[2*r])
+		w.read(p.Device, w.dirs[2*r+1])
+	}
+	err := w.loop(ctx)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if w.cap != nil {
+		if ferr := w.cap.Flush(); err == nil && w.capErr == nil {
+			err = ferr
+		}
+	}
+	if err == nil && w.capErr != nil {
+		err = fmt.Errorf("faultwire: capture: %w", w.capErr)
+	}
+	return err
+}
+
+func (w *Wire) now() time.Duration { return time.Since(w.start) }
+
+func (w *Wire) loop(ctx context.Context) error {
+	c := w.clock
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		c.AdvanceTo(w.now())
+		if w.err != nil {
+			return w.err
+		}
+		var wake <-chan time.Time
+		if next, ok := c.Next(); ok {
+			d := next - w.now()
+			if d <= 0 {
+				continue
+			}
+			timer.Reset(d)
+			wake = timer.C
+		}
+		select {
+		case fr := <-w.rx:
+			timer.Stop()
+			c.AdvanceTo(fr.at) // timers due before the frame arrived go first
+			fr.d.handle(fr.buf[:fr.n])
+			w.free <- fr.buf
+		case <-wake:
+		case err := <-w.errc:
+			return err
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// read starts dev's reader goroutine, feeding direction d.
+func (w *Wire) read(dev tap.Device, d *direction) {
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		for {
+			var buf []byte
+			select {
+			case buf = <-w.free:
+			case <-w.quit:
+				return
+			}
+			n, err := dev.ReadFrame(buf)
+			if err != nil {
+				select {
+				case <-w.quit:
+				case w.errc <- err:
+				default:
+				}
+				return
+			}
+			select {
+			case w.rx <- rxFrame{buf: buf, n: n, d: d, at: w.now()}:
+			case <-w.quit:
+				return
+			}
+		}
+	}()
+}
+
+// Close stops the readers and closes every device.
+func (w *Wire) Close() error {
+	var first error
+	w.once.Do(func() {
+		close(w.quit)
+		for _, p := range w.cfg.Pairs {
+			for _, dev := range []tap.Device{p.Host, p.Device} {
+				if err := dev.Close(); err != nil && first == nil && !errors.Is(err, os.ErrClosed) {
+					first = err
+				}
+			}
+		}
+		w.wg.Wait()
+	})
+	return first
+}
+
+// Report is what the wire did so far (call it after Serve returns).
+func (w *Wire) Report() Report {
+	rep := Report{Written: w.written}
+	if !w.start.IsZero() {
+		rep.WallNS = int64(time.Since(w.start))
+	}
+	for _, d := range w.dirs {
+		s := d.stats
+		s.Faults = d.stage.Stats
+		rep.Dirs = append(rep.Dirs, s)
+	}
+	return rep
+}
+
+// handle takes one frame read from d's sending side.
+func (d *direction) handle(frame []byte) {
+	w := d.w
+	w.record(d.sentCap, frame)
+	var v frames.View
+	if v.Parse(frame) != nil {
+		d.stats.Other++
+		w.put(d.to, d.outCap, frame, "")
+		return
+	}
+	d.stats.Frames++
+	d.stats.Bytes += uint64(len(frame))
+	d.stage.Process(frame, d.emitFn)
+	if d.stage.Pending() > 0 {
+		d.flush.Reset(w.idle)
+	}
+}
+
+// emit is the stage's output: now, or after the fault's delay.
+func (d *direction) emit(frame []byte, delay time.Duration, note faults.Note, ev *faults.Event) {
+	extra := delay + d.stage.HeldFor
+	comment := ""
+	if note != 0 {
+		comment = faultComment(note, ev, extra, false)
+	}
+	if delay <= 0 {
+		d.w.put(d.to, d.outCap, frame, comment)
+		return
+	}
+	b := append([]byte(nil), frame...)
+	d.w.clock.AfterFunc(delay, func() { d.w.put(d.to, d.outCap, b, comment) })
+}
+
+// dropped records a frame the stage dropped where it would have come out.
+func (d *direction) dropped(frame []byte, note faults.Note, ev *faults.Event) {
+	d.w.recordComment(d.outCap, frame, faultComment(note, ev, 0, true))
+}
+
+// idleFlush releases held frames once d has been quiet for Idle.
+func (d *direction) idleFlush() { d.stage.Flush(d.emitFn) }
+
+// spoof sends a forged frame into the device by port from.
+func (w *Wire) spoof(frame []byte, from int, ev *faults.Event) {
+	w.put(w.cfg.Pairs[from].Device, w.dirs[2*from].outCap, frame, faultComment(faults.NoteSpoof, ev, 0, false))
+}
+
+// put writes frame out of dev and records it on capture interface id.
+func (w *Wire) put(dev tap.Device, id int, frame []byte, comment string) {
+	if w.err != nil {
+		return
+	}
+	if err := dev.WriteFrame(frame); err != nil {
+		w.err = err
+		return
+	}
+	w.written++
+	w.recordComment(id, frame, comment)
+}
+
+func (w *Wire) record(id int, frame []byte) { w.recordComment(id, frame, "") }
+
+func (w *Wire) recordComment(id int, frame []byte, comment string) {
+	if w.cap == nil || w.capErr != nil {
+		return
+	}
+	ts := w.start.Add(w.now()).UnixNano()
+	if comment == "" {
+		w.capErr = w.cap.WriteIndex(id, ts, frame)
+	} else {
+		w.capErr = w.cap.WriteIndex(id, ts, frame, comment)
+	}
+}
+
+// faultComment is a frame's annotation (pcapio.FaultComment).
+func faultComment(note faults.Note, ev *faults.Event, extra time.Duration, dropped bool) string {
+	spec := ""
+	if ev != nil {
+		spec = ev.Spec
+	}
+	return pcapio.FaultComment(note.String(), spec, extra, dropped)
+}
