@@ -25,7 +25,7 @@ var levels = map[string]int{
 	"emu/fabric": 5,
 	"emu/live":   6,
 	"emu":        7, "emu/replay": 7,
-	"emu/scenario": 8,
+	"emu/scenario": 8, "dut": 8,
 	"conformance":  9,
 	"cmd/inaemu":   10, "contrib/wireshark": 10, "internal/benchtable": 10,
 }

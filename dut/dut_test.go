@@ -1,0 +1,84 @@
+package dut_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/inaemu/inaemu/dut"
+	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/faults"
+	"github.com/inaemu/inaemu/internal/testtool"
+	"github.com/inaemu/inaemu/tap"
+)
+
+var (
+	binMu  sync.Mutex
+	binDir string
+	bins   = map[string]string{}
+)
+
+// program builds a program (inaemu, or the test's own faulty switch) once.
+func program(t *testing.T, name string) string {
+	t.Helper()
+	binMu.Lock()
+	defer binMu.Unlock()
+	if p, ok := bins[name]; ok {
+		return p
+	}
+	pkg := map[string]string{"inaemu": "github.com/inaemu/inaemu/cmd/inaemu", "toyswitch": "./testdata/toyswitch"}[name]
+	if binDir == "" {
+		dir, err := os.MkdirTemp("", "dut-bin")
+		require.NoError(t, err)
+		binDir = dir
+	}
+	p := filepath.Join(binDir, name)
+	out, err := exec.Command("go", "build", "-o", p, pkg).CombinedOutput()
+	require.NoError(t, err, "go build %s\n%s", pkg, out)
+	bins[name] = p
+	return p
+}
+
+// ports makes the wired TAPs of a device with prefix and workers ports.
+func ports(t *testing.T, prefix string, workers int) {
+	t.Helper()
+	testtool.Require(t, "tap", tap.Usable())
+	t.Cleanup(func() { tap.Down(prefix) })
+	_, err := tap.Up(tap.Topology{Prefix: prefix, Workers: workers, Wired: true})
+	require.NoError(t, err)
+}
+
+func job(t *testing.T, workers int, events ...string) emu.Config {
+	cfg := emu.DefaultConfig()
+	cfg.Workers, cfg.TensorBytes, cfg.Timeout, cfg.MsgLen, cfg.Seed = workers, 64<<10, 16, 8, 3
+	for _, s := range events {
+		e, err := faults.Parse(s)
+		require.NoError(t, err)
+		cfg.Events = append(cfg.Events, e)
+	}
+	return cfg
+}
+
+// TestInaemuSwitchAsDevice: `inaemu switch` in its own process, started by
+// the device command, aggregates exactly through a wire that drops and
+// corrupts.
+func TestInaemuSwitchAsDevice(t *testing.T) {
+	ports(t, "itdt", 3)
+	bin := program(t, "inaemu")
+	var log bytes.Buffer
+	d := dut.Device{Prefix: "itdt", Command: bin + " switch --tap $INAEMU_DUT_PREFIX $INAEMU_DUT_FLAGS", Log: &log}
+	cfg := job(t, 3, "drop port=1 dir=in class=data nth=3", "corrupt port=2 dir=out class=data nth=2")
+	var capture bytes.Buffer
+	cfg.Capture = &capture
+	res, err := dut.Run(cfg, d)
+	require.NoError(t, err, "device output:\n%s", log.String())
+	require.True(t, res.Exact)
+	require.Equal(t, uint64(1), res.Wire.Dirs[2].Faults.Dropped)
+	require.Equal(t, uint64(1), res.Wire.Dirs[5].Faults.Corrupted)
+	require.Contains(t, log.String(), "ready on itdt-sw0..itdt-sw2")
+}

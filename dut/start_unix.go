@@ -1,0 +1,95 @@
+//go:build unix
+
+package dut
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/inaemu/inaemu/emu"
+)
+
+// start runs the device command and waits until it says it is ready; the
+// returned function stops it.
+func (d Device) start(cfg emu.Config, timeout time.Duration) (func() error, error) {
+	cmd := exec.Command("sh", "-c", d.Command)
+	cmd.Env = append(os.Environ(), Env(cfg, d.Prefix)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // stop the shell's children too
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("device command: %w", err)
+	}
+	ready := d.Ready
+	if ready == nil {
+		ready = DefaultReady
+	}
+	readyc := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	var tail []string // the output's last lines, for an error
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			line := sc.Text()
+			if d.Log != nil {
+				fmt.Fprintln(d.Log, line)
+			}
+			mu.Lock()
+			tail = append(tail, line)
+			if len(tail) > 5 {
+				tail = tail[1:]
+			}
+			mu.Unlock()
+			if ready.MatchString(line) {
+				once.Do(func() { close(readyc) })
+			}
+		}
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	exited := make(chan error, 1)
+	go func() {
+		exited <- cmd.Wait()
+		pw.Close()
+	}()
+	lastLines := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(tail) == 0 {
+			return "no output"
+		}
+		return "last output: " + strings.Join(tail, " | ")
+	}
+	stop := func() error {
+		select {
+		case <-exited:
+			return nil
+		default:
+		}
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+		return nil
+	}
+	select {
+	case <-readyc:
+		return stop, nil
+	case err := <-exited:
+		exited <- err
+		return nil, fmt.Errorf("device command exited before it was ready (%v): %s", err, lastLines())
+	case <-time.After(timeout):
+		stop()
+		return nil, fmt.Errorf("device command not ready within %v (no output line matched %q): %s", timeout, ready, lastLines())
+	}
+}
