@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -66,6 +67,45 @@ func (c *aggCase) place() {
 			c.Hosts = append(c.Hosts, leaf*c.Workers+p)
 		}
 	}
+}
+
+// dutMinTimeout is the smallest ACK timeout exponent a case runs with
+// against a device (≈16.8 ms): its timers run on the wall clock of a
+// machine that also runs the device, where a 1 ms timer would exhaust
+// the retries on scheduling delays alone.
+const dutMinTimeout = 12
+
+// forDevice fits a case to a device under test with ports ports: the plain
+// star (the device is one switch), at most ports workers (events naming a
+// port beyond go), and a timeout of at least dutMinTimeout, every delay
+// event scaled by the same factor, so a delay that outlasted the timeout
+// still does and one that did not still does not.
+func (c aggCase) forDevice(ports int) aggCase {
+	c.Topology, c.Hosts = "", nil
+	if c.Workers > ports {
+		c.Workers = ports
+		var keep []string
+		for _, e := range c.Events {
+			if portsFit([]string{e}, ports) {
+				keep = append(keep, e)
+			}
+		}
+		c.Events = keep
+	}
+	if c.Timeout < dutMinTimeout {
+		scale := 1 << (dutMinTimeout - c.Timeout)
+		for i, e := range c.Events {
+			f := strings.Fields(e)
+			if us, ok := strings.CutPrefix(f[0], "delay="); ok {
+				if n, err := strconv.Atoi(strings.TrimSuffix(us, "us")); err == nil {
+					f[0] = fmt.Sprintf("delay=%dus", n*scale)
+				}
+			}
+			c.Events[i] = strings.Join(f, " ")
+		}
+		c.Timeout = dutMinTimeout
+	}
+	return c
 }
 
 // onHosts rewrites an event's rank numbers (port=R, spoof=R) as the hosts
@@ -308,17 +348,29 @@ type aggOutcome struct {
 // times exhausts the retries of a QP that gets no other response.
 var retryBudget = int(emu.DefaultConfig().RetryCnt) + 1
 
-func runAggCase(c aggCase, rel netreduce.Release) aggOutcome {
+func runAggCase(o SuiteOptions, c aggCase, rel netreduce.Release) aggOutcome {
 	cfg := emu.DefaultConfig()
 	if err := c.scenario(rel).Apply(&cfg); err != nil {
 		return aggOutcome{fail: "setup", detail: err.Error()}
 	}
-	res, err := emu.Run(cfg)
+	// Against a device a run does not replay its timing: the fault log
+	// that may excuse a failure is this run's.
+	var capture bytes.Buffer
+	if o.DUT != nil {
+		cfg.Capture = &capture
+	}
+	res, err := o.runJob(cfg)
 	var je *emu.JobError
 	switch {
 	case errors.As(err, &je):
 		if !c.bounded() {
-			if why := budgetExceeded(c, rel, je); why != "" {
+			var recs []pcapio.Record
+			if o.DUT != nil {
+				recs, _ = readRecords(&capture)
+			} else {
+				recs, _, _ = captureOf(o, c.scenario(rel)) // capturing never changes an emulated run
+			}
+			if why := budgetExceeded(c, recs, je); why != "" {
 				return aggOutcome{transport: true, detail: why}
 			}
 		}
@@ -333,7 +385,7 @@ func runAggCase(c aggCase, rel netreduce.Release) aggOutcome {
 }
 
 // budgetExceeded reads the case's fault log (the annotations of a capture
-// of the same run: capturing never changes a run) and, when a QP's work
+// of the same run, recs) and, when a QP's work
 // completed with RETRY_EXC_ERR, names one PSN of one ring connection whose
 // exchange the faults broke at least retryBudget times: its request or
 // the response to it destroyed (lost, dropped or corrupted) on any link
@@ -346,13 +398,9 @@ func runAggCase(c aggCase, rel netreduce.Release) aggOutcome {
 // other rank's QP for as long, and whichever timer runs out first fails.
 // Any other failure (a stall, a result out of order, another status) is
 // never excused. "" if nothing excuses it.
-func budgetExceeded(c aggCase, rel netreduce.Release, je *emu.JobError) string {
+func budgetExceeded(c aggCase, recs []pcapio.Record, je *emu.JobError) string {
 	f := je.QP
 	if f == nil || f.Status != roce.StatusRetryExcErr || !f.Send {
-		return ""
-	}
-	recs, _, err := captureOf(c.scenario(rel))
-	if err != nil && recs == nil {
 		return ""
 	}
 	// The ring's connections by MAC (the switch rebuilds results from the
@@ -417,15 +465,15 @@ func AggregationSuite(o SuiteOptions) []PropertyResult {
 		seed uint64
 	}
 	report := func(i int, c aggCase, out aggOutcome, seed uint64) {
-		small, sout := shrinkAgg(c, o.Release, out)
+		small, sout := shrinkAgg(o, c, o.Release, out)
 		res.Passed = false
 		res.Failure = fmt.Sprintf("case %d (%s) fails: %s; shrunk to %s: %s", i, c, out.detail, small, sout.detail)
 		file := fmt.Sprintf("aggregation-%s-%s-%d", o.Release, out.fail, seed)
-		if p, err := writeCounterexample(o.OutDir, file, small.scenario(o.Release)); err != nil {
+		if p, err := writeCounterexample(o, file, small.scenario(o.Release)); err != nil {
 			res.Notes = append(res.Notes, "writing the counterexample: "+err.Error())
 		} else if p != "" {
 			res.Counterexample = &p
-			res.Replay = "inaemu run --scenario " + p
+			res.Replay = o.replay(p)
 		}
 		if res.Replay == "" {
 			res.Replay = fmt.Sprintf("inaemu conformance --suite aggregation --release %s --seed %d --count %d", o.Release, o.Seed, i+1)
@@ -437,8 +485,12 @@ func AggregationSuite(o SuiteOptions) []PropertyResult {
 		}
 		seed := caseSeed(o.Seed, name, i)
 		c := sample(aggCaseGen(seed), seed).(aggCase)
-		c.place()
-		out := runAggCase(c, o.Release)
+		if o.DUT != nil {
+			c = c.forDevice(o.DUT.Ports)
+		} else {
+			c.place()
+		}
+		out := runAggCase(o, c, o.Release)
 		res.Cases++
 		if out.transport {
 			transport++
@@ -483,9 +535,9 @@ func AggregationSuite(o SuiteOptions) []PropertyResult {
 // shrinkAgg makes a failing case smaller while it fails the same way:
 // fewer faults, no random part, fewer workers, a smaller tensor, shorter
 // messages, a smaller window and MTU.
-func shrinkAgg(c aggCase, rel netreduce.Release, out aggOutcome) (aggCase, aggOutcome) {
-	run := func(d aggCase) aggOutcome { return runAggCase(d, rel) }
-	shrinkCase(&c, 300, failsAs(run, &out), func(try func(aggCase) bool) bool {
+func shrinkAgg(o SuiteOptions, c aggCase, rel netreduce.Release, out aggOutcome) (aggCase, aggOutcome) {
+	run := func(d aggCase) aggOutcome { return runAggCase(o, d, rel) }
+	shrinkCase(&c, o.shrinkBudget(300), failsAs(run, &out), func(try func(aggCase) bool) bool {
 		changed := false
 		if c.Netem != "" {
 			d := c

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strings"
 
@@ -22,25 +23,38 @@ import (
 //   - changing any masked field (docs/roce.md §2) keeps the ICRC valid;
 //   - no aggregate is ever built from a corrupted frame.
 func ICRCSuite(o SuiteOptions) []PropertyResult {
+	if o.DUT != nil {
+		const why = "a property of the frame format alone (inaemu's frames, no device takes part)"
+		return []PropertyResult{emittedVerify(o), skipped("icrc/bit-flips-detected", why), skipped("icrc/masked-fields-keep-icrc", why), noAggregateFromCorruption(o)}
+	}
 	return []PropertyResult{emittedVerify(o), bitFlips(o), maskedFields(o), noAggregateFromCorruption(o)}
 }
 
 // captureOf runs sc with a capture and returns the capture's records.
-func captureOf(sc *scenario.Scenario) ([]pcapio.Record, *emu.Result, error) {
+func captureOf(o SuiteOptions, sc *scenario.Scenario) ([]pcapio.Record, *emu.Result, error) {
 	cfg := emu.DefaultConfig()
 	if err := sc.Apply(&cfg); err != nil {
 		return nil, nil, err
 	}
 	var buf bytes.Buffer
 	cfg.Capture = &buf
-	res, err := emu.Run(cfg)
+	res, err := o.runJob(cfg)
 	var je *emu.JobError
 	if err != nil && !errors.As(err, &je) {
 		return nil, nil, err
 	}
-	r, rerr := pcapio.NewReader("capture", &buf)
+	recs, rerr := readRecords(&buf)
 	if rerr != nil {
 		return nil, res, rerr
+	}
+	return recs, res, err
+}
+
+// readRecords reads a whole capture.
+func readRecords(in io.Reader) ([]pcapio.Record, error) {
+	r, err := pcapio.NewReader("capture", in)
+	if err != nil {
+		return nil, err
 	}
 	var recs []pcapio.Record
 	for {
@@ -50,7 +64,7 @@ func captureOf(sc *scenario.Scenario) ([]pcapio.Record, *emu.Result, error) {
 		}
 		recs = append(recs, rec)
 	}
-	return recs, res, err
+	return recs, nil
 }
 
 func ghostOrFaulted(r pcapio.Record) (ghost, corrupt bool) {
@@ -64,8 +78,11 @@ var transports = []string{"v2-ipv4", "v2-ipv6", "v1"}
 
 // cleanCase is a generated job without corruption (other faults allowed),
 // in either mode, on any transport.
-func cleanCase(seed uint64) *scenario.Scenario {
+func cleanCase(o SuiteOptions, seed uint64) *scenario.Scenario {
 	c := sample(aggCaseGen(seed), seed).(aggCase) // on the star: the ICRC suites read its interface order
+	if o.DUT != nil {
+		c = c.forDevice(o.DUT.Ports)
+	}
 	c.Workers = min(c.Workers, 6)
 	c.Elems = max(min(c.Elems, 4096), c.Workers) // ring mode needs an element per worker
 	var ev []string
@@ -91,8 +108,8 @@ func emittedVerify(o SuiteOptions) PropertyResult {
 	res := PropertyResult{Name: name, Passed: true}
 	var v frames.View
 	eachCase(o, name, &res, func(i int, seed uint64) bool {
-		sc := cleanCase(seed)
-		recs, _, err := captureOf(sc)
+		sc := cleanCase(o, seed)
+		recs, _, err := captureOf(o, sc)
 		fail := ""
 		if err != nil {
 			fail = err.Error()
@@ -110,8 +127,8 @@ func emittedVerify(o SuiteOptions) PropertyResult {
 			return true
 		}
 		res.Failure = fail
-		if p, err := writeCounterexample(o.OutDir, fmt.Sprintf("icrc-emitted-%d", seed), sc); err == nil && p != "" {
-			res.Counterexample, res.Replay = &p, "inaemu run --scenario "+p
+		if p, err := writeCounterexample(o, fmt.Sprintf("icrc-emitted-%d", seed), sc); err == nil && p != "" {
+			res.Counterexample, res.Replay = &p, o.replay(p)
 		}
 		return false
 	})
@@ -123,9 +140,9 @@ func sampleFrames(seed uint64) [][]byte {
 	var out [][]byte
 	var v frames.View
 	for k, t := range transports {
-		sc := cleanCase(seed + uint64(k))
+		sc := cleanCase(SuiteOptions{}, seed+uint64(k))
 		sc.Transport, sc.Faults = t, nil
-		recs, _, err := captureOf(sc)
+		recs, _, err := captureOf(SuiteOptions{}, sc)
 		if err != nil {
 			continue
 		}
@@ -262,13 +279,16 @@ func noAggregateFromCorruption(o SuiteOptions) PropertyResult {
 	eachCase(o, name, &res, func(i int, seed uint64) bool {
 		c := sample(aggCaseGen(seed), seed).(aggCase) // on the star: even interfaces are the hosts' links into the switch
 		c.Workers, c.Elems, c.Netem = min(c.Workers, 6), min(c.Elems, 4096), ""
+		if o.DUT != nil {
+			c = c.forDevice(o.DUT.Ports)
+		}
 		r := rand.New(rand.NewPCG(seed, 4))
 		c.Events = nil
 		for k, n := 0, 1+r.IntN(4); k < n; k++ {
 			c.Events = append(c.Events, fmt.Sprintf("corrupt port=%d dir=in class=data nth=%d", r.IntN(c.Workers), 1+r.IntN(40)))
 		}
 		sc := c.scenario(netreduce.Safe) // the release rule is the aggregation suite's business
-		recs, out, err := captureOf(sc)
+		recs, out, err := captureOf(o, sc)
 		fail := ""
 		corrupted, forwarded := 0, 0
 		for k, rec := range recs {
@@ -287,6 +307,9 @@ func noAggregateFromCorruption(o SuiteOptions) PropertyResult {
 			fail = "the job failed: " + err.Error()
 		case !out.Exact:
 			fail = fmt.Sprintf("WRONG RESULT: %+v", *out.Mismatch)
+		case o.DUT != nil:
+			// A device's drop counters are its own: an exact result is the
+			// verdict (a corrupted contribution would change the sum).
 		case out.Switch.ICRCDrops != uint64(corrupted-forwarded):
 			fail = fmt.Sprintf("%d corrupted gradient frames reached the switch (%d forwarded unchanged as ordinary traffic) but it dropped %d for their ICRC",
 				corrupted, forwarded, out.Switch.ICRCDrops)
@@ -295,8 +318,8 @@ func noAggregateFromCorruption(o SuiteOptions) PropertyResult {
 			return true
 		}
 		res.Failure = fmt.Sprintf("case %d (%s): %s", i, c, fail)
-		if p, err := writeCounterexample(o.OutDir, fmt.Sprintf("icrc-corrupt-%d", seed), sc); err == nil && p != "" {
-			res.Counterexample, res.Replay = &p, "inaemu run --scenario "+p
+		if p, err := writeCounterexample(o, fmt.Sprintf("icrc-corrupt-%d", seed), sc); err == nil && p != "" {
+			res.Counterexample, res.Replay = &p, o.replay(p)
 		}
 		return false
 	})

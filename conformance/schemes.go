@@ -104,6 +104,9 @@ func runSchemeCase(c schemeCase) aggOutcome {
 // multi-GPU machines with faults on their links, that every GPU ends with
 // the sum in the scheme's order, bit for bit.
 func SchemesSuite(o SuiteOptions) []PropertyResult {
+	if o.DUT != nil {
+		return []PropertyResult{skipped("schemes/exact", "needs the emulator's multi-GPU machines and their intra-machine interconnect")}
+	}
 	return exactSuite(o, "schemes", "schemes/exact", schemeCaseGen, runSchemeCase, shrinkScheme, schemeCase.scenario, nil)
 }
 

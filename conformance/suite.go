@@ -10,6 +10,7 @@ import (
 
 	"github.com/leanovate/gopter"
 
+	"github.com/inaemu/inaemu/dut"
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/scenario"
@@ -26,6 +27,61 @@ type SuiteOptions struct {
 	// Shard, if set, runs only the shard's cases (case i when i mod Of is
 	// Index) and records what Merge needs in each result.
 	Shard Shard
+	// DUT, if set, runs the suites against a device under test instead
+	// of inaemu's switch model (see DUT).
+	DUT *DUT
+}
+
+// DUT is a device under test the suites run against: inaemu's hosts on
+// one side of a fault-injecting wire, the device on the other (package
+// dut). Its cases are the emulator's, fitted to the device (see
+// forDevice); properties that need the emulator's internals are skipped
+// and say why.
+type DUT struct {
+	dut.Device
+	// Ports is how many ports the device has (PREFIX-sw0 ..): no case
+	// uses more workers.
+	Ports int
+	// Replay is what a replay command adds to name the device
+	// ("--dut tap:ina --dut-cmd '...'").
+	Replay string
+}
+
+// runJob runs cfg in the emulator or, with o.DUT, against the device;
+// cfg.Capture then receives the wire's capture.
+func (o SuiteOptions) runJob(cfg emu.Config) (*emu.Result, error) {
+	if o.DUT == nil {
+		return emu.Run(cfg)
+	}
+	res, err := dut.Run(cfg, o.DUT.Device)
+	if res == nil {
+		return nil, err
+	}
+	return res.Result, err
+}
+
+// replay is the command that reruns a counterexample scenario file.
+func (o SuiteOptions) replay(path string) string {
+	if o.DUT == nil {
+		return "inaemu run --scenario " + path
+	}
+	return "inaemu run --scenario " + path + " " + o.DUT.Replay
+}
+
+// shrinkBudget is how many runs shrinking may take: against a device each
+// run takes wall time (and a device command's start), so fewer.
+func (o SuiteOptions) shrinkBudget(emulated int) int {
+	if o.DUT != nil {
+		return min(emulated, dutShrinkRuns)
+	}
+	return emulated
+}
+
+const dutShrinkRuns = 40
+
+// skipped is a property not run against a device, and why.
+func skipped(name, why string) PropertyResult {
+	return PropertyResult{Name: name, Passed: true, Skipped: why}
 }
 
 // PropertyResult is one property's verdict.
@@ -44,6 +100,9 @@ type PropertyResult struct {
 	Wall  time.Duration `json:"wall_ns"`
 	// Shard is set in a shard's result (SuiteOptions.Shard).
 	Shard *ShardRecord `json:"shard,omitempty"`
+	// Skipped says why the property was not run (against a device under
+	// test, one that needs the emulator's internals); it then has no cases.
+	Skipped string `json:"skipped,omitempty"`
 }
 
 // Suites are the property suites by name, in the order `all` runs them.
@@ -164,7 +223,8 @@ func sample(g gopter.Gen, seed uint64) any {
 
 // writeCounterexample saves a failing scenario as DIR/NAME.yaml, reruns it
 // with a capture into DIR/NAME.pcapng, and returns the scenario's path.
-func writeCounterexample(dir, name string, sc *scenario.Scenario) (string, error) {
+func writeCounterexample(o SuiteOptions, name string, sc *scenario.Scenario) (string, error) {
+	dir := o.OutDir
 	if dir == "" {
 		return "", nil
 	}
@@ -188,7 +248,7 @@ func writeCounterexample(dir, name string, sc *scenario.Scenario) (string, error
 		return yml, err
 	}
 	cfg.Capture = f
-	_, _ = emu.Run(cfg) // the run is expected to misbehave; the capture is what matters
+	_, _ = o.runJob(cfg) // the run is expected to misbehave; the capture is what matters
 	return yml, f.Close()
 }
 
@@ -207,7 +267,7 @@ func runExact(sc *scenario.Scenario) (*emu.Result, aggOutcome) {
 	if err := sc.Apply(&cfg); err != nil {
 		return nil, aggOutcome{fail: "setup", detail: err.Error()}
 	}
-	res, err := emu.Run(cfg)
+	res, err := emu.Run(cfg) // the suites that use it are the emulator's own
 	var je *emu.JobError
 	switch {
 	case errors.As(err, &je):
@@ -236,7 +296,7 @@ func exactSuite[C fmt.Stringer](o SuiteOptions, suite, name string, gen func(see
 		}
 		small, sout := shrink(c, out)
 		res.Failure = fmt.Sprintf("case %d (%s) fails: %s; shrunk to %s: %s", i, c, out.detail, small, sout.detail)
-		if p, err := writeCounterexample(o.OutDir, fmt.Sprintf("%s-%s-%d", suite, out.fail, seed), scenarioOf(small)); err != nil {
+		if p, err := writeCounterexample(o, fmt.Sprintf("%s-%s-%d", suite, out.fail, seed), scenarioOf(small)); err != nil {
 			res.Notes = append(res.Notes, "writing the counterexample: "+err.Error())
 		} else if p != "" {
 			res.Counterexample = &p

@@ -203,20 +203,22 @@ func TestCheckGBNCatches(t *testing.T) {
 // right. Other failures are never excused, whatever the log shows.
 func TestTransportErrorExcusedOnlyByTheFaultLog(t *testing.T) {
 	c := aggCase{Workers: 2, Window: 1, MsgLen: 1, MTU: 256, Elems: 64, DType: tensor.F32, Seed: 1, Timeout: 8, Netem: "loss 100%"}
-	out := runAggCase(c, netreduce.Safe)
+	out := runAggCase(SuiteOptions{}, c, netreduce.Safe)
 	require.Empty(t, out.fail, out.detail)
 	require.True(t, out.transport)
 	require.Contains(t, out.detail, "destroyed 8 times")
+	recs, _, err := captureOf(SuiteOptions{}, c.scenario(netreduce.Safe))
+	require.NotEmpty(t, recs, "the job fails (that is the point); its capture is still read: %v", err)
 	for _, je := range []*emu.JobError{
 		{Msg: "job stalled"},
 		{Msg: "rank 0: result message 3 arrived when 2 was due"},
 		{Msg: "remote access", QP: &emu.QPFailure{Rank: 0, Peer: 1, Send: true, Status: roce.StatusRemAccessErr}},
 	} {
-		require.Empty(t, budgetExceeded(c, netreduce.Safe, je), je.Msg)
+		require.Empty(t, budgetExceeded(c, recs, je), je.Msg)
 	}
 	// The same schedule without random faults is bounded: never excused.
 	c.Netem, c.Events = "", []string{"drop port=0 dir=in class=data nth=1"}
-	require.Empty(t, runAggCase(c, netreduce.Safe).fail)
+	require.Empty(t, runAggCase(SuiteOptions{}, c, netreduce.Safe).fail)
 }
 
 // The generated multi-rack cases reach what the suite claims: every

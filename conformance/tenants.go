@@ -177,6 +177,9 @@ func runTenantCase(c tenantCase) aggOutcome {
 // and virtual completion time (within 0.5 %) are those of the same run
 // without them, and both jobs end exact.
 func TenantSuite(o SuiteOptions) []PropertyResult {
+	if o.DUT != nil {
+		return []PropertyResult{skipped("tenants/isolation", "needs several jobs on one switch and the emulator's per-job counters and virtual times")}
+	}
 	return exactSuite(o, "tenants", "tenants/isolation", tenantCaseGen, runTenantCase, shrinkTenant,
 		func(c tenantCase) *scenario.Scenario { return c.scenario(true) },
 		func(out aggOutcome) bool { return out.fail != "interference" }) // that takes the run with and without b's faults
