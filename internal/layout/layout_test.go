@@ -26,8 +26,8 @@ var levels = map[string]int{
 	"emu/live":   6,
 	"emu":        7, "emu/replay": 7,
 	"emu/scenario": 8, "dut": 8,
-	"conformance":  9,
-	"cmd/inaemu":   10, "contrib/wireshark": 10, "internal/benchtable": 10,
+	"conformance": 9,
+	"cmd/inaemu":  10, "contrib/wireshark": 10, "internal/benchtable": 10,
 }
 
 // wireOnly are the packages that judge or draw captures of any device:
