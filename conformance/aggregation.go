@@ -75,13 +75,31 @@ func (c *aggCase) place() {
 // the retries on scheduling delays alone.
 const dutMinTimeout = 12
 
+// dutMaxInFlight bounds a case's window × message length against a
+// device: with more packets in flight per rank, inaemu's TAP backend
+// itself (with inaemu's switch, bridged, no wire) times out on a clean
+// run (a window of 4 × 170 packets: 9 timeouts, 7,524 retransmissions;
+// 2 × 170: none), a limit of the live hosts, not of the device. For the
+// same reason a case against a device keeps its one-shot faults and drops
+// its random impairments: under netem loss of a few tenths of a percent
+// the live hosts exhaust their retries with inaemu's own switch too.
+const dutMaxInFlight = 340
+
 // forDevice fits a case to a device under test with ports ports: the plain
-// star (the device is one switch), at most ports workers (events naming a
+// star (the device is one switch), a window of at most dutMaxInFlight
+// packets, no random impairments, at most ports workers (events naming a
 // port beyond go), and a timeout of at least dutMinTimeout, every delay
 // event scaled by the same factor, so a delay that outlasted the timeout
 // still does and one that did not still does not.
 func (c aggCase) forDevice(ports int) aggCase {
 	c.Topology, c.Hosts = "", nil
+	if c.Netem != "" {
+		// Bounded schedules only: see dutMaxInFlight.
+		c.Netem, c.Timeout = "", int(emu.DefaultConfig().Timeout)
+	}
+	if c.Window*c.MsgLen > dutMaxInFlight {
+		c.Window = max(1, dutMaxInFlight/c.MsgLen)
+	}
 	if c.Workers > ports {
 		c.Workers = ports
 		var keep []string

@@ -316,6 +316,12 @@ func lastFault(recs []pcapio.Record) time.Duration {
 // the faults stop the WRITE completes within 2 ACK timeouts plus twice the
 // clean transfer time.
 func GBNSuite(o SuiteOptions) []PropertyResult {
+	if o.DUT != nil {
+		// A device carries go-back-N in every aggregation case with faults
+		// (each ends exact only if the hosts' recovery through the device
+		// works); this property's trace needs the emulator's send hook.
+		return []PropertyResult{skipped("gbn", "its trace of what each host sent comes from the emulator's links; against a device, go-back-N recovery is judged by the aggregation property's faulted cases")}
+	}
 	name := "gbn"
 	res := PropertyResult{Name: name, Passed: true}
 	eachCase(o, name, &res, func(i int, seed uint64) bool {

@@ -72,6 +72,7 @@ type Report struct {
 	Suite      string           `json:"suite"`
 	Count      int              `json:"count"`
 	Shard      *Shard           `json:"shard,omitempty"`
+	DUT        string           `json:"dut,omitempty"` // the device under test (--dut), if any
 	Properties []PropertyResult `json:"properties"`
 }
 

@@ -146,6 +146,7 @@ func rootCommand(stdout, stderr io.Writer) *cobra.Command {
 		tapCommand(stdout, stderr),
 		switchCommand(stdout, stderr),
 		hostCommand(stdout, stderr),
+		wireCommand(stdout, stderr),
 		replayCommand(stdout, stderr),
 		decodeCommand(stdout, stderr),
 		checkCommand(stdout, stderr),

@@ -31,11 +31,12 @@ type conformanceArgs struct {
 func conformanceCommand(stdout, stderr io.Writer) *cobra.Command {
 	var a conformanceArgs
 	var names []string
+	var df *dutFlags
 	for _, s := range conformance.Suites {
 		names = append(names, s.Name)
 	}
 	c := newCommand("conformance", "run the property suites (aggregation, go-back-N, checksum) with shrunk counterexamples", stdout, stderr,
-		func(e *cmdEnv, _ []string) int { return runConformance(e, a, names) })
+		func(e *cmdEnv, _ []string) int { return runConformance(e, a, df, names) })
 	c.Args = noArgs
 	c.Long = `Sharding: --shard I/N runs the cases i with i mod N = I (I from 0) and records in its --json
 report what 'inaemu merge' needs to turn the N shard reports into exactly the report of the
@@ -51,7 +52,8 @@ and merges them (the same report as -j 1).`
 	f.StringVar(&a.out, "out", "counterexamples", "directory for shrunk counterexamples (a scenario file and its pcapng each)")
 	f.StringVar(&a.shard, "shard", "", "run shard `I/N` of the cases (or N: I from JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID); merge the --json reports with 'inaemu merge'")
 	f.IntVarP(&a.jobs, "jobs", "j", 1, "run the cases in `N` shards at once in this process (one per core) and merge them")
-	f.BoolVar(&a.asJSON, "json", false, `print one JSON object: {"seed","release","suite","count","shard","properties":[{"name","passed","cases","counterexample","failure","replay","notes","wall_ns","shard"},...]}`)
+	df = addDUTFlags(c)
+	f.BoolVar(&a.asJSON, "json", false, `print one JSON object: {"seed","release","suite","count","shard","dut","properties":[{"name","passed","cases","counterexample","failure","replay","notes","wall_ns","shard","skipped"},...]}`)
 	completeWords(c, map[string][]string{"suite": append(names, "all"), "release": {"safe", "paper"}})
 	c.MarkFlagsMutuallyExclusive("shard", "jobs")
 	_ = c.MarkFlagDirname("out")
@@ -96,7 +98,7 @@ func parseShard(s string, getenv func(string) string) (conformance.Shard, error)
 	return conformance.Shard{Index: i, Of: n}, nil
 }
 
-func runConformance(fs *cmdEnv, a conformanceArgs, names []string) int {
+func runConformance(fs *cmdEnv, a conformanceArgs, df *dutFlags, names []string) int {
 	stdout, stderr := fs.stdout, fs.stderr
 	rel, err := netreduce.ParseRelease(a.release)
 	if err != nil {
@@ -138,6 +140,13 @@ func runConformance(fs *cmdEnv, a conformanceArgs, names []string) int {
 	}
 	head := conformance.Report{Seed: seed, Release: rel.String(), Suite: a.suite, Count: a.count}
 	opts := conformance.SuiteOptions{Count: a.count, Seed: seed, Release: rel, OutDir: a.out, Shard: shard}
+	if df.given() || fs.changed("dut-cmd") || fs.changed("dut-ready") {
+		var code int
+		if !conformanceDUT(fs, df, a.jobs, &opts, &code) {
+			return code
+		}
+		head.DUT = df.spec
+	}
 	bar := startProgress(fs, "conformance", "cases", a.asJSON)
 	var done atomic.Int64
 	opts.Progress = func(name string) {
@@ -151,6 +160,9 @@ func runConformance(fs *cmdEnv, a conformanceArgs, names []string) int {
 			what = fmt.Sprintf(", shard %v", shard)
 		} else if a.jobs > 1 {
 			what = fmt.Sprintf(", %d shards at once", a.jobs)
+		}
+		if opts.DUT != nil {
+			what += fmt.Sprintf(", against the device on %s..%s", opts.DUT.Port(0), opts.DUT.Port(opts.DUT.Ports-1))
 		}
 		fmt.Fprintf(stdout, "inaemu conformance: seed %d, %d cases per property, release %s%s\n", seed, a.count, rel, what)
 	}
@@ -212,6 +224,10 @@ func printConformance(stdout, stderr io.Writer, rep conformance.Report, asJSON b
 			verdict := "holds"
 			if !r.Passed {
 				verdict = "FAILS"
+			}
+			if r.Skipped != "" {
+				fmt.Fprintf(stdout, "  %-40s skipped: %s\n", r.Name, r.Skipped)
+				continue
 			}
 			fmt.Fprintf(stdout, "  %-40s %s (%d cases, %v)\n", r.Name, verdict, r.Cases, r.Wall.Round(time.Millisecond))
 			for _, n := range r.Notes {

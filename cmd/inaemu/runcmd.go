@@ -27,8 +27,9 @@ func runCommand(stdout, stderr io.Writer) *cobra.Command {
 	var pcap, backend, prefix string
 	var asJSON bool
 	var jf *jobFlags
+	var df *dutFlags
 	c := newCommand("run", "emulate an allreduce (NetReduce or Ring) through the aggregating switch, with faults", stdout, stderr,
-		func(e *cmdEnv, _ []string) int { return runRun(e, jf, pcap, backend, prefix, asJSON) })
+		func(e *cmdEnv, _ []string) int { return runRun(e, jf, df, pcap, backend, prefix, asJSON) })
 	c.Args = noArgs
 	jf = addJobFlags(c, scenario.JobGroup, scenario.LinkGroup, scenario.FaultGroup)
 	jf.addScenarioFlag()
@@ -42,6 +43,7 @@ func runCommand(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&pcap, "pcap", "", "write a pcapng capture to `FILE`: one interface per link direction (on the star portR-in, portR-out), faults as comments")
 	f.StringVar(&backend, "backend", "emu", "emu (emulated links in virtual time) or tap (real TAP interfaces and Linux bridges, wall-clock time; needs root)")
 	f.StringVar(&prefix, "prefix", tap.DefaultPrefix, "with --backend tap: the interfaces' name prefix (see 'inaemu tap up')")
+	df = addDUTFlags(c)
 	f.BoolVar(&asJSON, "json", false, "print one JSON object (exact, mode, workers, bytes, virtual_ns, algbw_gbytes_per_s, busbw_gbytes_per_s, frames_sent, retransmissions, naks, timeouts, icrc_drops, fault_drops, switch{...}, seed, ...)")
 	completeWords(c, map[string][]string{"mode": emu.AlgorithmNames(), "dtype": {"f32", "i32", "f16"}, "pattern": {"random", "zeros", "ones", "ramp"},
 		"transport": {"v2-ipv4", "v2-ipv6", "v1"}, "release": {"safe", "paper"}, "nic": {"commodity", "rxe"}, "backend": {"emu", "tap"}})
@@ -55,12 +57,22 @@ func completeWords(c *cobra.Command, words map[string][]string) {
 	}
 }
 
-func runRun(e *cmdEnv, jf *jobFlags, pcap, backend, prefix string, asJSON bool) int {
+func runRun(e *cmdEnv, jf *jobFlags, df *dutFlags, pcap, backend, prefix string, asJSON bool) int {
 	stderr := e.stderr
 	interruptible.Store(true) // from here on Ctrl-C stops the run cleanly (e.ctx)
 	cfg, ok := jf.config(e)
 	if !ok {
 		return exitUsage
+	}
+	if df.given() || e.changed("dut-cmd") || e.changed("dut-ready") {
+		if backend != "emu" || e.changed("prefix") {
+			e.usageError("--dut runs against a device on its own interfaces: no --backend, no --prefix")
+			return exitUsage
+		}
+		if jf.refuseTopology(e, "a device under test") {
+			return exitUsage
+		}
+		return runOnDUT(e, df, cfg, pcap, asJSON)
 	}
 	switch backend {
 	case "emu":

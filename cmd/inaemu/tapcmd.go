@@ -65,13 +65,14 @@ func tapCommand(stdout, stderr io.Writer) *cobra.Command {
 	for _, verb := range []string{"up", "down"} {
 		var prefix string
 		var workers int
-		var asJSON bool
+		var asJSON, wired bool
 		short := map[string]string{"up": "create the TAPs and bridges of --workers ranks", "down": "remove every interface with the prefix that inaemu made"}[verb]
-		sub := newCommand(verb, short, stdout, stderr, func(e *cmdEnv, _ []string) int { return runTap(e, verb, prefix, workers, asJSON) })
+		sub := newCommand(verb, short, stdout, stderr, func(e *cmdEnv, _ []string) int { return runTap(e, verb, prefix, workers, wired, asJSON) })
 		sub.Args = noArgs
 		f := sub.Flags()
 		if verb == "up" {
 			f.IntVar(&workers, "workers", 8, "number of ranks H: H switch ports, H host NICs, H bridges")
+			f.BoolVar(&wired, "wired", false, "no bridges: TAPs only, for 'inaemu wire' or a device under test ('--dut tap:PREFIX'); TAPs in a bridge leave it")
 		}
 		f.StringVar(&prefix, "prefix", tap.DefaultPrefix, "interface name prefix")
 		f.BoolVar(&asJSON, "json", false, "print {\"created\": [...]} or {\"removed\": [...]}")
@@ -80,9 +81,9 @@ func tapCommand(stdout, stderr io.Writer) *cobra.Command {
 	return c
 }
 
-func runTap(fs *cmdEnv, verb, prefix string, workers int, asJSON bool) int {
+func runTap(fs *cmdEnv, verb, prefix string, workers int, wired, asJSON bool) int {
 	stdout := fs.stdout
-	topo := tap.Topology{Prefix: prefix, Workers: workers}
+	topo := tap.Topology{Prefix: prefix, Workers: workers, Wired: wired}
 	if verb == "up" {
 		if err := topo.Validate(); err != nil {
 			fs.usageError("%v", err)
@@ -116,8 +117,12 @@ func runTap(fs *cmdEnv, verb, prefix string, workers int, asJSON bool) int {
 	} else {
 		fmt.Fprintf(stdout, "inaemu tap %s: %s %s\n", verb, key, strings.Join(names, " "))
 	}
-	if verb == "up" {
+	if verb == "up" && !wired {
 		fmt.Fprintf(stdout, "  watch a link: tshark -i %s   (all: %s)\n", topo.Bridge(0), "-i "+strings.Join(topo.Bridges(), " -i "))
+	}
+	if verb == "up" && wired {
+		fmt.Fprintf(stdout, "  no bridges: join %s..%s to %s..%s with 'inaemu wire', or test a device on %s..%s with '--dut tap:%s'\n",
+			topo.Host(0), topo.Host(workers-1), topo.SwitchPort(0), topo.SwitchPort(workers-1), topo.SwitchPort(0), topo.SwitchPort(workers-1), prefix)
 	}
 	return exitOK
 }

@@ -1,0 +1,336 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/inaemu/inaemu/conformance"
+	"github.com/inaemu/inaemu/dut"
+	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/emu/scenario"
+	"github.com/inaemu/inaemu/faultwire"
+	"github.com/inaemu/inaemu/tap"
+)
+
+// dutFlags are the flags that name a device under test (run, conformance).
+type dutFlags struct {
+	spec, command, ready string
+}
+
+func addDUTFlags(c *cobra.Command) *dutFlags {
+	d := &dutFlags{}
+	f := c.Flags()
+	f.StringVar(&d.spec, "dut", "", "run against a device under test on `tap:PREFIX`: its ports are PREFIX-sw0, PREFIX-sw1, ... ('inaemu tap up --wired'); faults act on a wire between inaemu's hosts and it")
+	f.StringVar(&d.command, "dut-cmd", "", "with --dut: a shell `COMMAND` that starts the device for each run (env INAEMU_DUT_PREFIX, INAEMU_DUT_WORKERS, INAEMU_DUT_FLAGS); default: it is already running")
+	f.StringVar(&d.ready, "dut-ready", dut.DefaultReady.String(), "with --dut-cmd: the `REGEX` a line of the command's output matches when the device is ready")
+	return d
+}
+
+// given reports whether --dut was given.
+func (d *dutFlags) given() bool { return d.spec != "" }
+
+// device reads the flags; false after printing a usage error.
+func (d *dutFlags) device(e *cmdEnv) (dut.Device, bool) {
+	for _, f := range []string{"dut-cmd", "dut-ready"} {
+		if e.changed(f) && !d.given() {
+			e.usageError("--%s: only with --dut tap:PREFIX", f)
+			return dut.Device{}, false
+		}
+	}
+	dev, err := dut.Parse(d.spec)
+	if err != nil {
+		e.usageError("%v", err)
+		return dut.Device{}, false
+	}
+	if dev.Ready, err = regexp.Compile(d.ready); err != nil {
+		e.usageError("--dut-ready %q: %v", d.ready, err)
+		return dut.Device{}, false
+	}
+	dev.Command = d.command
+	dev.Log = e.stderr
+	return dev, true
+}
+
+// replay is the flags that name the same device in a replay command.
+func (d *dutFlags) replay() string {
+	s := "--dut " + d.spec
+	if d.command != "" {
+		s += " --dut-cmd " + shellQuote(d.command)
+	}
+	if d.ready != dut.DefaultReady.String() {
+		s += " --dut-ready " + shellQuote(d.ready)
+	}
+	return s
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// devicePorts counts the device's ports PREFIX-sw0, PREFIX-sw1, ...
+func devicePorts(dev dut.Device) int {
+	n := 0
+	for {
+		if _, err := net.InterfaceByName(dev.Port(n)); err != nil {
+			return n
+		}
+		n++
+	}
+}
+
+// conformanceDUT fills opts.DUT from the flags; false after printing why
+// not (the exit code in *code).
+func conformanceDUT(e *cmdEnv, d *dutFlags, jobs int, opts *conformance.SuiteOptions, code *int) bool {
+	*code = exitUsage
+	dev, ok := d.device(e)
+	if !ok {
+		return false
+	}
+	if jobs > 1 {
+		e.usageError("-j %d: a device under test takes one run at a time (shard across devices with --shard instead)", jobs)
+		return false
+	}
+	if c := needTAP(e); c != 0 {
+		*code = c
+		return false
+	}
+	ports := devicePorts(dev)
+	if ports < 2 {
+		e.usageError("--dut %s: found %d ports (%s, ...); a ring needs 2 (make them with 'inaemu tap up --wired --prefix %s --workers N')", d.spec, ports, dev.Port(0), dev.Prefix)
+		return false
+	}
+	opts.DUT = &conformance.DUT{Device: dev, Ports: ports, Replay: d.replay()}
+	return true
+}
+
+// runOnDUT is 'inaemu run --dut': the job's hosts here, the device
+// across a wire that carries the job's faults and capture.
+func runOnDUT(e *cmdEnv, d *dutFlags, cfg emu.Config, pcap string, asJSON bool) int {
+	dev, ok := d.device(e)
+	if !ok {
+		return exitUsage
+	}
+	if code := needTAP(e); code != 0 {
+		return code
+	}
+	if !e.changed("timeout") {
+		cfg.Timeout = tapTimeout
+	}
+	var capFile *os.File
+	var capBuf *bufio.Writer
+	if pcap != "" {
+		var err error
+		if capFile, err = os.Create(pcap); err != nil {
+			fmt.Fprintf(e.stderr, "inaemu run: %v\n", err)
+			return exitUsage
+		}
+		capBuf = bufio.NewWriterSize(capFile, 1<<20)
+		cfg.Capture = capBuf
+	}
+	if !asJSON {
+		fmt.Fprintf(e.stdout, "inaemu run: %s allreduce, %d workers, against the device on %s..%s, seed %d\n",
+			cfg.Mode, cfg.Workers, dev.Port(0), dev.Port(cfg.Workers-1), cfg.Seed)
+	}
+	res, err := dut.Run(cfg, dev)
+	if capFile != nil {
+		ferr := capBuf.Flush()
+		if ferr == nil {
+			ferr = capFile.Close()
+		}
+		if err == nil && ferr != nil {
+			err = ferr
+		}
+	}
+	if cerr := (*emu.ConfigError)(nil); errors.As(err, &cerr) {
+		e.usageError("%v", err)
+		return exitUsage
+	}
+	if res == nil {
+		fmt.Fprintf(e.stderr, "inaemu run: %v\n", err)
+		return exitFail
+	}
+	if !asJSON {
+		fmt.Fprintf(e.stdout, "  wire: %s\n", wireSummary(res.Wire))
+	}
+	return reportJob(e, res.Result, err, pcap, asJSON)
+}
+
+// wireSummary is a wire report in one line.
+func wireSummary(r faultwire.Report) string {
+	var frames, lost, dropped, dup, corrupt, delayed, reordered, held, spoofed uint64
+	for _, d := range r.Dirs {
+		frames += d.Frames
+		s := d.Faults
+		lost, dropped, dup, corrupt = lost+s.Lost, dropped+s.Dropped, dup+s.Duplicated, corrupt+s.Corrupted
+		delayed, reordered, held, spoofed = delayed+s.Delayed, reordered+s.Reordered, held+s.Held, spoofed+s.Spoofed
+	}
+	return fmt.Sprintf("%d RoCE frames; lost %d, dropped %d, duplicated %d, corrupted %d, delayed %d, reordered %d, held %d, forged %d",
+		frames, lost, dropped, dup, corrupt, delayed, reordered, held, spoofed)
+}
+
+// wireCommand is 'inaemu wire': the fault-injecting wire between TAPs
+// (or any interfaces) that other processes hold.
+func wireCommand(stdout, stderr io.Writer) *cobra.Command {
+	var prefix, pcap string
+	var workers int
+	var pairs []string
+	var duration time.Duration
+	var asJSON bool
+	var jf *jobFlags
+	c := newCommand("wire", "join hosts' interfaces to a device's ports through the emulator's fault stages, capturing both sides", stdout, stderr,
+		func(e *cmdEnv, _ []string) int {
+			return runWire(e, jf, prefix, workers, pairs, pcap, duration, asJSON)
+		})
+	c.Use = "wire --prefix PREFIX --workers N | --pair HOSTIF=DEVIF ..."
+	c.Long = "For each rank r the wire reads what arrives on PREFIX-hR (a host's TAP, held by 'inaemu host') and sends it out of\n" +
+		"PREFIX-swR (a device's port, held by the device), and back, through raw sockets ('inaemu tap up --wired' makes\n" +
+		"the TAPs without bridges). Faults are those of 'inaemu run' (--netem words, --fault events by port, direction,\n" +
+		"class, QP, PSN and nth; port=R dir=in is host R to the device) and apply to RoCE frames only, decided by the\n" +
+		"seed and each direction's frame order. It runs until SIGINT or SIGTERM (or --duration), then reports."
+	c.Args = noArgs
+	jf = addJobFlags(c, scenario.FaultGroup)
+	for _, o := range scenario.Options() {
+		if o.Key == "seed" {
+			jf.addOption(o)
+		}
+	}
+	f := c.Flags()
+	f.StringVar(&prefix, "prefix", tap.DefaultPrefix, "join PREFIX-hR to PREFIX-swR for each rank R")
+	f.IntVar(&workers, "workers", 0, "how many ranks (pairs) to join")
+	f.StringArrayVar(&pairs, "pair", nil, "join `HOSTIF=DEVIF` (repeatable; the k-th pair is port k), instead of --prefix/--workers")
+	f.StringVar(&pcap, "pcap", "", "write a pcapng to `FILE`: per pair hR-wR, wR-hR, wR-swR, swR-wR; faults as comments")
+	f.DurationVar(&duration, "duration", 0, "stop after this long (default: run until SIGINT or SIGTERM)")
+	f.BoolVar(&asJSON, "json", false, `on exit, print {"seed","pairs":[[host,device],...],"wire":{"dirs":[{"link","frames","bytes","other","faults"}],"written","wall_ns"}}`)
+	return c
+}
+
+func runWire(e *cmdEnv, jf *jobFlags, prefix string, workers int, pairs []string, pcap string, duration time.Duration, asJSON bool) int {
+	var names [][2]string
+	switch {
+	case len(pairs) > 0 && (e.changed("prefix") || e.changed("workers")):
+		e.usageError("--pair names the interfaces itself: give it or --prefix/--workers, not both")
+		return exitUsage
+	case len(pairs) > 0:
+		for _, p := range pairs {
+			h, d, ok := strings.Cut(p, "=")
+			if !ok || h == "" || d == "" || h == d {
+				e.usageError("--pair %q: want HOSTIF=DEVIF, two different interfaces", p)
+				return exitUsage
+			}
+			names = append(names, [2]string{h, d})
+		}
+	default:
+		topo := tap.Topology{Prefix: prefix, Workers: workers}
+		if !e.changed("workers") {
+			e.usageError("--workers: say how many ranks to join (or give --pair)")
+			return exitUsage
+		}
+		if err := topo.Validate(); err != nil {
+			e.usageError("%v", err)
+			return exitUsage
+		}
+		for r := range workers {
+			names = append(names, [2]string{topo.Host(r), topo.SwitchPort(r)})
+		}
+	}
+	if duration < 0 {
+		e.usageError("--duration %v: want a positive duration", duration)
+		return exitUsage
+	}
+	cfg, ok := jf.config(e)
+	if !ok {
+		return exitUsage
+	}
+	if code := needTAP(e); code != 0 {
+		return code
+	}
+	wcfg := faultwire.Config{Netem: cfg.Netem, Events: cfg.Events, Seed: cfg.Seed}
+	closeAll := func() {
+		for _, p := range wcfg.Pairs {
+			p.Host.Close()
+			p.Device.Close()
+		}
+	}
+	for _, n := range names {
+		var p faultwire.Pair
+		var err error
+		if p.Host, err = openInterface(n[0]); err == nil {
+			if p.Device, err = openInterface(n[1]); err != nil {
+				p.Host.Close()
+			}
+		}
+		if err != nil {
+			closeAll()
+			return tapFailure(e, err)
+		}
+		wcfg.Pairs = append(wcfg.Pairs, p)
+	}
+	var capFile *os.File
+	var capBuf *bufio.Writer
+	if pcap != "" {
+		var err error
+		if capFile, err = os.Create(pcap); err != nil {
+			closeAll()
+			fmt.Fprintf(e.stderr, "inaemu wire: %v\n", err)
+			return exitUsage
+		}
+		capBuf = bufio.NewWriterSize(capFile, 1<<20)
+		wcfg.Capture = capBuf
+	}
+	w, err := faultwire.New(wcfg)
+	if err != nil {
+		closeAll()
+		e.usageError("%v", strings.TrimPrefix(err.Error(), "faultwire: "))
+		return exitUsage
+	}
+	interruptible.Store(true) // SIGINT and SIGTERM end the wire: e.ctx
+	ctx := e.ctx
+	if duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, duration)
+		defer cancel()
+	}
+	fmt.Fprintf(e.stderr, "inaemu wire: ready, joining %s=%s .. %s=%s, seed %d\n", names[0][0], names[0][1], names[len(names)-1][0], names[len(names)-1][1], cfg.Seed)
+	serveErr := w.Serve(ctx)
+	if capFile != nil {
+		ferr := capBuf.Flush()
+		if ferr == nil {
+			ferr = capFile.Close()
+		}
+		if serveErr == nil {
+			serveErr = ferr
+		}
+	}
+	rep := w.Report()
+	if asJSON {
+		_ = json.NewEncoder(e.stdout).Encode(struct {
+			Seed  uint64           `json:"seed"`
+			Pairs [][2]string      `json:"pairs"`
+			Wire  faultwire.Report `json:"wire"`
+		}{cfg.Seed, names, rep})
+	} else {
+		fmt.Fprintf(e.stdout, "inaemu wire: %d pairs for %v, seed %d: %s\n", len(names), time.Duration(rep.WallNS).Round(time.Millisecond), cfg.Seed, wireSummary(rep))
+	}
+	if serveErr != nil {
+		fmt.Fprintf(e.stderr, "inaemu wire: %v\n", serveErr)
+		return exitFail
+	}
+	return exitOK
+}
+
+// openInterface opens a raw socket on an interface that must exist.
+func openInterface(name string) (tap.Device, error) {
+	if _, err := net.InterfaceByName(name); err != nil {
+		return nil, fmt.Errorf("%w: %s (create the TAPs with 'inaemu tap up --wired')", errNoInterface, name)
+	}
+	return tap.OpenSocket(name)
+}
