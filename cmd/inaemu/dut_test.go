@@ -76,7 +76,7 @@ func TestWireBetweenProcesses(t *testing.T) {
 	}
 	require.Contains(t, wireOut.String(), `"dropped":1`)
 	require.Contains(t, wireOut.String(), `"corrupted":1`)
-	out, err := exec.Command(bin, "check", pcap).CombinedOutput()
+	out, err := exec.Command(bin, "check", "--in-flight", "1s", pcap).CombinedOutput() // wall-clock capture (README)
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, string(out), "result       conforms")
 	require.Contains(t, string(out), "results equal the rank-order sum")
