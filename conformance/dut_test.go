@@ -2,8 +2,6 @@ package conformance
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,11 +18,9 @@ import (
 func deviceUnderTest(t *testing.T, prefix string, ports int, pkg, command string) SuiteOptions {
 	t.Helper()
 	testtool.Require(t, "tap", tap.Usable())
-	bin := filepath.Join(t.TempDir(), "device")
-	out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
-	require.NoError(t, err, "go build %s\n%s", pkg, out)
+	bin := testtool.Build(t, pkg, "device")
 	t.Cleanup(func() { tap.Down(prefix) })
-	_, err = tap.Up(tap.Topology{Prefix: prefix, Workers: ports, Wired: true})
+	_, err := tap.Up(tap.Topology{Prefix: prefix, Workers: ports, Wired: true})
 	require.NoError(t, err)
 	d := dut.Device{Prefix: prefix, Command: strings.ReplaceAll(command, "$BIN", bin)}
 	return SuiteOptions{Count: 6, Seed: 11, OutDir: t.TempDir(), DUT: &DUT{Device: d, Ports: ports, Replay: "--dut tap:" + prefix}}

@@ -143,13 +143,17 @@ func (d Device) run(cfg emu.Config, wcfg faultwire.Config, timeout time.Duration
 		return nil, fmt.Errorf("device ports: %w (is the device running on %s..%s?)", err, names[0], names[len(names)-1])
 	}
 	hosts := make([]tap.Device, cfg.Workers)
+	closeAll := func() { // on failure before the wire serves (which closes its own side)
+		for r, p := range wcfg.Pairs {
+			hosts[r].Close()
+			p.Host.Close()
+			p.Device.Close()
+		}
+	}
 	for r, n := range names {
 		s, err := tap.OpenSocket(n)
 		if err != nil {
-			for _, p := range wcfg.Pairs {
-				p.Host.Close()
-				p.Device.Close()
-			}
+			closeAll()
 			return nil, err
 		}
 		h, w := tap.Pipe(fmt.Sprintf("h%d", r), fmt.Sprintf("w%d", r), pipeDepth)
@@ -158,11 +162,7 @@ func (d Device) run(cfg emu.Config, wcfg faultwire.Config, timeout time.Duration
 	}
 	w, err := faultwire.New(wcfg)
 	if err != nil {
-		for r, p := range wcfg.Pairs {
-			hosts[r].Close()
-			p.Host.Close()
-			p.Device.Close()
-		}
+		closeAll()
 		return nil, &emu.ConfigError{Err: err}
 	}
 	wctx, stopWire := context.WithCancel(context.Background())

@@ -2,10 +2,6 @@ package dut_test
 
 import (
 	"bytes"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,33 +12,6 @@ import (
 	"github.com/inaemu/inaemu/internal/testtool"
 	"github.com/inaemu/inaemu/tap"
 )
-
-var (
-	binMu  sync.Mutex
-	binDir string
-	bins   = map[string]string{}
-)
-
-// program builds a program (inaemu, or the test's own faulty switch) once.
-func program(t *testing.T, name string) string {
-	t.Helper()
-	binMu.Lock()
-	defer binMu.Unlock()
-	if p, ok := bins[name]; ok {
-		return p
-	}
-	pkg := map[string]string{"inaemu": "github.com/inaemu/inaemu/cmd/inaemu", "toyswitch": "./testdata/toyswitch"}[name]
-	if binDir == "" {
-		dir, err := os.MkdirTemp("", "dut-bin")
-		require.NoError(t, err)
-		binDir = dir
-	}
-	p := filepath.Join(binDir, name)
-	out, err := exec.Command("go", "build", "-o", p, pkg).CombinedOutput()
-	require.NoError(t, err, "go build %s\n%s", pkg, out)
-	bins[name] = p
-	return p
-}
 
 // ports makes the wired TAPs of a device with prefix and workers ports.
 func ports(t *testing.T, prefix string, workers int) {
@@ -69,7 +38,7 @@ func job(t *testing.T, workers int, events ...string) emu.Config {
 // corrupts.
 func TestInaemuSwitchAsDevice(t *testing.T) {
 	ports(t, "itdt", 3)
-	bin := program(t, "inaemu")
+	bin := testtool.Build(t, "github.com/inaemu/inaemu/cmd/inaemu", "inaemu")
 	var log bytes.Buffer
 	d := dut.Device{Prefix: "itdt", Command: bin + " switch --tap $INAEMU_DUT_PREFIX $INAEMU_DUT_FLAGS", Log: &log}
 	cfg := job(t, 3, "drop port=1 dir=in class=data nth=3", "corrupt port=2 dir=out class=data nth=2")

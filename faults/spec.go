@@ -224,6 +224,15 @@ type Event struct {
 	Spec  string  // the text it was parsed from, for annotations
 }
 
+// SpecText is the event's spec, "" for no event (a capture annotation
+// names the event that fired, if one did).
+func (e *Event) SpecText() string {
+	if e == nil {
+		return ""
+	}
+	return e.Spec
+}
+
 // Parse reads one --fault SPEC: `ACTION key=value ...`. ACTION is drop,
 // dup, corrupt, delay=DURATION, hold=K or spoof=R (a forged copy enters
 // the switch from port R; only on frames going into the switch); keys are

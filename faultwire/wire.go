@@ -359,7 +359,7 @@ func (d *direction) emit(frame []byte, delay time.Duration, note faults.Note, ev
 	extra := delay + d.stage.HeldFor
 	comment := ""
 	if note != 0 {
-		comment = faultComment(note, ev, extra, false)
+		comment = pcapio.FaultComment(note.String(), ev.SpecText(), extra, false)
 	}
 	if delay <= 0 {
 		d.w.put(d.to, d.outCap, frame, comment)
@@ -371,7 +371,7 @@ func (d *direction) emit(frame []byte, delay time.Duration, note faults.Note, ev
 
 // dropped records a frame the stage dropped where it would have come out.
 func (d *direction) dropped(frame []byte, note faults.Note, ev *faults.Event) {
-	d.w.recordComment(d.outCap, frame, faultComment(note, ev, 0, true))
+	d.w.recordComment(d.outCap, frame, pcapio.FaultComment(note.String(), ev.SpecText(), 0, true))
 }
 
 // idleFlush releases held frames once d has been quiet for Idle.
@@ -379,7 +379,7 @@ func (d *direction) idleFlush() { d.stage.Flush(d.emitFn) }
 
 // spoof sends a forged frame into the device by port from.
 func (w *Wire) spoof(frame []byte, from int, ev *faults.Event) {
-	w.put(w.cfg.Pairs[from].Device, w.dirs[2*from].outCap, frame, faultComment(faults.NoteSpoof, ev, 0, false))
+	w.put(w.cfg.Pairs[from].Device, w.dirs[2*from].outCap, frame, pcapio.FaultComment(faults.NoteSpoof.String(), ev.SpecText(), 0, false))
 }
 
 // put writes frame out of dev and records it on capture interface id.
@@ -407,13 +407,4 @@ func (w *Wire) recordComment(id int, frame []byte, comment string) {
 	} else {
 		w.capErr = w.cap.WriteIndex(id, ts, frame, comment)
 	}
-}
-
-// faultComment is a frame's annotation (pcapio.FaultComment).
-func faultComment(note faults.Note, ev *faults.Event, extra time.Duration, dropped bool) string {
-	spec := ""
-	if ev != nil {
-		spec = ev.Spec
-	}
-	return pcapio.FaultComment(note.String(), spec, extra, dropped)
 }

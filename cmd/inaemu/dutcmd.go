@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -125,30 +123,21 @@ func runOnDUT(e *cmdEnv, d *dutFlags, cfg emu.Config, pcap string, asJSON bool) 
 	if !e.changed("timeout") {
 		cfg.Timeout = tapTimeout
 	}
-	var capFile *os.File
-	var capBuf *bufio.Writer
-	if pcap != "" {
-		var err error
-		if capFile, err = os.Create(pcap); err != nil {
-			fmt.Fprintf(e.stderr, "inaemu run: %v\n", err)
-			return exitUsage
-		}
-		capBuf = bufio.NewWriterSize(capFile, 1<<20)
-		cfg.Capture = capBuf
+	capFile, err := createPcap(pcap)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "inaemu run: %v\n", err)
+		return exitUsage
+	}
+	if capFile != nil {
+		cfg.Capture = capFile
 	}
 	if !asJSON {
 		fmt.Fprintf(e.stdout, "inaemu run: %s allreduce, %d workers, against the device on %s..%s, seed %d\n",
 			cfg.Mode, cfg.Workers, dev.Port(0), dev.Port(cfg.Workers-1), cfg.Seed)
 	}
 	res, err := dut.Run(cfg, dev)
-	if capFile != nil {
-		ferr := capBuf.Flush()
-		if ferr == nil {
-			ferr = capFile.Close()
-		}
-		if err == nil && ferr != nil {
-			err = ferr
-		}
+	if ferr := capFile.close(); err == nil && ferr != nil {
+		err = ferr
 	}
 	if cerr := (*emu.ConfigError)(nil); errors.As(err, &cerr) {
 		e.usageError("%v", err)
@@ -274,21 +263,19 @@ func runWire(e *cmdEnv, jf *jobFlags, prefix string, workers int, pairs []string
 		}
 		wcfg.Pairs = append(wcfg.Pairs, p)
 	}
-	var capFile *os.File
-	var capBuf *bufio.Writer
-	if pcap != "" {
-		var err error
-		if capFile, err = os.Create(pcap); err != nil {
-			closeAll()
-			fmt.Fprintf(e.stderr, "inaemu wire: %v\n", err)
-			return exitUsage
-		}
-		capBuf = bufio.NewWriterSize(capFile, 1<<20)
-		wcfg.Capture = capBuf
+	capFile, err := createPcap(pcap)
+	if err != nil {
+		closeAll()
+		fmt.Fprintf(e.stderr, "inaemu wire: %v\n", err)
+		return exitUsage
+	}
+	if capFile != nil {
+		wcfg.Capture = capFile
 	}
 	w, err := faultwire.New(wcfg)
 	if err != nil {
 		closeAll()
+		_ = capFile.close()
 		e.usageError("%v", strings.TrimPrefix(err.Error(), "faultwire: "))
 		return exitUsage
 	}
@@ -301,14 +288,8 @@ func runWire(e *cmdEnv, jf *jobFlags, prefix string, workers int, pairs []string
 	}
 	fmt.Fprintf(e.stderr, "inaemu wire: ready, joining %s=%s .. %s=%s, seed %d\n", names[0][0], names[0][1], names[len(names)-1][0], names[len(names)-1][1], cfg.Seed)
 	serveErr := w.Serve(ctx)
-	if capFile != nil {
-		ferr := capBuf.Flush()
-		if ferr == nil {
-			ferr = capFile.Close()
-		}
-		if serveErr == nil {
-			serveErr = ferr
-		}
+	if ferr := capFile.close(); serveErr == nil {
+		serveErr = ferr
 	}
 	rep := w.Report()
 	if asJSON {

@@ -96,17 +96,13 @@ func runRun(e *cmdEnv, jf *jobFlags, df *dutFlags, pcap, backend, prefix string,
 		e.usageError("--backend %q: want emu or tap", backend)
 		return exitUsage
 	}
-	var capFile *os.File
-	var capBuf *bufio.Writer
-	if pcap != "" {
-		var err error
-		capFile, err = os.Create(pcap)
-		if err != nil {
-			fmt.Fprintf(stderr, "inaemu run: %v\n", err)
-			return exitUsage
-		}
-		capBuf = bufio.NewWriterSize(capFile, 1<<20)
-		cfg.Capture = capBuf
+	capFile, err := createPcap(pcap)
+	if err != nil {
+		fmt.Fprintf(stderr, "inaemu run: %v\n", err)
+		return exitUsage
+	}
+	if capFile != nil {
+		cfg.Capture = capFile
 	}
 	if !asJSON {
 		printHeader(e.stdout, cfg)
@@ -115,16 +111,40 @@ func runRun(e *cmdEnv, jf *jobFlags, df *dutFlags, pcap, backend, prefix string,
 	cfg.Context, cfg.Progress = e.ctx, bar.observe
 	res, runErr := emu.Run(cfg)
 	bar.stop()
-	if capFile != nil {
-		err := capBuf.Flush()
-		if err == nil {
-			err = capFile.Close()
-		}
-		if err != nil && runErr == nil {
-			runErr = err
-		}
+	if err := capFile.close(); err != nil && runErr == nil {
+		runErr = err
 	}
 	return reportJob(e, res, runErr, pcap, asJSON)
+}
+
+// pcapFile is a capture file written through a buffer (nil: no capture).
+type pcapFile struct {
+	*bufio.Writer
+	f *os.File
+}
+
+// createPcap creates the capture file path; "" is no capture (nil).
+func createPcap(path string) (*pcapFile, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	return &pcapFile{bufio.NewWriterSize(f, 1<<20), f}, nil
+}
+
+// close flushes and closes the file (nothing for no capture).
+func (p *pcapFile) close() error {
+	if p == nil {
+		return nil
+	}
+	err := p.Flush()
+	if cerr := p.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // reportJob prints a job's result (text or JSON) and maps it to the exit

@@ -63,31 +63,9 @@ func requireNoInterfaces(t *testing.T, prefix string) {
 	}
 }
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
 // inaemuBinary builds the command once for the tests that run it as
 // separate processes.
-func inaemuBinary(t *testing.T) string {
-	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "inaemu-bin")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "inaemu")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	require.NoError(t, binErr)
-	return binPath
-}
+func inaemuBinary(t *testing.T) string { return testtool.Build(t, ".", "inaemu") }
 
 // process is a background command whose stderr is watched for a line.
 type process struct {

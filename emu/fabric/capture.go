@@ -36,15 +36,6 @@ func newCapture(out io.Writer, dirs []*linkDir) (*capture, error) {
 	return &capture{w: w}, nil
 }
 
-// faultComment is a frame's annotation (pcapio.FaultComment).
-func faultComment(note faults.Note, ev *faults.Event, extra time.Duration, dropped bool) string {
-	spec := ""
-	if ev != nil {
-		spec = ev.Spec
-	}
-	return pcapio.FaultComment(note.String(), spec, extra, dropped)
-}
-
 func (c *capture) record(d *linkDir, at time.Duration, frame []byte, note faults.Note, ev *faults.Event, extra time.Duration, dropped bool) {
 	if c.err != nil || d.capID < 0 {
 		return
@@ -53,7 +44,7 @@ func (c *capture) record(d *linkDir, at time.Duration, frame []byte, note faults
 		c.err = c.w.WriteIndex(d.capID, int64(at), frame)
 		return
 	}
-	c.err = c.w.WriteIndex(d.capID, int64(at), frame, faultComment(note, ev, extra, dropped))
+	c.err = c.w.WriteIndex(d.capID, int64(at), frame, pcapio.FaultComment(note.String(), ev.SpecText(), extra, dropped))
 }
 
 func (c *capture) close() error {

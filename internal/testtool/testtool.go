@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -82,4 +84,40 @@ func HaveScapy() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	return exec.CommandContext(ctx, SystemPython, "-c", "import scapy.contrib.roce").Run() == nil
+}
+
+var (
+	builtMu  sync.Mutex
+	builtDir string
+	built    = map[string]string{}
+)
+
+// Build builds the Go program pkg (an import path, or a directory
+// relative to the test's package) once per test binary, for tests that
+// run it as a separate process, and returns the executable's path; it is
+// called name, in a directory of its own (a test may put it on PATH).
+func Build(t testing.TB, pkg, name string) string {
+	t.Helper()
+	builtMu.Lock()
+	defer builtMu.Unlock()
+	if p, ok := built[pkg]; ok {
+		return p
+	}
+	if builtDir == "" {
+		dir, err := os.MkdirTemp("", "inaemu-test-bin")
+		if err != nil {
+			t.Fatalf("go build %s: %v", pkg, err)
+		}
+		builtDir = dir
+	}
+	dir := filepath.Join(builtDir, fmt.Sprint(len(built)))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatalf("go build %s: %v", pkg, err)
+	}
+	p := filepath.Join(dir, name)
+	if out, err := exec.Command("go", "build", "-o", p, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	built[pkg] = p
+	return p
 }
