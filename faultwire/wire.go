@@ -24,14 +24,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"sync"
 	"time"
 
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/internal/pcapio"
-	"github.com/inaemu/inaemu/internal/vclock"
+	"github.com/inaemu/inaemu/internal/wallloop"
 	"github.com/inaemu/inaemu/tap"
 )
 
@@ -111,19 +109,11 @@ type Report struct {
 type Wire struct {
 	cfg    Config
 	idle   time.Duration
-	clock  *vclock.Clock
-	start  time.Time
+	loop   *wallloop.Loop
 	dirs   []*direction // 2r: pair r in, 2r+1: pair r out
 	cap    *pcapio.Writer
 	capErr error
-
-	rx   chan rxFrame
-	free chan []byte
-	errc chan error
-	quit chan struct{}
-	wg   sync.WaitGroup
-	once sync.Once
-	err  error // a write failed on the loop's side
+	err    error // a write failed on the loop's side
 
 	written uint64
 }
@@ -142,17 +132,11 @@ type direction struct {
 	emitFn  faults.Emit
 }
 
-type rxFrame struct {
-	buf []byte
-	n   int
-	d   *direction
-	at  time.Duration
-}
-
 // wireBuffers bounds frames read and not yet handled.
 const wireBuffers = 4096
 
-// New builds a wire; it starts moving frames when Serve is called.
+// New builds a wire; its readers start at once, and it moves frames when
+// Serve is called.
 func New(cfg Config) (*Wire, error) {
 	if len(cfg.Pairs) == 0 {
 		return nil, errors.New("faultwire: no pairs to join")
@@ -173,13 +157,9 @@ func New(cfg Config) (*Wire, error) {
 			return nil, fmt.Errorf("faultwire: %q forges from port %d; the wire has ports 0..%d", e.Spec, e.From, len(cfg.Pairs)-1)
 		}
 	}
-	w := &Wire{cfg: cfg, idle: cfg.Idle, clock: vclock.New(), rx: make(chan rxFrame, wireBuffers),
-		free: make(chan []byte, wireBuffers), errc: make(chan error, 1), quit: make(chan struct{})}
+	w := &Wire{cfg: cfg, idle: cfg.Idle, loop: wallloop.New(wireBuffers, 1)}
 	if w.idle <= 0 {
 		w.idle = DefaultIdle
-	}
-	for range wireBuffers {
-		w.free <- make([]byte, tap.MaxFrame)
 	}
 	var names []string
 	for r, p := range cfg.Pairs {
@@ -193,13 +173,13 @@ func New(cfg Config) (*Wire, error) {
 			}
 			d.stats.Link = LinkName(r, dir)
 			d.stage = faults.NewLinkStage(d.stats.Link, r, dir, cfg.Netem, cfg.Events, faults.StageSeed(cfg.Seed, r, dir))
-			d.stage.Now = w.clock.Now
+			d.stage.Now = w.loop.Clock.Now
 			d.stage.OnDrop = d.dropped
 			if dir == faults.DirIn {
 				d.stage.OnSpoof = w.spoof
 			}
 			d.emitFn = d.emit
-			t := w.clock.AfterFunc(0, d.idleFlush)
+			t := w.loop.Clock.AfterFunc(0, d.idleFlush)
 			t.Stop()
 			d.flush = t
 			w.dirs = append(w.dirs, d)
@@ -212,6 +192,10 @@ func New(cfg Config) (*Wire, error) {
 		}
 		w.cap = c
 	}
+	for r, p := range cfg.Pairs {
+		w.loop.Add(p.Host, w.dirs[2*r].handle)
+		w.loop.Add(p.Device, w.dirs[2*r+1].handle)
+	}
 	return w, nil
 }
 
@@ -219,12 +203,12 @@ func New(cfg Config) (*Wire, error) {
 // readers and closes every device; it flushes the capture. A ctx that
 // ended is not an error.
 func (w *Wire) Serve(ctx context.Context) error {
-	w.start = time.Now()
-	for r, p := range w.cfg.Pairs {
-		w.read(p.Host, w.dirs[2*r])
-		w.read(p.Device, w.dirs[2*r+1])
+	err := w.loop.Serve(ctx, func() bool { return w.err != nil })
+	if w.err != nil {
+		err = w.err
+	} else if errors.Is(err, ctx.Err()) {
+		err = nil
 	}
-	err := w.loop(ctx)
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
@@ -239,95 +223,12 @@ func (w *Wire) Serve(ctx context.Context) error {
 	return err
 }
 
-func (w *Wire) now() time.Duration { return time.Since(w.start) }
-
-func (w *Wire) loop(ctx context.Context) error {
-	c := w.clock
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-	for {
-		c.AdvanceTo(w.now())
-		if w.err != nil {
-			return w.err
-		}
-		var wake <-chan time.Time
-		if next, ok := c.Next(); ok {
-			d := next - w.now()
-			if d <= 0 {
-				continue
-			}
-			timer.Reset(d)
-			wake = timer.C
-		}
-		select {
-		case fr := <-w.rx:
-			timer.Stop()
-			c.AdvanceTo(fr.at) // timers due before the frame arrived go first
-			fr.d.handle(fr.buf[:fr.n])
-			w.free <- fr.buf
-		case <-wake:
-		case err := <-w.errc:
-			return err
-		case <-ctx.Done():
-			return nil
-		}
-	}
-}
-
-// read starts dev's reader goroutine, feeding direction d.
-func (w *Wire) read(dev tap.Device, d *direction) {
-	w.wg.Add(1)
-	go func() {
-		defer w.wg.Done()
-		for {
-			var buf []byte
-			select {
-			case buf = <-w.free:
-			case <-w.quit:
-				return
-			}
-			n, err := dev.ReadFrame(buf)
-			if err != nil {
-				select {
-				case <-w.quit:
-				case w.errc <- err:
-				default:
-				}
-				return
-			}
-			select {
-			case w.rx <- rxFrame{buf: buf, n: n, d: d, at: w.now()}:
-			case <-w.quit:
-				return
-			}
-		}
-	}()
-}
-
 // Close stops the readers and closes every device.
-func (w *Wire) Close() error {
-	var first error
-	w.once.Do(func() {
-		close(w.quit)
-		for _, p := range w.cfg.Pairs {
-			for _, dev := range []tap.Device{p.Host, p.Device} {
-				if err := dev.Close(); err != nil && first == nil && !errors.Is(err, os.ErrClosed) {
-					first = err
-				}
-			}
-		}
-		w.wg.Wait()
-	})
-	return first
-}
+func (w *Wire) Close() error { return w.loop.Close() }
 
 // Report is what the wire did so far (call it after Serve returns).
 func (w *Wire) Report() Report {
-	rep := Report{Written: w.written}
-	if !w.start.IsZero() {
-		rep.WallNS = int64(time.Since(w.start))
-	}
+	rep := Report{Written: w.written, WallNS: int64(w.loop.Now())}
 	for _, d := range w.dirs {
 		s := d.stats
 		s.Faults = d.stage.Stats
@@ -366,7 +267,7 @@ func (d *direction) emit(frame []byte, delay time.Duration, note faults.Note, ev
 		return
 	}
 	b := append([]byte(nil), frame...)
-	d.w.clock.AfterFunc(delay, func() { d.w.put(d.to, d.outCap, b, comment) })
+	d.w.loop.Clock.AfterFunc(delay, func() { d.w.put(d.to, d.outCap, b, comment) })
 }
 
 // dropped records a frame the stage dropped where it would have come out.
@@ -401,7 +302,7 @@ func (w *Wire) recordComment(id int, frame []byte, comment string) {
 	if w.cap == nil || w.capErr != nil {
 		return
 	}
-	ts := w.start.Add(w.now()).UnixNano()
+	ts := time.Now().UnixNano()
 	if comment == "" {
 		w.capErr = w.cap.WriteIndex(id, ts, frame)
 	} else {

@@ -7,17 +7,14 @@ package live
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"sync"
 	"time"
 
 	"github.com/inaemu/inaemu/emu/fabric"
 	"github.com/inaemu/inaemu/emu/nic"
 	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/frames"
-	"github.com/inaemu/inaemu/internal/vclock"
+	"github.com/inaemu/inaemu/internal/wallloop"
 	"github.com/inaemu/inaemu/roce"
 	"github.com/inaemu/inaemu/tap"
 )
@@ -43,25 +40,12 @@ const (
 	liveBurst = 64
 )
 
-// liveIO is the live fabric's device side: one reader goroutine per device
-// hands frames to the event loop (Serve), which owns all other state.
+// liveIO is the live fabric's device side: a wall-clock loop
+// (internal/wallloop) whose readers hand frames to the fabric's hosts and
+// switch ports.
 type liveIO struct {
-	f     *fabric.Fabric
-	start time.Time
-	rx    chan rxFrame
-	free  chan []byte
-	errc  chan error
-	quit  chan struct{}
-	wg    sync.WaitGroup
-	devs  []tap.Device
-	err   error // a write failed on the loop's side
-	once  sync.Once
-}
-
-type rxFrame struct {
-	buf     []byte
-	n       int
-	deliver func(frame []byte)
+	loop *wallloop.Loop
+	err  error // a write failed on the loop's side
 }
 
 // NewFabric builds a fabric on devices: hosts with a device run here,
@@ -80,13 +64,8 @@ func NewFabric(hosts int, t frames.Transport, timing switching.Timing, devs Devi
 	if t == frames.NotRoCE {
 		t = frames.V2IPv4
 	}
-	f := &fabric.Fabric{Clock: vclock.New()}
-	l := &liveIO{start: time.Now(), rx: make(chan rxFrame, liveBuffers), free: make(chan []byte, liveBuffers),
-		errc: make(chan error, 1), quit: make(chan struct{})}
-	for range liveBuffers {
-		l.free <- make([]byte, tap.MaxFrame)
-	}
-	l.f = f
+	l := &liveIO{loop: wallloop.New(liveBuffers, liveBurst)}
+	f := &fabric.Fabric{Clock: l.loop.Clock}
 	f.Backend = l
 	for p, d := range devs.Switch { // before any reader starts
 		if d == nil {
@@ -100,7 +79,7 @@ func NewFabric(hosts int, t frames.Transport, timing switching.Timing, devs Devi
 			f.Switch.SetPort(p, &livePort{l: l, dev: d}, d.Name())
 			f.Switch.Route([6]byte(nic.MAC(p, 0)), []int{p}) // rank p's NIC sits behind port p
 			port := p
-			l.add(d, func(frame []byte) { f.Switch.Ingress(port, frame) })
+			l.loop.Add(d, func(frame []byte) { f.Switch.Ingress(port, frame) })
 		}
 	}
 	for r := 0; r < hosts; r++ {
@@ -112,51 +91,13 @@ func NewFabric(hosts int, t frames.Transport, timing switching.Timing, devs Devi
 			tx.timer.Stop()
 			h.Attach(tx)
 			h.Live = true
-			l.add(devs.Hosts[r], h.Receive)
+			l.loop.Add(devs.Hosts[r], h.Receive)
 		}
 		f.Hosts = append(f.Hosts, h)
 	}
 	f.NICs = f.Hosts
 	return f, nil
 }
-
-func (l *liveIO) add(d tap.Device, deliver func([]byte)) {
-	l.devs = append(l.devs, d)
-	l.wg.Add(1)
-	go l.read(d, deliver)
-}
-
-// read is a device's reader goroutine.
-func (l *liveIO) read(d tap.Device, deliver func([]byte)) {
-	defer l.wg.Done()
-	for {
-		var buf []byte
-		select {
-		case buf = <-l.free:
-		case <-l.quit:
-			return
-		}
-		n, err := d.ReadFrame(buf)
-		if err != nil {
-			select {
-			case <-l.quit: // closed by Close
-			default:
-				select {
-				case l.errc <- err:
-				default:
-				}
-			}
-			return
-		}
-		select {
-		case l.rx <- rxFrame{buf: buf, n: n, deliver: deliver}:
-		case <-l.quit:
-			return
-		}
-	}
-}
-
-func (l *liveIO) now() time.Duration { return time.Since(l.start) }
 
 func (l *liveIO) fail(err error) {
 	if l.err == nil {
@@ -168,68 +109,15 @@ func (l *liveIO) fail(err error) {
 // to its host or switch port and fires timers in real time, until stop
 // (checked after every event) reports true, ctx ends, or a device fails.
 func (l *liveIO) Serve(ctx context.Context, stop func() bool) error {
-	c := l.f.Clock
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-	for {
-		c.AdvanceTo(l.now())
-		if l.err != nil {
-			return l.err
-		}
-		if stop() {
-			return nil
-		}
-		var wake <-chan time.Time
-		if next, ok := c.Next(); ok {
-			d := next - l.now()
-			if d <= 0 {
-				continue
-			}
-			timer.Reset(d)
-			wake = timer.C
-		}
-		select {
-		case fr := <-l.rx:
-			timer.Stop()
-			c.AdvanceTo(l.now())
-			fr.deliver(fr.buf[:fr.n])
-			l.free <- fr.buf
-			// Frames that queued meanwhile go without a trip through the
-			// timers (bounded, so timers are never starved).
-			for range liveBurst {
-				select {
-				case fr = <-l.rx:
-					fr.deliver(fr.buf[:fr.n])
-					l.free <- fr.buf
-					continue
-				default:
-				}
-				break
-			}
-		case <-wake:
-		case err := <-l.errc:
-			return err
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	err := l.loop.Serve(ctx, func() bool { return l.err != nil || stop() })
+	if l.err != nil {
+		return l.err
 	}
+	return err
 }
 
 // Close stops the readers and closes every device (the interfaces stay).
-func (l *liveIO) Close() error {
-	var first error
-	l.once.Do(func() {
-		close(l.quit)
-		for _, d := range l.devs {
-			if err := d.Close(); err != nil && first == nil && !errors.Is(err, os.ErrClosed) {
-				first = err
-			}
-		}
-		l.wg.Wait()
-	})
-	return first
-}
+func (l *liveIO) Close() error { return l.loop.Close() }
 
 // liveTx is a host NIC on a device. No line rate is modelled: when a QP
 // has frames the NIC writes them to the device in bursts, and the kernel

@@ -1,0 +1,157 @@
+// Package wallloop runs an event loop on the wall clock: a virtual clock
+// (package vclock) kept at the time elapsed since the loop began, whose
+// timers fire in real time, and one reader goroutine per device handing
+// each frame it reads to the loop, which alone touches the state it
+// feeds. The TAP backend's fabric and the fault-injecting wire both run on
+// it.
+package wallloop
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/inaemu/inaemu/internal/vclock"
+	"github.com/inaemu/inaemu/tap"
+)
+
+// Loop is a wall-clock event loop.
+type Loop struct {
+	Clock *vclock.Clock
+	start time.Time
+	burst int
+	rx    chan frame
+	free  chan []byte
+	errc  chan error
+	quit  chan struct{}
+	wg    sync.WaitGroup
+	once  sync.Once
+	devs  []tap.Device
+}
+
+type frame struct {
+	buf     []byte
+	n       int
+	at      time.Duration
+	deliver func(frame []byte)
+}
+
+// New makes a loop whose clock starts now, with buffers frame buffers
+// (the readers stop reading while all are in use) and at most burst
+// frames handled per wake-up before the timers get a turn.
+func New(buffers, burst int) *Loop {
+	l := &Loop{Clock: vclock.New(), start: time.Now(), burst: burst, rx: make(chan frame, buffers),
+		free: make(chan []byte, buffers), errc: make(chan error, 1), quit: make(chan struct{})}
+	for range buffers {
+		l.free <- make([]byte, tap.MaxFrame)
+	}
+	return l
+}
+
+// Start is when the clock was at zero.
+func (l *Loop) Start() time.Time { return l.start }
+
+// Now is the wall time since Start.
+func (l *Loop) Now() time.Duration { return time.Since(l.start) }
+
+// Add starts d's reader: each frame read is handed to deliver on the
+// loop, with the clock at the time it was read. Close closes d.
+func (l *Loop) Add(d tap.Device, deliver func(frame []byte)) {
+	l.devs = append(l.devs, d)
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		for {
+			var buf []byte
+			select {
+			case buf = <-l.free:
+			case <-l.quit:
+				return
+			}
+			n, err := d.ReadFrame(buf)
+			if err != nil {
+				select {
+				case <-l.quit: // closed by Close
+				case l.errc <- err:
+				default:
+				}
+				return
+			}
+			select {
+			case l.rx <- frame{buf: buf, n: n, at: l.Now(), deliver: deliver}:
+			case <-l.quit:
+				return
+			}
+		}
+	}()
+}
+
+// Serve runs the loop: it fires timers in real time and hands each frame
+// read to its deliverer, until stop (checked after every event) reports
+// true, ctx ends (its error is returned), or a device's read fails.
+func (l *Loop) Serve(ctx context.Context, stop func() bool) error {
+	c := l.Clock
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		c.AdvanceTo(l.Now())
+		if stop() {
+			return nil
+		}
+		var wake <-chan time.Time
+		if next, ok := c.Next(); ok {
+			d := next - l.Now()
+			if d <= 0 {
+				continue
+			}
+			timer.Reset(d)
+			wake = timer.C
+		}
+		select {
+		case fr := <-l.rx:
+			timer.Stop()
+			l.handle(fr)
+			// Frames that queued meanwhile go without a trip through the
+			// timers (bounded, so timers are never starved).
+		burst:
+			for range l.burst - 1 {
+				select {
+				case fr = <-l.rx:
+					l.handle(fr)
+				default:
+					break burst
+				}
+			}
+		case <-wake:
+		case err := <-l.errc:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// handle delivers one frame, the timers due before it was read first.
+func (l *Loop) handle(fr frame) {
+	l.Clock.AdvanceTo(fr.at)
+	fr.deliver(fr.buf[:fr.n])
+	l.free <- fr.buf
+}
+
+// Close stops the readers and closes every device added.
+func (l *Loop) Close() error {
+	var first error
+	l.once.Do(func() {
+		close(l.quit)
+		for _, d := range l.devs {
+			if err := d.Close(); err != nil && first == nil && !errors.Is(err, os.ErrClosed) {
+				first = err
+			}
+		}
+		l.wg.Wait()
+	})
+	return first
+}
