@@ -56,6 +56,19 @@ type Stats struct {
 	Spoofed    uint64 `json:"spoofed"` // forged copies sent in from another port
 }
 
+// Add adds x's counts to s (totals over several stages).
+func (s *Stats) Add(x Stats) {
+	s.Frames += x.Frames
+	s.Lost += x.Lost
+	s.Dropped += x.Dropped
+	s.Duplicated += x.Duplicated
+	s.Corrupted += x.Corrupted
+	s.Delayed += x.Delayed
+	s.Reordered += x.Reordered
+	s.Held += x.Held
+	s.Spoofed += x.Spoofed
+}
+
 type eventState struct {
 	ev    Event
 	count int

@@ -105,6 +105,15 @@ type Report struct {
 	WallNS  int64      `json:"wall_ns"`
 }
 
+// Faults sums every direction's fault counters.
+func (r Report) Faults() faults.Stats {
+	var s faults.Stats
+	for _, d := range r.Dirs {
+		s.Add(d.Faults)
+	}
+	return s
+}
+
 // Wire joins the pairs of a Config. Serve runs it.
 type Wire struct {
 	cfg    Config

@@ -155,15 +155,13 @@ func runOnDUT(e *cmdEnv, d *dutFlags, cfg emu.Config, pcap string, asJSON bool) 
 
 // wireSummary is a wire report in one line.
 func wireSummary(r faultwire.Report) string {
-	var frames, lost, dropped, dup, corrupt, delayed, reordered, held, spoofed uint64
+	var frames uint64
 	for _, d := range r.Dirs {
 		frames += d.Frames
-		s := d.Faults
-		lost, dropped, dup, corrupt = lost+s.Lost, dropped+s.Dropped, dup+s.Duplicated, corrupt+s.Corrupted
-		delayed, reordered, held, spoofed = delayed+s.Delayed, reordered+s.Reordered, held+s.Held, spoofed+s.Spoofed
 	}
+	s := r.Faults()
 	return fmt.Sprintf("%d RoCE frames; lost %d, dropped %d, duplicated %d, corrupted %d, delayed %d, reordered %d, held %d, forged %d",
-		frames, lost, dropped, dup, corrupt, delayed, reordered, held, spoofed)
+		frames, s.Lost, s.Dropped, s.Duplicated, s.Corrupted, s.Delayed, s.Reordered, s.Held, s.Spoofed)
 }
 
 // wireCommand is 'inaemu wire': the fault-injecting wire between TAPs

@@ -370,16 +370,7 @@ func (f *Fabric) CloseCapture() error {
 func (f *Fabric) FaultStats() faults.Stats {
 	var s faults.Stats
 	for _, st := range f.stages {
-		x := st.Stats
-		s.Frames += x.Frames
-		s.Lost += x.Lost
-		s.Dropped += x.Dropped
-		s.Duplicated += x.Duplicated
-		s.Corrupted += x.Corrupted
-		s.Delayed += x.Delayed
-		s.Reordered += x.Reordered
-		s.Held += x.Held
-		s.Spoofed += x.Spoofed
+		s.Add(st.Stats)
 	}
 	return s
 }
