@@ -31,13 +31,13 @@ vet:
 
 # Benchmarks with their raw limits measured in the same run: BENCHCOUNT
 # interleaved rounds, then one table of figures, raw limits and median
-# ratios (internal/benchtable). The TAP benchmark runs as root and skips
-# otherwise; it removes its TAPs, even those a killed run left.
+# ratios (internal/benchtable). The TAP and wire benchmarks run as root and skip
+# otherwise; they remove their TAPs, even those a killed run left.
 BENCHCOUNT ?= 5
 BENCHTIME  ?= 300ms
 bench:
 	@mkdir -p bin
-	@$(GO) test -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) -benchtime $(BENCHTIME) ./frames/ ./roce/ ./emu/... > bin/bench.out 2>&1; \
+	@$(GO) test -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) -benchtime $(BENCHTIME) ./frames/ ./roce/ ./emu/... ./faultwire/ > bin/bench.out 2>&1; \
 		status=$$?; cat bin/bench.out; echo; \
 		$(GO) run ./internal/benchtable < bin/bench.out && exit $$status
 

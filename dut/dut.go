@@ -86,7 +86,8 @@ func JobFlags(cfg emu.Config) string {
 		cfg.Workers, cfg.Mode, cfg.Window, cfg.MsgLen, cfg.MTU, cfg.DType, cfg.Transport, cfg.Release, cfg.TensorBytes, cfg.Seed)
 }
 
-// Result is a run against a device.
+// Result is a run against a device. Its Faults are the wire's, summed
+// over every direction (Wire has them per direction).
 type Result struct {
 	*emu.Result
 	Wire faultwire.Report
@@ -177,7 +178,11 @@ func (d Device) run(cfg emu.Config, wcfg faultwire.Config, timeout time.Duration
 	for _, h := range hosts {
 		h.Close()
 	}
-	return &Result{Result: res, Wire: w.Report()}, err
+	rep := w.Report()
+	if res != nil { // the faults a run reports are those of its links: here, the wire's
+		res.Faults = rep.Faults()
+	}
+	return &Result{Result: res, Wire: rep}, err
 }
 
 // pipeDepth is how many frames each way a host's pipe to the wire holds:

@@ -49,5 +49,7 @@ func TestInaemuSwitchAsDevice(t *testing.T) {
 	require.True(t, res.Exact)
 	require.Equal(t, uint64(1), res.Wire.Dirs[2].Faults.Dropped)
 	require.Equal(t, uint64(1), res.Wire.Dirs[5].Faults.Corrupted)
+	require.Equal(t, uint64(1), res.Faults.Dropped, "the run's faults are the wire's")
+	require.Equal(t, uint64(1), res.Faults.Corrupted)
 	require.Contains(t, log.String(), "ready on itdt-sw0..itdt-sw2")
 }

@@ -69,6 +69,11 @@ func (s *Stats) Add(x Stats) {
 	s.Spoofed += x.Spoofed
 }
 
+// Injected is how many faults the counts record (every kind, frames aside).
+func (s Stats) Injected() uint64 {
+	return s.Lost + s.Dropped + s.Duplicated + s.Corrupted + s.Delayed + s.Reordered + s.Held + s.Spoofed
+}
+
 type eventState struct {
 	ev    Event
 	count int

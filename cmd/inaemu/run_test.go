@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/internal/pcapio"
 )
 
@@ -406,5 +407,28 @@ func TestRunVariants(t *testing.T) {
 	} {
 		m, _ := runJSON(t, append(append([]string{"--seed", "2"}, small...), extra...)...)
 		assert.Equal(t, true, m["exact"], "%v", extra)
+	}
+}
+
+// Timeouts on TAPs with no NAK and no fault injected are the kernel's
+// queues, and the summary says so; any sign of loss, an injected fault or
+// the emulator (whose timeouts follow from its own links) keeps it quiet.
+func TestQueueingHintOnlyForUnexplainedTAPTimeouts(t *testing.T) {
+	tapTimeouts := func() *emu.Result { return &emu.Result{Backend: "tap", Timeouts: 12} }
+	hint := queueingHint(tapTimeouts())
+	assert.Contains(t, hint, "12 timeouts, no NAKs and no faults injected")
+	assert.Contains(t, hint, "raise --timeout")
+
+	for name, r := range map[string]func(r *emu.Result){
+		"emulated":     func(r *emu.Result) { r.Backend = "emu" },
+		"no timeouts":  func(r *emu.Result) { r.Timeouts = 0 },
+		"a NAK":        func(r *emu.Result) { r.NAKs = 1 },
+		"a wire fault": func(r *emu.Result) { r.Faults.Dropped = 1 },
+		"netem loss":   func(r *emu.Result) { r.Faults.Lost = 1 },
+		"a delay":      func(r *emu.Result) { r.Faults.Delayed = 1 },
+	} {
+		res := tapTimeouts()
+		r(res)
+		assert.Empty(t, queueingHint(res), name)
 	}
 }

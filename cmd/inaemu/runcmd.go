@@ -320,6 +320,9 @@ func printSummary(w io.Writer, r *emu.Result, pcap string, runErr error) {
 	}
 	fmt.Fprintf(w, "  frames    %d sent, %d retransmitted, %d NAKs, %d timeouts, %d ICRC drops (NIC profile %s)\n",
 		r.FramesSent, r.Retransmissions, r.NAKs, r.Timeouts, r.ICRCDrops, r.NIC)
+	if hint := queueingHint(r); hint != "" {
+		fmt.Fprintf(w, "  note      %s\n", hint)
+	}
 	if r.Backend != "tap" { // on TAPs there are no emulated links to fault
 		f := r.Faults
 		fmt.Fprintf(w, "  faults    %d lost, %d dropped by events, %d duplicated, %d corrupted, %d delayed, %d reordered, %d held, %d spoofed; %d queue drops\n",
@@ -364,4 +367,17 @@ func printSummary(w io.Writer, r *emu.Result, pcap string, runErr error) {
 		fmt.Fprintf(w, "  capture   %s (one interface per link direction; open it in Wireshark)\n", pcap)
 	}
 	fmt.Fprintf(w, "  seed      %d\n", r.Seed)
+}
+
+// queueingHint explains timeouts on TAPs that no loss explains: no NAK
+// (nothing arrived out of order, so nothing was lost before later frames)
+// and no fault injected. The kernel's queues held frames longer than the
+// ACK timeout: a window of frames takes its count over the path's rate
+// (a TAP port moves some 10^5 frames/s) to drain, and a go-back-N resend
+// of the window only deepens the queue.
+func queueingHint(r *emu.Result) string {
+	if r.Backend != "tap" || r.Timeouts == 0 || r.NAKs > 0 || r.Faults.Injected() > 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d timeouts, no NAKs and no faults injected: frames waited in the kernel's queues longer than the ACK timeout (queueing, not loss); raise --timeout or lower --window or --msg-len", r.Timeouts)
 }
