@@ -70,26 +70,27 @@ func (c *aggCase) place() {
 }
 
 // dutMinTimeout is the smallest ACK timeout exponent a case runs with
-// against a device (≈16.8 ms): its timers run on the wall clock of a
-// machine that also runs the device, where a 1 ms timer would exhaust
-// the retries on scheduling delays alone.
-const dutMinTimeout = 12
+// against a device (≈67 ms, the emulator's default): its timers run on
+// the wall clock, and a frame waits its turn in the queues of the live
+// hosts, the wire and the device. Through that path inaemu's hosts move
+// some 30-36 k frames/s with inaemu's switch as the device (2 cores), so
+// the last of 4 ranks × dutMaxInFlight packets waits ≈ 20 ms: under
+// 16.8 ms (exponent 12) a clean case timed out, resent whole windows
+// into the same queues and exhausted its retries with no frame lost.
+const dutMinTimeout = 14
 
-// dutMaxInFlight bounds a case's window × message length against a
-// device: with more packets in flight per rank, inaemu's TAP backend
-// itself (with inaemu's switch, bridged, no wire) times out on a clean
-// run (a window of 4 × 170 packets: 9 timeouts, 7,524 retransmissions;
-// 2 × 170: none here, but on a loaded CI machine 13 timeouts and
-// RETRY_EXC_ERR through the wire), a limit of the live path (the TAPs
-// count no drops), not of the device. For the
-// same reason a case against a device keeps its one-shot faults and drops
-// its random impairments: under netem loss of a few tenths of a percent
-// the live hosts exhaust their retries with inaemu's own switch too.
+// dutMaxInFlight bounds a case's packets in flight per rank (window ×
+// message length, and a message's own length) against a device, for the
+// same reason: the queueing delay of a window must stay well under the
+// ACK timeout. For the same reason a case against a device keeps its
+// one-shot faults and drops its random impairments: under netem loss of
+// a few tenths of a percent the live hosts exhaust their retries with
+// inaemu's own switch too.
 const dutMaxInFlight = 170
 
 // forDevice fits a case to a device under test with ports ports: the plain
-// star (the device is one switch), a window of at most dutMaxInFlight
-// packets, no random impairments, at most ports workers (events naming a
+// star (the device is one switch), messages and a window of at most
+// dutMaxInFlight packets, no random impairments, at most ports workers (events naming a
 // port beyond go), and a timeout of at least dutMinTimeout, every delay
 // event scaled by the same factor, so a delay that outlasted the timeout
 // still does and one that did not still does not.
@@ -99,6 +100,7 @@ func (c aggCase) forDevice(ports int) aggCase {
 		// Bounded schedules only: see dutMaxInFlight.
 		c.Netem, c.Timeout = "", int(emu.DefaultConfig().Timeout)
 	}
+	c.MsgLen = min(c.MsgLen, dutMaxInFlight)
 	if c.Window*c.MsgLen > dutMaxInFlight {
 		c.Window = max(1, dutMaxInFlight/c.MsgLen)
 	}
@@ -369,9 +371,16 @@ type aggOutcome struct {
 var retryBudget = int(emu.DefaultConfig().RetryCnt) + 1
 
 func runAggCase(o SuiteOptions, c aggCase, rel netreduce.Release) aggOutcome {
+	out, _ := runAggCaseOn(o, c, rel)
+	return out
+}
+
+// runAggCaseOn is runAggCase that also returns, against a device, the
+// records of the wire's capture (nil in the emulator).
+func runAggCaseOn(o SuiteOptions, c aggCase, rel netreduce.Release) (aggOutcome, []pcapio.Record) {
 	cfg := emu.DefaultConfig()
 	if err := c.scenario(rel).Apply(&cfg); err != nil {
-		return aggOutcome{fail: "setup", detail: err.Error()}
+		return aggOutcome{fail: "setup", detail: err.Error()}, nil
 	}
 	// Against a device a run does not replay its timing: the fault log
 	// that may excuse a failure is this run's.
@@ -380,28 +389,29 @@ func runAggCase(o SuiteOptions, c aggCase, rel netreduce.Release) aggOutcome {
 		cfg.Capture = &capture
 	}
 	res, err := o.runJob(cfg)
+	var recs []pcapio.Record
+	if o.DUT != nil {
+		recs, _ = readRecords(&capture)
+	}
 	var je *emu.JobError
 	switch {
 	case errors.As(err, &je):
 		if !c.bounded() {
-			var recs []pcapio.Record
-			if o.DUT != nil {
-				recs, _ = readRecords(&capture)
-			} else {
+			if o.DUT == nil {
 				recs, _, _ = captureOf(o, c.scenario(rel)) // capturing never changes an emulated run
 			}
 			if why := budgetExceeded(c, recs, je); why != "" {
-				return aggOutcome{transport: true, detail: why}
+				return aggOutcome{transport: true, detail: why}, recs
 			}
 		}
-		return aggOutcome{fail: "transport", detail: "the job failed though the fault log shows no exchange of the ring broken retry_cnt+1 times: " + je.Msg}
+		return aggOutcome{fail: "transport", detail: "the job failed though the fault log shows no exchange of the ring broken retry_cnt+1 times: " + je.Msg}, recs
 	case err != nil:
-		return aggOutcome{fail: "setup", detail: err.Error()}
+		return aggOutcome{fail: "setup", detail: err.Error()}, recs
 	case !res.Exact:
 		m := res.Mismatch
-		return aggOutcome{fail: "wrong", detail: fmt.Sprintf("WRONG RESULT: rank %d element %d is %s, want %s", m.Rank, m.Element, m.Got, m.Want)}
+		return aggOutcome{fail: "wrong", detail: fmt.Sprintf("WRONG RESULT: rank %d element %d is %s, want %s", m.Rank, m.Element, m.Got, m.Want)}, recs
 	}
-	return aggOutcome{}
+	return aggOutcome{}, recs
 }
 
 // budgetExceeded reads the case's fault log (the annotations of a capture
@@ -485,19 +495,9 @@ func AggregationSuite(o SuiteOptions) []PropertyResult {
 		seed uint64
 	}
 	report := func(i int, c aggCase, out aggOutcome, seed uint64) {
-		small, sout := shrinkAgg(o, c, o.Release, out)
-		res.Passed = false
-		res.Failure = fmt.Sprintf("case %d (%s) fails: %s; shrunk to %s: %s", i, c, out.detail, small, sout.detail)
-		file := fmt.Sprintf("aggregation-%s-%s-%d", o.Release, out.fail, seed)
-		if p, err := writeCounterexample(o, file, small.scenario(o.Release)); err != nil {
-			res.Notes = append(res.Notes, "writing the counterexample: "+err.Error())
-		} else if p != "" {
-			res.Counterexample = &p
-			res.Replay = o.replay(p)
-		}
-		if res.Replay == "" {
-			res.Replay = fmt.Sprintf("inaemu conformance --suite aggregation --release %s --seed %d --count %d", o.Release, o.Seed, i+1)
-		}
+		o.reportShrunk(&res, i, c, out, func(d aggCase) aggOutcome { return runAggCase(o, d, o.Release) },
+			fmt.Sprintf("aggregation-%s-%s-%d", o.Release, out.fail, seed),
+			fmt.Sprintf("inaemu conformance --suite aggregation --release %s --seed %d --count %d", o.Release, o.Seed, i+1))
 	}
 	for i := 0; i < o.Count; i++ {
 		if !o.Shard.Owns(i) {
@@ -552,11 +552,28 @@ func AggregationSuite(o SuiteOptions) []PropertyResult {
 	return []PropertyResult{res}
 }
 
-// shrinkAgg makes a failing case smaller while it fails the same way:
-// fewer faults, no random part, fewer workers, a smaller tensor, shorter
-// messages, a smaller window and MTU.
-func shrinkAgg(o SuiteOptions, c aggCase, rel netreduce.Release, out aggOutcome) (aggCase, aggOutcome) {
-	run := func(d aggCase) aggOutcome { return runAggCase(o, d, rel) }
+// reportShrunk fails res with case i's outcome out, shrunk (judged by
+// run), the counterexample written as file and the command that replays
+// it (or, with no counterexample written, the command given).
+func (o SuiteOptions) reportShrunk(res *PropertyResult, i int, c aggCase, out aggOutcome, run func(aggCase) aggOutcome, file, replay string) {
+	small, sout := shrinkAgg(o, c, run, out)
+	res.Passed = false
+	res.Failure = fmt.Sprintf("case %d (%s) fails: %s; shrunk to %s: %s", i, c, out.detail, small, sout.detail)
+	if p, err := writeCounterexample(o, file, small.scenario(o.Release)); err != nil {
+		res.Notes = append(res.Notes, "writing the counterexample: "+err.Error())
+	} else if p != "" {
+		res.Counterexample = &p
+		res.Replay = o.replay(p)
+	}
+	if res.Replay == "" {
+		res.Replay = replay
+	}
+}
+
+// shrinkAgg makes a failing case smaller while it fails the same way (run
+// judges a case): fewer faults, no random part, fewer workers, a smaller
+// tensor, shorter messages, a smaller window and MTU.
+func shrinkAgg(o SuiteOptions, c aggCase, run func(aggCase) aggOutcome, out aggOutcome) (aggCase, aggOutcome) {
 	shrinkCase(&c, o.shrinkBudget(300), failsAs(run, &out), func(try func(aggCase) bool) bool {
 		changed := false
 		if c.Netem != "" {

@@ -45,15 +45,17 @@ func TestSuitesHoldOnInaemuSwitch(t *testing.T) {
 			require.Zero(t, r.Cases, r.Name)
 		}
 	}
-	require.Equal(t, 3, ran, "aggregation, icrc/emitted-frames-verify, icrc/no-aggregate-from-corruption")
+	require.Equal(t, 4, ran, "aggregation, gbn, icrc/emitted-frames-verify, icrc/no-aggregate-from-corruption")
 }
 
 // TestSuitesCatchFaultySwitches: an aggregating switch written
 // independently for this test (dut/testdata/toyswitch, no inaemu code)
 // passes with no bug and is caught, with a shrunk counterexample that
-// names the device, for each of its three bugs.
+// names the device, for each of its four bugs: three by the aggregation
+// property, and one that every result survives (a switch that swallows
+// NAKs: the hosts recover by timeout) by the go-back-N property alone.
 func TestSuitesCatchFaultySwitches(t *testing.T) {
-	for _, bug := range []string{"none", "double-add", "stale-icrc", "wrong-port"} {
+	for _, bug := range []string{"none", "double-add", "stale-icrc", "wrong-port", "drop-nak"} {
 		t.Run(bug, func(t *testing.T) {
 			o := deviceUnderTest(t, "itfs", 4, "../dut/testdata/toyswitch", "exec $BIN --prefix $INAEMU_DUT_PREFIX $INAEMU_DUT_FLAGS --bug "+bug)
 			if bug == "double-add" {
@@ -62,7 +64,17 @@ func TestSuitesCatchFaultySwitches(t *testing.T) {
 				// that takes a few faulted cases.
 				o.Count = 30
 			}
-			res := AggregationSuite(o)[0]
+			suite := AggregationSuite
+			switch bug {
+			case "none":
+				res := GBNSuite(o)[0]
+				require.True(t, res.Passed, res.Failure)
+			case "drop-nak":
+				res := AggregationSuite(o)[0]
+				require.True(t, res.Passed, "every result survives a switch that swallows NAKs: %s", res.Failure)
+				suite = GBNSuite
+			}
+			res := suite(o)[0]
 			if bug == "none" {
 				require.True(t, res.Passed, res.Failure)
 				return
@@ -73,8 +85,12 @@ func TestSuitesCatchFaultySwitches(t *testing.T) {
 			require.NotNil(t, res.Counterexample)
 			require.FileExists(t, strings.TrimSuffix(*res.Counterexample, ".yaml")+".pcapng")
 			require.Contains(t, res.Replay, "--dut tap:itfs")
-			if bug == "double-add" {
+			switch bug {
+			case "double-add":
 				require.Contains(t, res.Failure, "WRONG RESULT", "a sum counted twice is a wrong result")
+			case "drop-nak":
+				require.Contains(t, res.Failure, "response-lost: rank")
+				require.Contains(t, res.Failure, "NAK_PSN_SEQ_ERR")
 			}
 			b, err := os.ReadFile(*res.Counterexample)
 			require.NoError(t, err)

@@ -47,6 +47,10 @@ type Device struct {
 	StartTimeout time.Duration
 	// Log, if set, receives the command's output.
 	Log io.Writer
+	// Observe, if set, sees every frame inaemu's hosts send and are handed,
+	// in the order they act (live.Devices.Observe): a trace that does not
+	// depend on when the wire saw the frames.
+	Observe func(rank int, sent bool, frame []byte)
 }
 
 // DefaultReady matches `inaemu switch`'s "ready on ..." line.
@@ -169,7 +173,7 @@ func (d Device) run(cfg emu.Config, wcfg faultwire.Config, timeout time.Duration
 	wctx, stopWire := context.WithCancel(context.Background())
 	werr := make(chan error, 1)
 	go func() { werr <- w.Serve(wctx) }()
-	cfg.Devices = &live.Devices{Hosts: hosts}
+	cfg.Devices = &live.Devices{Hosts: hosts, Observe: d.Observe}
 	res, err := emu.Run(cfg)
 	stopWire()
 	if e := <-werr; err == nil && e != nil {

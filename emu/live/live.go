@@ -29,6 +29,11 @@ type Devices struct {
 	Hosts []tap.Device
 	// Switch[p] is switch port p. Empty: the switch runs in another process.
 	Switch []tap.Device
+	// Observe, if set, is called on the loop with every frame a host here
+	// sends (as its NIC built it, before it is written) and every frame a
+	// host here is handed (before the host looks at it): the hosts' own
+	// view, in the order they act. The frame is valid only during the call.
+	Observe func(rank int, sent bool, frame []byte)
 }
 
 // Live I/O sizing: frames read and not yet handled, and the buffers that
@@ -91,7 +96,13 @@ func NewFabric(hosts int, t frames.Transport, timing switching.Timing, devs Devi
 			tx.timer.Stop()
 			h.Attach(tx)
 			h.Live = true
-			l.loop.Add(devs.Hosts[r], h.Receive)
+			deliver := h.Receive
+			if obs := devs.Observe; obs != nil {
+				rank := r
+				tx.observe = func(frame []byte) { obs(rank, true, frame) }
+				deliver = func(frame []byte) { obs(rank, false, frame); h.Receive(frame) }
+			}
+			l.loop.Add(devs.Hosts[r], deliver)
 		}
 		f.Hosts = append(f.Hosts, h)
 	}
@@ -129,6 +140,7 @@ type liveTx struct {
 	buf     []byte
 	timer   roce.Timer
 	pending bool
+	observe func(frame []byte) // Devices.Observe for this host, or nil
 }
 
 func (t *liveTx) Kick() {
@@ -144,6 +156,9 @@ func (t *liveTx) drain() {
 		n := t.src.NextFrame(t.buf)
 		if n == 0 {
 			return
+		}
+		if t.observe != nil {
+			t.observe(t.buf[:n])
 		}
 		if err := t.dev.WriteFrame(t.buf[:n]); err != nil {
 			t.l.fail(err)

@@ -17,6 +17,7 @@ const (
 	bugDoubleAdd // no per-rank bitmap: a counter, and contributions accumulate
 	bugStaleICRC // results keep the ICRC of the gradient frame they were built from
 	bugWrongPort // a result for the host on port p leaves by port (p+1) mod H
+	bugDropNAK   // NAKs are not forwarded (only ACKs are)
 )
 
 // connection is one ring connection: rank r's send QP to rank r+1's

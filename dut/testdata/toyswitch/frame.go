@@ -22,6 +22,7 @@ const (
 	opWriteLastImm     = 0x09
 	opWriteOnly        = 0x0A
 	opWriteOnlyImm     = 0x0B
+	opAcknowledge      = 0x11 // its AETH (syndrome, MSN) is the "payload" parse finds
 	bthBytes           = 12
 	icrcBytes          = 4
 	inaBytes           = 8

@@ -52,6 +52,9 @@
 //     gradient frame they were built from, which no longer matches.
 //     --bug wrong-port: a result for the host behind port p leaves by port
 //     (p+1) mod H, whose host drops it (not its MAC).
+//     --bug drop-nak: the switch forwards ACKs but swallows NAKs (a filter
+//     that lets only the acknowledgements it expects through); the hosts
+//     still recover, by timeout, and every result comes out right.
 //
 // What it leaves out: several rings or jobs, multi-rack trees, --mode wa
 // and the GPU schemes, VLAN-aware forwarding (tags are parsed past),
@@ -123,7 +126,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 	fs.StringVar(&o.dtype, "dtype", "f32", "element type: f32, i32 or f16")
 	fs.StringVar(&o.transport, "transport", "v2-ipv4", "encapsulation: v2-ipv4, v2-ipv6 or v1")
 	fs.StringVar(&o.release, "release", "safe", "aggregator release rule: safe or paper")
-	fs.StringVar(&o.bug, "bug", "none", "deviate on purpose: none, double-add, stale-icrc or wrong-port")
+	fs.StringVar(&o.bug, "bug", "none", "deviate on purpose: none, double-add, stale-icrc, wrong-port or drop-nak")
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (default: until SIGINT or SIGTERM)")
 	fs.BoolVar(&o.json, "json", false, "on exit, print the counters as one JSON object")
 	for _, name := range []string{"tensor", "seed", "pattern", "compress", "compress-rate", "bcast", "timeout", "retry-cnt", "nic", "max-time"} {
@@ -133,7 +136,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stderr)
-			fmt.Fprintln(stderr, "Usage: toyswitch --prefix P [job flags as for 'inaemu switch'] [--bug none|double-add|stale-icrc|wrong-port]")
+			fmt.Fprintln(stderr, "Usage: toyswitch --prefix P [job flags as for 'inaemu switch'] [--bug none|double-add|stale-icrc|wrong-port|drop-nak]")
 			fs.PrintDefaults()
 			return nil, 0
 		}
@@ -194,8 +197,8 @@ func (o *options) resolve() (*config, error) {
 	if c.release, ok = map[string]int{"safe": releaseSafe, "paper": releasePaper}[o.release]; !ok {
 		return nil, fmt.Errorf("--release %q: want safe or paper", o.release)
 	}
-	if c.bug, ok = map[string]int{"none": bugNone, "double-add": bugDoubleAdd, "stale-icrc": bugStaleICRC, "wrong-port": bugWrongPort}[o.bug]; !ok {
-		return nil, fmt.Errorf("--bug %q: want none, double-add, stale-icrc or wrong-port", o.bug)
+	if c.bug, ok = map[string]int{"none": bugNone, "double-add": bugDoubleAdd, "stale-icrc": bugStaleICRC, "wrong-port": bugWrongPort, "drop-nak": bugDropNAK}[o.bug]; !ok {
+		return nil, fmt.Errorf("--bug %q: want none, double-add, stale-icrc, wrong-port or drop-nak", o.bug)
 	}
 	enc := c.enc
 	c.addr = func(r int) []byte { return hostAddr(enc, r) }
@@ -406,7 +409,11 @@ func (s *toySwitch) ingress(port int, f []byte) {
 	if src := [6]byte(f[6:12]); src[0]&1 == 0 && !s.hosts[src] {
 		s.macs[src] = port // learn, but never move a host's MAC
 	}
-	if s.agg != nil && parse(f, &s.view) && !s.agg.handle(&s.view, port) {
+	isRoCE := parse(f, &s.view)
+	if isRoCE && s.cfg.bug == bugDropNAK && s.view.opcode() == opAcknowledge && s.view.payLen >= 1 && s.view.f[s.view.pay]>>5 == 3 {
+		return // the AETH's syndrome says NAK (011xxxxx): swallowed
+	}
+	if s.agg != nil && isRoCE && !s.agg.handle(&s.view, port) {
 		return
 	}
 	s.forward(f, port)
