@@ -225,16 +225,17 @@ func Remove(names []string) error {
 // WaitUp waits until every named interface is up with its carrier seen
 // (a process holds the TAP open) and, if it is a bridge port, forwarding.
 // The kernel applies a new carrier asynchronously, and until then frames
-// sent out of the interface, or bridged to it, are dropped.
+// sent out of the interface, or bridged to it, are dropped. An interface
+// whose driver reports no operational state (operstate "unknown", as the
+// TAPs DPDK's tap driver makes) counts as up once it has a carrier.
 func WaitUp(ctx context.Context, names ...string) error {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		var notYet []string
 		for _, n := range names {
-			op, _ := os.ReadFile("/sys/class/net/" + n + "/operstate")
 			st, err := os.ReadFile("/sys/class/net/" + n + "/brport/state")
-			if strings.TrimSpace(string(op)) != "up" || (err == nil && strings.TrimSpace(string(st)) != "3") { // 3: BR_STATE_FORWARDING
+			if !operUp(n) || (err == nil && strings.TrimSpace(string(st)) != "3") { // 3: BR_STATE_FORWARDING
 				notYet = append(notYet, n)
 			}
 		}
@@ -247,4 +248,18 @@ func WaitUp(ctx context.Context, names ...string) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// operUp: the interface's operational state is up, or unknown with a
+// carrier (RFC 2863 states are the driver's to report; many never do).
+func operUp(name string) bool {
+	op, _ := os.ReadFile("/sys/class/net/" + name + "/operstate")
+	switch strings.TrimSpace(string(op)) {
+	case "up":
+		return true
+	case "unknown":
+		c, _ := os.ReadFile("/sys/class/net/" + name + "/carrier")
+		return strings.TrimSpace(string(c)) == "1"
+	}
+	return false
 }

@@ -19,8 +19,9 @@ import (
 
 // Hints says how to install each tool.
 var Hints = map[string]string{
-	"tshark": "apt-get install tshark",
-	"scapy":  "apt-get install python3-scapy (used through /usr/bin/python3)",
+	"tshark":       "apt-get install tshark",
+	"scapy":        "apt-get install python3-scapy (used through /usr/bin/python3)",
+	"dpdk-testpmd": "apt-get install dpdk-dev",
 }
 
 // SystemPython is Debian's python3, which has python3-scapy; the python3
