@@ -372,9 +372,9 @@ func printSummary(w io.Writer, r *emu.Result, pcap string, runErr error) {
 // queueingHint explains timeouts on TAPs that no loss explains: no NAK
 // (nothing arrived out of order, so nothing was lost before later frames)
 // and no fault injected. The kernel's queues held frames longer than the
-// ACK timeout: a window of frames takes its count over the path's rate
-// (a TAP port moves some 10^5 frames/s) to drain, and a go-back-N resend
-// of the window only deepens the queue.
+// ACK timeout: a window of frames takes its count over the path's rate to
+// drain (the live hosts' one event loop moves some 65 k frames/s on two
+// cores), and a go-back-N resend of the window only deepens the queue.
 func queueingHint(r *emu.Result) string {
 	if r.Backend != "tap" || r.Timeouts == 0 || r.NAKs > 0 || r.Faults.Injected() > 0 {
 		return ""
