@@ -41,7 +41,7 @@ func TestAddFastPathIsScalar(t *testing.T) {
 }
 
 func BenchmarkAdd1KiB(b *testing.B) {
-	for _, d := range []DType{F32, I32} {
+	for _, d := range []DType{F32, I32, F16} {
 		x, y := make([]byte, 1024), make([]byte, 1024)
 		for i := range x {
 			x[i], y[i] = byte(i*7), byte(i*13)
