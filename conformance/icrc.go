@@ -50,20 +50,14 @@ func captureOf(o SuiteOptions, sc *scenario.Scenario) ([]pcapio.Record, *emu.Res
 	return recs, res, err
 }
 
-// readRecords reads a whole capture.
+// readRecords reads a whole capture (the records before any damage: the
+// captures read here are the runs' own).
 func readRecords(in io.Reader) ([]pcapio.Record, error) {
 	r, err := pcapio.NewReader("capture", in)
 	if err != nil {
 		return nil, err
 	}
-	var recs []pcapio.Record
-	for {
-		rec, err := r.Next()
-		if err != nil {
-			break
-		}
-		recs = append(recs, rec)
-	}
+	recs, _, _ := r.All()
 	return recs, nil
 }
 

@@ -121,9 +121,10 @@ func carried(hops []HopReport, perPacket int64) []HopReport {
 // hopMeter is a collective that measures what each of its hops carried.
 type hopMeter interface{ hopReports() []HopReport }
 
-// perPacketBytes is what a data packet carries besides its payload on
-// the wire: Ethernet, IP/GRH, UDP, BTH, ICRC, preamble, FCS and gap.
-func perPacketBytes(t frames.Transport) int64 {
+// PerPacketBytes is what a data packet carries besides its payload on
+// the wire: Ethernet, IP/GRH, UDP, BTH, ICRC, preamble, FCS and gap (a
+// WRITE's middle packet: the RETH of a first packet is left out).
+func PerPacketBytes(t frames.Transport) int64 {
 	switch t {
 	case frames.V2IPv6:
 		return 14 + 40 + 8 + 12 + 4 + fabric.WireOverhead
@@ -136,22 +137,6 @@ func perPacketBytes(t frames.Transport) int64 {
 // errorMeter is a collective that measures its results against the exact
 // sum (a compressing job).
 type errorMeter interface{ maxAbsErr() float64 }
-
-// dataLegs is a collective whose compression applies to some of its
-// ranks' sends only (wa: the gradients, not the results).
-type dataLegs interface{ compressesFrom(w *worker) bool }
-
-// compressesFrom reports whether rank w's send QP is marked for
-// compression.
-func (r *runner) compressesFrom(w *worker) bool {
-	if r.cfg.Compress == 0 {
-		return false
-	}
-	if d, ok := r.job.(dataLegs); ok {
-		return d.compressesFrom(w)
-	}
-	return true
-}
 
 // codec is the job's codec (the settings were validated).
 func (r *runner) codec() *inceptionn.Codec {
@@ -220,7 +205,7 @@ func (r *runner) compressionReport() *CompressionReport {
 	}
 	if m, ok := r.job.(hopMeter); ok {
 		rep.Hops = m.hopReports()
-		per := perPacketBytes(r.cfg.Transport)
+		per := PerPacketBytes(r.cfg.Transport)
 		for i := range rep.Hops {
 			rep.Hops[i].finish(per)
 		}

@@ -462,6 +462,3 @@ func (j *waJob) check() *Mismatch { return j.mismatch }
 func (j *waJob) maxAbsErr() float64 { return j.maxErr }
 
 func (j *waJob) hopReports() []HopReport { return []HopReport{j.gradHop} }
-
-// compressesFrom: the gradient leg only.
-func (j *waJob) compressesFrom(w *worker) bool { return w.rank < j.p }

@@ -851,7 +851,7 @@ func (r *runner) connect() error {
 		sc := base
 		sc.SQPSN, sc.RQPSN = psns.send[w.rank], psns.sendR[w.rank] // only ACKs arrive on a send QP
 		path := w.h.PathTo(succ.h, succ.rq.QPN())
-		if r.compressesFrom(w) {
+		if r.cfg.Compress != 0 { // every ring hop compresses (wa marks its own connections)
 			path = markPath(path)
 		}
 		if err := sq.Connect(path, sc); err != nil {

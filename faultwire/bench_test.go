@@ -2,7 +2,6 @@ package faultwire_test
 
 import (
 	"context"
-	"encoding/binary"
 	"net"
 	"net/netip"
 	"slices"
@@ -178,6 +177,7 @@ type wireMeter struct {
 	b     *testing.B
 	host  tap.Device
 	frame []byte
+	bth   wire.BTH // frame's BTH, where its number goes
 	seq   uint32
 	back  chan uint32
 	stall *time.Timer
@@ -185,6 +185,11 @@ type wireMeter struct {
 
 func newWireMeter(b *testing.B, host tap.Device) *wireMeter {
 	m := &wireMeter{b: b, host: host, frame: benchFrame(b), back: make(chan uint32, 4*streamWindow), stall: time.NewTimer(time.Hour)}
+	var v frames.View
+	if err := v.Parse(m.frame); err != nil {
+		b.Fatal(err)
+	}
+	m.bth = v.BTH()
 	go func() { // ends when the host's TAP is closed
 		buf := make([]byte, tap.MaxFrame)
 		for {
@@ -193,8 +198,9 @@ func newWireMeter(b *testing.B, host tap.Device) *wireMeter {
 				close(m.back)
 				return
 			}
-			if n == len(m.frame) && buf[12] == 0x08 && buf[13] == 0x00 { // ours (the kernel may speak too)
-				m.back <- binary.BigEndian.Uint32(buf[psnAt:]) & 0xFFFFFF
+			var v frames.View
+			if v.Parse(buf[:n]) == nil { // ours (the kernel may speak too)
+				m.back <- v.PSN()
 			}
 		}
 	}()
@@ -203,7 +209,7 @@ func newWireMeter(b *testing.B, host tap.Device) *wireMeter {
 
 // send writes frame number seq.
 func (m *wireMeter) send(seq uint32) {
-	binary.BigEndian.PutUint32(m.frame[psnAt:], binary.BigEndian.Uint32(m.frame[psnAt:])&0xFF000000|seq&0xFFFFFF)
+	m.bth.SetPSN(seq) // its low 24 bits
 	if err := m.host.WriteFrame(m.frame); err != nil {
 		m.b.Fatal(err)
 	}
@@ -259,10 +265,6 @@ func (m *wireMeter) stream(n, window int) time.Duration {
 	}
 	return time.Since(start)
 }
-
-// psnAt is where the PSN's 32-bit word (reserved byte + 24-bit PSN) sits
-// in an IPv4 RoCEv2 frame: Ethernet 14, IPv4 20, UDP 8, BTH bytes 8..11.
-const psnAt = 14 + 20 + 8 + 8
 
 // benchFrame is a 1 KiB-payload RoCEv2 RDMA WRITE Only.
 func benchFrame(b *testing.B) []byte {

@@ -61,14 +61,7 @@ func (b *bench) stop() []pcapio.Record {
 	require.NoError(b.t, <-b.done)
 	r, err := pcapio.NewReader("wire", &b.cap)
 	require.NoError(b.t, err)
-	var recs []pcapio.Record
-	for {
-		rec, err := r.Next()
-		if err != nil {
-			break
-		}
-		recs = append(recs, rec)
-	}
+	recs, _, _ := r.All()
 	return recs
 }
 

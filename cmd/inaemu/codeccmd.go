@@ -14,6 +14,7 @@ import (
 
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/tensor"
+	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/inceptionn"
 )
 
@@ -94,9 +95,8 @@ type codecStream struct {
 }
 
 // wireOverhead is what a RoCEv2/IPv4 packet adds to its payload on the
-// wire: Ethernet, IPv4, UDP and BTH headers, ICRC and FCS (62 B with the
-// RETH a WRITE's first packet carries left out), preamble and gap.
-const wireOverhead = 82
+// wire, as a run counts it.
+var wireOverhead = emu.PerPacketBytes(frames.V2IPv4)
 
 func runCodec(e *cmdEnv, a codecArgs) int {
 	c, err := inceptionn.New(a.bound)
