@@ -111,7 +111,7 @@ type hostEvent struct {
 	psn      uint32
 	data     bool
 	syn      wire.Syndrome
-	icrcOK   bool
+	icrcOK   bool // received frames only
 }
 
 // hostTrace records the hosts' own view of a run (RoCE frames only).
@@ -125,7 +125,10 @@ func (t *hostTrace) observe(rank int, sent bool, frame []byte) {
 		return
 	}
 	e := hostEvent{rank: rank, sent: sent, src: [6]byte(t.v.SrcMAC()), dst: [6]byte(t.v.DstMAC()),
-		destQP: t.v.DestQP(), psn: t.v.PSN(), data: !t.v.Opcode().IsAck(), icrcOK: t.v.ICRCOK()}
+		destQP: t.v.DestQP(), psn: t.v.PSN(), data: !t.v.Opcode().IsAck()}
+	if !sent { // only what a host is handed can fail its NIC's ICRC check
+		e.icrcOK = t.v.ICRCOK()
+	}
 	if a := t.v.AETH(); a != nil {
 		e.syn = a.Syndrome()
 	}

@@ -120,7 +120,7 @@ func Run(cfg emu.Config, d Device) (*Result, error) {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	var stop func() error
+	var stop func()
 	if d.Command != "" {
 		var err error
 		if stop, err = d.start(cfg, timeout); err != nil {
@@ -129,9 +129,7 @@ func Run(cfg emu.Config, d Device) (*Result, error) {
 	}
 	res, err := d.run(cfg, wcfg, timeout)
 	if stop != nil {
-		if serr := stop(); err == nil && serr != nil {
-			err = serr
-		}
+		stop()
 	}
 	return res, err
 }

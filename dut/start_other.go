@@ -11,6 +11,6 @@ import (
 
 // start would run the device command in its own process group, which
 // needs a Unix system (the device's ports need Linux anyway).
-func (d Device) start(cfg emu.Config, timeout time.Duration) (func() error, error) {
+func (d Device) start(cfg emu.Config, timeout time.Duration) (func(), error) {
 	return nil, errors.New("a device command needs a Unix system")
 }

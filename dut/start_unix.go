@@ -18,7 +18,7 @@ import (
 
 // start runs the device command and waits until it says it is ready; the
 // returned function stops it.
-func (d Device) start(cfg emu.Config, timeout time.Duration) (func() error, error) {
+func (d Device) start(cfg emu.Config, timeout time.Duration) (func(), error) {
 	cmd := exec.Command("sh", "-c", d.Command)
 	cmd.Env = append(os.Environ(), Env(cfg, d.Prefix)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // stop the shell's children too
@@ -67,10 +67,10 @@ func (d Device) start(cfg emu.Config, timeout time.Duration) (func() error, erro
 		}
 		return "last output: " + strings.Join(tail, " | ")
 	}
-	stop := func() error {
+	stop := func() {
 		select {
 		case <-exited:
-			return nil
+			return
 		default:
 		}
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
@@ -80,13 +80,11 @@ func (d Device) start(cfg emu.Config, timeout time.Duration) (func() error, erro
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-exited
 		}
-		return nil
 	}
 	select {
 	case <-readyc:
 		return stop, nil
 	case err := <-exited:
-		exited <- err
 		return nil, fmt.Errorf("device command exited before it was ready (%v): %s", err, lastLines())
 	case <-time.After(timeout):
 		stop()

@@ -30,6 +30,7 @@ import (
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/internal/pcapio"
 	"github.com/inaemu/inaemu/internal/wallloop"
+	"github.com/inaemu/inaemu/roce"
 	"github.com/inaemu/inaemu/tap"
 )
 
@@ -116,13 +117,11 @@ func (r Report) Faults() faults.Stats {
 
 // Wire joins the pairs of a Config. Serve runs it.
 type Wire struct {
-	cfg    Config
 	idle   time.Duration
 	loop   *wallloop.Loop
 	dirs   []*direction // 2r: pair r in, 2r+1: pair r out
 	cap    *pcapio.Writer
 	capErr error
-	err    error // a write failed on the loop's side
 
 	written uint64
 }
@@ -130,14 +129,12 @@ type Wire struct {
 // direction is one way of one pair.
 type direction struct {
 	w       *Wire
-	r       int
-	dir     faults.Dir
 	to      tap.Device
 	stage   *faults.Stage
 	stats   DirStats
 	sentCap int // capture interface: as sent into the wire
 	outCap  int // capture interface: as it came out
-	flush   interface{ Reset(time.Duration) bool }
+	flush   roce.Timer
 	emitFn  faults.Emit
 }
 
@@ -166,7 +163,7 @@ func New(cfg Config) (*Wire, error) {
 			return nil, fmt.Errorf("faultwire: %q forges from port %d; the wire has ports 0..%d", e.Spec, e.From, len(cfg.Pairs)-1)
 		}
 	}
-	w := &Wire{cfg: cfg, idle: cfg.Idle, loop: wallloop.New(wireBuffers, 1)}
+	w := &Wire{idle: cfg.Idle, loop: wallloop.New(wireBuffers, 1)}
 	if w.idle <= 0 {
 		w.idle = DefaultIdle
 	}
@@ -176,7 +173,7 @@ func New(cfg Config) (*Wire, error) {
 		names = append(names, n[:]...)
 		base := 4 * r
 		for _, dir := range []faults.Dir{faults.DirIn, faults.DirOut} {
-			d := &direction{w: w, r: r, dir: dir, to: p.Device, sentCap: base, outCap: base + 2}
+			d := &direction{w: w, to: p.Device, sentCap: base, outCap: base + 2}
 			if dir == faults.DirOut {
 				d.to, d.sentCap, d.outCap = p.Host, base+3, base+1
 			}
@@ -212,10 +209,8 @@ func New(cfg Config) (*Wire, error) {
 // readers and closes every device; it flushes the capture. A ctx that
 // ended is not an error.
 func (w *Wire) Serve(ctx context.Context) error {
-	err := w.loop.Serve(ctx, func() bool { return w.err != nil })
-	if w.err != nil {
-		err = w.err
-	} else if errors.Is(err, ctx.Err()) {
+	err := w.loop.Serve(ctx, func() bool { return false })
+	if w.loop.Failed() == nil && errors.Is(err, ctx.Err()) {
 		err = nil
 	}
 	if cerr := w.Close(); err == nil {
@@ -241,6 +236,7 @@ func (w *Wire) Report() Report {
 	for _, d := range w.dirs {
 		s := d.stats
 		s.Faults = d.stage.Stats
+		s.Frames = s.Faults.Frames // every RoCE frame goes through the stage
 		rep.Dirs = append(rep.Dirs, s)
 	}
 	return rep
@@ -249,14 +245,13 @@ func (w *Wire) Report() Report {
 // handle takes one frame read from d's sending side.
 func (d *direction) handle(frame []byte) {
 	w := d.w
-	w.record(d.sentCap, frame)
+	w.record(d.sentCap, frame, annotation{})
 	var v frames.View
 	if v.Parse(frame) != nil {
 		d.stats.Other++
-		w.put(d.to, d.outCap, frame, "")
+		w.put(d.to, d.outCap, frame, annotation{})
 		return
 	}
-	d.stats.Frames++
 	d.stats.Bytes += uint64(len(frame))
 	d.stage.Process(frame, d.emitFn)
 	if d.stage.Pending() > 0 {
@@ -266,22 +261,18 @@ func (d *direction) handle(frame []byte) {
 
 // emit is the stage's output: now, or after the fault's delay.
 func (d *direction) emit(frame []byte, delay time.Duration, note faults.Note, ev *faults.Event) {
-	extra := delay + d.stage.HeldFor
-	comment := ""
-	if note != 0 {
-		comment = pcapio.FaultComment(note.String(), ev.SpecText(), extra, false)
-	}
+	a := annotation{note: note, ev: ev, extra: delay + d.stage.HeldFor}
 	if delay <= 0 {
-		d.w.put(d.to, d.outCap, frame, comment)
+		d.w.put(d.to, d.outCap, frame, a)
 		return
 	}
 	b := append([]byte(nil), frame...)
-	d.w.loop.Clock.AfterFunc(delay, func() { d.w.put(d.to, d.outCap, b, comment) })
+	d.w.loop.Clock.AfterFunc(delay, func() { d.w.put(d.to, d.outCap, b, a) })
 }
 
 // dropped records a frame the stage dropped where it would have come out.
 func (d *direction) dropped(frame []byte, note faults.Note, ev *faults.Event) {
-	d.w.recordComment(d.outCap, frame, pcapio.FaultComment(note.String(), ev.SpecText(), 0, true))
+	d.w.record(d.outCap, frame, annotation{note: note, ev: ev, ghost: true})
 }
 
 // idleFlush releases held frames once d has been quiet for Idle.
@@ -289,32 +280,41 @@ func (d *direction) idleFlush() { d.stage.Flush(d.emitFn) }
 
 // spoof sends a forged frame into the device by port from.
 func (w *Wire) spoof(frame []byte, from int, ev *faults.Event) {
-	w.put(w.cfg.Pairs[from].Device, w.dirs[2*from].outCap, frame, pcapio.FaultComment(faults.NoteSpoof.String(), ev.SpecText(), 0, false))
+	in := w.dirs[2*from] // port from's direction into the device
+	w.put(in.to, in.outCap, frame, annotation{note: faults.NoteSpoof, ev: ev})
+}
+
+// annotation is a frame's fault comment, formatted only if a capture
+// is written.
+type annotation struct {
+	note  faults.Note // 0: no fault
+	ev    *faults.Event
+	extra time.Duration
+	ghost bool
 }
 
 // put writes frame out of dev and records it on capture interface id.
-func (w *Wire) put(dev tap.Device, id int, frame []byte, comment string) {
-	if w.err != nil {
+func (w *Wire) put(dev tap.Device, id int, frame []byte, a annotation) {
+	if w.loop.Failed() != nil {
 		return
 	}
 	if err := dev.WriteFrame(frame); err != nil {
-		w.err = err
+		w.loop.Fail(err)
 		return
 	}
 	w.written++
-	w.recordComment(id, frame, comment)
+	w.record(id, frame, a)
 }
 
-func (w *Wire) record(id int, frame []byte) { w.recordComment(id, frame, "") }
-
-func (w *Wire) recordComment(id int, frame []byte, comment string) {
+// record writes frame to capture interface id, with its annotation.
+func (w *Wire) record(id int, frame []byte, a annotation) {
 	if w.cap == nil || w.capErr != nil {
 		return
 	}
 	ts := time.Now().UnixNano()
-	if comment == "" {
+	if a.note == 0 {
 		w.capErr = w.cap.WriteIndex(id, ts, frame)
 	} else {
-		w.capErr = w.cap.WriteIndex(id, ts, frame, comment)
+		w.capErr = w.cap.WriteIndex(id, ts, frame, pcapio.FaultComment(a.note.String(), a.ev.SpecText(), a.extra, a.ghost))
 	}
 }

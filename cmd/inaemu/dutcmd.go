@@ -155,13 +155,9 @@ func runOnDUT(e *cmdEnv, d *dutFlags, cfg emu.Config, pcap string, asJSON bool) 
 
 // wireSummary is a wire report in one line.
 func wireSummary(r faultwire.Report) string {
-	var frames uint64
-	for _, d := range r.Dirs {
-		frames += d.Frames
-	}
 	s := r.Faults()
 	return fmt.Sprintf("%d RoCE frames; lost %d, dropped %d, duplicated %d, corrupted %d, delayed %d, reordered %d, held %d, forged %d",
-		frames, s.Lost, s.Dropped, s.Duplicated, s.Corrupted, s.Delayed, s.Reordered, s.Held, s.Spoofed)
+		s.Frames, s.Lost, s.Dropped, s.Duplicated, s.Corrupted, s.Delayed, s.Reordered, s.Held, s.Spoofed)
 }
 
 // wireCommand is 'inaemu wire': the fault-injecting wire between TAPs

@@ -50,7 +50,6 @@ const (
 // switch ports.
 type liveIO struct {
 	loop *wallloop.Loop
-	err  error // a write failed on the loop's side
 }
 
 // NewFabric builds a fabric on devices: hosts with a device run here,
@@ -110,21 +109,11 @@ func NewFabric(hosts int, t frames.Transport, timing switching.Timing, devs Devi
 	return f, nil
 }
 
-func (l *liveIO) fail(err error) {
-	if l.err == nil {
-		l.err = err
-	}
-}
-
 // Serve runs a live fabric's event loop: it hands each frame a device read
 // to its host or switch port and fires timers in real time, until stop
 // (checked after every event) reports true, ctx ends, or a device fails.
 func (l *liveIO) Serve(ctx context.Context, stop func() bool) error {
-	err := l.loop.Serve(ctx, func() bool { return l.err != nil || stop() })
-	if l.err != nil {
-		return l.err
-	}
-	return err
+	return l.loop.Serve(ctx, stop)
 }
 
 // Close stops the readers and closes every device (the interfaces stay).
@@ -161,7 +150,7 @@ func (t *liveTx) drain() {
 			t.observe(t.buf[:n])
 		}
 		if err := t.dev.WriteFrame(t.buf[:n]); err != nil {
-			t.l.fail(err)
+			t.l.loop.Fail(err)
 			return
 		}
 	}
@@ -182,7 +171,7 @@ type livePort struct {
 
 func (p *livePort) Push(frame []byte, _ time.Duration) bool {
 	if err := p.dev.WriteFrame(frame); err != nil {
-		p.l.fail(err)
+		p.l.loop.Fail(err)
 		return false
 	}
 	return true

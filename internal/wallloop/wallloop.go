@@ -29,6 +29,8 @@ type Loop struct {
 	wg    sync.WaitGroup
 	once  sync.Once
 	devs  []tap.Device
+	// failed is the first error a deliverer or timer reported with Fail.
+	failed error
 }
 
 type frame struct {
@@ -49,9 +51,6 @@ func New(buffers, burst int) *Loop {
 	}
 	return l
 }
-
-// Start is when the clock was at zero.
-func (l *Loop) Start() time.Time { return l.start }
 
 // Now is the wall time since Start.
 func (l *Loop) Now() time.Duration { return time.Since(l.start) }
@@ -88,10 +87,30 @@ func (l *Loop) Add(d tap.Device, deliver func(frame []byte)) {
 	}()
 }
 
+// Fail ends Serve with err, after the event that called it: a write that
+// failed on the loop's side. The first error given is kept.
+func (l *Loop) Fail(err error) {
+	if l.failed == nil {
+		l.failed = err
+	}
+}
+
+// Failed is the error given to Fail, or nil.
+func (l *Loop) Failed() error { return l.failed }
+
 // Serve runs the loop: it fires timers in real time and hands each frame
 // read to its deliverer, until stop (checked after every event) reports
-// true, ctx ends (its error is returned), or a device's read fails.
+// true, ctx ends (its error is returned), a device's read fails, or an
+// event calls Fail (that error is returned, whatever else ended it).
 func (l *Loop) Serve(ctx context.Context, stop func() bool) error {
+	err := l.serve(ctx, func() bool { return l.failed != nil || stop() })
+	if l.failed != nil {
+		return l.failed
+	}
+	return err
+}
+
+func (l *Loop) serve(ctx context.Context, stop func() bool) error {
 	c := l.Clock
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
