@@ -83,11 +83,12 @@ func (h *HopReport) add(c *inceptionn.Codec, mtu int, p []byte) {
 			h.WireBytes += int64(len(pkt))
 		}
 	}
-	h.Values = h.Classes.Values()
 }
 
-// finish fills the ratios, with perPacket bytes of framing per packet.
+// finish fills the value count and the ratios, with perPacket bytes of
+// framing per packet.
 func (h *HopReport) finish(perPacket int64) {
+	h.Values = h.Classes.Values()
 	if h.WireBytes > 0 {
 		h.PayloadRatio = float64(h.PayloadBytes) / float64(h.WireBytes)
 		h.WireRatio = float64(h.PayloadBytes+h.Packets*perPacket) / float64(h.WireBytes+h.Packets*perPacket)
@@ -110,7 +111,6 @@ func carried(hops []HopReport, perPacket int64) []HopReport {
 			}
 		}
 		if k.Packets > 0 {
-			k.Values = k.Classes.Values()
 			k.finish(perPacket)
 			out = append(out, k)
 		}

@@ -249,20 +249,11 @@ func (b *Builder) Build(buf []byte, pkt *Packet) (int, error) {
 	copy(f, b.tmpl[:b.tlen])
 	payLen := b.payloadLen(pkt)
 	pad := wire.PadCount(payLen)
-	switch b.path.Transport {
-	case V2IPv4:
-		ip := f[b.l3:]
-		binary.BigEndian.PutUint16(ip[2:], uint16(n-b.l3))
-		binary.BigEndian.PutUint16(ip[4:], b.ipID)
+	if b.path.Transport == V2IPv4 {
+		binary.BigEndian.PutUint16(f[b.l3+4:], b.ipID) // before the checksum setLengths writes
 		b.ipID++
-		binary.BigEndian.PutUint16(ip[10:], 0)
-		binary.BigEndian.PutUint16(ip[10:], ipv4Checksum(ip[:20]))
-	case V2IPv6, V1:
-		binary.BigEndian.PutUint16(f[b.l3+4:], uint16(n-b.l3-40))
 	}
-	if b.udp != 0 {
-		binary.BigEndian.PutUint16(f[b.udp+4:], uint16(n-b.udp))
-	}
+	setLengths(f, b.path.Transport, b.l3, b.udp)
 	bth := wire.BTH(f[b.bth : b.bth+wire.BTHLen])
 	bth[0] = byte(pkt.Opcode)
 	bth[1] = byte(pad) << 4
@@ -339,6 +330,31 @@ func writeExt(d []byte, h wire.Ext, p *Packet) int {
 }
 
 // ipv4Checksum is the Internet checksum of an IPv4 header.
+// setLengths writes the datagram lengths of frame f, whose network
+// header starts at l3 and UDP header at udp (0: RoCEv1, none), for f's
+// length, and for IPv4 the header checksum.
+func setLengths(f []byte, t Transport, l3, udp int) {
+	n := len(f)
+	switch t {
+	case V2IPv4:
+		binary.BigEndian.PutUint16(f[l3+2:], uint16(n-l3))
+		setIPv4Checksum(f[l3:])
+	case V2IPv6, V1:
+		binary.BigEndian.PutUint16(f[l3+4:], uint16(n-l3-wire.GRHLen))
+	}
+	if udp != 0 {
+		binary.BigEndian.PutUint16(f[udp+4:], uint16(n-udp))
+	}
+}
+
+// setIPv4Checksum recomputes the checksum of the IPv4 header ip starts
+// with (its length from the IHL).
+func setIPv4Checksum(ip []byte) {
+	h := ip[:int(ip[0]&0x0F)*4]
+	binary.BigEndian.PutUint16(h[10:], 0)
+	binary.BigEndian.PutUint16(h[10:], ipv4Checksum(h))
+}
+
 func ipv4Checksum(h []byte) uint16 {
 	var s uint32
 	for i := 0; i+1 < len(h); i += 2 {

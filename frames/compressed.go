@@ -1,7 +1,6 @@
 package frames
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/inaemu/inaemu/frames/inceptionn"
@@ -45,8 +44,7 @@ func (v *View) SetDSCP(d uint8) {
 	tc := d<<2 | v.TClass()&3
 	if v.transport == V2IPv4 {
 		n[1] = tc
-		binary.BigEndian.PutUint16(n[10:], 0)
-		binary.BigEndian.PutUint16(n[10:], ipv4Checksum(n[:int(n[0]&0x0F)*4]))
+		setIPv4Checksum(n)
 		return
 	}
 	n[0] = n[0]&0xF0 | tc>>4
@@ -83,18 +81,7 @@ func (v *View) WithPayload(dst, p []byte) (int, error) {
 	copy(f, v.frame[:v.payload])
 	o := v.payload + copy(f[v.payload:], p)
 	clear(dst[o:total])
-	switch v.transport {
-	case V2IPv4:
-		ip := f[v.l3:]
-		binary.BigEndian.PutUint16(ip[2:], uint16(n-v.l3))
-		binary.BigEndian.PutUint16(ip[10:], 0)
-		binary.BigEndian.PutUint16(ip[10:], ipv4Checksum(ip[:int(ip[0]&0x0F)*4]))
-	case V2IPv6, V1:
-		binary.BigEndian.PutUint16(f[v.l3+4:], uint16(n-v.l3-wire.GRHLen))
-	}
-	if v.udp != 0 {
-		binary.BigEndian.PutUint16(f[v.udp+4:], uint16(n-v.udp))
-	}
+	setLengths(f, v.transport, v.l3, v.udp)
 	f[v.bth+1] = f[v.bth+1]&^0x30 | byte(pad)<<4
 	w := View{frame: f, transport: v.transport, vlans: v.vlans, ethType: v.ethType, l3: v.l3, udp: v.udp, bth: v.bth,
 		ext: v.ext, known: v.known, payload: v.payload, payLen: len(p), pad: pad, icrc: n - wire.ICRCLen}

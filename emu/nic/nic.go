@@ -188,7 +188,7 @@ func (h *NIC) NextFrame(buf []byte) int {
 		if n, ok := q.NextFrame(buf); ok {
 			h.rr = (h.rr + i + 1) % len(h.qps)
 			h.Stats.RoCESent++
-			if h.comp != nil {
+			if h.comp != nil && q.Path().TClass>>2 == frames.CompressedDSCP { // a QP that asks for compression
 				n = h.comp.transmit(buf, n)
 			}
 			return n
