@@ -408,8 +408,7 @@ func runAggCaseOn(o SuiteOptions, c aggCase, rel netreduce.Release) (aggOutcome,
 	case err != nil:
 		return aggOutcome{fail: "setup", detail: err.Error()}, recs
 	case !res.Exact:
-		m := res.Mismatch
-		return aggOutcome{fail: "wrong", detail: fmt.Sprintf("WRONG RESULT: rank %d element %d is %s, want %s", m.Rank, m.Element, m.Got, m.Want)}, recs
+		return wrongResult(res.Mismatch), recs
 	}
 	return aggOutcome{}, recs
 }
@@ -495,7 +494,7 @@ func AggregationSuite(o SuiteOptions) []PropertyResult {
 		seed uint64
 	}
 	report := func(i int, c aggCase, out aggOutcome, seed uint64) {
-		o.reportShrunk(&res, i, c, out, func(d aggCase) aggOutcome { return runAggCase(o, d, o.Release) },
+		o.reportAgg(&res, i, c, out, func(d aggCase) aggOutcome { return runAggCase(o, d, o.Release) },
 			fmt.Sprintf("aggregation-%s-%s-%d", o.Release, out.fail, seed),
 			fmt.Sprintf("inaemu conformance --suite aggregation --release %s --seed %d --count %d", o.Release, o.Seed, i+1))
 	}
@@ -552,22 +551,11 @@ func AggregationSuite(o SuiteOptions) []PropertyResult {
 	return []PropertyResult{res}
 }
 
-// reportShrunk fails res with case i's outcome out, shrunk (judged by
-// run), the counterexample written as file and the command that replays
-// it (or, with no counterexample written, the command given).
-func (o SuiteOptions) reportShrunk(res *PropertyResult, i int, c aggCase, out aggOutcome, run func(aggCase) aggOutcome, file, replay string) {
-	small, sout := shrinkAgg(o, c, run, out)
-	res.Passed = false
-	res.Failure = fmt.Sprintf("case %d (%s) fails: %s; shrunk to %s: %s", i, c, out.detail, small, sout.detail)
-	if p, err := writeCounterexample(o, file, small.scenario(o.Release)); err != nil {
-		res.Notes = append(res.Notes, "writing the counterexample: "+err.Error())
-	} else if p != "" {
-		res.Counterexample = &p
-		res.Replay = o.replay(p)
-	}
-	if res.Replay == "" {
-		res.Replay = replay
-	}
+// reportAgg is reportShrunk for an aggregation case judged by run.
+func (o SuiteOptions) reportAgg(res *PropertyResult, i int, c aggCase, out aggOutcome, run func(aggCase) aggOutcome, file, replay string) {
+	shrink := func(c aggCase, out aggOutcome) (aggCase, aggOutcome) { return shrinkAgg(o, c, run, out) }
+	scenarioOf := func(c aggCase) *scenario.Scenario { return c.scenario(o.Release) }
+	reportShrunk(o, res, i, c, out, shrink, scenarioOf, nil, file, replay)
 }
 
 // shrinkAgg makes a failing case smaller while it fails the same way (run

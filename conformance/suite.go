@@ -275,10 +275,14 @@ func runExact(sc *scenario.Scenario) (*emu.Result, aggOutcome) {
 	case err != nil:
 		return nil, aggOutcome{fail: "setup", detail: err.Error()}
 	case !res.Exact:
-		m := res.Mismatch
-		return nil, aggOutcome{fail: "wrong", detail: fmt.Sprintf("WRONG RESULT: rank %d element %d is %s, want %s", m.Rank, m.Element, m.Got, m.Want)}
+		return nil, wrongResult(res.Mismatch)
 	}
 	return res, aggOutcome{}
+}
+
+// wrongResult is the outcome of a job that ended with m wrong.
+func wrongResult(m *emu.Mismatch) aggOutcome {
+	return aggOutcome{fail: "wrong", detail: fmt.Sprintf("WRONG RESULT: rank %d element %d is %s, want %s", m.Rank, m.Element, m.Got, m.Want)}
 }
 
 // exactSuite runs property name of suite over cases drawn by gen: each
@@ -294,20 +298,31 @@ func exactSuite[C fmt.Stringer](o SuiteOptions, suite, name string, gen func(see
 		if out.fail == "" {
 			return true
 		}
-		small, sout := shrink(c, out)
-		res.Failure = fmt.Sprintf("case %d (%s) fails: %s; shrunk to %s: %s", i, c, out.detail, small, sout.detail)
-		if p, err := writeCounterexample(o, fmt.Sprintf("%s-%s-%d", suite, out.fail, seed), scenarioOf(small)); err != nil {
-			res.Notes = append(res.Notes, "writing the counterexample: "+err.Error())
-		} else if p != "" {
-			res.Counterexample = &p
-			if replays == nil || replays(sout) {
-				res.Replay = "inaemu run --scenario " + p
-			}
-		}
-		if res.Replay == "" {
-			res.Replay = fmt.Sprintf("inaemu conformance --suite %s --seed %d --count %d", suite, o.Seed, i+1)
-		}
+		reportShrunk(o, &res, i, c, out, shrink, scenarioOf, replays, fmt.Sprintf("%s-%s-%d", suite, out.fail, seed),
+			fmt.Sprintf("inaemu conformance --suite %s --seed %d --count %d", suite, o.Seed, i+1))
 		return false
 	})
 	return []PropertyResult{res}
+}
+
+// reportShrunk fails res with case i's outcome out: the case shrunk,
+// written as the counterexample file (the scenario scenarioOf gives),
+// and the command that replays it when replays (nil: always) says the
+// shrunk failure replays as a run, else the command given.
+func reportShrunk[C fmt.Stringer](o SuiteOptions, res *PropertyResult, i int, c C, out aggOutcome, shrink func(C, aggOutcome) (C, aggOutcome),
+	scenarioOf func(C) *scenario.Scenario, replays func(aggOutcome) bool, file, replay string) {
+	small, sout := shrink(c, out)
+	res.Passed = false
+	res.Failure = fmt.Sprintf("case %d (%s) fails: %s; shrunk to %s: %s", i, c, out.detail, small, sout.detail)
+	if p, err := writeCounterexample(o, file, scenarioOf(small)); err != nil {
+		res.Notes = append(res.Notes, "writing the counterexample: "+err.Error())
+	} else if p != "" {
+		res.Counterexample = &p
+		if replays == nil || replays(sout) {
+			res.Replay = o.replay(p)
+		}
+	}
+	if res.Replay == "" {
+		res.Replay = replay
+	}
 }
