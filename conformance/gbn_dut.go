@@ -184,6 +184,10 @@ func (t *hostTrace) connection(r, workers int) ([]traceEvent, uint32, bool) {
 	return ev, first, haveData
 }
 
+// arrival is when a response first reached the device: its place among
+// the responses that did, and its capture frame number.
+type arrival struct{ order, frame int }
+
 // respKey tells a response apart: its headers.
 type respKey struct {
 	op     wire.Opcode
@@ -221,14 +225,13 @@ func deviceGBN(workers int, recs []pcapio.Record) string {
 		destQP uint32
 	}
 	type conn struct {
-		reqData map[dataKey]bool // data that reached the device from the requester
-		respIn  map[respKey]int  // responses that reached it from the responder, in arrival order
-		inFrame map[respKey]int  // the capture frame where each first reached it
-		respOut map[respKey]bool // responses it sent the requester
+		reqData map[dataKey]bool    // data that reached the device from the requester
+		respIn  map[respKey]arrival // responses that reached it from the responder
+		respOut map[respKey]bool    // responses it sent the requester
 	}
 	conns := make([]conn, workers)
 	for r := range conns {
-		conns[r] = conn{reqData: map[dataKey]bool{}, respIn: map[respKey]int{}, inFrame: map[respKey]int{}, respOut: map[respKey]bool{}}
+		conns[r] = conn{reqData: map[dataKey]bool{}, respIn: map[respKey]arrival{}, respOut: map[respKey]bool{}}
 	}
 	rankOf := map[[6]byte]int{}
 	for r := 0; r < workers; r++ {
@@ -276,8 +279,7 @@ func deviceGBN(workers int, recs []pcapio.Record) string {
 		case isResp && into && src == (dst+1)%workers && port == src && v.ICRCOK(): // a response from the responder
 			c := &conns[dst]
 			if _, seen := c.respIn[rk]; !seen {
-				c.respIn[rk] = arrivals
-				c.inFrame[rk] = i + 1
+				c.respIn[rk] = arrival{arrivals, i + 1}
 				arrivals++
 			}
 		case isResp && !into && src == (dst+1)%workers && port == dst && v.ICRCOK(): // a response the device sends the requester
@@ -296,11 +298,11 @@ func deviceGBN(workers int, recs []pcapio.Record) string {
 		c := &conns[r]
 		latest := -1 // the arrival order of the latest response forwarded
 		for k := range c.respOut {
-			latest = max(latest, c.respIn[k])
+			latest = max(latest, c.respIn[k].order)
 		}
 		var lost *respKey
 		for k, at := range c.respIn {
-			if !c.respOut[k] && at < latest && (lost == nil || at < c.respIn[*lost]) {
+			if !c.respOut[k] && at.order < latest && (lost == nil || at.order < c.respIn[*lost].order) {
 				k := k
 				lost = &k
 			}
@@ -308,7 +310,7 @@ func deviceGBN(workers int, recs []pcapio.Record) string {
 		if lost != nil {
 			k := *lost
 			return fmt.Sprintf("response-lost: rank %d's %s to rank %d reached the device (capture frame %d) and never left it, though later responses did",
-				(r+1)%workers, k, r, c.inFrame[k])
+				(r+1)%workers, k, r, c.respIn[k].frame)
 		}
 	}
 	return ""

@@ -140,7 +140,7 @@ func runConformance(fs *cmdEnv, a conformanceArgs, df *dutFlags, names []string)
 	}
 	head := conformance.Report{Seed: seed, Release: rel.String(), Suite: a.suite, Count: a.count}
 	opts := conformance.SuiteOptions{Count: a.count, Seed: seed, Release: rel, OutDir: a.out, Shard: shard}
-	if df.given() || fs.changed("dut-cmd") || fs.changed("dut-ready") {
+	if df.given(fs) {
 		var code int
 		if !conformanceDUT(fs, df, a.jobs, &opts, &code) {
 			return code

@@ -35,13 +35,16 @@ func addDUTFlags(c *cobra.Command) *dutFlags {
 	return d
 }
 
-// given reports whether --dut was given.
-func (d *dutFlags) given() bool { return d.spec != "" }
+// given reports whether any --dut flag was given (device refuses
+// --dut-cmd and --dut-ready without --dut).
+func (d *dutFlags) given(e *cmdEnv) bool {
+	return d.spec != "" || e.changed("dut-cmd") || e.changed("dut-ready")
+}
 
 // device reads the flags; false after printing a usage error.
 func (d *dutFlags) device(e *cmdEnv) (dut.Device, bool) {
 	for _, f := range []string{"dut-cmd", "dut-ready"} {
-		if e.changed(f) && !d.given() {
+		if e.changed(f) && d.spec == "" {
 			e.usageError("--%s: only with --dut tap:PREFIX", f)
 			return dut.Device{}, false
 		}

@@ -64,7 +64,7 @@ func runRun(e *cmdEnv, jf *jobFlags, df *dutFlags, pcap, backend, prefix string,
 	if !ok {
 		return exitUsage
 	}
-	if df.given() || e.changed("dut-cmd") || e.changed("dut-ready") {
+	if df.given(e) {
 		if backend != "emu" || e.changed("prefix") {
 			e.usageError("--dut runs against a device on its own interfaces: no --backend, no --prefix")
 			return exitUsage
