@@ -496,7 +496,7 @@ func AggregationSuite(o SuiteOptions) []PropertyResult {
 	report := func(i int, c aggCase, out aggOutcome, seed uint64) {
 		o.reportAgg(&res, i, c, out, func(d aggCase) aggOutcome { return runAggCase(o, d, o.Release) },
 			fmt.Sprintf("aggregation-%s-%s-%d", o.Release, out.fail, seed),
-			fmt.Sprintf("inaemu conformance --suite aggregation --release %s --seed %d --count %d", o.Release, o.Seed, i+1))
+			o.rerun("--suite aggregation --release "+o.Release.String(), i))
 	}
 	for i := 0; i < o.Count; i++ {
 		if !o.Shard.Owns(i) {

@@ -344,7 +344,7 @@ func GBNSuite(o SuiteOptions) []PropertyResult {
 		}
 		small, sfail := shrinkGBN(c, fail)
 		res.Failure = fmt.Sprintf("case %d (%s): %s; shrunk to %s: %s", i, c, fail, small, sfail)
-		res.Replay = fmt.Sprintf("inaemu conformance --suite gbn --seed %d --count %d", o.Seed, i+1)
+		res.Replay = o.rerun("--suite gbn", i)
 		if o.OutDir != "" {
 			if p, err := writeGBNCounterexample(o.OutDir, small); err == nil {
 				res.Counterexample = &p

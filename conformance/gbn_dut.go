@@ -62,7 +62,7 @@ func gbnOnDevice(o SuiteOptions) []PropertyResult {
 		}
 		o.reportAgg(&res, i, c, out, func(d aggCase) aggOutcome { return runGBNOnDevice(o, d) },
 			fmt.Sprintf("gbn-%s-%d", strings.TrimPrefix(out.fail, "gbn:"), seed),
-			fmt.Sprintf("inaemu conformance --suite gbn --seed %d --count %d %s", o.Seed, i+1, o.DUT.Replay))
+			o.rerun("--suite gbn", i))
 		return false
 	})
 	return []PropertyResult{res}

@@ -68,6 +68,16 @@ func (o SuiteOptions) replay(path string) string {
 	return "inaemu run --scenario " + path + " " + o.DUT.Replay
 }
 
+// rerun is the conformance command that reruns cases up to case i of a
+// suite (args: its suite and other flags), against the device if any.
+func (o SuiteOptions) rerun(args string, i int) string {
+	s := fmt.Sprintf("inaemu conformance %s --seed %d --count %d", args, o.Seed, i+1)
+	if o.DUT != nil {
+		s += " " + o.DUT.Replay
+	}
+	return s
+}
+
 // shrinkBudget is how many runs shrinking may take: against a device each
 // run takes wall time (and a device command's start), so fewer.
 func (o SuiteOptions) shrinkBudget(emulated int) int {
@@ -299,7 +309,7 @@ func exactSuite[C fmt.Stringer](o SuiteOptions, suite, name string, gen func(see
 			return true
 		}
 		reportShrunk(o, &res, i, c, out, shrink, scenarioOf, replays, fmt.Sprintf("%s-%s-%d", suite, out.fail, seed),
-			fmt.Sprintf("inaemu conformance --suite %s --seed %d --count %d", suite, o.Seed, i+1))
+			o.rerun("--suite "+suite, i))
 		return false
 	})
 	return []PropertyResult{res}
