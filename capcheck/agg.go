@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/inaemu/inaemu/emu/tensor"
-	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
 )
 
@@ -178,7 +177,17 @@ func checkAggregation(payloads func(yield func(i int, data []byte) bool) error, 
 		return nil
 	}
 	a := &aggregator{fs: fs, dt: dt, tag: tag, rep: rep, report: report, ringH: ringH, trees: trees,
-		conns: map[checkStreamKey]*aggConn{}, pkts: map[aggKey]*aggPacket{}, newest: map[uint8]int64{}}
+		conns: map[checkStreamKey]*aggConn{}, pkts: map[aggKey]*aggPacket{}, newest: map[uint8]int64{}, changed: -1}
+	// A capture whose usable frames are in time order already (one
+	// writer, as the emulator's) is judged as it is read: a frame's
+	// bytes are copied only when it is kept (a contribution). Otherwise
+	// frames are held back, copied, and judged in time order.
+	ordered, last := true, int64(0)
+	for i := 0; i < fs.len() && ordered; i++ {
+		if usable(i) {
+			ordered, last = fs.at(i).ts >= last, fs.at(i).ts
+		}
+	}
 	var held aggHeap
 	// A held frame's bytes come from a.free and go back to it once
 	// judged, or, for a contribution, once replaced or forgotten.
@@ -192,14 +201,15 @@ func checkAggregation(payloads func(yield func(i int, data []byte) bool) error, 
 		if i >= fs.len() || !usable(i) {
 			return true
 		}
-		var buf []byte
-		if n := len(a.free); n > 0 {
-			buf, a.free = a.free[n-1], a.free[:n-1]
+		if f := fs.at(i); int(f.payOff)+int(f.payLen) > len(data) {
+			a.changed = i
+			return false
 		}
-		if cap(buf) < len(data) {
-			buf = make([]byte, 0, (len(data)+127)&^127) // a frame of the same MTU fits later
+		if ordered {
+			a.frame(aggFrame{fs.at(i).ts, i, frameSide(i), data, true})
+			return true
 		}
-		held.push(aggFrame{fs.at(i).ts, i, frameSide(i), append(buf, data...)})
+		held.push(aggFrame{fs.at(i).ts, i, frameSide(i), append(a.buffer(len(data)), data...), false})
 		if held.Len() > aggReorder {
 			judge()
 		}
@@ -208,15 +218,33 @@ func checkAggregation(payloads func(yield func(i int, data []byte) bool) error, 
 	for held.Len() > 0 {
 		judge()
 	}
+	if err == nil && a.changed >= 0 {
+		err = fmt.Errorf("frame %d is shorter than when first read: the capture changed while it was checked", a.changed+1)
+	}
 	return err
 }
 
-// aggFrame is a usable frame held back for time order.
+// aggFrame is a usable frame: held back for time order, or borrowed
+// (its bytes are the reader's until the next frame).
 type aggFrame struct {
-	ts   int64
-	i    int
-	side uint8
-	data []byte
+	ts       int64
+	i        int
+	side     uint8
+	data     []byte
+	borrowed bool
+}
+
+// buffer returns an empty buffer with room for n bytes, from a.free when
+// one there is large enough.
+func (a *aggregator) buffer(n int) []byte {
+	var buf []byte
+	if k := len(a.free); k > 0 {
+		buf, a.free = a.free[k-1], a.free[:k-1]
+	}
+	if cap(buf) < n {
+		buf = make([]byte, 0, (n+127)&^127) // a frame of the same MTU fits later
+	}
+	return buf
 }
 
 // aggHeap is a min-heap of held frames by (time, index), typed so that
@@ -282,27 +310,26 @@ type aggregator struct {
 	pkts   map[aggKey]*aggPacket
 	free   [][]byte        // frame buffers to reuse
 	newest map[uint8]int64 // per ring, the newest message id
-	v      frames.View
 	n      int
+	// changed is the first frame whose bytes no longer hold the payload
+	// the first pass placed (-1: none).
+	changed int
 }
 
 // frame judges or keeps one frame; kept says whether the aggregator
 // holds on to fr.data (a contribution).
 func (a *aggregator) frame(fr aggFrame) (kept bool) {
-	f, v := a.fs.at(fr.i), &a.v
-	if v.Parse(fr.data) != nil {
-		return false
-	}
+	f := a.fs.at(fr.i)
 	if a.n++; a.n%(1<<12) == 0 {
 		a.evict()
 	}
 	k := f.key()
 	conn := a.conns[k]
-	pay := v.Payload()
+	pay := fr.data[f.payOff : f.payOff+f.payLen]
 	if fr.side == sideIn {
 		var m aggMsg
 		var off int
-		if h := inaOf(v, a.tag); h != nil {
+		if h := inaOf(f.op, pay, a.tag); h != nil {
 			if conn == nil {
 				conn = &aggConn{ring: h.RingID(), rank: h.Rank(), cur: int64(h.MsgID())}
 				a.conns[k] = conn
@@ -350,6 +377,11 @@ func (a *aggregator) frame(fr aggFrame) (kept bool) {
 		}
 		if old := p.bufs[conn.rank]; old != nil {
 			a.free = append(a.free, old[:0])
+		}
+		if fr.borrowed {
+			start := int(f.payOff+f.payLen) - len(pay) // past the INA header, if any
+			fr.data = append(a.buffer(len(fr.data)), fr.data...)
+			pay = fr.data[start : f.payOff+f.payLen]
 		}
 		p.cs[conn.rank], p.bufs[conn.rank] = pay, fr.data
 		p.summed = false
@@ -480,10 +512,9 @@ func hasTag(payload []byte, tag uint32) bool {
 // inaOf is the INA header of an RDMA WRITE FIRST or ONLY whose payload
 // starts with tag (a switch may use another InetTag than inaemu's), else
 // nil.
-func inaOf(v *frames.View, tag uint32) wire.INA {
-	op := v.Opcode()
-	if !op.IsWrite() || !op.IsFirst() || !hasTag(v.Payload(), tag) {
+func inaOf(op wire.Opcode, payload []byte, tag uint32) wire.INA {
+	if !op.IsWrite() || !op.IsFirst() || !hasTag(payload, tag) {
 		return nil
 	}
-	return wire.INA(v.Payload()[:wire.INALen:wire.INALen])
+	return wire.INA(payload[:wire.INALen:wire.INALen])
 }

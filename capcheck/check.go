@@ -445,11 +445,14 @@ type checkFrame struct {
 	notForHost bool
 	class      uint8
 	icrcOK     bool
-	op         wire.Opcode
-	psn        uint32
-	qp         uint32
-	syn        wire.Syndrome
-	src, dst   uint32 // addresses, as indexes into the parser's table
+	// payOff and payLen place a parsed frame's payload in its bytes
+	// (agg-sum reads it again without parsing).
+	payOff, payLen int32
+	op             wire.Opcode
+	psn            uint32
+	qp             uint32
+	syn            wire.Syndrome
+	src, dst       uint32 // addresses, as indexes into the parser's table
 }
 
 // checkStreamKey names a stream: source and destination (indexes into
@@ -838,6 +841,7 @@ func (p *frameParser) add(r *pcapio.Record) {
 		return
 	}
 	f.op, f.psn, f.qp = v.Opcode(), v.PSN(), v.DestQP()
+	f.payOff, f.payLen = int32(v.PayloadOffset()), int32(len(v.Payload()))
 	f.src, f.dst = p.addr(v.SrcAddr().Unmap()), p.addr(v.DstAddr().Unmap())
 	f.icrcOK = v.ICRCOK()
 	if f.snapped {
@@ -951,6 +955,25 @@ func (p *frameParser) check(opt CheckOptions, payloads func(yield func(i int, da
 			rep.Inferences = append(rep.Inferences, fmt.Sprintf("%s: carries multi-rack NetReduce's switch-to-switch frames (partials, totals, notifications): connections cross it only as re-sent results, so their stream rules are not applied there", vp.name))
 		}
 	}
+	tag := opt.INATag
+	if tag == 0 {
+		tag = wire.INATag
+	}
+	trees := p.treeOrders()
+	rep.AggTreeOrder = len(trees) > 0
+	// agg-sum reads the payloads again while the stream rules run on
+	// the other core: from here on neither writes a frame, the interface
+	// sides are settled, and each writes its own fields of the report
+	// (agg-sum's violations join the others when both are done; the
+	// sort below puts them where they were).
+	var aggViolations []Violation
+	aggDone := make(chan error, 1)
+	go func() {
+		aggDone <- checkAggregation(payloads, fs, c.ifaceNames, c.ifaceSide, c.ifaceHostLink, opt.LinkTaps, opt.DType, tag, trees, rep,
+			func(rule string, f *checkFrame, detail string) {
+				aggViolations = append(aggViolations, c.newViolation(rule, f, "", detail))
+			})
+	}()
 	c.discover()
 	c.pairAll()
 	c.inferVantages()
@@ -958,14 +981,8 @@ func (p *frameParser) check(opt CheckOptions, payloads func(yield func(i int, da
 		c.runVantage(vp)
 	}
 	c.countConnections()
-	tag := opt.INATag
-	if tag == 0 {
-		tag = wire.INATag
-	}
-	trees := p.treeOrders()
-	rep.AggTreeOrder = len(trees) > 0
-	aggErr := checkAggregation(payloads, fs, c.ifaceNames, c.ifaceSide, c.ifaceHostLink, opt.LinkTaps, opt.DType, tag, trees, rep,
-		func(rule string, f *checkFrame, detail string) { c.violation(rule, f, "%s", detail) })
+	aggErr := <-aggDone
+	rep.Violations = append(rep.Violations, aggViolations...)
 	c.finish()
 
 	sort.SliceStable(rep.Violations, func(i, j int) bool {

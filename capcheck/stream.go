@@ -560,9 +560,14 @@ func (c *checker) violation(rule string, f *checkFrame, format string, a ...any)
 // violationInf reports a violation whose verdict rests on what inferred
 // says (nothing when empty).
 func (c *checker) violationInf(rule string, f *checkFrame, inferred, format string, a ...any) {
-	c.rep.Violations = append(c.rep.Violations, Violation{Rule: rule, Frame: f.idx + 1, Index: f.idx,
-		Interface: c.ifaceNames[f.iface], TimeNS: f.ts - c.t0, QP: f.qp, PSN: f.psn, Detail: fmt.Sprintf(format, a...),
-		Inferred: inferred})
+	c.rep.Violations = append(c.rep.Violations, c.newViolation(rule, f, inferred, fmt.Sprintf(format, a...)))
+}
+
+// newViolation describes a violation at frame f (it reads only what
+// stays fixed while the rules run).
+func (c *checker) newViolation(rule string, f *checkFrame, inferred, detail string) Violation {
+	return Violation{Rule: rule, Frame: f.idx + 1, Index: f.idx, Interface: c.ifaceNames[f.iface], TimeNS: f.ts - c.t0,
+		QP: f.qp, PSN: f.psn, Detail: detail, Inferred: inferred}
 }
 
 // violation reports a violation of the stream's sender or responder; at

@@ -123,6 +123,7 @@ const (
 	blockIDB = 1
 	blockPB  = 2 // obsolete Packet Block
 	blockSPB = 3
+	blockNRB = 4
 	blockISB = 5
 	blockEPB = 6
 )

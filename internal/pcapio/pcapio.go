@@ -126,6 +126,9 @@ type Reader struct {
 	// borrow: Data is the reader's until the next call (see Borrow).
 	borrow  bool
 	scratch []byte
+	// plain reads a regular pcapng file until a block it leaves to
+	// pcapgo (nil: pcapgo reads it all).
+	plain *plainNg
 }
 
 // Borrow makes Next return records whose Data belong to the reader and
@@ -150,6 +153,9 @@ func Open(path string) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r := openPlain(path, f); r != nil {
+		return r, nil
+	}
 	r, err := newReader(path, f)
 	if err != nil {
 		f.Close()
@@ -157,6 +163,44 @@ func Open(path string) (*Reader, error) {
 	}
 	r.f = f
 	return r, nil
+}
+
+// openPlain reads a regular pcapng file on the plain path (see plainNg),
+// or returns nil with f back at its start.
+func openPlain(path string, f *os.File) *Reader {
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil
+	}
+	if p, ok := newPlainNg(f); ok {
+		return &Reader{name: path, f: f, plain: p}
+	}
+	f.Seek(0, io.SeekStart) // a regular file seeks
+	return nil
+}
+
+// leavePlain hands the file to pcapgo at the block plainNg left to it:
+// the file is read again from its start, and the records already
+// returned are skipped.
+func (r *Reader) leavePlain() {
+	index, borrow := r.index, r.borrow
+	if _, err := r.f.Seek(0, io.SeekStart); err != nil {
+		r.err = &CorruptError{Name: r.name, Frame: index, Err: err}
+		return
+	}
+	s, err := newReader(r.name, r.f)
+	if err != nil {
+		r.err = &CorruptError{Name: r.name, Frame: index, Err: err}
+		return
+	}
+	s.f, s.borrow = r.f, true
+	for s.index < index {
+		var sk *SkippedError
+		if _, err := s.Next(); err != nil && !errors.As(err, &sk) {
+			break // s.err: returned from here on
+		}
+	}
+	s.borrow = borrow
+	*r = *s
 }
 
 // NewReader reads a capture from r; name is used in error messages.
@@ -221,10 +265,24 @@ func (r *Reader) Next() (Record, error) {
 	if r.err != nil {
 		return Record{}, r.err
 	}
-	start := r.offset()
 	var rec Record
 	var data []byte
 	var err error
+	if r.plain != nil {
+		data, rec.Info, rec.Comments, rec.LinkType, err = r.plain.next()
+		switch err {
+		case nil:
+			return r.record(rec, data)
+		case io.EOF:
+			r.err = io.EOF
+			return Record{}, io.EOF
+		}
+		r.leavePlain()
+		if r.err != nil {
+			return Record{}, r.err
+		}
+	}
+	start := r.offset()
 	lt := r.lt
 	if r.ng != nil {
 		// Zero-copy: data is pcapgo's buffer until the next read, and the
@@ -259,9 +317,16 @@ func (r *Reader) Next() (Record, error) {
 	if r.err != nil {
 		return Record{}, r.err
 	}
+	rec.LinkType = lt
+	return r.record(rec, data)
+}
+
+// record finishes the record of a frame read (data: the reader's until
+// the next read) as Next returns it.
+func (r *Reader) record(rec Record, data []byte) (Record, error) {
 	index := r.index
 	r.index++
-	rec.LinkType = lt
+	lt := rec.LinkType
 	if lt == layers.LinkTypeEthernet {
 		if r.borrow {
 			rec.Data = data[:len(data):len(data)]
@@ -275,10 +340,8 @@ func (r *Reader) Next() (Record, error) {
 	strip, pt, err := ethernetHeader(lt, data, rec.Info.Length, &h)
 	if err != nil {
 		sk := &SkippedError{Name: r.name, Frame: index, Interface: -1, Err: err}
-		if r.ng != nil {
-			if ifc, ierr := r.ng.Interface(rec.Info.InterfaceIndex); ierr == nil {
-				sk.Interface, sk.InterfaceName = rec.Info.InterfaceIndex, ifc.Name
-			}
+		if names := r.Interfaces(); rec.Info.InterfaceIndex < len(names) {
+			sk.Interface, sk.InterfaceName = rec.Info.InterfaceIndex, names[rec.Info.InterfaceIndex]
 		}
 		// The record's place, time and lengths stay, so a reader can keep
 		// Wireshark's frame numbering; it has no Data.
@@ -377,6 +440,9 @@ func (r *Reader) All() ([]Record, []string, error) {
 // Interfaces are the names of the pcapng interfaces read so far (all of
 // them once Next has returned io.EOF); nil for a pcap file.
 func (r *Reader) Interfaces() []string {
+	if r.plain != nil {
+		return r.plain.names()
+	}
 	if r.ng == nil {
 		return nil
 	}

@@ -1,0 +1,233 @@
+package pcapio
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+)
+
+// plainNg reads the pcapng files capture tools write in the common case
+// straight out of one large buffer: one section, Interface Description,
+// Enhanced Packet and Interface Statistics Blocks, and block types it
+// skips, every length consistent. Reading through pcapgo costs three
+// copies of every frame (read(2), the framer's bufio, pcapgo's own) and
+// a call per field; this costs one copy, and reads a 1 GB capture about
+// five times faster.
+//
+// It is a fast path, not a second reader: it hands a block it does not
+// take as plain (another section, a Simple or obsolete Packet Block, a
+// Name Resolution Block, a timestamp resolution or option it does not
+// handle, a length that does not add up, a file cut short) back to the
+// Reader, which reopens the file on the pcapgo path, skips the records
+// already returned and reads on from there. Every error, and every
+// record of such a file, is therefore pcapgo's and the framer's, and
+// TestPlainMatchesPcapgo holds the two paths to the same records.
+type plainNg struct {
+	in     io.Reader
+	buf    []byte
+	lo, hi int  // unread bytes: buf[lo:hi]
+	eof    bool // in has no more
+	order  binary.ByteOrder
+	ifaces []plainIface
+}
+
+// plainIface is what a record needs of its interface.
+type plainIface struct {
+	name string
+	lt   layers.LinkType
+	// ticks per second (10^6 or 10^9) and what one tick is in ns, and
+	// if_tsoffset in seconds.
+	perSec, tickNS uint64
+	offset         uint64
+}
+
+// errNotPlain: the block at the read position is one plainNg leaves to
+// pcapgo.
+var errNotPlain = errors.New("pcapng block not read on the plain path")
+
+const (
+	plainBufSize = 1 << 20
+	optEnd       = 0
+	optComment   = 1
+	optIfName    = 2
+	optTSResol   = 9
+	optTSOffset  = 14
+)
+
+// newPlainNg starts reading a pcapng file at its Section Header Block;
+// ok is false when the file does not start as a plain one does.
+func newPlainNg(in io.Reader) (*plainNg, bool) {
+	p := &plainNg{in: in, buf: make([]byte, plainBufSize)}
+	b, ok := p.block()
+	if !ok || binary.LittleEndian.Uint32(b) != blockSHB || len(b) < 28 {
+		return nil, false
+	}
+	switch binary.BigEndian.Uint32(b[8:12]) {
+	case 0x1A2B3C4D:
+		p.order = binary.BigEndian
+	case 0x4D3C2B1A:
+		p.order = binary.LittleEndian
+	default:
+		return nil, false
+	}
+	if p.order.Uint32(b[4:8]) != uint32(len(b)) || p.order.Uint16(b[12:14]) != 1 || p.order.Uint16(b[14:16]) != 0 {
+		return nil, false
+	}
+	if !p.options(b[24:len(b)-4], func(uint16, []byte) {}) {
+		return nil, false
+	}
+	p.lo += len(b)
+	return p, true
+}
+
+// block returns the next block whole (its trailing length included)
+// without consuming it; ok is false at the end of the file, for a block
+// cut short by it, or one whose length is not a multiple of 4 of at least
+// 12.
+func (p *plainNg) block() ([]byte, bool) {
+	if !p.fill(12) {
+		return nil, false
+	}
+	order := p.order
+	if order == nil { // the first block, a Section Header: its own order
+		order = binary.LittleEndian
+		if binary.BigEndian.Uint32(p.buf[p.lo+8:]) == 0x1A2B3C4D {
+			order = binary.BigEndian
+		}
+	}
+	n := int(order.Uint32(p.buf[p.lo+4:]))
+	if n < 12 || n%4 != 0 || !p.fill(n) {
+		return nil, false
+	}
+	return p.buf[p.lo : p.lo+n : p.lo+n], true
+}
+
+// fill makes n bytes readable at p.lo, reading on (and moving what is
+// left to the front of the buffer, or growing it for a longer block);
+// false if the file ends first.
+func (p *plainNg) fill(n int) bool {
+	for p.hi-p.lo < n {
+		if p.eof {
+			return false
+		}
+		if p.lo+n > len(p.buf) {
+			if n > len(p.buf) {
+				p.buf = append(make([]byte, 0, n+plainBufSize), p.buf[p.lo:p.hi]...)[:n+plainBufSize]
+			} else {
+				copy(p.buf, p.buf[p.lo:p.hi])
+			}
+			p.lo, p.hi = 0, p.hi-p.lo
+		}
+		k, err := p.in.Read(p.buf[p.hi:])
+		p.hi += k
+		if err != nil {
+			p.eof = true
+		}
+	}
+	return true
+}
+
+// options walks a block's options (b: from the first option to the
+// trailing length); false if they do not fit it exactly as pcapgo reads
+// them (an option running past the block, an end-of-options with a
+// value).
+func (p *plainNg) options(b []byte, each func(code uint16, value []byte)) bool {
+	for len(b) > 0 {
+		if len(b) < 4 {
+			return false
+		}
+		code, n := p.order.Uint16(b), int(p.order.Uint16(b[2:]))
+		if code == optEnd {
+			return n == 0
+		}
+		padded := (n + 3) &^ 3
+		if 4+padded > len(b) {
+			return false
+		}
+		each(code, b[4:4+n])
+		b = b[4+padded:]
+	}
+	return true
+}
+
+// next returns the next packet: its bytes (in the buffer, valid until the
+// next call), capture info, comments and link type; io.EOF at a clean
+// end of the file, errNotPlain at a block left to pcapgo (nothing of it
+// consumed).
+func (p *plainNg) next() (data []byte, ci gopacket.CaptureInfo, comments []string, lt layers.LinkType, err error) {
+	for {
+		b, ok := p.block()
+		if !ok {
+			if p.eof && p.lo == p.hi {
+				return nil, ci, nil, 0, io.EOF
+			}
+			return nil, ci, nil, 0, errNotPlain
+		}
+		body := b[8 : len(b)-4]
+		switch p.order.Uint32(b) {
+		case blockEPB:
+			if len(body) < 20 {
+				return nil, ci, nil, 0, errNotPlain
+			}
+			ifc := int(p.order.Uint32(body))
+			caplen, orig := int(p.order.Uint32(body[12:])), int(p.order.Uint32(body[16:]))
+			if ifc >= len(p.ifaces) || caplen > orig || 20+((caplen+3)&^3) > len(body) {
+				return nil, ci, nil, 0, errNotPlain
+			}
+			if !p.options(body[20+((caplen+3)&^3):], func(code uint16, v []byte) {
+				if code == optComment {
+					comments = append(comments, string(v))
+				}
+			}) {
+				return nil, ci, nil, 0, errNotPlain
+			}
+			in := &p.ifaces[ifc]
+			ts := uint64(p.order.Uint32(body[4:]))<<32 | uint64(p.order.Uint32(body[8:]))
+			ci = gopacket.CaptureInfo{Timestamp: time.Unix(int64(ts/in.perSec+in.offset), int64(ts%in.perSec*in.tickNS)).UTC(),
+				CaptureLength: caplen, Length: orig, InterfaceIndex: ifc}
+			p.lo += len(b)
+			return body[20 : 20+caplen : 20+caplen], ci, comments, in.lt, nil
+		case blockIDB:
+			if len(body) < 8 {
+				return nil, ci, nil, 0, errNotPlain
+			}
+			in := plainIface{lt: layers.LinkType(p.order.Uint16(body)), perSec: 1e6, tickNS: 1e3}
+			plain := p.options(body[8:], func(code uint16, v []byte) {
+				switch {
+				case code == optIfName:
+					in.name = string(v)
+				case code == optTSResol && len(v) >= 1 && v[0] == 9:
+					in.perSec, in.tickNS = 1e9, 1
+				case code == optTSResol && len(v) >= 1 && v[0] != 6:
+					in.perSec = 0 // a resolution pcapgo converts
+				case code == optTSOffset && len(v) >= 8:
+					in.offset = p.order.Uint64(v)
+				}
+			})
+			if !plain || in.perSec == 0 {
+				return nil, ci, nil, 0, errNotPlain
+			}
+			p.ifaces = append(p.ifaces, in)
+		case blockISB:
+			if len(body) < 12 || int(p.order.Uint32(body)) >= len(p.ifaces) || !p.options(body[12:], func(uint16, []byte) {}) {
+				return nil, ci, nil, 0, errNotPlain
+			}
+		case blockSHB, blockPB, blockSPB, blockNRB:
+			return nil, ci, nil, 0, errNotPlain
+		}
+		p.lo += len(b)
+	}
+}
+
+// names are the interfaces' names, as Reader.Interfaces gives them.
+func (p *plainNg) names() []string {
+	out := make([]string, len(p.ifaces))
+	for i, in := range p.ifaces {
+		out[i] = in.name
+	}
+	return out
+}

@@ -1,0 +1,182 @@
+package pcapio
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// ngBlocks builds pcapng files block by block, in either byte order.
+type ngBlocks struct {
+	order interface {
+		binary.ByteOrder
+		binary.AppendByteOrder
+	}
+	buf bytes.Buffer
+}
+
+// opt is one option: its code and value (padded when written).
+type opt struct {
+	code uint16
+	v    []byte
+}
+
+func (b *ngBlocks) block(typ uint32, body []byte, opts ...opt) *ngBlocks {
+	for _, o := range opts {
+		body = b.order.AppendUint16(body, o.code)
+		body = b.order.AppendUint16(body, uint16(len(o.v)))
+		body = append(body, o.v...)
+		body = append(body, make([]byte, (4-len(o.v)%4)%4)...)
+	}
+	if len(opts) > 0 {
+		body = append(body, 0, 0, 0, 0)
+	}
+	n := uint32(12 + len(body))
+	b.buf.Write(b.order.AppendUint32(b.order.AppendUint32(nil, typ), n))
+	b.buf.Write(body)
+	b.buf.Write(b.order.AppendUint32(nil, n))
+	return b
+}
+
+func (b *ngBlocks) shb(opts ...opt) *ngBlocks {
+	body := b.order.AppendUint32(nil, 0x1A2B3C4D)
+	body = b.order.AppendUint16(b.order.AppendUint16(body, 1), 0)
+	body = b.order.AppendUint64(body, ^uint64(0))
+	return b.block(blockSHB, body, opts...)
+}
+
+func (b *ngBlocks) idb(lt uint16, name string, opts ...opt) *ngBlocks {
+	body := b.order.AppendUint32(b.order.AppendUint16(b.order.AppendUint16(nil, lt), 0), 0)
+	return b.block(blockIDB, body, append([]opt{{optIfName, []byte(name)}}, opts...)...)
+}
+
+func (b *ngBlocks) epb(ifc uint32, ts uint64, data []byte, orig int, opts ...opt) *ngBlocks {
+	body := b.order.AppendUint32(nil, ifc)
+	body = b.order.AppendUint32(b.order.AppendUint32(body, uint32(ts>>32)), uint32(ts))
+	body = b.order.AppendUint32(b.order.AppendUint32(body, uint32(len(data))), uint32(orig))
+	body = append(append(body, data...), make([]byte, (4-len(data)%4)%4)...)
+	return b.block(blockEPB, body, opts...)
+}
+
+func (b *ngBlocks) u64(v uint64) []byte { return b.order.AppendUint64(nil, v) }
+
+// readEvery reads a capture to its end: every record, then the error
+// (io.EOF at a clean end) and the interface names.
+func readEvery(t *testing.T, r *Reader) string {
+	t.Helper()
+	var out bytes.Buffer
+	for {
+		rec, err := r.Next()
+		var sk *SkippedError
+		if err != nil && !errors.As(err, &sk) {
+			fmt.Fprintf(&out, "end: %v\ninterfaces: %q\n", err, r.Interfaces())
+			return out.String()
+		}
+		fmt.Fprintf(&out, "%s %d/%d if%d lt%d pt%d %q %x skip=%v\n", rec.Info.Timestamp.Format("2006-01-02T15:04:05.999999999"),
+			rec.Info.CaptureLength, rec.Info.Length, rec.Info.InterfaceIndex, rec.LinkType, rec.PacketType, rec.Comments, rec.Data, err)
+	}
+}
+
+// The plain path (Open on a regular pcapng file) gives every capture the
+// records, errors and interface names pcapgo's path (NewReader, the same
+// bytes through an io.Reader) gives: the goldens, and built files with
+// each kind of block and option, in both byte orders, including the
+// blocks the plain path hands to pcapgo half way (a second section, a
+// Simple Packet Block, a Name Resolution Block, a microsecond-free
+// resolution), damaged ones, and every cut of one.
+func TestPlainMatchesPcapgo(t *testing.T) {
+	frame := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 60+i) }
+	ip4 := append([]byte{0x45, 0, 0, 20, 0, 0, 0, 0, 1, 17, 0, 0, 10, 0, 0, 1}, 10, 0, 0, 2)
+	files := map[string][]byte{}
+	for _, order := range []interface {
+		binary.ByteOrder
+		binary.AppendByteOrder
+	}{binary.LittleEndian, binary.BigEndian} {
+		name := fmt.Sprint(order)
+		b := func() *ngBlocks { return &ngBlocks{order: order} }
+		ts := uint64(1700000000123456)
+		files[name+"-plain"] = b().shb(opt{3, []byte("inaemu")}).idb(1, "h0-in").idb(1, "h0-out", opt{optTSResol, []byte{9}}).
+			epb(0, ts, frame(1), 61, opt{optComment, []byte("fault=drop")}, opt{optComment, []byte("second")}).
+			epb(1, ts*1000+7, frame(2), 200, opt{2, []byte{1, 0, 0, 0}}).
+			block(0x0A, []byte("secrets!")).block(0xBAD, []byte{1, 2, 3, 4}).
+			block(blockISB, append(b().order.AppendUint32(nil, 1), make([]byte, 8)...), opt{4, b().u64(3)}).
+			idb(101, "raw", opt{optTSOffset, b().u64(100)}).epb(2, ts, ip4, len(ip4)).
+			idb(113, "cooked").epb(3, ts, []byte{0, 4, 0, 1}, 20). // cut cooked header: skipped
+			epb(0, ts+1, frame(3), 64, opt{optTSResol, []byte{1}}).Bytes()
+		files[name+"-second-section"] = b().shb().idb(1, "a").epb(0, ts, frame(1), 61).shb().idb(1, "b").idb(1, "c").epb(1, ts, frame(2), 62).Bytes()
+		files[name+"-spb"] = b().shb().idb(1, "a").epb(0, ts, frame(1), 61).block(blockSPB, append(b().order.AppendUint32(nil, 60), frame(4)[:60]...)).epb(0, ts, frame(2), 62).Bytes()
+		files[name+"-nrb"] = b().shb().idb(1, "a").epb(0, ts, frame(1), 61).block(blockNRB, []byte{0, 0, 0, 0}).epb(0, ts, frame(2), 62).Bytes()
+		files[name+"-resolutions"] = b().shb().idb(1, "us").idb(1, "ms", opt{optTSResol, []byte{3}}).idb(1, "bin", opt{optTSResol, []byte{0x94}}).
+			epb(0, ts, frame(1), 61).epb(1, ts/1000, frame(2), 62).epb(2, ts<<2, frame(3), 63).Bytes()
+		files[name+"-no-interface"] = b().shb().epb(0, ts, frame(1), 61).Bytes()
+		files[name+"-caplen-over-orig"] = b().shb().idb(1, "a").epb(0, ts, frame(1), 61).epb(0, ts, frame(2), 10).Bytes()
+		files[name+"-bad-option"] = b().shb().idb(1, "a").epb(0, ts, frame(1), 61).block(blockEPB, append(b().order.AppendUint32(make([]byte, 12), 4), append(b().order.AppendUint32(nil, 4), 1, 2, 3, 4, 1, 0, 200, 0)...)).Bytes()
+		old := b().shb().idb(1, "a").epb(0, ts, frame(1), 61).Bytes()
+		order.PutUint16(old[12:], 2) // version 2.0
+		files[name+"-version-2"] = old
+	}
+	// A file longer than the plain path's buffer, with a block longer
+	// than it.
+	many := (&ngBlocks{order: binary.LittleEndian}).shb().idb(1, "a")
+	for i := range 3000 {
+		many.epb(0, uint64(i), bytes.Repeat([]byte{byte(i)}, 1000+i%7), 1100)
+		if i == 1500 {
+			big := bytes.Repeat([]byte{1, 2, 3}, plainBufSize)
+			many.epb(0, uint64(i), big, len(big))
+			many.block(0xBAD, make([]byte, 5*plainBufSize))
+		}
+	}
+	files["many"] = many.Bytes()
+	// every cut of the plain little-endian file
+	whole := files["LittleEndian-plain"]
+	for cut := 1; cut < len(whole); cut += 3 {
+		files[fmt.Sprintf("cut%d", cut)] = whole[:cut]
+	}
+	dir := t.TempDir()
+	var paths []string
+	for name, data := range files {
+		p := filepath.Join(dir, name+".pcapng")
+		require.NoError(t, os.WriteFile(p, data, 0o644))
+		paths = append(paths, p)
+	}
+	paths = append(paths, goldens(t)...)
+	plain := 0
+	for _, p := range paths {
+		for _, borrow := range []bool{false, true} {
+			fast, err := Open(p)
+			f, ferr := os.Open(p)
+			require.NoError(t, ferr)
+			slow, serr := NewReader(p, f)
+			if err != nil || serr != nil {
+				require.Equal(t, fmt.Sprint(serr), fmt.Sprint(err), p)
+				f.Close()
+				continue
+			}
+			if fast.plain != nil && borrow {
+				plain++
+			}
+			if borrow {
+				fast.Borrow()
+				slow.Borrow()
+			}
+			require.Equal(t, readEvery(t, slow), readEvery(t, fast), "%s (borrow %v)", p, borrow)
+			switch filepath.Base(p) {
+			case "LittleEndian-plain.pcapng", "BigEndian-plain.pcapng", "many.pcapng":
+				// Read to the end without handing over (which would
+				// hide a mistake of the plain path's).
+				require.NotNil(t, fast.plain, p)
+			}
+			fast.Close()
+			f.Close()
+		}
+	}
+	require.Greater(t, plain, len(paths)/2, "most files start on the plain path")
+}
+
+func (b *ngBlocks) Bytes() []byte { return b.buf.Bytes() }
