@@ -79,7 +79,7 @@ import (
 type Record struct {
 	// Data is the frame's captured bytes. They are the record's own: Next
 	// never writes over them (records read by one Reader share larger
-	// allocations, so keeping one keeps up to 64 KiB of its neighbours).
+	// allocations, so keeping one keeps up to 1 MiB of its neighbours).
 	Data []byte
 	// Info.CaptureLength is len(Data) and Info.Length the frame's length
 	// on the wire, both counted with the Ethernet header Data begins with
@@ -136,7 +136,12 @@ type Reader struct {
 // Ethernet frame and nothing allocated per record. A caller that reads
 // each frame once and keeps none of its bytes (a checker's pass) wants
 // it; one that keeps records must not set it.
-func (r *Reader) Borrow() { r.borrow = true }
+func (r *Reader) Borrow() {
+	r.borrow = true
+	if r.plain != nil {
+		r.plain.reuse = true
+	}
+}
 
 const (
 	magicPcapUs     = 0xA1B2C3D4
@@ -272,7 +277,9 @@ func (r *Reader) Next() (Record, error) {
 		data, rec.Info, rec.Comments, rec.LinkType, err = r.plain.next()
 		switch err {
 		case nil:
-			return r.record(rec, data)
+			// Data the plain path hands out is never written over unless
+			// borrowed.
+			return r.record(rec, data, true)
 		case io.EOF:
 			r.err = io.EOF
 			return Record{}, io.EOF
@@ -318,17 +325,17 @@ func (r *Reader) Next() (Record, error) {
 		return Record{}, r.err
 	}
 	rec.LinkType = lt
-	return r.record(rec, data)
+	return r.record(rec, data, false)
 }
 
-// record finishes the record of a frame read (data: the reader's until
-// the next read) as Next returns it.
-func (r *Reader) record(rec Record, data []byte) (Record, error) {
+// record finishes the record of a frame read as Next returns it; data is
+// the reader's until the next read, or, when kept, for good.
+func (r *Reader) record(rec Record, data []byte, kept bool) (Record, error) {
 	index := r.index
 	r.index++
 	lt := rec.LinkType
 	if lt == layers.LinkTypeEthernet {
-		if r.borrow {
+		if r.borrow || kept {
 			rec.Data = data[:len(data):len(data)]
 			return rec, nil
 		}

@@ -177,6 +177,26 @@ func TestPlainMatchesPcapgo(t *testing.T) {
 		}
 	}
 	require.Greater(t, plain, len(paths)/2, "most files start on the plain path")
+	// Records kept (not borrowed) keep their bytes while the reader
+	// reads on.
+	for _, p := range paths {
+		fast, err := Open(p)
+		if err != nil {
+			continue
+		}
+		f, err := os.Open(p)
+		require.NoError(t, err)
+		slow, err := NewReader(p, f)
+		require.NoError(t, err)
+		want, _, _ := slow.All()
+		got, _, _ := fast.All()
+		require.Equal(t, len(want), len(got), p)
+		for i := range want {
+			require.Equal(t, want[i].Data, got[i].Data, "%s frame %d", p, i+1)
+		}
+		fast.Close()
+		f.Close()
+	}
 }
 
 func (b *ngBlocks) Bytes() []byte { return b.buf.Bytes() }
