@@ -188,6 +188,7 @@ func openPlain(path string, f *os.File) *Reader {
 // returned are skipped.
 func (r *Reader) leavePlain() {
 	index, borrow := r.index, r.borrow
+	r.plain.close()
 	if _, err := r.f.Seek(0, io.SeekStart); err != nil {
 		r.err = &CorruptError{Name: r.name, Frame: index, Err: err}
 		return
@@ -392,6 +393,9 @@ func (r *Reader) offset() int64 { return r.fr.off - int64(r.br.Buffered()) }
 
 // Close closes the underlying file, if Open opened one.
 func (r *Reader) Close() error {
+	if r.plain != nil {
+		r.plain.close()
+	}
 	if r.f != nil {
 		return r.f.Close()
 	}

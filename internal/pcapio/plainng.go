@@ -27,15 +27,15 @@ import (
 // record of such a file, is therefore pcapgo's and the framer's, and
 // TestPlainMatchesPcapgo holds the two paths to the same records.
 type plainNg struct {
-	in io.Reader
-	// buf holds the bytes read; with reuse (the Reader borrows), the
-	// unread ones move to its front to read on, otherwise to a new
-	// buffer, and the packet bytes handed out stay as they are (the
-	// garbage collector frees a buffer no record holds).
+	ra *readAhead
+	// buf is the chunk being read (whole blocks); with reuse (the
+	// Reader borrows) it goes back to be read into again once read,
+	// otherwise the packet bytes handed out stay as they are (the
+	// garbage collector frees a chunk no record holds).
 	reuse  bool
 	buf    []byte
 	lo, hi int  // unread bytes: buf[lo:hi]
-	eof    bool // in has no more
+	eof    bool // the file is read
 	order  binary.ByteOrder
 	ifaces []plainIface
 }
@@ -66,9 +66,10 @@ const (
 // newPlainNg starts reading a pcapng file at its Section Header Block;
 // ok is false when the file does not start as a plain one does.
 func newPlainNg(in io.Reader) (*plainNg, bool) {
-	p := &plainNg{in: in, buf: make([]byte, plainBufSize)}
+	p := &plainNg{ra: startReadAhead(in)}
 	b, ok := p.block()
 	if !ok || binary.LittleEndian.Uint32(b) != blockSHB || len(b) < 28 {
+		p.close()
 		return nil, false
 	}
 	switch binary.BigEndian.Uint32(b[8:12]) {
@@ -79,10 +80,9 @@ func newPlainNg(in io.Reader) (*plainNg, bool) {
 	default:
 		return nil, false
 	}
-	if p.order.Uint32(b[4:8]) != uint32(len(b)) || p.order.Uint16(b[12:14]) != 1 || p.order.Uint16(b[14:16]) != 0 {
-		return nil, false
-	}
-	if !p.options(b[24:len(b)-4], func(uint16, []byte) {}) {
+	if p.order.Uint32(b[4:8]) != uint32(len(b)) || p.order.Uint16(b[12:14]) != 1 || p.order.Uint16(b[14:16]) != 0 ||
+		!p.options(b[24:len(b)-4], func(uint16, []byte) {}) {
+		p.close()
 		return nil, false
 	}
 	p.lo += len(b)
@@ -111,30 +111,27 @@ func (p *plainNg) block() ([]byte, bool) {
 	return p.buf[p.lo : p.lo+n : p.lo+n], true
 }
 
-// fill makes n bytes readable at p.lo, reading on (and moving what is
-// left to the front of the buffer, or growing it for a longer block);
-// false if the file ends first.
+// fill makes n bytes readable at p.lo, moving to the next chunk when
+// this one is read; false if the file ends first, or a block is cut
+// (the chunks hold whole blocks but at the end of the file and at a
+// length that makes no sense).
 func (p *plainNg) fill(n int) bool {
-	for p.hi-p.lo < n {
-		if p.eof {
-			return false
-		}
-		if p.lo+n > len(p.buf) {
-			if n > len(p.buf) || !p.reuse {
-				p.buf = append(make([]byte, 0, max(n, plainBufSize)), p.buf[p.lo:p.hi]...)[:max(n, plainBufSize)]
-			} else {
-				copy(p.buf, p.buf[p.lo:p.hi])
-			}
-			p.lo, p.hi = 0, p.hi-p.lo
-		}
-		k, err := p.in.Read(p.buf[p.hi:])
-		p.hi += k
-		if err != nil {
-			p.eof = true
-		}
+	if p.hi-p.lo >= n {
+		return true
 	}
-	return true
+	if p.lo < p.hi || p.eof {
+		return false
+	}
+	if p.reuse && p.buf != nil {
+		p.ra.recycle(p.buf)
+	}
+	c, ok := p.ra.next()
+	p.buf, p.lo, p.hi, p.eof = c, 0, len(c), !ok
+	return ok && len(c) >= n
 }
+
+// close stops reading ahead (the file is the caller's again).
+func (p *plainNg) close() { p.ra.close() }
 
 // options walks a block's options (b: from the first option to the
 // trailing length); false if they do not fit it exactly as pcapgo reads

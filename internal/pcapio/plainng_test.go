@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -200,3 +201,33 @@ func TestPlainMatchesPcapgo(t *testing.T) {
 }
 
 func (b *ngBlocks) Bytes() []byte { return b.buf.Bytes() }
+
+// Closing a reader part way, or leaving the plain path, stops its
+// read-ahead goroutine.
+func TestPlainReadAheadStops(t *testing.T) {
+	many := (&ngBlocks{order: binary.LittleEndian}).shb().idb(1, "a")
+	for i := range 5000 {
+		many.epb(0, uint64(i), bytes.Repeat([]byte{byte(i)}, 1000), 1000)
+	}
+	spb := append([]byte{}, many.Bytes()...)
+	spb = append(spb, (&ngBlocks{order: binary.LittleEndian}).block(blockSPB, append(binary.LittleEndian.AppendUint32(nil, 60), make([]byte, 60)...)).Bytes()...)
+	dir := t.TempDir()
+	for name, data := range map[string][]byte{"many": many.Bytes(), "spb": spb} {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, data, 0o644))
+		before := runtime.NumGoroutine()
+		r, err := Open(p)
+		require.NoError(t, err)
+		require.NotNil(t, r.plain)
+		_, err = r.Next()
+		require.NoError(t, err)
+		if name == "spb" {
+			recs, _, err := r.All()
+			require.NoError(t, err)
+			require.Len(t, recs, 5000)
+			require.Nil(t, r.plain, "the Simple Packet Block is pcapgo's")
+		}
+		require.NoError(t, r.Close())
+		require.Equal(t, before, runtime.NumGoroutine(), name)
+	}
+}
