@@ -166,28 +166,28 @@ func checkAggregation(payloads func(yield func(i int, data []byte) bool) error, 
 		f := fs.at(i)
 		return f.class == fcRequest && f.icrcOK && !f.ghost && !f.snapped && isWriteData(f.op) && frameSide(i) != sideTap
 	}
-	// Ring sizes: the highest rank seen on a ring's INA headers, plus one.
+	// Ring sizes: the highest rank seen on a ring's INA headers, plus
+	// one. And whether the usable frames are in time order already (one
+	// writer, as the emulator's): such a capture is judged as it is read,
+	// a frame's bytes copied only when it is kept (a contribution);
+	// otherwise frames are held back, copied, and judged in time order.
 	ringH := map[uint8]int{}
+	ordered, last := true, int64(0)
 	for i := range fs.len() {
-		if f := fs.at(i); f.hasINA && f.inaTag == tag && usable(i) && frameSide(i) == sideIn {
+		if !usable(i) {
+			continue
+		}
+		f := fs.at(i)
+		if f.hasINA && f.inaTag == tag && frameSide(i) == sideIn {
 			ringH[f.inaRing] = max(ringH[f.inaRing], int(f.inaRank)+1)
 		}
+		ordered, last = ordered && f.ts >= last, f.ts
 	}
 	if len(ringH) == 0 {
 		return nil
 	}
 	a := &aggregator{fs: fs, dt: dt, tag: tag, rep: rep, report: report, ringH: ringH, trees: trees,
 		conns: map[checkStreamKey]*aggConn{}, pkts: map[aggKey]*aggPacket{}, newest: map[uint8]int64{}, changed: -1}
-	// A capture whose usable frames are in time order already (one
-	// writer, as the emulator's) is judged as it is read: a frame's
-	// bytes are copied only when it is kept (a contribution). Otherwise
-	// frames are held back, copied, and judged in time order.
-	ordered, last := true, int64(0)
-	for i := 0; i < fs.len() && ordered; i++ {
-		if usable(i) {
-			ordered, last = fs.at(i).ts >= last, fs.at(i).ts
-		}
-	}
 	var held aggHeap
 	// A held frame's bytes come from a.free and go back to it once
 	// judged, or, for a contribution, once replaced or forgotten.

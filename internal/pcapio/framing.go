@@ -203,12 +203,7 @@ func (f *framer) header() {
 	case unitBlock:
 		f.typ = binary.LittleEndian.Uint32(f.hdr[0:4]) // SHB's type reads the same either way
 		if f.typ == blockSHB {
-			switch binary.BigEndian.Uint32(f.hdr[8:12]) {
-			case 0x1A2B3C4D:
-				f.order = binary.BigEndian
-			case 0x4D3C2B1A:
-				f.order = binary.LittleEndian
-			default:
+			if f.order = shbOrder(f.hdr[8:12]); f.order == nil {
 				f.lose(nil)
 				return
 			}
@@ -302,6 +297,18 @@ func (f *framer) end() {
 		t.packet = f.typ == blockEPB || f.typ == blockSPB || f.typ == blockPB
 	}
 	f.trunc = t
+}
+
+// shbOrder is the byte order a Section Header Block's byte-order magic
+// (its bytes 8 to 11) says the section is written in, or nil.
+func shbOrder(magic []byte) binary.ByteOrder {
+	switch binary.BigEndian.Uint32(magic) {
+	case 0x1A2B3C4D:
+		return binary.BigEndian
+	case 0x4D3C2B1A:
+		return binary.LittleEndian
+	}
+	return nil
 }
 
 func blockName(typ uint32) string {

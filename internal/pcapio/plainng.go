@@ -67,20 +67,15 @@ const (
 // ok is false when the file does not start as a plain one does.
 func newPlainNg(in io.Reader) (*plainNg, bool) {
 	p := &plainNg{ra: startReadAhead(in)}
-	b, ok := p.block()
-	if !ok || binary.LittleEndian.Uint32(b) != blockSHB || len(b) < 28 {
-		p.close()
-		return nil, false
+	if p.fill(12) && binary.LittleEndian.Uint32(p.buf[p.lo:]) == blockSHB {
+		p.order = shbOrder(p.buf[p.lo+8:])
 	}
-	switch binary.BigEndian.Uint32(b[8:12]) {
-	case 0x1A2B3C4D:
-		p.order = binary.BigEndian
-	case 0x4D3C2B1A:
-		p.order = binary.LittleEndian
-	default:
-		return nil, false
+	var b []byte
+	ok := p.order != nil
+	if ok {
+		b, ok = p.block()
 	}
-	if p.order.Uint32(b[4:8]) != uint32(len(b)) || p.order.Uint16(b[12:14]) != 1 || p.order.Uint16(b[14:16]) != 0 ||
+	if !ok || len(b) < 28 || p.order.Uint16(b[12:14]) != 1 || p.order.Uint16(b[14:16]) != 0 ||
 		!p.options(b[24:len(b)-4], func(uint16, []byte) {}) {
 		p.close()
 		return nil, false
@@ -97,14 +92,7 @@ func (p *plainNg) block() ([]byte, bool) {
 	if !p.fill(12) {
 		return nil, false
 	}
-	order := p.order
-	if order == nil { // the first block, a Section Header: its own order
-		order = binary.LittleEndian
-		if binary.BigEndian.Uint32(p.buf[p.lo+8:]) == 0x1A2B3C4D {
-			order = binary.BigEndian
-		}
-	}
-	n := int(order.Uint32(p.buf[p.lo+4:]))
+	n := int(p.order.Uint32(p.buf[p.lo+4:]))
 	if n < 12 || n%4 != 0 || !p.fill(n) {
 		return nil, false
 	}

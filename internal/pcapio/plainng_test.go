@@ -230,4 +230,14 @@ func TestPlainReadAheadStops(t *testing.T) {
 		require.NoError(t, r.Close())
 		require.Equal(t, before, runtime.NumGoroutine(), name)
 	}
+	// A file the plain path does not start on (a bad byte-order magic):
+	// its goroutine is stopped before pcapgo refuses the file.
+	bad := append([]byte{}, many.Bytes()...) // longer than the chunks read ahead
+	copy(bad[8:12], "oops")
+	p := filepath.Join(dir, "bad-magic")
+	require.NoError(t, os.WriteFile(p, bad, 0o644))
+	before := runtime.NumGoroutine()
+	_, err := Open(p)
+	require.Error(t, err)
+	require.Equal(t, before, runtime.NumGoroutine(), "bad-magic")
 }

@@ -82,14 +82,7 @@ func (ra *readAhead) whole(b []byte) (cut, need int) {
 	off := 0
 	for off+12 <= len(b) {
 		if binary.LittleEndian.Uint32(b[off:]) == blockSHB {
-			switch binary.BigEndian.Uint32(b[off+8:]) {
-			case 0x1A2B3C4D:
-				ra.order = binary.BigEndian
-			case 0x4D3C2B1A:
-				ra.order = binary.LittleEndian
-			default:
-				return len(b), 0
-			}
+			ra.order = shbOrder(b[off+8:])
 		}
 		if ra.order == nil {
 			return len(b), 0
