@@ -91,7 +91,7 @@ func newNetReduceJob(r *runner) (*netReduceJob, error) {
 	j.piece = make([]byte, j.chunk)
 	j.mmAt = [2]int{j.msgs, 0}
 	for _, w := range r.workers {
-		j.sendSt = append(j.sendSt, r.input(w.rank))
+		j.sendSt = append(j.sendSt, r.inputAhead(w.rank))
 		j.expSt = append(j.expSt, r.input(w.rank))
 		j.out = append(j.out, r.output(w.rank))
 		j.send = append(j.send, make([]byte, j.slots*j.stride))

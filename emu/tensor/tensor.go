@@ -315,38 +315,89 @@ func (s *Stream) MoveTo(e int64) {
 // the same draws as rand.NewPCG(hi, lo), which the tests compare.
 type pcg struct{ hi, lo uint64 }
 
+// The generator's constants: state = state×mul + inc (mod 2^128), and
+// the multiplier of the DXSM output function.
+const (
+	pcgMulHi    = 2549297995355413924
+	pcgMulLo    = 4865540595714422341
+	pcgIncHi    = 6364136223846793005
+	pcgIncLo    = 1442695040888963407
+	pcgCheapMul = 0xda942042e4dd58b5
+)
+
 func (p *pcg) Uint64() uint64 {
-	const (
-		mulHi    = 2549297995355413924
-		mulLo    = 4865540595714422341
-		incHi    = 6364136223846793005
-		incLo    = 1442695040888963407
-		cheapMul = 0xda942042e4dd58b5
-	)
-	hi, lo := bits.Mul64(p.lo, mulLo)
-	hi += p.hi*mulLo + p.lo*mulHi
-	lo, c := bits.Add64(lo, incLo, 0)
-	hi, _ = bits.Add64(hi, incHi, c)
+	hi, lo := affine128(p.hi, p.lo, pcgMulHi, pcgMulLo, pcgIncHi, pcgIncLo)
 	p.hi, p.lo = hi, lo
+	return pcgOut(hi, lo)
+}
+
+// pcgOut is the DXSM output function: the draw a state gives.
+func pcgOut(hi, lo uint64) uint64 {
 	hi ^= hi >> 32
-	hi *= cheapMul
+	hi *= pcgCheapMul
 	hi ^= hi >> 48
 	return hi * (lo | 1)
 }
 
+// affine128 is x×m + a (mod 2^128).
+func affine128(xHi, xLo, mHi, mLo, aHi, aLo uint64) (uint64, uint64) {
+	hi, lo := bits.Mul64(xLo, mLo)
+	hi += xHi*mLo + xLo*mHi
+	lo, c := bits.Add64(lo, aLo, 0)
+	hi, _ = bits.Add64(hi, aHi, c)
+	return hi, lo
+}
+
+// The generator's map four steps at a time, x -> lane4M·x + lane4A
+// (mod 2^128). draws runs four interleaved copies of the generator, each
+// four steps apart: a step's 128-bit multiply is a chain of dependent
+// instructions, and four independent chains keep the multiplier busy
+// where one leaves it waiting.
+var lane4MHi, lane4MLo, lane4AHi, lane4ALo = pcgMap(4)
+
+// draws writes the generator's next len(out) values into out: the same
+// values, in the same order, as len(out) calls of Uint64.
+func (p *pcg) draws(out []uint64) {
+	i := 0
+	if len(out) >= 8 {
+		// Lane j holds state s(i+1+j), whose output is draw i+j; lastHi
+		// and lastLo keep s(i), the state after the draws written so far.
+		h0, l0 := affine128(p.hi, p.lo, pcgMulHi, pcgMulLo, pcgIncHi, pcgIncLo)
+		h1, l1 := affine128(h0, l0, pcgMulHi, pcgMulLo, pcgIncHi, pcgIncLo)
+		h2, l2 := affine128(h1, l1, pcgMulHi, pcgMulLo, pcgIncHi, pcgIncLo)
+		h3, l3 := affine128(h2, l2, pcgMulHi, pcgMulLo, pcgIncHi, pcgIncLo)
+		mHi, mLo, aHi, aLo := lane4MHi, lane4MLo, lane4AHi, lane4ALo
+		lastHi, lastLo := p.hi, p.lo
+		for ; i+4 <= len(out); i += 4 {
+			o := out[i : i+4 : i+4]
+			o[0], o[1], o[2], o[3] = pcgOut(h0, l0), pcgOut(h1, l1), pcgOut(h2, l2), pcgOut(h3, l3)
+			lastHi, lastLo = h3, l3
+			h0, l0 = affine128(h0, l0, mHi, mLo, aHi, aLo)
+			h1, l1 = affine128(h1, l1, mHi, mLo, aHi, aLo)
+			h2, l2 = affine128(h2, l2, mHi, mLo, aHi, aLo)
+			h3, l3 = affine128(h3, l3, mHi, mLo, aHi, aLo)
+		}
+		p.hi, p.lo = lastHi, lastLo
+	}
+	for ; i < len(out); i++ {
+		out[i] = p.Uint64()
+	}
+}
+
 // pcgJump is the state of math/rand/v2's PCG seeded (hi, lo) after n
-// steps of state = state×mul + inc (mod 2^128), with its constants.
+// steps.
 func pcgJump(hi, lo, n uint64) (uint64, uint64) {
-	const (
-		mulHi = 2549297995355413924
-		mulLo = 4865540595714422341
-		incHi = 6364136223846793005
-		incLo = 1442695040888963407
-	)
+	mHi, mLo, aHi, aLo := pcgMap(n)
+	return affine128(hi, lo, mHi, mLo, aHi, aLo)
+}
+
+// pcgMap is the affine map of n steps of the generator, x -> m·x + a
+// (mod 2^128), made from the multiplier's squares in log2(n) steps.
+func pcgMap(n uint64) (mHi, mLo, aHi, aLo uint64) {
 	// (accM, accA) is the map of the steps taken so far; (m, a) that of
 	// the next power-of-two number of steps.
 	accMHi, accMLo, accAHi, accALo := uint64(0), uint64(1), uint64(0), uint64(0)
-	mHi, mLo, aHi, aLo := uint64(mulHi), uint64(mulLo), uint64(incHi), uint64(incLo)
+	mHi, mLo, aHi, aLo = pcgMulHi, pcgMulLo, pcgIncHi, pcgIncLo
 	for ; n > 0; n >>= 1 {
 		if n&1 == 1 {
 			accMHi, accMLo = mul128(accMHi, accMLo, mHi, mLo)
@@ -358,8 +409,7 @@ func pcgJump(hi, lo, n uint64) (uint64, uint64) {
 		aHi, aLo = mul128(p1Hi, p1Lo, aHi, aLo)
 		mHi, mLo = mul128(mHi, mLo, mHi, mLo)
 	}
-	hi, lo = mul128(accMHi, accMLo, hi, lo)
-	return add128(hi, lo, accAHi, accALo)
+	return accMHi, accMLo, accAHi, accALo
 }
 
 func mul128(aHi, aLo, bHi, bLo uint64) (uint64, uint64) {
@@ -384,26 +434,42 @@ func (s *Stream) Fill(buf []byte) {
 	// every rank's tensor); the general loop below keeps F16 and the other patterns.
 	switch {
 	case p == Random && d == F32:
-		for i := 0; i+4 <= len(buf); i += 4 {
-			// One draw per element: a 24-bit integer is exact in float32
-			// and scaling by a power of two is exact.
-			u := rng.Uint64()
-			v := float32(int32(u>>40)-1<<23) * (1.0 / (1 << 23))
-			binary.LittleEndian.PutUint32(buf[i:], math.Float32bits(v))
+		for i := 0; i+4 <= len(buf); {
+			var draw [256]uint64
+			u := draw[:min(len(draw), (len(buf)-i)/4)]
+			rng.draws(u)
+			for _, u := range u {
+				// One draw per element: a 24-bit integer is exact in
+				// float32 and scaling by a power of two is exact.
+				v := float32(int32(u>>40)-1<<23) * (1.0 / (1 << 23))
+				binary.LittleEndian.PutUint32(buf[i:], math.Float32bits(v))
+				i += 4
+			}
 		}
 		s.pcg = rng
 		return
 	case p == Random && d == I32:
-		for i := 0; i+4 <= len(buf); i += 4 {
-			u := rng.Uint64() // 21 bits: eight ranks never wrap
-			binary.LittleEndian.PutUint32(buf[i:], uint32(int32(u>>43)-1<<20))
+		for i := 0; i+4 <= len(buf); {
+			var draw [256]uint64
+			u := draw[:min(len(draw), (len(buf)-i)/4)]
+			rng.draws(u)
+			for _, u := range u { // 21 bits: eight ranks never wrap
+				binary.LittleEndian.PutUint32(buf[i:], uint32(int32(u>>43)-1<<20))
+				i += 4
+			}
 		}
 		s.pcg = rng
 		return
 	case p.Gradient():
 		g := p.gradients()
-		for i := 0; i+4 <= len(buf); i += 4 {
-			binary.LittleEndian.PutUint32(buf[i:], math.Float32bits(g.value(rng.Uint64())))
+		for i := 0; i+4 <= len(buf); {
+			var draw [256]uint64
+			u := draw[:min(len(draw), (len(buf)-i)/4)]
+			rng.draws(u)
+			for _, u := range u {
+				binary.LittleEndian.PutUint32(buf[i:], math.Float32bits(g.value(u)))
+				i += 4
+			}
 		}
 		s.pcg = rng
 		return

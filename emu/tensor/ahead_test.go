@@ -1,0 +1,74 @@
+package tensor_test
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/inaemu/inaemu/emu/tensor"
+)
+
+// An Ahead read in pieces of any size gives the bytes Fill gives, for
+// every type and pattern: across its blocks' edges, to the tensor's end
+// and past it, and after a move or a piece of part of an element has
+// handed reading back to the Stream.
+func TestAheadIsFill(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, d := range []tensor.DType{tensor.F32, tensor.I32, tensor.F16} {
+		for _, p := range []tensor.Pattern{tensor.Random, tensor.Ones, tensor.Ramp, {Kind: tensor.KindLogNormal, Mu: -9, Sigma: 2}} {
+			if p.Gradient() && d != tensor.F32 {
+				continue
+			}
+			const total = 300_000 // bytes read ahead: several blocks and a short one
+			whole := make([]byte, total+40_000)
+			tensor.Fill(d, p, whole, 4, 55)
+			for trial := range 6 {
+				a := tensor.NewAhead(tensor.NewStream(d, p, 4, 55), total)
+				off := 0
+				for off < len(whole) {
+					k := d.Size() * (1 + rng.IntN(30_000))
+					switch {
+					case trial == 1 && off > 100_000:
+						// Move to where the reader is: nothing changes.
+						a.MoveTo(int64(off / d.Size()))
+					case trial == 2 && off > 150_000:
+						off = d.Size() * rng.IntN(len(whole)/d.Size())
+						a.MoveTo(int64(off / d.Size())) // elsewhere: the Stream reads
+					case trial == 3 && off > 120_000 && off < 200_000:
+						k++ // part of an element: the Stream reads
+					}
+					k = min(k, len(whole)-off)
+					got := make([]byte, k)
+					a.Fill(got)
+					n := k - k%d.Size()
+					require.True(t, bytes.Equal(whole[off:off+n], got[:n]), "%v %v trial %d: piece at %d (%d bytes)", d, p, trial, off, k)
+					off += n
+				}
+				a.Close()
+			}
+		}
+	}
+}
+
+// Close stops the goroutine, whether it is mid-tensor, done, or never
+// started; Close twice is harmless.
+func TestAheadCloseStops(t *testing.T) {
+	before := runtime.NumGoroutine()
+	var as []*tensor.Ahead
+	for i := range 8 {
+		a := tensor.NewAhead(tensor.NewStream(tensor.F32, tensor.Random, i, 1), 64<<20)
+		as = append(as, a)
+		if i%4 != 0 { // some never start
+			a.Fill(make([]byte, 1000))
+		}
+	}
+	require.Greater(t, runtime.NumGoroutine(), before, "nothing generates ahead")
+	for _, a := range as {
+		a.Close()
+		a.Close()
+	}
+	require.Equal(t, before, runtime.NumGoroutine())
+}
