@@ -187,7 +187,7 @@ func checkAggregation(payloads func(yield func(i int, data []byte) bool) error, 
 		return nil
 	}
 	a := &aggregator{fs: fs, dt: dt, tag: tag, rep: rep, report: report, ringH: ringH, trees: trees,
-		conns: map[checkStreamKey]*aggConn{}, pkts: map[aggKey]*aggPacket{}, newest: map[uint8]int64{}, changed: -1}
+		conns: map[checkStreamKey]*aggConn{}, pkts: map[aggKey]*aggPacket{}, changed: -1}
 	var held aggHeap
 	// A held frame's bytes come from a.free and go back to it once
 	// judged, or, for a contribution, once replaced or forgotten.
@@ -308,8 +308,9 @@ type aggregator struct {
 	part   []byte             // scratch: a leaf's partial
 	conns  map[checkStreamKey]*aggConn
 	pkts   map[aggKey]*aggPacket
-	free   [][]byte        // frame buffers to reuse
-	newest map[uint8]int64 // per ring, the newest message id
+	free   [][]byte     // frame buffers to reuse
+	newest [256]int64   // per ring, the newest message id
+	spare  []*aggPacket // evicted packets, to reuse with their buffers
 	n      int
 	// changed is the first frame whose bytes no longer hold the payload
 	// the first pass placed (-1: none).
@@ -369,7 +370,7 @@ func (a *aggregator) frame(fr aggFrame) (kept bool) {
 		ak := aggKey{conn.ring, m.id, off}
 		p := a.pkts[ak]
 		if p == nil {
-			p = &aggPacket{}
+			p = a.packet()
 			a.pkts[ak] = p
 		}
 		for len(p.cs) <= int(conn.rank) {
@@ -500,8 +501,24 @@ func (a *aggregator) evict() {
 				}
 			}
 			delete(a.pkts, k)
+			a.spare = append(a.spare, p)
 		}
 	}
+}
+
+// packet returns an empty aggPacket, an evicted one when there is one
+// (with its slices' room, so a ring's packets stop allocating).
+func (a *aggregator) packet() *aggPacket {
+	k := len(a.spare)
+	if k == 0 {
+		return &aggPacket{}
+	}
+	p := a.spare[k-1]
+	a.spare = a.spare[:k-1]
+	clear(p.cs)
+	clear(p.bufs)
+	*p = aggPacket{cs: p.cs[:0], bufs: p.bufs[:0], sum: p.sum[:0]}
+	return p
 }
 
 // hasTag reports whether payload starts with an INA header carrying tag.
