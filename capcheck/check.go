@@ -308,7 +308,9 @@ func CheckFile(path string, opt CheckOptions) (*Report, error) {
 		return nil, err
 	}
 	rd.Borrow() // add keeps no record's bytes
+	rd.SetDigest(frameHash)
 	p := newFrameParser()
+	p.digested = true
 	var damage error
 	for {
 		r, err := rd.Next()
@@ -688,10 +690,13 @@ func Check(recs []pcapio.Record, opt CheckOptions) *Report {
 // duplicated, for the few frames a fault comment names): a capture is read
 // once for every rule but agg-sum, which reads the payloads again.
 type frameParser struct {
-	rep *Report
-	fs  *frameStore
-	v   frames.View
-	bad []badICRC
+	// digested: the records' Digest is frameHash of their bytes (a
+	// reader made it), so add need not hash them again.
+	digested bool
+	rep      *Report
+	fs       *frameStore
+	v        frames.View
+	bad      []badICRC
 	// unpackable are the good-ICRC frames marked compressed whose
 	// payload does not unpack, and why; unpacked is scratch.
 	unpackable []badPacked
@@ -770,6 +775,9 @@ func (s *frameStore) push() *checkFrame {
 // hashSeed makes frame hashes equal within a run (only equality is used).
 var hashSeed = maphash.MakeSeed()
 
+// frameHash is a frame's hash: its bytes', with hashSeed.
+func frameHash(b []byte) uint64 { return maphash.Bytes(hashSeed, b) }
+
 // addSkipped keeps the place of a frame the reader could not read, so
 // that the frames after it keep Wireshark's numbers; no rule sees it.
 func (p *frameParser) addSkipped(r *pcapio.Record, why *pcapio.SkippedError) {
@@ -794,7 +802,11 @@ func (p *frameParser) add(r *pcapio.Record) {
 	if len(r.Data) >= 12 {
 		f.dstMAC, f.srcMAC, f.hasMAC = [6]byte(r.Data[0:6]), [6]byte(r.Data[6:12]), true
 	}
-	f.hash = maphash.Bytes(hashSeed, r.Data)
+	if p.digested {
+		f.hash = r.Digest
+	} else {
+		f.hash = frameHash(r.Data)
+	}
 	f.ghost = pcapio.IsGhost(r.Comments)
 	if f.ghost {
 		rep.Ghosts++

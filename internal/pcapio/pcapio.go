@@ -96,6 +96,9 @@ type Record struct {
 	// is unknown, zero for a unicast frame). A Record not made by a
 	// Reader has 0 here.
 	LinkType layers.LinkType
+	// Digest is the Reader's digest function's value of Data, when it
+	// has one (SetDigest); 0 otherwise.
+	Digest uint64
 	// PacketType is a Linux cooked frame's packet type, which says its
 	// direction: LinuxSLLPacketTypeOutgoing for a frame the capturing host
 	// sent, Host, Broadcast, Multicast or Otherhost for one it received.
@@ -129,6 +132,26 @@ type Reader struct {
 	// plain reads a regular pcapng file until a block it leaves to
 	// pcapgo (nil: pcapgo reads it all).
 	plain *plainNg
+	// digest makes Record.Digest (nil: none); plainDigest is the one the
+	// read-ahead made of the record the plain path returned last.
+	digest      func([]byte) uint64
+	plainDigest uint64
+	plainHas    bool
+	// readAheadDigests counts the records whose digest the read-ahead
+	// made (for the tests).
+	readAheadDigests int
+}
+
+// SetDigest has every record's Digest made by f, a function of the
+// record's Data alone that is safe to call from another goroutine: the
+// plain path calls it as it reads ahead, beside the caller's work on
+// earlier records, and Next for any record it did not reach. Set it
+// before the first Next.
+func (r *Reader) SetDigest(f func([]byte) uint64) {
+	r.digest = f
+	if r.plain != nil {
+		r.plain.ra.setDigest(f)
+	}
 }
 
 // Borrow makes Next return records whose Data belong to the reader and
@@ -268,6 +291,21 @@ func newReader(name string, in io.Reader) (*Reader, error) {
 // and after io.EOF, a *TruncatedError or a *CorruptError, Next returns
 // the same again: the reader stops where tshark stops (see ReadAll).
 func (r *Reader) Next() (Record, error) {
+	rec, err := r.next()
+	if r.digest != nil && rec.Data != nil {
+		if r.plainHas && rec.LinkType == layers.LinkTypeEthernet {
+			// The plain path hands an Ethernet frame's bytes out as read.
+			rec.Digest = r.plainDigest
+			r.readAheadDigests++
+		} else {
+			rec.Digest = r.digest(rec.Data)
+		}
+	}
+	r.plainHas = false
+	return rec, err
+}
+
+func (r *Reader) next() (Record, error) {
 	if r.err != nil {
 		return Record{}, r.err
 	}
@@ -275,7 +313,9 @@ func (r *Reader) Next() (Record, error) {
 	var data []byte
 	var err error
 	if r.plain != nil {
+		r.plain.ra.open()
 		data, rec.Info, rec.Comments, rec.LinkType, err = r.plain.next()
+		r.plainDigest, r.plainHas = r.plain.digest, r.plain.hasDigest
 		switch err {
 		case nil:
 			// Data the plain path hands out is never written over unless

@@ -38,6 +38,13 @@ type plainNg struct {
 	eof    bool // the file is read
 	order  binary.ByteOrder
 	ifaces []plainIface
+	// digests are the read-ahead's digests of the chunk's packets, next
+	// the first not yet matched to a record; digest and hasDigest are the
+	// last record's.
+	digests   []chunkDigest
+	nextDig   int
+	digest    uint64
+	hasDigest bool
 }
 
 // plainIface is what a record needs of its interface.
@@ -110,12 +117,13 @@ func (p *plainNg) fill(n int) bool {
 	if p.lo < p.hi || p.eof {
 		return false
 	}
-	if p.reuse && p.buf != nil {
-		p.ra.recycle(p.buf)
+	if p.buf != nil {
+		p.ra.recycle(p.buf, p.digests, p.reuse)
 	}
 	c, ok := p.ra.next()
-	p.buf, p.lo, p.hi, p.eof = c, 0, len(c), !ok
-	return ok && len(c) >= n
+	p.buf, p.lo, p.hi, p.eof = c.data, 0, len(c.data), !ok
+	p.digests, p.nextDig = c.digests, 0
+	return ok && len(c.data) >= n
 }
 
 // close stops reading ahead (the file is the caller's again).
@@ -149,6 +157,7 @@ func (p *plainNg) options(b []byte, each func(code uint16, value []byte)) bool {
 // end of the file, errNotPlain at a block left to pcapgo (nothing of it
 // consumed).
 func (p *plainNg) next() (data []byte, ci gopacket.CaptureInfo, comments []string, lt layers.LinkType, err error) {
+	p.hasDigest = false
 	for {
 		b, ok := p.block()
 		if !ok {
@@ -174,6 +183,15 @@ func (p *plainNg) next() (data []byte, ci gopacket.CaptureInfo, comments []strin
 				}
 			}) {
 				return nil, ci, nil, 0, errNotPlain
+			}
+			// The read-ahead's digest of these bytes, if it made one.
+			at := p.lo + 28
+			for p.nextDig < len(p.digests) && p.digests[p.nextDig].off < at {
+				p.nextDig++
+			}
+			if p.nextDig < len(p.digests) {
+				d := p.digests[p.nextDig]
+				p.digest, p.hasDigest = d.sum, d.off == at && d.n == caplen
 			}
 			in := &p.ifaces[ifc]
 			ts := uint64(p.order.Uint32(body[4:]))<<32 | uint64(p.order.Uint32(body[8:]))

@@ -5,9 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -79,6 +81,9 @@ func readEvery(t *testing.T, r *Reader) string {
 			fmt.Fprintf(&out, "end: %v\ninterfaces: %q\n", err, r.Interfaces())
 			return out.String()
 		}
+		if r.digest != nil && err == nil {
+			require.Equal(t, fnv64(rec.Data), rec.Digest, "record after %q", out.String())
+		}
 		fmt.Fprintf(&out, "%s %d/%d if%d lt%d pt%d %q %x skip=%v\n", rec.Info.Timestamp.Format("2006-01-02T15:04:05.999999999"),
 			rec.Info.CaptureLength, rec.Info.Length, rec.Info.InterfaceIndex, rec.LinkType, rec.PacketType, rec.Comments, rec.Data, err)
 	}
@@ -147,9 +152,10 @@ func TestPlainMatchesPcapgo(t *testing.T) {
 		paths = append(paths, p)
 	}
 	paths = append(paths, goldens(t)...)
-	plain := 0
+	plain, readAheadDigests := 0, 0
 	for _, p := range paths {
-		for _, borrow := range []bool{false, true} {
+		for _, mode := range []string{"keep", "borrow", "digest", "borrow+digest"} {
+			borrow := strings.HasPrefix(mode, "borrow")
 			fast, err := Open(p)
 			f, ferr := os.Open(p)
 			require.NoError(t, ferr)
@@ -166,7 +172,12 @@ func TestPlainMatchesPcapgo(t *testing.T) {
 				fast.Borrow()
 				slow.Borrow()
 			}
-			require.Equal(t, readEvery(t, slow), readEvery(t, fast), "%s (borrow %v)", p, borrow)
+			if strings.HasSuffix(mode, "digest") {
+				fast.SetDigest(fnv64)
+				slow.SetDigest(fnv64)
+			}
+			require.Equal(t, readEvery(t, slow), readEvery(t, fast), "%s (%s)", p, mode)
+			readAheadDigests += fast.readAheadDigests
 			switch filepath.Base(p) {
 			case "LittleEndian-plain.pcapng", "BigEndian-plain.pcapng", "many.pcapng":
 				// Read to the end without handing over (which would
@@ -178,6 +189,9 @@ func TestPlainMatchesPcapgo(t *testing.T) {
 		}
 	}
 	require.Greater(t, plain, len(paths)/2, "most files start on the plain path")
+	// All but the first chunk's: many.pcapng's first MiB holds about
+	// 1000 of its 3001 frames.
+	require.Greater(t, readAheadDigests, 2*1900, "the read-ahead digests the plain files' packets")
 	// Records kept (not borrowed) keep their bytes while the reader
 	// reads on.
 	for _, p := range paths {
@@ -201,6 +215,13 @@ func TestPlainMatchesPcapgo(t *testing.T) {
 }
 
 func (b *ngBlocks) Bytes() []byte { return b.buf.Bytes() }
+
+// fnv64 is a digest for the tests: FNV-1a, nothing the Reader uses.
+func fnv64(b []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(b)
+	return h.Sum64()
+}
 
 // Closing a reader part way, or leaving the plain path, stops its
 // read-ahead goroutine.
@@ -240,4 +261,38 @@ func TestPlainReadAheadStops(t *testing.T) {
 	_, err := Open(p)
 	require.Error(t, err)
 	require.Equal(t, before, runtime.NumGoroutine(), "bad-magic")
+}
+
+// A record takes the read-ahead's digest only when it was made of the
+// record's own bytes (its offset and length): a missing or different
+// entry leaves the record to be digested by Next.
+func TestPlainDigestMatchesItsRecord(t *testing.T) {
+	b := &ngBlocks{order: binary.LittleEndian}
+	b.shb().idb(1, "a")
+	shbLen := int(binary.LittleEndian.Uint32(b.Bytes()[4:]))
+	var offs []int
+	for i := range 4 {
+		offs = append(offs, b.buf.Len()+28)
+		b.epb(0, uint64(i), bytes.Repeat([]byte{byte(i)}, 60+i), 60+i)
+	}
+	file := b.Bytes()
+	p := &plainNg{order: binary.LittleEndian, buf: file, lo: shbLen, hi: len(file), eof: true}
+	p.digests = []chunkDigest{
+		{offs[0], 60, 100}, // frame 1: its own
+		// frame 2: none
+		{offs[2], 61, 300}, // frame 3: another length
+		{offs[3], 63, 400}, // frame 4: its own
+	}
+	want := []struct {
+		has bool
+		sum uint64
+	}{{true, 100}, {false, 0}, {false, 0}, {true, 400}}
+	for i, w := range want {
+		_, _, _, _, err := p.next()
+		require.NoError(t, err)
+		require.Equal(t, w.has, p.hasDigest, "frame %d", i+1)
+		if w.has {
+			require.Equal(t, w.sum, p.digest, "frame %d", i+1)
+		}
+	}
 }

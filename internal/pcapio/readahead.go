@@ -3,6 +3,7 @@ package pcapio
 import (
 	"encoding/binary"
 	"io"
+	"sync/atomic"
 )
 
 // readAhead reads a pcapng file for the plain path from a goroutine, a
@@ -13,19 +14,41 @@ import (
 // inside a block: the file ends there, or a block's length makes no
 // sense (the plain path hands such a block to pcapgo).
 type readAhead struct {
-	chunks chan []byte
-	free   chan []byte // chunks the plain path is done with (it borrows)
+	chunks chan chunk
+	free   chan chunk // chunks the plain path is done with
 	stop   chan struct{}
 	done   chan struct{}
-	order  binary.ByteOrder // the current section's, as the walk found it
+	// gate holds the goroutine after the first chunk (which Open reads
+	// to see whether the file is plain) until the reader's first record
+	// is asked for, so a digest set in between covers every later chunk.
+	gate     chan struct{}
+	gateOpen bool
+	order    binary.ByteOrder // the current section's, as the walk found it
+	// digest, when set (Reader.SetDigest), is applied here to every
+	// Enhanced Packet Block's bytes, beside the reader's caller.
+	digest atomic.Pointer[func([]byte) uint64]
 }
+
+// chunk is a run of whole blocks and the digests of its packets.
+type chunk struct {
+	data    []byte
+	digests []chunkDigest
+}
+
+// chunkDigest is the digest (sum) of the n packet bytes at off in a chunk.
+type chunkDigest struct {
+	off, n int
+	sum    uint64
+}
+
+func (ra *readAhead) setDigest(f func([]byte) uint64) { ra.digest.Store(&f) }
 
 // readAheadChunks is how many chunks may wait read.
 const readAheadChunks = 3
 
 func startReadAhead(in io.Reader) *readAhead {
-	ra := &readAhead{chunks: make(chan []byte, readAheadChunks), free: make(chan []byte, readAheadChunks+2),
-		stop: make(chan struct{}), done: make(chan struct{})}
+	ra := &readAhead{chunks: make(chan chunk, readAheadChunks), free: make(chan chunk, readAheadChunks+2),
+		stop: make(chan struct{}), done: make(chan struct{}), gate: make(chan struct{})}
 	go ra.run(in)
 	return ra
 }
@@ -34,10 +57,19 @@ func (ra *readAhead) run(in io.Reader) {
 	defer close(ra.done)
 	defer close(ra.chunks)
 	var carry []byte // the start of a block the last read cut
-	for {
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-ra.gate:
+			case <-ra.stop:
+				return
+			}
+		}
 		var buf []byte
+		var digests []chunkDigest
 		select {
-		case buf = <-ra.free:
+		case c := <-ra.free:
+			buf, digests = c.data, c.digests[:0]
 		default:
 		}
 		if cap(buf) < max(plainBufSize, 2*len(carry)) {
@@ -49,13 +81,17 @@ func (ra *readAhead) run(in io.Reader) {
 			k, err := io.ReadFull(in, buf[n:])
 			n += k
 			if err != nil { // the end of the file (or a read error pcapgo will meet too)
-				ra.send(buf[:n])
+				ra.send(chunk{buf[:n], ra.digests(buf[:n], digests)})
 				return
 			}
+			order := ra.order // the chunk's first block's
 			cut, need := ra.whole(buf[:n])
 			if cut > 0 {
 				carry = append(carry[:0], buf[cut:n]...)
-				if !ra.send(buf[:cut]) {
+				ra.order, order = order, ra.order
+				digests = ra.digests(buf[:cut], digests)
+				ra.order = order
+				if !ra.send(chunk{buf[:cut], digests}) {
 					return
 				}
 				break
@@ -66,7 +102,38 @@ func (ra *readAhead) run(in io.Reader) {
 	}
 }
 
-func (ra *readAhead) send(c []byte) bool {
+// digests appends to ds the digest of every Enhanced Packet Block's
+// packet bytes in the blocks of b, if there is a digest function; the
+// walk ends where whole's would (the plain path reads no further).
+func (ra *readAhead) digests(b []byte, ds []chunkDigest) []chunkDigest {
+	f := ra.digest.Load()
+	if f == nil {
+		return ds
+	}
+	order := ra.order
+	for off := 0; off+12 <= len(b); {
+		if binary.LittleEndian.Uint32(b[off:]) == blockSHB {
+			order = shbOrder(b[off+8:])
+		}
+		if order == nil {
+			break
+		}
+		n := int(order.Uint32(b[off+4:]))
+		if n < 12 || n%4 != 0 || off+n > len(b) {
+			break
+		}
+		if order.Uint32(b[off:]) == blockEPB && n >= 32 {
+			caplen := int(order.Uint32(b[off+20:]))
+			if caplen >= 0 && 28+caplen <= n-4 {
+				ds = append(ds, chunkDigest{off + 28, caplen, (*f)(b[off+28 : off+28+caplen])})
+			}
+		}
+		off += n
+	}
+	return ds
+}
+
+func (ra *readAhead) send(c chunk) bool {
 	select {
 	case ra.chunks <- c:
 		return true
@@ -99,17 +166,28 @@ func (ra *readAhead) whole(b []byte) (cut, need int) {
 	return off, 12
 }
 
+// open lets the goroutine read on past the first chunk.
+func (ra *readAhead) open() {
+	if !ra.gateOpen {
+		ra.gateOpen = true
+		close(ra.gate)
+	}
+}
+
 // next is the next chunk; ok is false once the file is read.
-func (ra *readAhead) next() (c []byte, ok bool) {
+func (ra *readAhead) next() (c chunk, ok bool) {
 	c, ok = <-ra.chunks
 	return c, ok
 }
 
-// recycle hands a chunk the plain path is done with back to be read
-// into again.
-func (ra *readAhead) recycle(c []byte) {
+// recycle hands back what the plain path is done with: a chunk's
+// digests, and its bytes too when no record keeps them (reuse).
+func (ra *readAhead) recycle(data []byte, digests []chunkDigest, reuse bool) {
+	if !reuse {
+		data = nil
+	}
 	select {
-	case ra.free <- c:
+	case ra.free <- chunk{data, digests}:
 	default:
 	}
 }
