@@ -81,9 +81,10 @@ func TestEstimateMemory(t *testing.T) {
 	nr := EstimateMemory(cfg)
 	// NetReduce: a send ring and a result ring per worker of 4N+8 = 16
 	// message slots of 170 × 1024 bytes, the expected sums (one per
-	// slot) and a scratch message: nothing grows with the tensor but the
-	// posted receive requests (one per message).
-	assert.Equal(t, int64(2*64*16*174080+16*174080+174080), nr.Buffers)
+	// slot), a scratch message and each worker's tensor generated ahead
+	// (four 64 KiB blocks): nothing grows with the tensor but the posted
+	// receive requests (one per message).
+	assert.Equal(t, int64(2*64*16*174080+16*174080+174080+64*4*65536), nr.Buffers)
 	assert.Equal(t, nr.Buffers+nr.Queues+nr.Switch+nr.Links+nr.Base, nr.Total)
 	assert.Less(t, nr.Total, int64(1<<30), "64 workers × 1 GiB in under 1 GiB")
 	cfg.TensorBytes = 4 << 30
