@@ -132,11 +132,8 @@ type Reader struct {
 	// plain reads a regular pcapng file until a block it leaves to
 	// pcapgo (nil: pcapgo reads it all).
 	plain *plainNg
-	// digest makes Record.Digest (nil: none); plainDigest is the one the
-	// read-ahead made of the record the plain path returned last.
-	digest      func([]byte) uint64
-	plainDigest uint64
-	plainHas    bool
+	// digest makes Record.Digest (nil: none).
+	digest func([]byte) uint64
 	// readAheadDigests counts the records whose digest the read-ahead
 	// made (for the tests).
 	readAheadDigests int
@@ -210,7 +207,7 @@ func openPlain(path string, f *os.File) *Reader {
 // the file is read again from its start, and the records already
 // returned are skipped.
 func (r *Reader) leavePlain() {
-	index, borrow := r.index, r.borrow
+	index, borrow, digest := r.index, r.borrow, r.digest
 	r.plain.close()
 	if _, err := r.f.Seek(0, io.SeekStart); err != nil {
 		r.err = &CorruptError{Name: r.name, Frame: index, Err: err}
@@ -228,7 +225,7 @@ func (r *Reader) leavePlain() {
 			break // s.err: returned from here on
 		}
 	}
-	s.borrow = borrow
+	s.borrow, s.digest = borrow, digest
 	*r = *s
 }
 
@@ -293,15 +290,14 @@ func newReader(name string, in io.Reader) (*Reader, error) {
 func (r *Reader) Next() (Record, error) {
 	rec, err := r.next()
 	if r.digest != nil && rec.Data != nil {
-		if r.plainHas && rec.LinkType == layers.LinkTypeEthernet {
+		if r.plain != nil && r.plain.hasDigest && rec.LinkType == layers.LinkTypeEthernet {
 			// The plain path hands an Ethernet frame's bytes out as read.
-			rec.Digest = r.plainDigest
+			rec.Digest = r.plain.digest
 			r.readAheadDigests++
 		} else {
 			rec.Digest = r.digest(rec.Data)
 		}
 	}
-	r.plainHas = false
 	return rec, err
 }
 
@@ -315,7 +311,6 @@ func (r *Reader) next() (Record, error) {
 	if r.plain != nil {
 		r.plain.ra.open()
 		data, rec.Info, rec.Comments, rec.LinkType, err = r.plain.next()
-		r.plainDigest, r.plainHas = r.plain.digest, r.plain.hasDigest
 		switch err {
 		case nil:
 			// Data the plain path hands out is never written over unless
