@@ -426,49 +426,41 @@ func add128(aHi, aLo, bHi, bLo uint64) (uint64, uint64) {
 // Fill writes the next len(buf)/d.Size() elements into buf.
 func (s *Stream) Fill(buf []byte) {
 	d, p, rank := s.d, s.p, s.rank
-	rng := s.pcg // a local copy the loops keep in registers, stored back
+	rng := s.pcg // a local copy, stored back
 	sz := d.Size()
 	first := s.elem // the index of buf's first element in the tensor
 	s.elem += int64(len(buf) / sz)
-	// The common cases without a switch per element (a job's setup fills
-	// every rank's tensor); the general loop below keeps F16 and the other patterns.
-	switch {
-	case p == Random && d == F32:
-		for i := 0; i+4 <= len(buf); {
-			var draw [256]uint64
-			u := draw[:min(len(draw), (len(buf)-i)/4)]
-			rng.draws(u)
-			for _, u := range u {
-				// One draw per element: a 24-bit integer is exact in
-				// float32 and scaling by a power of two is exact.
-				v := float32(int32(u>>40)-1<<23) * (1.0 / (1 << 23))
-				binary.LittleEndian.PutUint32(buf[i:], math.Float32bits(v))
-				i += 4
-			}
+	// The common cases draw 256 values at a time and switch once per
+	// 256 elements; the general loop below keeps F16 and the other
+	// patterns.
+	if p == Random && d != F16 || p.Gradient() { // 4-byte elements, one draw each
+		var g gradientGen
+		if p.Gradient() {
+			g = p.gradients()
 		}
-		s.pcg = rng
-		return
-	case p == Random && d == I32:
 		for i := 0; i+4 <= len(buf); {
 			var draw [256]uint64
 			u := draw[:min(len(draw), (len(buf)-i)/4)]
 			rng.draws(u)
-			for _, u := range u { // 21 bits: eight ranks never wrap
-				binary.LittleEndian.PutUint32(buf[i:], uint32(int32(u>>43)-1<<20))
-				i += 4
-			}
-		}
-		s.pcg = rng
-		return
-	case p.Gradient():
-		g := p.gradients()
-		for i := 0; i+4 <= len(buf); {
-			var draw [256]uint64
-			u := draw[:min(len(draw), (len(buf)-i)/4)]
-			rng.draws(u)
-			for _, u := range u {
-				binary.LittleEndian.PutUint32(buf[i:], math.Float32bits(g.value(u)))
-				i += 4
+			switch {
+			case p.Gradient():
+				for _, u := range u {
+					binary.LittleEndian.PutUint32(buf[i:], math.Float32bits(g.value(u)))
+					i += 4
+				}
+			case d == F32:
+				for _, u := range u {
+					// A 24-bit integer is exact in float32 and scaling by
+					// a power of two is exact.
+					v := float32(int32(u>>40)-1<<23) * (1.0 / (1 << 23))
+					binary.LittleEndian.PutUint32(buf[i:], math.Float32bits(v))
+					i += 4
+				}
+			default: // I32: 21 bits, so eight ranks never wrap
+				for _, u := range u {
+					binary.LittleEndian.PutUint32(buf[i:], uint32(int32(u>>43)-1<<20))
+					i += 4
+				}
 			}
 		}
 		s.pcg = rng

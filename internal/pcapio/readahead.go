@@ -77,21 +77,18 @@ func (ra *readAhead) run(in io.Reader) {
 		}
 		buf = buf[:cap(buf)]
 		n := copy(buf, carry)
+		order := ra.order // the chunk's first block's (whole moves ra.order on)
 		for {
 			k, err := io.ReadFull(in, buf[n:])
 			n += k
 			if err != nil { // the end of the file (or a read error pcapgo will meet too)
-				ra.send(chunk{buf[:n], ra.digests(buf[:n], digests)})
+				ra.send(chunk{buf[:n], ra.digests(buf[:n], order, digests)})
 				return
 			}
-			order := ra.order // the chunk's first block's
 			cut, need := ra.whole(buf[:n])
 			if cut > 0 {
 				carry = append(carry[:0], buf[cut:n]...)
-				ra.order, order = order, ra.order
-				digests = ra.digests(buf[:cut], digests)
-				ra.order = order
-				if !ra.send(chunk{buf[:cut], digests}) {
+				if !ra.send(chunk{buf[:cut], ra.digests(buf[:cut], order, digests)}) {
 					return
 				}
 				break
@@ -103,14 +100,14 @@ func (ra *readAhead) run(in io.Reader) {
 }
 
 // digests appends to ds the digest of every Enhanced Packet Block's
-// packet bytes in the blocks of b, if there is a digest function; the
-// walk ends where whole's would (the plain path reads no further).
-func (ra *readAhead) digests(b []byte, ds []chunkDigest) []chunkDigest {
+// packet bytes in the blocks of b (whose first is in order's byte
+// order), if there is a digest function; the walk ends where whole's
+// would (the plain path reads no further).
+func (ra *readAhead) digests(b []byte, order binary.ByteOrder, ds []chunkDigest) []chunkDigest {
 	f := ra.digest.Load()
 	if f == nil {
 		return ds
 	}
-	order := ra.order
 	for off := 0; off+12 <= len(b); {
 		if binary.LittleEndian.Uint32(b[off:]) == blockSHB {
 			order = shbOrder(b[off+8:])
