@@ -24,6 +24,14 @@ import (
 // then the sum's way back. A node sends to its next child once the
 // previous child's WRITEs are all acknowledged.
 //
+// worker-tree is the broadcast §VIII-D's (p + log p)·n·β counts: log p
+// steps among the p workers. The aggregator's sending side is idle while
+// the gradients converge on it, so it WRITEs each message of the sum to
+// worker 0 as soon as it is summed, and worker 0, once it holds the
+// whole sum, roots the binomial tree over [worker 0, ..., worker p-1]
+// (in step s worker i < 2^s sends to worker i + 2^s): the gather's p·n·β
+// hides the first hop, and ceil(log2 p) whole-sum steps follow.
+//
 // The p workers' gradients converge on the aggregator's port, and RoCE
 // here has no congestion control (the paper's WA ran over TCP): so that
 // this incast never overflows the port's egress queue of Q frames, a
@@ -40,7 +48,7 @@ type waJob struct {
 	p     int // workers; r.workers[p] is the aggregator
 	msgB  int
 	nmsg  int
-	tree  bool
+	bcast Bcast
 	codec *inceptionn.Codec
 
 	// conn[i] is worker i's connection to the aggregator: its QP there
@@ -101,7 +109,7 @@ func newWAJob(r *runner) (*waJob, error) {
 	if q == 0 {
 		q = 1000
 	}
-	j := &waJob{r: r, p: p, msgB: min(cfg.MsgLen, max(1, q/(2*p))) * cfg.MTU, tree: cfg.Bcast == BcastTree, codec: r.codec(),
+	j := &waJob{r: r, p: p, msgB: min(cfg.MsgLen, max(1, q/(2*p))) * cfg.MTU, bcast: cfg.Bcast, codec: r.codec(),
 		expected: map[int]*expectedMsg{}, mmAt: [2]int{1 << 30, p}}
 	j.nmsg = (t + j.msgB - 1) / j.msgB
 	j.piece = make([]byte, j.msgB)
@@ -115,19 +123,31 @@ func newWAJob(r *runner) (*waJob, error) {
 	// The tree (or the star of unicasts) the sum goes down.
 	nodes := p + 1
 	j.children = make([][]int, nodes)
-	if j.tree { // in step s, node x < 2^s sends to x + 2^s
-		for s := 1; s < nodes; s <<= 1 {
-			for x := 0; x < s && x+s < nodes; x++ {
-				j.children[x] = append(j.children[x], x+s)
+	// binomial adds a binomial tree over nodes [root, nodes): in step s,
+	// node root+x, x < 2^s, sends to node root+x+2^s.
+	binomial := func(root int) {
+		for s := 1; root+s < nodes; s <<= 1 {
+			for x := 0; x < s && root+x+s < nodes; x++ {
+				j.children[root+x] = append(j.children[root+x], root+x+s)
 			}
 		}
-	} else {
+	}
+	switch j.bcast {
+	case BcastTree:
+		binomial(0)
+	case BcastWorkerTree:
+		j.children[0] = []int{1}
+		binomial(1)
+	default:
 		for i := 1; i < nodes; i++ {
 			j.children[0] = append(j.children[0], i)
 		}
 	}
 	j.nextKid = make([]int, nodes)
 	j.pending = make([]int, nodes)
+	if j.bcast == BcastWorkerTree { // the aggregator streams the sum to worker 0
+		j.pending[0] = j.nmsg
+	}
 	j.down = make([][]*roce.QP, nodes)
 
 	qpn := map[string]uint32{}
@@ -339,9 +359,16 @@ func (j *waJob) arrive(w *worker, c roce.Completion) error {
 		if waTamper != nil {
 			waTamper(m, sum)
 		}
+		if j.bcast == BcastWorkerTree {
+			if err := j.postSum(0, 0, m); err != nil {
+				return err
+			}
+		}
 		if j.summed++; j.summed == j.nmsg {
 			w.doneAt = j.r.fab.Clock.Now()
-			return j.sendDown(0)
+			if j.bcast != BcastWorkerTree {
+				return j.sendDown(0)
+			}
 		}
 		return nil
 	}
@@ -355,7 +382,7 @@ func (j *waJob) arrive(w *worker, c roce.Completion) error {
 	}
 	if w.recvDone == w.recvWant {
 		w.doneAt = j.r.fab.Clock.Now()
-		if j.tree {
+		if j.bcast != BcastUnicast {
 			return j.sendDown(j.node(w.rank))
 		}
 	}
@@ -368,20 +395,27 @@ func (j *waJob) sendDown(x int) error {
 	if k >= len(j.children[x]) {
 		return nil
 	}
+	j.pending[x] = j.nmsg
+	for m := range j.nmsg {
+		if err := j.postSum(x, k, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// postSum WRITEs message m of the sum from node x to its k-th child.
+func (j *waJob) postSum(x, k, m int) error {
 	src := j.sum
 	if x != 0 {
 		src = j.results[j.rankOf(x)].Buf
 	}
 	child := j.rankOf(j.children[x][k])
 	dst := j.results[child]
-	q := j.down[x][k]
-	j.pending[x] = j.nmsg
-	for m := range j.nmsg {
-		lo, hi := j.msgRange(m)
-		if err := q.PostSend(roce.SendWR{ID: downWR | uint64(m), Opcode: roce.WRWriteImm, Local: src[lo:hi],
-			RemoteVA: dst.Addr + uint64(lo), RKey: dst.RKey, Imm: uint32(m), Signaled: true}); err != nil {
-			return &JobError{Msg: fmt.Sprintf("rank %d: post the sum to rank %d: %v", j.rankOf(x), child, err)}
-		}
+	lo, hi := j.msgRange(m)
+	if err := j.down[x][k].PostSend(roce.SendWR{ID: downWR | uint64(m), Opcode: roce.WRWriteImm, Local: src[lo:hi],
+		RemoteVA: dst.Addr + uint64(lo), RKey: dst.RKey, Imm: uint32(m), Signaled: true}); err != nil {
+		return &JobError{Msg: fmt.Sprintf("rank %d: post the sum to rank %d: %v", j.rankOf(x), child, err)}
 	}
 	return nil
 }

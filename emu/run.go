@@ -114,7 +114,8 @@ type Config struct {
 	Compress     int
 	CompressRate float64
 	// Bcast is how a wa job's aggregator sends the sum back: BcastUnicast
-	// (to every worker in turn; the default) or BcastTree (a binomial tree).
+	// (to every worker in turn; the default), BcastTree (a binomial tree)
+	// or BcastWorkerTree (streamed to worker 0, a binomial tree from there).
 	Bcast Bcast
 	// Devices, if set, runs the job on real interfaces (the TAP backend):
 	// wall-clock time, no emulated links, so no faults, capture or link
@@ -134,17 +135,21 @@ func DefaultConfig() Config {
 type Bcast string
 
 const (
-	BcastUnicast Bcast = "unicast"
-	BcastTree    Bcast = "tree"
+	BcastUnicast    Bcast = "unicast"
+	BcastTree       Bcast = "tree"
+	BcastWorkerTree Bcast = "worker-tree"
 )
 
-// ParseBcast reads unicast or tree.
+// bcastWant is what ParseBcast reads, for its errors.
+const bcastWant = "want unicast, tree or worker-tree"
+
+// ParseBcast reads unicast, tree or worker-tree.
 func ParseBcast(s string) (Bcast, error) {
 	switch b := Bcast(s); b {
-	case BcastUnicast, BcastTree:
+	case BcastUnicast, BcastTree, BcastWorkerTree:
 		return b, nil
 	}
-	return "", fmt.Errorf("%q: want unicast or tree", s)
+	return "", fmt.Errorf("%q: %s", s, bcastWant)
 }
 
 // ConfigError is a job that cannot be set up as described (usage error).
@@ -337,8 +342,8 @@ func (c *Config) validateSettings() error {
 		return bad("--compress-rate: want a positive number of bits per second")
 	case c.Mode == WA && c.Devices != nil:
 		return bad("--mode wa runs on emulated links; the TAP backend runs ring and netreduce jobs")
-	case c.Bcast != "" && c.Bcast != BcastUnicast && c.Bcast != BcastTree:
-		return bad("--bcast %q: want unicast or tree", c.Bcast)
+	case c.Bcast != "" && c.Bcast != BcastUnicast && c.Bcast != BcastTree && c.Bcast != BcastWorkerTree:
+		return bad("--bcast %q: %s", c.Bcast, bcastWant)
 	}
 	return nil
 }

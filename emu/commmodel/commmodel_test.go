@@ -113,12 +113,13 @@ func TestValidate(t *testing.T) {
 
 // TestExchangeModel: §VIII-D's terms at p = 4 and 8 (the spec's table):
 // WA's β-term 6 and 11 n·β, the ring's 1.5 and 1.75; γ-terms 3, 7 and
-// 0.75, 0.875; the tree over aggregator and workers one level more.
+// 0.75, 0.875; the tree over aggregator and workers one level more, the
+// tree over the workers ceil(log2 p) levels (p = 5: 3, not log2 5).
 func TestExchangeModel(t *testing.T) {
 	for _, c := range []struct {
-		p                                  int
-		waB, ringB, waG, ringG, treeB, uni float64
-	}{{4, 6, 1.5, 3, 0.75, 7, 8}, {8, 11, 1.75, 7, 0.875, 12, 16}} {
+		p                                           int
+		waB, ringB, waG, ringG, treeB, uni, workerB float64
+	}{{4, 6, 1.5, 3, 0.75, 7, 8, 6}, {8, 11, 1.75, 7, 0.875, 12, 16, 11}, {5, 5 + math.Log2(5), 1.6, 4, 0.8, 8, 10, 8}} {
 		e := commmodel.Exchange{Workers: c.p, Bytes: 1, Beta: 1, Gamma: 1}
 		assert.InDelta(t, c.waB, commmodel.WA(e).Bandwidth, 1e-12)
 		assert.InDelta(t, c.waG, commmodel.WA(e).Reduce, 1e-12)
@@ -126,6 +127,7 @@ func TestExchangeModel(t *testing.T) {
 		assert.InDelta(t, c.ringG, commmodel.RingExchange(e).Reduce, 1e-12)
 		assert.InDelta(t, c.treeB, commmodel.WATree(e).Bandwidth, 1e-12)
 		assert.InDelta(t, c.uni, commmodel.WAUnicast(e).Bandwidth, 1e-12)
+		assert.InDelta(t, c.workerB, commmodel.WAWorkerTree(e).Bandwidth, 1e-12)
 		a := commmodel.Exchange{Workers: c.p, Alpha: 1}
 		assert.InDelta(t, 1+math.Log2(float64(c.p)), commmodel.WA(a).Latency, 1e-12)
 		assert.InDelta(t, 2*float64(c.p-1), commmodel.RingExchange(a).Total, 1e-12)

@@ -16,7 +16,10 @@ import "math"
 // aggregator a node of its own, a binomial tree over it and the p workers
 // has ceil(log2(p+1)) levels, not log p (3 for p = 4, 4 for p = 8):
 // WATree is the model with that count, WAUnicast the aggregator sending
-// to every worker in turn (2p·n·β: Table II's measured times fit it).
+// to every worker in turn (2p·n·β: Table II's measured times fit it), and
+// WAWorkerTree the broadcast that takes log p steps: the aggregator
+// streams the sum to one worker while it gathers, and a binomial tree over
+// the p workers follows (ceil(log2 p) steps: WA itself for p a power of 2).
 
 // Exchange are the model's inputs (seconds, bytes).
 type Exchange struct {
@@ -37,17 +40,21 @@ func exchange(lat, bw, red float64) ExchangeTime {
 }
 
 // WA is §VIII-D's worker-aggregator time.
-func WA(e Exchange) ExchangeTime {
-	p := float64(e.Workers)
-	l := math.Log2(p)
-	return exchange((1+l)*e.Alpha, (p+l)*e.Bytes*e.Beta, (p-1)*e.Bytes*e.Gamma)
-}
+func WA(e Exchange) ExchangeTime { return waSteps(e, math.Log2(float64(e.Workers))) }
 
 // WATree is WA with the broadcast's log p replaced by the levels of a
 // binomial tree over the aggregator and the p workers.
-func WATree(e Exchange) ExchangeTime {
+func WATree(e Exchange) ExchangeTime { return waSteps(e, math.Ceil(math.Log2(float64(e.Workers+1)))) }
+
+// WAWorkerTree is WA with the broadcast's log p replaced by the levels of
+// a binomial tree over the p workers (the first hop hidden in the gather).
+func WAWorkerTree(e Exchange) ExchangeTime {
+	return waSteps(e, math.Ceil(math.Log2(float64(e.Workers))))
+}
+
+// waSteps is WA with a broadcast of l steps.
+func waSteps(e Exchange, l float64) ExchangeTime {
 	p := float64(e.Workers)
-	l := math.Ceil(math.Log2(p + 1))
 	return exchange((1+l)*e.Alpha, (p+l)*e.Bytes*e.Beta, (p-1)*e.Bytes*e.Gamma)
 }
 

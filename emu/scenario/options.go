@@ -94,7 +94,7 @@ func Options() []Option {
 		{Key: "compress_rate", Arg: "RATE", Group: JobGroup, Kind: Rate, Default: units.FormatRate(def.CompressRate),
 			Help: "each NIC compression engine's rate in bits of uncompressed data per second (the paper's: 256 bits per 100 MHz cycle)"},
 		{Key: "bcast", Arg: "WAY", Group: JobGroup, Default: string(def.Bcast),
-			Help: "how a wa job's aggregator sends the sum back: unicast (to each worker in turn) or tree (a binomial tree over the aggregator and the workers)"},
+			Help: "how a wa job's aggregator sends the sum back: unicast (to each worker in turn), tree (a binomial tree over the aggregator and the workers) or worker-tree (each summed message straight to worker 0, then a binomial tree over the workers: the (p + log2 p)·n·β of INCEPTIONN's model)"},
 		{Key: "timeout", Arg: "EXP", Group: JobGroup, Kind: Number, Default: fmt.Sprint(def.Timeout),
 			Help: "QP local ACK timeout exponent: 4.096us × 2^EXP (14 ≈ 67 ms, as perftest sets it)"},
 		{Key: "retry_cnt", Arg: "N", Group: JobGroup, Kind: Number, Default: fmt.Sprint(def.RetryCnt),
