@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -253,6 +254,22 @@ func TestDamagedCaptureCheck(t *testing.T) {
 		got, _, _ := testtool.Run(t, "tshark", "-r", path, "-T", "fields", "-e", "frame.number")
 		assert.Equal(t, 3, strings.Count(got, "\n"), "tshark reads the same frames")
 	}
+	// Damage after frames none of which is RoCE: the refusal names the
+	// damage too (it had said only "none of its 3 frames is RoCE").
+	plain := slices.Clone(bad)
+	off = 0
+	for epbs = 0; epbs < 3; epbs++ {
+		for binary.LittleEndian.Uint32(plain[off:]) != 6 {
+			off += int(binary.LittleEndian.Uint32(plain[off+4:]))
+		}
+		plain[off+28+12] ^= 0xFF // the packet's EtherType: not IP, not RoCEv1
+		off += int(binary.LittleEndian.Uint32(plain[off+4:]))
+	}
+	require.NoError(t, os.WriteFile(path, plain, 0o644))
+	code, out, errOut = runGuarded("check", path)
+	require.Equal(t, 2, code, errOut)
+	assert.Empty(t, out)
+	assert.Regexp(t, `^inaemu check: .*damaged\.pcapng: frame 4: damaged at or after byte \d+: .*, and none of the 3 frames before it is RoCE: nothing to check\n$`, errOut)
 }
 
 // Go's own flag durations (check --in-flight, switch --duration: wall

@@ -119,8 +119,14 @@ func runCheck(fs *cmdEnv, file string, a checkArgs) int {
 	}
 	// Nothing to judge is not a capture that conforms.
 	switch {
+	case rep.Frames == 0 && rep.Truncated != "":
+		fmt.Fprintf(stderr, "inaemu check: %s, and no frame before it: nothing to check\n", rep.Truncated)
+		return exitUsage
 	case rep.Frames == 0:
 		fmt.Fprintf(stderr, "inaemu check: %s: the capture has no frames: nothing to check\n", file)
+		return exitUsage
+	case rep.RoCEFrames == 0 && rep.Truncated != "":
+		fmt.Fprintf(stderr, "inaemu check: %s, and none of the %d frames before it is RoCE: nothing to check\n", rep.Truncated, rep.Frames)
 		return exitUsage
 	case rep.RoCEFrames == 0:
 		fmt.Fprintf(stderr, "inaemu check: %s: none of its %d frames is RoCE: nothing to check\n", file, rep.Frames)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -225,4 +226,41 @@ func TestTsharkReadsDamageAlike(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A block length damaged to nearly 4 GiB past the read-ahead's first
+// chunk costs memory in proportion to the file, not to the length: it
+// had grown the buffer to the length at once (4 GiB allocated and
+// copied: `check` took 8.4 GB and 19 s on an 18 MB capture). The error
+// is the one pcapgo's path gives.
+func TestDamagedLengthCostsLittle(t *testing.T) {
+	var b ngBlocks
+	b.order = binary.LittleEndian
+	b.shb().idb(1, "a")
+	for i := range 4000 { // 4 MiB: the damage is followed by more than a chunk
+		b.epb(0, uint64(i), bytes.Repeat([]byte{byte(i)}, 1000), 1000)
+	}
+	data := b.Bytes()
+	at := len(data) - 2000*1032 // a block start: each EPB is 1032 bytes
+	require.EqualValues(t, blockEPB, binary.LittleEndian.Uint32(data[at:]))
+	binary.LittleEndian.PutUint32(data[at+4:], 0xFFFFFFF0)
+	path := filepath.Join(t.TempDir(), "damaged.pcapng")
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r, err := Open(path)
+	require.NoError(t, err)
+	frames := 0
+	for {
+		if _, err = r.Next(); err != nil {
+			break
+		}
+		frames++
+	}
+	r.Close()
+	runtime.ReadMemStats(&after)
+	assert.Equal(t, 2000, frames)
+	assert.Contains(t, err.Error(), "frame 2001: truncated Enhanced Packet Block at byte "+strconv.Itoa(at)+" (header says 4294967280 bytes")
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(len(data))*8, "bytes allocated reading a %d-byte file", len(data))
+	t.Logf("%d bytes allocated reading a %d-byte file", after.TotalAlloc-before.TotalAlloc, len(data))
 }

@@ -61,13 +61,16 @@ type plainIface struct {
 // pcapgo.
 var errNotPlain = errors.New("pcapng block not read on the plain path")
 
+// plainBufSize is the read-ahead's chunk size (a variable so that a test
+// can make chunks small, and so cut blocks everywhere, with small files).
+var plainBufSize = 1 << 20
+
 const (
-	plainBufSize = 1 << 20
-	optEnd       = 0
-	optComment   = 1
-	optIfName    = 2
-	optTSResol   = 9
-	optTSOffset  = 14
+	optEnd      = 0
+	optComment  = 1
+	optIfName   = 2
+	optTSResol  = 9
+	optTSOffset = 14
 )
 
 // newPlainNg starts reading a pcapng file at its Section Header Block;

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -98,6 +100,117 @@ func readEvery(t *testing.T, r *Reader, digested bool) string {
 // Simple Packet Block, a Name Resolution Block, a microsecond-free
 // resolution), damaged ones, and every cut of one.
 func TestPlainMatchesPcapgo(t *testing.T) {
+	files := plainFiles()
+	// A file longer than the plain path's buffer, with a block longer
+	// than it.
+	many := (&ngBlocks{order: binary.LittleEndian}).shb().idb(1, "a")
+	for i := range 3000 {
+		many.epb(0, uint64(i), bytes.Repeat([]byte{byte(i)}, 1000+i%7), 1100)
+		if i == 1500 {
+			big := bytes.Repeat([]byte{1, 2, 3}, plainBufSize)
+			many.epb(0, uint64(i), big, len(big))
+			many.block(0xBAD, make([]byte, 5*plainBufSize))
+		}
+	}
+	files["many"] = many.Bytes()
+	// every cut of the plain little-endian file
+	whole := files["LittleEndian-plain"]
+	for cut := 1; cut < len(whole); cut += 3 {
+		files[fmt.Sprintf("cut%d", cut)] = whole[:cut]
+	}
+	dir := t.TempDir()
+	var paths []string
+	for name, data := range files {
+		p := filepath.Join(dir, name+".pcapng")
+		require.NoError(t, os.WriteFile(p, data, 0o644))
+		paths = append(paths, p)
+	}
+	paths = append(paths, goldens(t)...)
+	plain, readAheadDigests := 0, 0
+	for _, p := range paths {
+		for _, mode := range plainModes {
+			fast, started := plainMatchesPcapgo(t, p, mode)
+			if fast == nil {
+				continue
+			}
+			if started && strings.HasPrefix(mode, "borrow") {
+				plain++
+			}
+			readAheadDigests += fast.readAheadDigests
+			switch filepath.Base(p) {
+			case "LittleEndian-plain.pcapng", "BigEndian-plain.pcapng", "many.pcapng":
+				// Read to the end without handing over (which would
+				// hide a mistake of the plain path's).
+				require.NotNil(t, fast.plain, p)
+			}
+		}
+	}
+	require.Greater(t, plain, len(paths)/2, "most files start on the plain path")
+	// All but the first chunk's: many.pcapng's first MiB holds about
+	// 1000 of its 3001 frames.
+	require.Greater(t, readAheadDigests, 2*1900, "the read-ahead digests the plain files' packets")
+	// Records kept (not borrowed) keep their bytes while the reader
+	// reads on.
+	for _, p := range paths {
+		fast, err := Open(p)
+		if err != nil {
+			continue
+		}
+		f, err := os.Open(p)
+		require.NoError(t, err)
+		slow, err := NewReader(p, f)
+		require.NoError(t, err)
+		want, _, _ := slow.All()
+		got, _, _ := fast.All()
+		require.Equal(t, len(want), len(got), p)
+		for i := range want {
+			require.Equal(t, want[i].Data, got[i].Data, "%s frame %d", p, i+1)
+		}
+		fast.Close()
+		f.Close()
+	}
+}
+
+// plainModes are the ways of reading plainMatchesPcapgo compares.
+var plainModes = []string{"keep", "borrow", "digest", "borrow+digest"}
+
+// plainMatchesPcapgo reads the capture at p through Open (the plain path)
+// and through NewReader (pcapgo's), in mode, and requires the same
+// records, errors and interface names of both. It returns the plain
+// path's reader, closed, or nil when neither opened the file, and whether
+// it started on the plain path.
+func plainMatchesPcapgo(t *testing.T, p, mode string) (*Reader, bool) {
+	t.Helper()
+	fast, err := Open(p)
+	if err == nil {
+		defer fast.Close()
+	}
+	f, ferr := os.Open(p)
+	require.NoError(t, ferr)
+	defer f.Close()
+	slow, serr := NewReader(p, f)
+	if err != nil || serr != nil {
+		require.Equal(t, fmt.Sprint(serr), fmt.Sprint(err), p)
+		return nil, false
+	}
+	started := fast.plain != nil
+	if strings.HasPrefix(mode, "borrow") {
+		fast.Borrow()
+		slow.Borrow()
+	}
+	digested := strings.HasSuffix(mode, "digest")
+	if digested {
+		fast.SetDigest(fnv64)
+		slow.SetDigest(fnv64)
+	}
+	require.Equal(t, readEvery(t, slow, digested), readEvery(t, fast, digested), "%s (%s)", p, mode)
+	return fast, started
+}
+
+// plainFiles are pcapng files with each kind of block and option, in
+// both byte orders, including the blocks the plain path hands to pcapgo
+// half way, and damaged ones.
+func plainFiles() map[string][]byte {
 	frame := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 60+i) }
 	ip4 := append([]byte{0x45, 0, 0, 20, 0, 0, 0, 0, 1, 17, 0, 0, 10, 0, 0, 1}, 10, 0, 0, 2)
 	files := map[string][]byte{}
@@ -128,92 +241,28 @@ func TestPlainMatchesPcapgo(t *testing.T) {
 		order.PutUint16(old[12:], 2) // version 2.0
 		files[name+"-version-2"] = old
 	}
-	// A file longer than the plain path's buffer, with a block longer
-	// than it.
-	many := (&ngBlocks{order: binary.LittleEndian}).shb().idb(1, "a")
-	for i := range 3000 {
-		many.epb(0, uint64(i), bytes.Repeat([]byte{byte(i)}, 1000+i%7), 1100)
-		if i == 1500 {
-			big := bytes.Repeat([]byte{1, 2, 3}, plainBufSize)
-			many.epb(0, uint64(i), big, len(big))
-			many.block(0xBAD, make([]byte, 5*plainBufSize))
-		}
+	return files
+}
+
+// FuzzPlainMatchesPcapgo: any bytes read through the plain path, in
+// 64-byte chunks so that small files cut blocks everywhere, give what
+// pcapgo's path gives, in every mode. The seeds are plainFiles'.
+func FuzzPlainMatchesPcapgo(f *testing.F) {
+	files := plainFiles()
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		f.Add(files[name])
 	}
-	files["many"] = many.Bytes()
-	// every cut of the plain little-endian file
-	whole := files["LittleEndian-plain"]
-	for cut := 1; cut < len(whole); cut += 3 {
-		files[fmt.Sprintf("cut%d", cut)] = whole[:cut]
-	}
-	dir := t.TempDir()
-	var paths []string
-	for name, data := range files {
-		p := filepath.Join(dir, name+".pcapng")
+	old := plainBufSize
+	plainBufSize = 64
+	f.Cleanup(func() { plainBufSize = old })
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(dir, "fuzz.pcapng")
 		require.NoError(t, os.WriteFile(p, data, 0o644))
-		paths = append(paths, p)
-	}
-	paths = append(paths, goldens(t)...)
-	plain, readAheadDigests := 0, 0
-	for _, p := range paths {
-		for _, mode := range []string{"keep", "borrow", "digest", "borrow+digest"} {
-			borrow := strings.HasPrefix(mode, "borrow")
-			fast, err := Open(p)
-			f, ferr := os.Open(p)
-			require.NoError(t, ferr)
-			slow, serr := NewReader(p, f)
-			if err != nil || serr != nil {
-				require.Equal(t, fmt.Sprint(serr), fmt.Sprint(err), p)
-				f.Close()
-				continue
-			}
-			if fast.plain != nil && borrow {
-				plain++
-			}
-			if borrow {
-				fast.Borrow()
-				slow.Borrow()
-			}
-			digested := strings.HasSuffix(mode, "digest")
-			if digested {
-				fast.SetDigest(fnv64)
-				slow.SetDigest(fnv64)
-			}
-			require.Equal(t, readEvery(t, slow, digested), readEvery(t, fast, digested), "%s (%s)", p, mode)
-			readAheadDigests += fast.readAheadDigests
-			switch filepath.Base(p) {
-			case "LittleEndian-plain.pcapng", "BigEndian-plain.pcapng", "many.pcapng":
-				// Read to the end without handing over (which would
-				// hide a mistake of the plain path's).
-				require.NotNil(t, fast.plain, p)
-			}
-			fast.Close()
-			f.Close()
+		for _, mode := range plainModes {
+			plainMatchesPcapgo(t, p, mode)
 		}
-	}
-	require.Greater(t, plain, len(paths)/2, "most files start on the plain path")
-	// All but the first chunk's: many.pcapng's first MiB holds about
-	// 1000 of its 3001 frames.
-	require.Greater(t, readAheadDigests, 2*1900, "the read-ahead digests the plain files' packets")
-	// Records kept (not borrowed) keep their bytes while the reader
-	// reads on.
-	for _, p := range paths {
-		fast, err := Open(p)
-		if err != nil {
-			continue
-		}
-		f, err := os.Open(p)
-		require.NoError(t, err)
-		slow, err := NewReader(p, f)
-		require.NoError(t, err)
-		want, _, _ := slow.All()
-		got, _, _ := fast.All()
-		require.Equal(t, len(want), len(got), p)
-		for i := range want {
-			require.Equal(t, want[i].Data, got[i].Data, "%s frame %d", p, i+1)
-		}
-		fast.Close()
-		f.Close()
-	}
+	})
 }
 
 func (b *ngBlocks) Bytes() []byte { return b.buf.Bytes() }

@@ -93,8 +93,10 @@ func (ra *readAhead) run(in io.Reader) {
 				}
 				break
 			}
-			// The first block is longer than the buffer.
-			buf = append(buf[:n], make([]byte, need+plainBufSize-n)...)
+			// The first block is longer than the buffer: grow it, at
+			// most twofold, so that a damaged length (up to 4 GiB)
+			// costs no more than twice the bytes the file still has.
+			buf = append(buf[:n], make([]byte, min(need+plainBufSize, 2*n)-n)...)
 		}
 	}
 }
