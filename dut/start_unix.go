@@ -34,8 +34,10 @@ func (d Device) start(cfg emu.Config, timeout time.Duration) (func(), error) {
 	readyc := make(chan struct{})
 	var once sync.Once
 	var mu sync.Mutex
-	var tail []string // the output's last lines, for an error
+	var tail []string              // the output's last lines, for an error
+	scanned := make(chan struct{}) // the output is read to its end: Log is written no more
 	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			line := sc.Text()
@@ -67,24 +69,27 @@ func (d Device) start(cfg emu.Config, timeout time.Duration) (func(), error) {
 		}
 		return "last output: " + strings.Join(tail, " | ")
 	}
+	// stop ends the command (if it still runs) and returns once its
+	// output is read to the end, so that the caller may read Log.
 	stop := func() {
 		select {
 		case <-exited:
-			return
 		default:
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+			select {
+			case <-exited:
+			case <-time.After(5 * time.Second):
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-exited
+			}
 		}
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
+		<-scanned
 	}
 	select {
 	case <-readyc:
 		return stop, nil
 	case err := <-exited:
+		<-scanned
 		return nil, fmt.Errorf("device command exited before it was ready (%v): %s", err, lastLines())
 	case <-time.After(timeout):
 		stop()

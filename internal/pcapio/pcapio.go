@@ -97,7 +97,8 @@ type Record struct {
 	// Reader has 0 here.
 	LinkType layers.LinkType
 	// Digest is the Reader's digest function's value of Data, when it
-	// has one (SetDigest); 0 otherwise.
+	// has one (SetDigest) and Next returned the record without an error;
+	// 0 otherwise.
 	Digest uint64
 	// PacketType is a Linux cooked frame's packet type, which says its
 	// direction: LinuxSLLPacketTypeOutgoing for a frame the capturing host
@@ -289,7 +290,9 @@ func newReader(name string, in io.Reader) (*Reader, error) {
 // the same again: the reader stops where tshark stops (see ReadAll).
 func (r *Reader) Next() (Record, error) {
 	rec, err := r.next()
-	if r.digest != nil && rec.Data != nil {
+	// Every record returned whole has a digest, an empty one too (pcapgo
+	// hands out an empty frame as nil Data, the plain path as empty).
+	if r.digest != nil && err == nil {
 		if r.plain != nil && r.plain.hasDigest && rec.LinkType == layers.LinkTypeEthernet {
 			// The plain path hands an Ethernet frame's bytes out as read.
 			rec.Digest = r.plain.digest
