@@ -132,8 +132,8 @@ func TestWireCarriesBothWays(t *testing.T) {
 		require.NoError(t, b.devs[0].WriteFrame(a))
 		require.Equal(t, a, expect(t, b.hosts[0]))
 	}
-	rep := b.w.Report()
 	recs := b.stop()
+	rep := b.w.Report() // after Serve returns, as Report says
 	require.Len(t, recs, 2*11)
 	perIface := map[int]int{}
 	for _, r := range recs {
