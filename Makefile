@@ -41,10 +41,14 @@ bench:
 		status=$$?; cat bin/bench.out; echo; \
 		$(GO) run ./internal/benchtable < bin/bench.out && exit $$status
 
-# Run each fuzz target for FUZZTIME.
+# Run each fuzz target for FUZZTIME: frame parsing, capture reading, the
+# --fault/--netem/--topology texts and scenario files.
+FUZZPKGS := ./frames/ ./internal/pcapio/ ./faults/ ./emu/topo/ ./emu/scenario/
 fuzz:
-	@for t in $$($(GO) test -list 'Fuzz.*' ./frames/ | grep ^Fuzz); do \
-		echo "== $$t"; $(GO) test ./frames/ -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; \
+	@for p in $(FUZZPKGS); do \
+		for t in $$($(GO) test -list 'Fuzz.*' $$p | grep ^Fuzz); do \
+			echo "== $$p $$t"; $(GO) test $$p -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; \
+		done; \
 	done
 
 clean:
