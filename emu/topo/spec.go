@@ -181,19 +181,22 @@ func ParseYAML(b []byte) (*Spec, error) {
 var unknownField = regexp.MustCompile(`^(line \d+): field (.*) not found in type .*$`)
 
 // YAMLError makes a YAML decoding error one line: yaml.v3 lists type
-// errors on lines of their own and calls an unknown key a field not found
-// in a Go type.
+// errors on lines of their own, quotes a value with its line breaks and
+// calls an unknown key a field not found in a Go type.
 func YAMLError(err error) error {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
-		return err
+		return errors.New(lineBreaks.Replace(err.Error()))
 	}
 	msgs := make([]string, len(te.Errors))
 	for i, m := range te.Errors {
-		msgs[i] = unknownField.ReplaceAllString(m, `$1: unknown key "$2"`)
+		msgs[i] = unknownField.ReplaceAllString(lineBreaks.Replace(m), `$1: unknown key "$2"`)
 	}
 	return errors.New(strings.Join(msgs, "; "))
 }
+
+// lineBreaks escapes the line breaks of a value an error quotes.
+var lineBreaks = strings.NewReplacer("\r", `\r`, "\n", `\n`)
 
 // Marshal writes the spec as YAML.
 func (s *Spec) Marshal() ([]byte, error) { return yaml.Marshal(s) }

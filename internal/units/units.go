@@ -53,10 +53,17 @@ var rateUnits = []struct {
 // a bare number: bits).
 func splitRate(s string) (num string, scale float64, unit string) {
 	t := strings.TrimSpace(s)
-	low := strings.ToLower(t)
+	// ASCII only, byte for byte: strings.ToLower would turn a byte that
+	// is not UTF-8 into three, and low's indices must be t's.
+	low := []byte(t)
+	for i, c := range low {
+		if c >= 'A' && c <= 'Z' {
+			low[i] = c + 'a' - 'A'
+		}
+	}
 	for i := len(low) - 1; i >= 0; i-- { // the unit is the letters (and /) at the end
 		if c := low[i]; !(c >= 'a' && c <= 'z' || c == '/') {
-			u := low[i+1:]
+			u := string(low[i+1:])
 			for _, r := range rateUnits {
 				if u == r.suffix {
 					return t[:i+1], r.scale, t[i+1:]

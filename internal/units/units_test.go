@@ -37,6 +37,17 @@ func TestParseRate(t *testing.T) {
 
 // NaN is not a rate: ParseRate must reject it (strconv.ParseFloat accepts
 // "NaN", and every range comparison with NaN is false).
+// Bytes that are not UTF-8 are refused, not a panic (the unit's search
+// had lowercased them into longer text and cut it at the wrong index;
+// found by FuzzTopology).
+func TestParseRateRejectsNonUTF8(t *testing.T) {
+	for _, in := range []string{"\xffA", "1\xffG", "\xff", "10G\xff", "\xc3\x28gbit"} {
+		_, err := ParseRate(in)
+		assert.Error(t, err, "%q", in)
+		assert.Empty(t, RateNote(in))
+	}
+}
+
 func TestParseRateRejectsNaN(t *testing.T) {
 	for _, in := range []string{"NaN", "nan", "NaNG", "nanbit"} {
 		v, err := ParseRate(in)
