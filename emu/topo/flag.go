@@ -1,6 +1,7 @@
 package topo
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -35,6 +36,14 @@ var perDim = map[string]bool{"kinds": true, "links": true, "latency": true, "que
 // dimension's kind defaults to switch. What is left out is left to
 // Spec.Build.
 func ParseFlag(s string) (*Spec, error) {
+	sp, err := parseFlag(s)
+	if err != nil { // it quotes the flag's text, which may hold line breaks
+		return nil, errors.New(lineBreaks.Replace(err.Error()))
+	}
+	return sp, nil
+}
+
+func parseFlag(s string) (*Spec, error) {
 	if strings.HasSuffix(s, ".yaml") || strings.HasSuffix(s, ".yml") {
 		return Load(s)
 	}
