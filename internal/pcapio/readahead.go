@@ -102,34 +102,52 @@ func (ra *readAhead) run(in io.Reader) {
 }
 
 // digests appends to ds the digest of every Enhanced Packet Block's
-// packet bytes in the blocks of b (whose first is in order's byte
-// order), if there is a digest function; the walk ends where whole's
-// would (the plain path reads no further).
+// packet bytes in the whole blocks of b (whose first is in order's byte
+// order), if there is a digest function.
 func (ra *readAhead) digests(b []byte, order binary.ByteOrder, ds []chunkDigest) []chunkDigest {
 	f := ra.digest.Load()
 	if f == nil {
 		return ds
 	}
-	for off := 0; off+12 <= len(b); {
-		if binary.LittleEndian.Uint32(b[off:]) == blockSHB {
-			order = shbOrder(b[off+8:])
-		}
-		if order == nil {
-			break
-		}
-		n := int(order.Uint32(b[off+4:]))
-		if n < 12 || n%4 != 0 || off+n > len(b) {
-			break
-		}
+	walkBlocks(b, order, func(off, n int, order binary.ByteOrder) {
 		if order.Uint32(b[off:]) == blockEPB && n >= 32 {
 			caplen := int(order.Uint32(b[off+20:]))
 			if caplen >= 0 && 28+caplen <= n-4 {
 				ds = append(ds, chunkDigest{off + 28, caplen, (*f)(b[off+28 : off+28+caplen])})
 			}
 		}
+	})
+	return ds
+}
+
+// walkBlocks calls visit for each whole block at the start of b, the
+// first in byte order order (a Section Header Block sets the order of
+// the blocks from it on). It returns where they end, how long the block
+// after them says it is (12, a header, when b ends inside the header),
+// and the order there; ok is false when a block's length makes no sense
+// or no order is known, which ends the walk.
+func walkBlocks(b []byte, order binary.ByteOrder, visit func(off, n int, order binary.ByteOrder)) (end, need int, after binary.ByteOrder, ok bool) {
+	off := 0
+	for off+12 <= len(b) {
+		if binary.LittleEndian.Uint32(b[off:]) == blockSHB {
+			order = shbOrder(b[off+8:])
+		}
+		if order == nil {
+			return off, 0, nil, false
+		}
+		n := int(order.Uint32(b[off+4:]))
+		if n < 12 || n%4 != 0 {
+			return off, 0, order, false
+		}
+		if off+n > len(b) {
+			return off, n, order, true
+		}
+		if visit != nil {
+			visit(off, n, order)
+		}
 		off += n
 	}
-	return ds
+	return off, 12, order, true
 }
 
 func (ra *readAhead) send(c chunk) bool {
@@ -145,24 +163,12 @@ func (ra *readAhead) send(c chunk) bool {
 // after it says it is (at least a header). A length that makes no sense
 // ends the walk: all of b is handed on, for the plain path to find it.
 func (ra *readAhead) whole(b []byte) (cut, need int) {
-	off := 0
-	for off+12 <= len(b) {
-		if binary.LittleEndian.Uint32(b[off:]) == blockSHB {
-			ra.order = shbOrder(b[off+8:])
-		}
-		if ra.order == nil {
-			return len(b), 0
-		}
-		n := int(ra.order.Uint32(b[off+4:]))
-		if n < 12 || n%4 != 0 {
-			return len(b), 0
-		}
-		if off+n > len(b) {
-			return off, n
-		}
-		off += n
+	cut, need, order, ok := walkBlocks(b, ra.order, nil)
+	ra.order = order
+	if !ok {
+		return len(b), 0
 	}
-	return off, 12
+	return cut, need
 }
 
 // open lets the goroutine read on past the first chunk.
