@@ -145,12 +145,13 @@ const bcastWant = "want unicast, tree or worker-tree"
 
 // ParseBcast reads unicast, tree or worker-tree.
 func ParseBcast(s string) (Bcast, error) {
-	switch b := Bcast(s); b {
-	case BcastUnicast, BcastTree, BcastWorkerTree:
+	if b := Bcast(s); b.known() {
 		return b, nil
 	}
 	return "", fmt.Errorf("%q: %s", s, bcastWant)
 }
+
+func (b Bcast) known() bool { return b == BcastUnicast || b == BcastTree || b == BcastWorkerTree }
 
 // ConfigError is a job that cannot be set up as described (usage error).
 type ConfigError struct{ Err error }
@@ -342,7 +343,7 @@ func (c *Config) validateSettings() error {
 		return bad("--compress-rate: want a positive number of bits per second")
 	case c.Mode == WA && c.Devices != nil:
 		return bad("--mode wa runs on emulated links; the TAP backend runs ring and netreduce jobs")
-	case c.Bcast != "" && c.Bcast != BcastUnicast && c.Bcast != BcastTree && c.Bcast != BcastWorkerTree:
+	case c.Bcast != "" && !c.Bcast.known():
 		return bad("--bcast %q: %s", c.Bcast, bcastWant)
 	}
 	return nil
