@@ -275,7 +275,7 @@ func (j *netReduceJob) installTree(ring netreduce.RingConfig, leaves, sws []*swi
 		spine.Route(children[i].MAC, []int{down[i]})
 	}
 	sc := netreduce.RingConfig{ID: id, Workers: len(leaves), Window: ring.Window, MsgLen: ring.MsgLen, MTU: ring.MTU, DType: ring.DType, Release: ring.Release,
-		Tree: &netreduce.Tree{Role: netreduce.Spine, Self: spineNode, Children: children, ChildPorts: down}}
+		Tree: &netreduce.Tree{Role: netreduce.Spine, Self: spineNode, Children: children, ChildPorts: down, Trunks: r.fab.Trunks(spine)}}
 	if err := spine.AddRing(sc); err != nil {
 		return j.tenantErr(err)
 	}
@@ -295,7 +295,7 @@ func (j *netReduceJob) installTree(ring netreduce.RingConfig, leaves, sws []*swi
 			c.LocalDst = leafOf[(i+1)%n] == li
 			c.Peer = children[leafOf[(i+1)%n]]
 		}
-		lc.Tree = &netreduce.Tree{Role: netreduce.Leaf, Self: children[li], Parent: spineNode, ParentPort: up[li], Child: li}
+		lc.Tree = &netreduce.Tree{Role: netreduce.Leaf, Self: children[li], Parent: spineNode, ParentPort: up[li], Child: li, Trunks: r.fab.Trunks(l)}
 		if err := l.AddRing(lc); err != nil {
 			return j.tenantErr(err)
 		}

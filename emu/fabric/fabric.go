@@ -61,6 +61,10 @@ type Config struct {
 	// instead of routing each host NIC's by the topology (replay: a
 	// capture's stations get ports by first appearance).
 	LearnMACs bool
+	// OpenPorts leaves host ports unbound (no port security; see
+	// switching.Switch.Bind): for stations behind a host, a bridge's VMs,
+	// which the emulated NICs never are.
+	OpenPorts bool
 }
 
 // Fabric is the emulated network: hosts, links and switches, on one
@@ -221,6 +225,18 @@ func New(cfg Config) (*Fabric, error) {
 			f.dirs = append(f.dirs, d)
 		}
 	}
+	// Port security: a NIC's link to a switch binds its MAC and address to
+	// that port (switching.Switch.Bind), when the topology says where
+	// every NIC sits.
+	if !cfg.LearnMACs && !cfg.OpenPorts {
+		for _, h := range f.NICs {
+			n, _ := t.Node(h.Host)
+			li := n.Links[h.Port]
+			if s := sw[t.Links[li].Other(h.Host)]; s != nil {
+				s.Bind(portOf(s.Name, li), [6]byte(h.MAC), h.IP)
+			}
+		}
+	}
 	// Routes: every switch knows the ports towards every host NIC.
 	for _, s := range f.Switches {
 		if !cfg.LearnMACs {
@@ -314,6 +330,21 @@ func (f *Fabric) SwitchLink(a, b *switching.Switch) (pa, pb int, ok bool) {
 		}
 	}
 	return -1, -1, false
+}
+
+// Trunks are the ports joining switch s to other switches, ascending.
+func (f *Fabric) Trunks(s *switching.Switch) []int {
+	n, ok := f.Topo.Node(s.Name)
+	if !ok {
+		return nil
+	}
+	var ports []int
+	for p, l := range n.Links {
+		if o, _ := f.Topo.Node(f.Topo.Links[l].Other(s.Name)); o != nil && o.Kind == topo.KindSwitch {
+			ports = append(ports, p)
+		}
+	}
+	return ports
 }
 
 // SwitchIndex is s's place in Switches (-1 if it is not this fabric's).

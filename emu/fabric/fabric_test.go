@@ -208,8 +208,10 @@ func delivered(t *testing.T, f *Fabric, name string) uint64 {
 	return dirOf(t, f, name).Stats.Delivered
 }
 
+// Learning, with host ports open to stations behind the hosts (port
+// security would drop them: TestPortSecurity).
 func TestMACLearning(t *testing.T) {
-	f, err := New(Config{Hosts: 3, Link: LinkConfig{Rate: 10e9, Latency: time.Microsecond}})
+	f, err := New(Config{Hosts: 3, Link: LinkConfig{Rate: 10e9, Latency: time.Microsecond}, OpenPorts: true})
 	require.NoError(t, err)
 	h0, h1, h2 := f.Hosts[0], f.Hosts[1], f.Hosts[2]
 	outs := func() [3]uint64 {

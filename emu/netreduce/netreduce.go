@@ -304,7 +304,7 @@ type Accelerator struct {
 	hostRings  int         // rings that take host frames (single or leaf)
 	trees      int         // rings with a Tree
 	self       *Node       // this switch's virtual connection end
-	fabricPort []uint8     // per port: 1 joins another switch, 2 a leaf's uplink
+	fabricPort []bool      // per port: joins another switch
 	treePay    []byte      // scratch: an internal frame's payload
 	out        []byte      // scratch: a frame built
 	rebuild    []byte      // scratch: a notification's headers as a frame
@@ -501,10 +501,10 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 		switch {
 		case wire.IsINATree(op):
 			return a.processTree(v, port, emit)
-		case a.isUplink(port) || a.hostRings == 0:
-			// What comes down a leaf's uplink (results re-sent across
-			// racks, ACKs) and host traffic crossing the spine pass.
-			return NotINA
+		case a.hostRings == 0:
+			return NotINA // host traffic crossing a spine
+		case a.isFabricPort(port):
+			return a.transit(v) // host traffic between racks, by any path
 		}
 	}
 	first, later := isFirstOp(op), isLaterOp(op)
@@ -640,6 +640,9 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 		}
 		if g.msg >= 0 && g.msg >= r.released {
 			rs.WindowDrops++
+			if r.tree != nil {
+				a.fetchTotal(r, m-w, off, emit)
+			}
 			return Dropped
 		}
 		g.msg, g.bitmap, g.done, g.total, g.ranks = m, 0, false, false, 0

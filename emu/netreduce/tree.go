@@ -35,16 +35,29 @@ package netreduce
 //     of m); the spine once every child sent a partial of m+N.
 //   - The float reduction order is the tree's: a leaf sums its local
 //     ranks in rank order, the spine the partials in child order.
-//   - Loss anywhere is recovered by three rules: a gradient packet that
+//   - Loss anywhere is recovered by four rules: a gradient packet that
 //     meets a leaf aggregator holding the total gets its connection's
 //     result re-sent (routed like any frame, across the spine if the
 //     receiver is in another rack); one that meets a leaf aggregator whose
 //     partial went up but whose total never came re-sends the partial; a
 //     partial that meets a completed spine aggregator gets the total
 //     re-sent on that child's downlink only, and the leaf re-translates
-//     it for every local receiver.
-//   - A leaf aggregates only frames from its host ports; what comes down
-//     its uplink that is not addressed to it passes unchanged.
+//     it for every local receiver; a gradient packet of m + N that finds
+//     its aggregator still held by m - N (the leaf's total of m was lost,
+//     and its local ranks, served by another leaf's re-sent results, need
+//     not retransmit m) re-sends m's partial too, and m's total releases
+//     the aggregator.
+//   - A leaf aggregates only frames from its host ports. A ring frame
+//     that enters by a port joining it to another switch (Tree.Trunks:
+//     its uplink, and every other switch-to-switch link) and is not
+//     addressed to it is in transit and passes unchanged: ordinary
+//     traffic between racks (a result re-sent by the sender's leaf, a
+//     frame of a released message, an ACK) takes any shortest path its
+//     routes give, ECMP over several spines or a direct link between two
+//     leaves, not only the ring's tree. Only a frame of a member attached
+//     here is refused from such a port (it cannot come from another
+//     switch: looped or forged). The tree's own frames stay on the tree:
+//     switches route each other's addresses by the tree's ports only.
 
 import (
 	"encoding/binary"
@@ -89,6 +102,9 @@ type Tree struct {
 	// Spine: the leaves in tree order and the port towards each.
 	Children   []Node
 	ChildPorts []int
+	// Trunks are every port joining this switch to another switch,
+	// beside the tree's own (ParentPort, ChildPorts), which count anyway.
+	Trunks []int
 }
 
 // Tree counters (in Stats).
@@ -203,9 +219,12 @@ func (a *Accelerator) newTreeRing(r *ring) error {
 		return fmt.Errorf("netreduce: ring %d: switch %s already has MAC %x", r.cfg.ID, t.Self.Name, a.self.MAC)
 	}
 	twoN := 2 * r.cfg.Window
+	for _, p := range t.Trunks {
+		a.markFabricPort(p)
+	}
 	switch t.Role {
 	case Leaf:
-		a.markFabricPort(t.ParentPort, true)
+		a.markFabricPort(t.ParentPort)
 		for _, c := range r.cfg.Conns {
 			if !c.Remote {
 				t.local = append(t.local, c.Rank)
@@ -229,7 +248,7 @@ func (a *Accelerator) newTreeRing(r *ring) error {
 		}
 	case Spine:
 		for _, p := range t.ChildPorts {
-			a.markFabricPort(p, false)
+			a.markFabricPort(p)
 		}
 		t.childMsg = make([]int64, len(t.Children))
 		for i := range t.childMsg {
@@ -240,23 +259,33 @@ func (a *Accelerator) newTreeRing(r *ring) error {
 	return nil
 }
 
-// markFabricPort records a port that joins this switch to another (up: a
-// leaf's uplink, where host traffic passes unchanged).
-func (a *Accelerator) markFabricPort(p int, up bool) {
+// markFabricPort records a port that joins this switch to another.
+func (a *Accelerator) markFabricPort(p int) {
+	if p < 0 {
+		return
+	}
 	for len(a.fabricPort) <= p {
-		a.fabricPort = append(a.fabricPort, 0)
+		a.fabricPort = append(a.fabricPort, false)
 	}
-	a.fabricPort[p] |= 1
-	if up {
-		a.fabricPort[p] |= 2
-	}
+	a.fabricPort[p] = true
 }
 
 func (a *Accelerator) isFabricPort(p int) bool {
-	return p >= 0 && p < len(a.fabricPort) && a.fabricPort[p] != 0
+	return p >= 0 && p < len(a.fabricPort) && a.fabricPort[p]
 }
-func (a *Accelerator) isUplink(p int) bool {
-	return p >= 0 && p < len(a.fabricPort) && a.fabricPort[p]&2 != 0
+
+// transit judges a ring frame (not the tree's) that entered by a port
+// joining this switch to another: it passes, unless it claims to be from
+// a member attached to this switch, whose frames enter by its own port.
+func (a *Accelerator) transit(v *frames.View) Verdict {
+	if op := v.Opcode(); !isFirstOp(op) && !isLaterOp(op) {
+		return NotINA
+	}
+	if c := a.clt[frameKey(v)]; c != nil && !c.remote {
+		c.ring.stats.PortDrops++
+		return Dropped
+	}
+	return NotINA
 }
 
 // processTree handles a switch-to-switch frame.
@@ -427,6 +456,27 @@ func (a *Accelerator) sendVC(r *ring, vc *vconn, op wire.Opcode, msgID, msgLen u
 		panic(err) // a.out holds any frame of the ring's MTU
 	}
 	emit(a.out[:n], kind, &r.cfg)
+}
+
+// fetchTotal asks the spine again for the total of message m at offset
+// off, which a leaf lacks when a local rank sends m + N into an
+// aggregator still held by m - N: the leaf releases m - N only on m's
+// total, and m's total never came. Its local ranks may not retransmit m
+// at all (another leaf re-sent them m's results), so waiting for them
+// would hold the aggregator forever. The partial sent again makes the
+// spine, whose m is complete, send the total down this leaf's link alone;
+// the rank's next retransmission of m + N then finds the aggregator free.
+// (Releasing on the rank's word instead, m + N implying every rank holds
+// m - N, would trust every host to keep its window.)
+func (a *Accelerator) fetchTotal(r *ring, m int64, off int, emit Emit) {
+	if m < 0 {
+		return
+	}
+	g := &r.aggs[int(m%int64(2*r.cfg.Window))*r.cfg.MsgLen+off]
+	if g.msg == m && g.done && !g.total {
+		r.stats.PartialResends++
+		a.sendPartial(r, g, m, off, KindPartialResend, emit)
+	}
 }
 
 // sendPartial sends a leaf aggregator's partial sum up.

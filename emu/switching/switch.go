@@ -7,6 +7,7 @@ package switching
 
 import (
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/inaemu/inaemu/emu/netreduce"
@@ -43,6 +44,10 @@ type Counters struct {
 	Filtered  uint64 `json:"filtered"`  // destination is the ingress port
 	Emitted   uint64 `json:"emitted"`   // frames the programs sent
 	Runts     uint64 `json:"runts"`     // frames shorter than an Ethernet header, dropped
+	// PortSecurity counts frames dropped by port security: a bound port's
+	// frame from another source MAC or address, or a bound host's source
+	// MAC or address entering by another port (see Bind).
+	PortSecurity uint64 `json:"port_security_drops"`
 }
 
 // Program is a switch program: the pipeline hands it every RoCE frame it
@@ -90,9 +95,19 @@ type Switch struct {
 	routes   map[[6]byte][]int // host NIC MACs: the ports on shortest paths
 	flood    []int             // the ports a flooded frame leaves by (nil: all)
 	programs []Program
-	rings    int // NetReduce rings added
+	bind     []binding        // per port: the host NIC bound to it (see Bind)
+	boundMAC map[[6]byte]int  // the bound NICs' MACs, by port
+	boundIP  map[[16]byte]int // their addresses (As16), by port
+	rings    int              // NetReduce rings added
 	view     frames.View
 	emitFn   ProgramEmit
+}
+
+// binding is a port's bound host NIC.
+type binding struct {
+	set bool
+	mac [6]byte
+	ip  [16]byte
 }
 
 // Egress is a switch port's transmit side: it takes a copy of frame, to
@@ -115,7 +130,8 @@ func New(clock Clock, name string, t Timing) *Switch {
 	if t == (Timing{}) {
 		t = DefaultTiming
 	}
-	s := &Switch{Name: name, timing: t, clock: clock, macs: map[[6]byte]int{}, routes: map[[6]byte][]int{}}
+	s := &Switch{Name: name, timing: t, clock: clock, macs: map[[6]byte]int{}, routes: map[[6]byte][]int{},
+		boundMAC: map[[6]byte]int{}, boundIP: map[[16]byte]int{}}
 	s.emitFn = s.emit
 	return s
 }
@@ -232,6 +248,7 @@ func (c *Counters) Add(x Counters) {
 	c.Filtered += x.Filtered
 	c.Emitted += x.Emitted
 	c.Runts += x.Runts
+	c.PortSecurity += x.PortSecurity
 }
 
 // Add adds another switch's report.
@@ -263,11 +280,79 @@ func (s *Switch) Routed(mac [6]byte) bool {
 // Ports is the number of ports.
 func (s *Switch) Ports() int { return len(s.ports) }
 
+// Bind ties the host NIC with mac and address ip to port p, as an access
+// port's port security and IP source guard do on real switches: a frame
+// entering by p must come from mac (and, if it is IP or RoCEv1, from ip),
+// and a frame from mac or ip entering by any other port is dropped. A
+// RoCE connection is named by addresses and QPNs, which any host can
+// write into a frame; the port a frame enters by it cannot forge. This
+// protects every job, an ordinary WRITE as much as an aggregation packet.
+// Ports joining switches stay unbound: traffic between racks enters by
+// them from every host behind them.
+func (s *Switch) Bind(p int, mac [6]byte, ip netip.Addr) {
+	for len(s.bind) <= p {
+		s.bind = append(s.bind, binding{})
+	}
+	b := binding{set: true, mac: mac, ip: ip.As16()}
+	s.bind[p] = b
+	s.boundMAC[b.mac], s.boundIP[b.ip] = p, p
+}
+
+// admit is port security (see Bind): whether a frame with a unicast
+// source may enter by port.
+func (s *Switch) admit(port int, frame []byte) bool {
+	src := [6]byte(frame[6:12])
+	ip, hasIP := srcAddr(frame)
+	if port < len(s.bind) && s.bind[port].set {
+		b := &s.bind[port]
+		return src == b.mac && (!hasIP || ip == b.ip)
+	}
+	if len(s.boundMAC) == 0 {
+		return true
+	}
+	if _, ok := s.boundMAC[src]; ok {
+		return false
+	}
+	if hasIP {
+		if _, ok := s.boundIP[ip]; ok {
+			return false
+		}
+	}
+	return true
+}
+
+// srcAddr is the source address of an IPv4, IPv6 or RoCEv1 (GRH) frame,
+// as netip.Addr.As16 writes it, behind any VLAN tags.
+func srcAddr(f []byte) (a [16]byte, ok bool) {
+	off := 12
+	for len(f) >= off+2 && (f[off] == 0x81 && f[off+1] == 0x00 || f[off] == 0x88 && f[off+1] == 0xA8) {
+		off += 4
+	}
+	if len(f) < off+2 {
+		return a, false
+	}
+	l3 := f[off+2:]
+	switch {
+	case f[off] == 0x08 && f[off+1] == 0x00 && len(l3) >= 16: // IPv4
+		a[10], a[11] = 0xff, 0xff
+		copy(a[12:], l3[12:16])
+		return a, true
+	case (f[off] == 0x86 && f[off+1] == 0xDD || f[off] == 0x89 && f[off+1] == 0x15) && len(l3) >= 24: // IPv6, GRH
+		copy(a[:], l3[8:24])
+		return a, true
+	}
+	return a, false
+}
+
 // Ingress takes a frame that arrived on port (only read during the call).
 func (s *Switch) Ingress(port int, frame []byte) {
 	s.Stats.Frames++
 	if len(frame) < 14 {
 		s.Stats.Runts++
+		return
+	}
+	if !s.admit(port, frame) {
+		s.Stats.PortSecurity++
 		return
 	}
 	// Stage 1: port learning (unicast sources only; never for a routed

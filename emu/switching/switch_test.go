@@ -889,3 +889,81 @@ func TestRuntIsCounted(t *testing.T) {
 	assert.Equal(t, s.Frames, s.Forwarded+s.Flooded+s.Filtered+s.Runts,
 		"a runt was received (Frames=%d) but no counter says what became of it: %+v", s.Frames, s)
 }
+
+// ---- port security ----
+
+// TestPortSecurity: ports 0 and 1 are bound to hosts A (10.0.0.1) and B
+// (10.0.0.2), port 2 joins another switch. A bound port takes frames from
+// its host's MAC and address only; a bound host's MAC or address entering
+// by any other port is dropped; traffic from behind the trunk passes.
+func TestPortSecurity(t *testing.T) {
+	r := newRig(t, "sw", 3)
+	r.sw.Bind(0, m6(macA), ip4(1))
+	r.sw.Bind(1, m6(macB), ip4(2))
+	r.sw.Route(m6(macA), []int{0})
+	r.sw.Route(m6(macB), []int{1})
+	r.sw.Route(m6(macC), []int{2})
+	ip6 := func(last byte) netip.Addr { return netip.AddrFrom16([16]byte{0: 0xfd, 15: last}) }
+	roce := func(tr frames.Transport, src net.HardwareAddr, sip netip.Addr, vlan bool) []byte {
+		dip, dst := ip4(3), macC
+		if !sip.Is4() {
+			dip = ip6(3)
+		}
+		if sip == ip4(3) { // from behind the trunk, to A
+			dip, dst = ip4(1), macA
+		}
+		b := builder(t, frames.Path{Transport: tr, SrcMAC: src, DstMAC: dst, SrcIP: sip, DstIP: dip, DestQP: 0x12, VLAN: vlan, VLANID: 5})
+		return build(t, b, &frames.Packet{Opcode: wire.SendOnly, PSN: 1, Payload: []byte{1, 2, 3, 4}})
+	}
+	drops := uint64(0)
+	for _, c := range []struct {
+		name  string
+		port  int
+		frame []byte
+		pass  bool
+	}{
+		{"A's own frame on A's port", 0, roce(frames.V2IPv4, macA, ip4(1), false), true},
+		{"A's own frame, VLAN-tagged", 0, roce(frames.V2IPv4, macA, ip4(1), true), true},
+		{"A's ARP (no address checked)", 0, arp(macA), true},
+		{"A's non-IP frame", 0, ether(macC, macA, 1), true},
+		{"B's MAC on A's port", 0, roce(frames.V2IPv4, macB, ip4(2), false), false},
+		{"an unknown MAC on A's port", 0, ether(macC, macH, 2), false},
+		{"A's MAC with B's address", 0, roce(frames.V2IPv4, macA, ip4(2), false), false},
+		{"A's MAC with another address, VLAN-tagged", 0, roce(frames.V2IPv4, macA, ip4(9), true), false},
+		{"A's MAC with an IPv6 source", 0, roce(frames.V2IPv6, macA, ip6(1), false), false},
+		{"A's MAC with a RoCEv1 GID", 0, roce(frames.V1, macA, ip6(1), false), false},
+		{"a remote host behind the trunk", 2, roce(frames.V2IPv4, macC, ip4(3), false), true},
+		{"A's MAC from the trunk", 2, ether(macB, macA, 3), false},
+		{"A's address from the trunk, another MAC", 2, roce(frames.V2IPv4, macH, ip4(1), false), false},
+		{"B's address from the trunk, VLAN-tagged", 2, roce(frames.V2IPv4, macH, ip4(2), true), false},
+	} {
+		r.sw.Ingress(c.port, c.frame)
+		out := r.outputs()
+		if c.pass {
+			assert.NotEmpty(t, out, c.name)
+		} else {
+			drops++
+			assert.Empty(t, out, c.name)
+		}
+		assert.Equal(t, drops, r.sw.Stats.PortSecurity, c.name)
+	}
+	// Bound IPv6 and RoCEv1 hosts are held to their addresses too.
+	r.sw.Bind(1, m6(macB), ip6(2))
+	r.sw.Ingress(1, roce(frames.V2IPv6, macB, ip6(2), false))
+	assert.NotEmpty(t, r.outputs(), "B's IPv6 frame")
+	r.sw.Ingress(1, roce(frames.V1, macB, ip6(2), false))
+	assert.NotEmpty(t, r.outputs(), "B's RoCEv1 frame (GID)")
+	r.sw.Ingress(1, roce(frames.V2IPv6, macB, ip6(7), false))
+	assert.Empty(t, r.outputs(), "B's MAC with another IPv6 source")
+	assert.Equal(t, drops+1, r.sw.Stats.PortSecurity)
+}
+
+// Without bindings every port is open, as before port security.
+func TestNoBindingsNoPortSecurity(t *testing.T) {
+	r := newRig(t, "sw", 2)
+	r.sw.Route(m6(macB), []int{1})
+	r.sw.Ingress(0, ether(macB, macA, 1))
+	r.sw.Ingress(0, ether(macB, macH, 2))
+	assert.Len(t, r.outputs()[1], 2)
+	assert.Zero(t, r.sw.Stats.PortSecurity)
+}
