@@ -453,16 +453,19 @@ func TestEarlyPacketOfUnseenMessageNeverPoisons(t *testing.T) {
 
 // TestRunSpoofFromOtherPort: a forged copy of rank 1's aggregation frame
 // (altered gradient, valid ICRC) entering the switch by port 2 is dropped
-// as forged (port_drops) and the job ends exact; the capture shows it on
-// port2-in with its fault comment. Without the port binding the forged
-// gradient would be summed.
+// by the switch's port security (port 2 is bound to host 2, the frame is
+// host 1's) before the accelerator sees it, and the job ends exact; the
+// capture shows it on port2-in with its fault comment. (Without port
+// security the accelerator's own binding of each connection to its port
+// drops it: the netreduce package's tests.)
 func TestRunSpoofFromOtherPort(t *testing.T) {
 	var buf bytes.Buffer
 	cfg := smallJob(NetReduce, "spoof=2 port=1 class=data nth=5")
 	cfg.Capture = &buf
 	res := runExact(t, cfg)
 	assert.Equal(t, uint64(1), res.Faults.Spoofed)
-	assert.Equal(t, uint64(1), res.Switch.PortDrops)
+	assert.Equal(t, uint64(1), res.Switch.PortSecurity)
+	assert.Zero(t, res.Switch.PortDrops, "the accelerator never saw it")
 	rd, err := pcapio.NewReader("capture", bytes.NewReader(buf.Bytes()))
 	require.NoError(t, err)
 	found := 0

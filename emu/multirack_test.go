@@ -239,3 +239,69 @@ func TestMultiRackEventLoopAllocatesNothing(t *testing.T) {
 	require.NoError(t, u.err())
 	require.Zero(t, allocs, "the warm event loop allocated")
 }
+
+// Ring frames between racks that are not the tree's own (results re-sent
+// by the sender's leaf, frames of released messages, ACKs) take whatever
+// path the routes give: ECMP over several spines, or a direct link
+// between two leaves while the tree's spine is a third switch. Every
+// switch-to-switch port is fabric for the ring, so they pass; each case
+// was a stall (RETRY_EXC_ERR, the frames dropped as forgeries off the
+// tree's uplink) before.
+func TestMultiRackSeveralPaths(t *testing.T) {
+	triangle := &topo.Spec{Kind: "custom",
+		Hosts:    topo.HostsSpec{List: []topo.HostSpec{{Name: "h0"}, {Name: "h1"}, {Name: "h2"}, {Name: "h3"}}},
+		Switches: []topo.SwitchSpec{{Name: "s0"}, {Name: "s1"}, {Name: "s2"}},
+		Links: []topo.LinkSpec{{A: "h0", B: "s0"}, {A: "h1", B: "s0"}, {A: "h2", B: "s1"}, {A: "h3", B: "s1"},
+			{A: "s0", B: "s1"}, {A: "s1", B: "s2"}, {A: "s0", B: "s2"}}}
+	for _, c := range []struct {
+		name    string
+		spec    *topo.Spec
+		workers int
+		fault   string
+	}{
+		{"2 spines, the issue's command", &topo.Spec{Kind: "spine-leaf", Leaves: 2, HostsPerLeaf: 2, Spines: 2}, 3, "drop link=h0-leaf0 nth=3"},
+		{"3 spines, a lost result", &topo.Spec{Kind: "spine-leaf", Leaves: 2, HostsPerLeaf: 2, Spines: 3}, 4, "drop link=leaf1-h2 class=data nth=5"},
+		{"a triangle, the leaves linked directly", triangle, 4, "drop link=h0-s0 nth=3"},
+		{"a triangle, a lost ACK", triangle, 4, "drop link=h2-s1 class=ack nth=2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			tp, err := c.spec.Build(tenG())
+			require.NoError(t, err)
+			cfg.Topology = tp
+			cfg.Workers, cfg.TensorBytes, cfg.MsgLen, cfg.Window, cfg.Seed = c.workers, 64<<10, 8, 1, 1
+			ev, err := faults.Parse(c.fault)
+			require.NoError(t, err)
+			cfg.Events = []faults.Event{ev}
+			res := runOK(t, cfg)
+			assert.Equal(t, uint64(1), res.Faults.Dropped, "the fault fired")
+			require.NotNil(t, res.Jobs[0].Ring)
+			assert.Len(t, res.Jobs[0].Ring.Tree, 3, "aggregated on two tiers")
+			assert.Zero(t, res.Switch.PortDrops+res.Switch.PortSecurity, "nothing taken for a forgery")
+		})
+	}
+}
+
+// A lost total is fetched again when each leaf has one rank, window 1 and
+// one-packet messages (the command). Rank 1's leaf lost message
+// 9's total; rank 1 got 9's result all the same (rank 0's retransmission
+// made leaf0 re-send it), so nothing brings 9 through leaf1 again, and
+// leaf1 held message 8's aggregator (released only by 9's total) against
+// message 10 for ever. Now 10 hitting it re-sends 9's partial, and the
+// spine answers with the total.
+func TestMultiRackLostTotalOneRankPerLeaf(t *testing.T) {
+	for _, c := range []struct{ window, msgLen, nth int }{{1, 1, 10}, {1, 1, 1}, {2, 1, 7}, {1, 3, 10}} {
+		t.Run(fmt.Sprintf("window %d msg-len %d nth %d", c.window, c.msgLen, c.nth), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Topology = mustTopo(t)(topo.SpineLeaf(2, 1, 1, tenG(), tenG()))
+			cfg.Workers, cfg.TensorBytes, cfg.MTU, cfg.Window, cfg.MsgLen, cfg.Seed = 2, 64<<10, 256, c.window, c.msgLen, 1
+			ev, err := faults.Parse(fmt.Sprintf("drop link=spine0-leaf1 qp=0xFFFE00 nth=%d", c.nth))
+			require.NoError(t, err)
+			cfg.Events = []faults.Event{ev}
+			res := runOK(t, cfg)
+			assert.Equal(t, uint64(1), res.Faults.Dropped)
+			tc := res.Jobs[0].Ring.Counters
+			assert.Positive(t, tc.TotalResends+tc.ResultResends, "the lost total came again, or its results from a cache")
+		})
+	}
+}

@@ -101,6 +101,16 @@ func (c *Config) checkEvent(ev *faults.Event, t *topo.Topology, jobs []jobConfig
 			return fmt.Errorf("--fault %q: link=%s: the topology has no such link direction (%s; inaemu topo show lists them)", spec, ev.Link, strings.Join(names, ", "))
 		}
 	}
+	if ev.Action == faults.ActSpoof && ev.From >= 0 && ev.From < hosts {
+		// The forgery enters by host From's first link. A switch at its end
+		// drops it, whatever job it forges (port security: a bound host
+		// port takes its own host's frames only); a host there would take
+		// it, as a NIC takes what its link brings.
+		h := t.Hosts()[ev.From]
+		if l := &t.Links[h.Links[0]]; !isSwitch(t, l.Other(h.Name)) {
+			return fmt.Errorf("--fault %q: spoof=%d: %s's first link goes to %s, not to a switch: a forgery must enter a switch's port", spec, ev.From, h.Name, l.Other(h.Name))
+		}
+	}
 	if ev.Port >= 0 && ev.Port < hosts && ev.Link == "" {
 		// port=R is host R's first link to its switch; a first link to
 		// another host has no switch side for dir= to name.
@@ -112,8 +122,6 @@ func (c *Config) checkEvent(ev *faults.Event, t *topo.Topology, jobs []jobConfig
 	switch {
 	case ev.Port >= hosts:
 		return fmt.Errorf("--fault %q: port=%d: "+portKey, spec, ev.Port, hosts-1)
-	case ev.Action == faults.ActSpoof && !netReduce:
-		return fmt.Errorf("--fault %q: spoof forges aggregation frames for the switch to refuse; in ring mode no switch program checks them and a forged WRITE is simply written (use --mode netreduce)", spec)
 	case ev.Action == faults.ActSpoof && ev.From >= hosts:
 		return fmt.Errorf("--fault %q: spoof=%d: "+portKey, spec, ev.From, hosts-1)
 	case ev.Action == faults.ActDelay && (ev.Delay <= 0 || ev.Delay > faults.MaxDuration):

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/internal/units"
 )
@@ -246,14 +247,19 @@ func TestValidatePSNSpan(t *testing.T) {
 	require.NoError(t, c.Validate())
 }
 
-// A spoof forges aggregation frames for the switch to refuse; ring mode
-// has no switch program to do so, so it is refused there.
-func TestValidateSpoofNeedsNetReduce(t *testing.T) {
+// A spoof's forgery enters a switch by host R's port, where port security
+// drops it whatever job it forges (TestSpoofDroppedForEveryJob): it is
+// valid in every mode, and refused where host R's first link ends at
+// another host, which would take the forgery as its own.
+func TestValidateSpoofNeedsASwitch(t *testing.T) {
 	ev, err := faults.Parse("spoof=1 port=0 class=data nth=1")
 	require.NoError(t, err)
 	c := DefaultConfig()
 	c.Workers, c.TensorBytes, c.Events = 2, 64<<10, []faults.Event{ev}
 	require.NoError(t, c.Validate())
 	c.Mode = Ring
-	require.ErrorContains(t, c.Validate(), "ring mode")
+	require.NoError(t, c.Validate())
+	ring := mustTopo(t)(topo.Dims([]topo.Dim{{Size: 4, Kind: "ring", LinkParams: tenG()}}))
+	c.Topology, c.Workers = ring, 4
+	require.ErrorContains(t, c.Validate(), "spoof=1: h1's first link goes to h0, not to a switch")
 }

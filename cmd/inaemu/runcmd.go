@@ -342,6 +342,9 @@ func printSummary(w io.Writer, r *emu.Result, pcap string, runErr error) {
 			}
 		}
 	}
+	if n := r.Switch.PortSecurity; n > 0 {
+		fmt.Fprintf(w, "  security  %d frames dropped by port security (a host port's frame from another host's MAC or address, or a host's from another port)\n", n)
+	}
 	if hasNetReduce(r) && r.Switch.Frames > 0 {
 		s := r.Switch
 		release := ""
