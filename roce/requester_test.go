@@ -107,6 +107,29 @@ func TestRequesterDecisions(t *testing.T) {
 		assert.Equal(t, seqPSN(102, 6), r.drain(t))
 		assert.Equal(t, roce.StateRTS, r.qp.State())
 	})
+	// A NAK's implied ACK holds whether or not the NAK starts a retry: no
+	// later retransmission, by timeout or another NAK, starts below it
+	// (the capture checker's psn-order rule counts on it).
+	for _, profile := range []roce.Profile{roce.Commodity, roce.RXE} {
+		t.Run(profile.String()+": no retransmission starts below a NAK's implied ACK", func(t *testing.T) {
+			c := cfg
+			c.Profile, c.RetryCnt = profile, 7
+			r := startWith(t, c)
+			r.resp(t, seq, 102) // a retry from 102 starts
+			assert.Equal(t, seqPSN(102, 6), r.drain(t))
+			r.resp(t, seq, 105) // while it runs: acknowledges 102..104
+			r.drain(t)
+			for range 3 {
+				r.clock.Advance(roce.AckTimeout(10))
+				got := r.drain(t)
+				require.NotEmpty(t, got)
+				assert.Equal(t, uint32(105), got[0], "a timeout retransmits from the NAK's PSN")
+			}
+			r.resp(t, seq, 103) // stale: behind comp.psn
+			assert.Empty(t, r.drain(t))
+			assert.Equal(t, uint32(105), r.qp.CompPSN())
+		})
+	}
 	t.Run("rxe: a second NAK while the NAK retry runs is ignored", func(t *testing.T) {
 		r := startRXE(t)
 		r.resp(t, seq, 103)
