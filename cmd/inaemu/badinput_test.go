@@ -362,3 +362,41 @@ func TestSkippedFrameKeepsNumbering(t *testing.T) {
 		assert.Contains(t, strings.Fields(got), "7", "tshark numbers the frames the same way")
 	}
 }
+
+// A count that sizes the run (workers, window, messages) is refused before
+// anything is built from it, naming the flag and its range: --workers -1
+// was a panic (makeslice: len out of range, exit 70), --workers 10^12 the
+// Go runtime's out-of-memory death, ring's --window -3 a stalled job
+// (exit 3), gpus=10^11 an out-of-memory kill.
+func TestCountFlagsInRange(t *testing.T) {
+	dir := t.TempDir()
+	negative := filepath.Join(dir, "negative.yaml")
+	require.NoError(t, os.WriteFile(negative, []byte("workers: -1\n"), 0o644))
+	capture := filepath.Join(dir, "in.pcapng")
+	code, _, errOut := runGuarded(runArgs(append(append([]string{}, small...), "--seed", "1", "--pcap", capture)...)...)
+	require.Equal(t, 0, code, errOut)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--workers", "-1"}, "--workers -1: want 1..64"},
+		{[]string{"run", "--workers", "1000000000000"}, "--workers 1000000000000: want 1..64"},
+		{[]string{"run", "--mode", "wa", "--workers", "-1"}, "--workers -1: want 1..64"},
+		{[]string{"run", "--mode", "ring", "--window", "-3"}, "--window -3: want 1..32"},
+		{[]string{"run", "--msg-len", "256"}, "--msg-len 256: want 1..255"},
+		{[]string{"run", "--timeout", "-1"}, "--timeout -1: want 0..31"},
+		{[]string{"run", "--retry-cnt", "8"}, "--retry-cnt 8: want 0..7"},
+		{[]string{"sweep", "--workers", "-1"}, "--workers -1: want 1..64"},
+		{[]string{"host", "--tap", "ina-h0", "--rank", "0", "--seed", "1", "--workers", "-1"}, "--workers -1: want 1..64"},
+		{[]string{"run", "--scenario", negative}, "scenario " + negative + ": workers: -1: want 1..64"},
+		{[]string{"run", "--topology", "star:hosts=4,gpus=100000000000,intra=150G", "--mode", "fr"}, "100000000000 GPUs: want at most 64"},
+		{[]string{"replay", capture, "--through-switch", "--out", filepath.Join(dir, "out.pcapng"), "--workers", "-1"}, "--workers -1: want 2..64, or 0 for the default"},
+		{[]string{"replay", capture, "--through-switch", "--out", filepath.Join(dir, "out.pcapng"), "--window", "99"}, "--window 99: want 1..32"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			code, out, errOut := runGuarded(c.args...)
+			assert.Empty(t, out)
+			oneLine(t, code, errOut, "inaemu "+c.args[0]+": ", c.want)
+		})
+	}
+}

@@ -201,6 +201,9 @@ func (j *jobFlags) config(e *cmdEnv) (emu.Config, bool) {
 	if j.starOnly && j.refuseTopology(e, "inaemu "+e.name) {
 		return cfg, false
 	}
+	if !j.countsInRange(e) {
+		return cfg, false
+	}
 	merged, ok := j.merged(e)
 	if !ok {
 		return cfg, false
@@ -239,6 +242,23 @@ func (j *jobFlags) config(e *cmdEnv) (emu.Config, bool) {
 		debug.SetMemoryLimit(mem)
 	}
 	return cfg, true
+}
+
+// countsInRange refuses a count given as a flag outside its option's
+// bounds, before anything is sized by it (--workers -1 was a slice of
+// length -1), in emu's words: "--workers -1: want 1..64". A file's counts
+// are checked by Apply.
+func (j *jobFlags) countsInRange(e *cmdEnv) bool {
+	for _, o := range j.opts {
+		f, _ := o.Field(&j.over)
+		if n, ok := f.Interface().(*int); ok && n != nil {
+			if err := o.Check(*n); err != nil {
+				e.usageError("--%s %d: %v", o.FlagName(), *n, err)
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // fromFlags reports whether the scenario key that Apply refused was given

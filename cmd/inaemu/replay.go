@@ -75,6 +75,18 @@ func runReplay(fs *cmdEnv, file string, a replayArgs) int {
 		fs.usageError("need --tap IFACE, or --through-switch and --out FILE")
 		return exitUsage
 	}
+	// The ring's sizes, checked up front so that a refusal names the
+	// flag (0: the default, most read from the capture).
+	for _, c := range []struct {
+		flag      string
+		v, lo, hi int
+	}{{"workers", a.workers, 2, netreduce.MaxWorkers}, {"window", a.window, 1, netreduce.MaxWindow},
+		{"msg-len", a.msgLen, 1, netreduce.MaxMsgLen}, {"mtu", a.mtu, 256, 4096}} {
+		if c.v != 0 && (c.v < c.lo || c.v > c.hi) {
+			fs.usageError("--%s %d: want %d..%d, or 0 for the default", c.flag, c.v, c.lo, c.hi)
+			return exitUsage
+		}
+	}
 	noteValue(fs, "--link ", scenario.Rate, a.link)
 	opt := replay.Options{Workers: a.workers, Window: a.window, MsgLen: a.msgLen, MTU: a.mtu}
 	if opt.DType, err = tensor.ParseDType(a.dtype); err == nil {

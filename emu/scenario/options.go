@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/internal/units"
 )
 
@@ -28,6 +29,19 @@ type Option struct {
 	// Kind says how the value is read, for the notes on surprising
 	// spellings (rates and durations follow tc).
 	Kind Kind
+	// Min and Max bound a Number that sizes the run (a slice per
+	// worker, a slot per message in flight) or fits a field: a value
+	// outside them is refused before anything is built from it. Max 0:
+	// no bounds here (emu checks what is left).
+	Min, Max int
+}
+
+// Check refuses a Number outside the option's bounds.
+func (o Option) Check(n int) error {
+	if o.Max != 0 && (n < o.Min || n > o.Max) {
+		return fmt.Errorf("want %d..%d", o.Min, o.Max)
+	}
+	return nil
 }
 
 // Group is the kind of setting: which commands take an Option.
@@ -67,13 +81,15 @@ var Exceptions = map[string]string{
 func Options() []Option {
 	def := emu.DefaultConfig()
 	return []Option{
-		{Key: "workers", Arg: "N", Group: JobGroup, Kind: Number, Default: fmt.Sprint(def.Workers),
-			Help: "number of workers H (2..64); with a topology the job runs on its first H hosts (default there: all of them)"},
+		// One worker is one machine of GPUs for a scheme (fr, pn, pr, ta);
+		// emu refuses it elsewhere.
+		{Key: "workers", Arg: "N", Group: JobGroup, Kind: Number, Default: fmt.Sprint(def.Workers), Min: 1, Max: netreduce.MaxWorkers,
+			Help: "number of workers H (2..64; a scheme over GPUs: 1..64 machines); with a topology the job runs on its first H hosts (default there: all of them)"},
 		{Key: "mode", Arg: "MODE", Group: JobGroup, Default: def.Mode.String(),
 			Help: "allreduce algorithm: netreduce (through the aggregating switch), ring (Ring-AllReduce; the switch only forwards) or wa (worker-aggregator: the workers send to one more host, the aggregator, which sums and sends back); on hosts with GPUs, a scheme of NetReduce's Appendix A over all their GPUs: fr (one ring), pn (parallel NetReduce rings), pr (parallel rings) or ta (reduce to a master, ring of masters, broadcast)"},
-		{Key: "window", Arg: "N", Group: JobGroup, Kind: Number, Default: fmt.Sprint(def.Window),
+		{Key: "window", Arg: "N", Group: JobGroup, Kind: Number, Default: fmt.Sprint(def.Window), Min: 1, Max: netreduce.MaxWindow,
 			Help: "NetReduce window N: messages in flight per worker (1..32)"},
-		{Key: "msg_len", Arg: "K", Group: JobGroup, Kind: Number, Default: fmt.Sprint(def.MsgLen),
+		{Key: "msg_len", Arg: "K", Group: JobGroup, Kind: Number, Default: fmt.Sprint(def.MsgLen), Min: 1, Max: netreduce.MaxMsgLen,
 			Help: "packets per message (1..255)"},
 		{Key: "mtu", Arg: "BYTES", Group: JobGroup, Kind: Number, Default: fmt.Sprint(def.MTU),
 			Help: "path MTU: 256, 512, 1024, 2048 or 4096"},
@@ -95,9 +111,9 @@ func Options() []Option {
 			Help: "each NIC compression engine's rate in bits of uncompressed data per second (the paper's: 256 bits per 100 MHz cycle)"},
 		{Key: "bcast", Arg: "WAY", Group: JobGroup, Default: string(def.Bcast),
 			Help: "how a wa job's aggregator sends the sum back: unicast (to each worker in turn), tree (a binomial tree over the aggregator and the workers) or worker-tree (each summed message straight to worker 0, then a binomial tree over the workers: the (p + log2 p)·n·β of INCEPTIONN's model)"},
-		{Key: "timeout", Arg: "EXP", Group: JobGroup, Kind: Number, Default: fmt.Sprint(def.Timeout),
+		{Key: "timeout", Arg: "EXP", Group: JobGroup, Kind: Number, Default: fmt.Sprint(def.Timeout), Min: 0, Max: 31,
 			Help: "QP local ACK timeout exponent: 4.096us × 2^EXP (14 ≈ 67 ms, as perftest sets it)"},
-		{Key: "retry_cnt", Arg: "N", Group: JobGroup, Kind: Number, Default: fmt.Sprint(def.RetryCnt),
+		{Key: "retry_cnt", Arg: "N", Group: JobGroup, Kind: Number, Default: fmt.Sprint(def.RetryCnt), Min: 0, Max: 7,
 			Help: "QP retry count (0..7; 7 means seven retries, forever with --nic rxe)"},
 		{Key: "nic", Arg: "PROFILE", Group: JobGroup, Default: def.NIC.String(),
 			Help: "NIC behaviour profile: commodity (a hardware RNIC as the IB spec says) or rxe (Linux soft-RoCE: 128 PSNs in flight, one NAK retry at a time, retry_cnt 7 infinite)"},
@@ -125,6 +141,8 @@ func Options() []Option {
 			Help: "the network: star, star:hosts=8, spine-leaf:leaves=2,hosts=4,spines=1[,uplink=40G], dims:4x4[,kinds=ring/switch], or FILE.yaml (the keys of a scenario's topology:); links it does not set take --link, --latency and --queue (default: the star of --workers hosts)"},
 		{Key: "switch_memory", Arg: "SIZE", Group: NetworkGroup, Kind: Size,
 			Help: "each switch's aggregation memory budget, e.g. 64MiB (default: no bound); a NetReduce ring that does not fit is refused (exit 2)"},
+		{Key: "port_security", Arg: "on|off", Group: NetworkGroup, Default: "on",
+			Help: "switch host ports take their own NIC's source MAC and address only, as port security and IP source guard do; off leaves forged frames to the switch programs' own checks (a spoof= aimed at a job no program checks is then refused)"},
 	}
 }
 

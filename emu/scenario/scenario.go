@@ -92,6 +92,9 @@ type Scenario struct {
 	// SwitchMemory is each switch's aggregation memory budget (a size,
 	// e.g. 64MiB; not given: no bound).
 	SwitchMemory string `yaml:"switch_memory,omitempty"`
+	// PortSecurity is on (default: each switch host port takes its own
+	// NIC's frames only) or off.
+	PortSecurity string `yaml:"port_security,omitempty"`
 	// Jobs are the run's jobs; without them the run is one job of workers
 	// ranks on hosts h0, h1, ...
 	Jobs []Job `yaml:"jobs,omitempty"`
@@ -248,34 +251,34 @@ func (s *Scenario) Apply(cfg *emu.Config) error {
 			}
 		}
 	}
+	// The counts are checked before anything is sized by them: -1
+	// workers was a slice of length -1.
 	for _, f := range []struct {
+		key string
 		v   *int
-		dst *int
-	}{{s.Workers, &cfg.Workers}, {s.Window, &cfg.Window}, {s.MsgLen, &cfg.MsgLen}, {s.MTU, &cfg.MTU}, {s.Queue, &cfg.Link.Queue}} {
+		dst func(int)
+	}{
+		{"workers", s.Workers, func(n int) { cfg.Workers = n }},
+		{"window", s.Window, func(n int) { cfg.Window = n }},
+		{"msg_len", s.MsgLen, func(n int) { cfg.MsgLen = n }},
+		{"mtu", s.MTU, func(n int) { cfg.MTU = n }},
+		{"queue", s.Queue, func(n int) { cfg.Link.Queue = n }},
+		{"timeout", s.Timeout, func(n int) { cfg.Timeout = uint8(n) }},
+		{"retry_cnt", s.RetryCnt, func(n int) { cfg.RetryCnt = uint8(n) }},
+	} {
 		if f.v != nil {
-			*f.dst = *f.v
+			set(f.key, func() error {
+				o, _ := OptionByKey(f.key)
+				if err := o.Check(*f.v); err != nil {
+					return fmt.Errorf("%d: %v", *f.v, err)
+				}
+				f.dst(*f.v)
+				return nil
+			})
 		}
 	}
 	if s.Seed != nil {
 		cfg.Seed = *s.Seed
-	}
-	if s.Timeout != nil {
-		set("timeout", func() error {
-			if *s.Timeout < 0 || *s.Timeout > 31 {
-				return fmt.Errorf("%d: want an exponent 0..31", *s.Timeout)
-			}
-			cfg.Timeout = uint8(*s.Timeout)
-			return nil
-		})
-	}
-	if s.RetryCnt != nil {
-		set("retry_cnt", func() error {
-			if *s.RetryCnt < 0 || *s.RetryCnt > 7 {
-				return fmt.Errorf("%d: want 0..7", *s.RetryCnt)
-			}
-			cfg.RetryCnt = uint8(*s.RetryCnt)
-			return nil
-		})
 	}
 	if s.Mode != "" {
 		set("mode", func() (e error) { cfg.Mode, e = emu.ParseMode(s.Mode); return })
@@ -328,6 +331,16 @@ func (s *Scenario) Apply(cfg *emu.Config) error {
 	}
 	if s.SwitchMemory != "" {
 		set("switch_memory", func() (e error) { cfg.SwitchMemory, e = units.ParseSize(s.SwitchMemory); return })
+	}
+	if s.PortSecurity != "" {
+		set("port_security", func() error {
+			switch s.PortSecurity {
+			case "on", "off":
+				cfg.OpenPorts = s.PortSecurity == "off"
+				return nil
+			}
+			return fmt.Errorf("port security %q: want on or off", s.PortSecurity)
+		})
 	}
 	if err != nil {
 		return err

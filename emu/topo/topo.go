@@ -19,6 +19,11 @@ import (
 // address ends in r+1, which then fits one byte.
 const MaxHosts = 250
 
+// MaxGPUs bounds a host's GPUs: a job has at most 64 ranks, so more could
+// never all be in one, and a typo (gpus=100000000000) would otherwise size
+// a list of that many GPUs before any check of the job.
+const MaxGPUs = 64
+
 // DefaultQueue is the egress queue, in frames, of a link whose Queue is 0:
 // Linux's default txqueuelen.
 const DefaultQueue = 1000
@@ -230,6 +235,8 @@ func (t *Topology) Validate() error {
 		switch {
 		case n.GPUs < 0 || n.Kind == KindSwitch && n.GPUs != 0:
 			return fmt.Errorf("node %s: %d GPUs", n.Name, n.GPUs)
+		case n.GPUs > MaxGPUs:
+			return fmt.Errorf("node %s: %d GPUs: want at most %d", n.Name, n.GPUs, MaxGPUs)
 		case math.IsNaN(n.Intra.Rate) || math.IsInf(n.Intra.Rate, 0) || n.Intra.Rate < 0 || n.Intra.Alpha < 0:
 			return fmt.Errorf("node %s: interconnect rate %g, alpha %v", n.Name, n.Intra.Rate, n.Intra.Alpha)
 		case n.GPUs > 1 && n.Intra.Rate == 0: // its GPUs could not exchange a byte
