@@ -466,6 +466,13 @@ func TestRunSpoofFromOtherPort(t *testing.T) {
 	assert.Equal(t, uint64(1), res.Faults.Spoofed)
 	assert.Equal(t, uint64(1), res.Switch.PortSecurity)
 	assert.Zero(t, res.Switch.PortDrops, "the accelerator never saw it")
+	// With port security off the forgery reaches the accelerator, which
+	// drops it by the connection's port binding.
+	open := smallJob(NetReduce, "spoof=2 port=1 class=data nth=5")
+	open.OpenPorts = true
+	res2 := runExact(t, open)
+	assert.Equal(t, uint64(1), res2.Switch.PortDrops)
+	assert.Zero(t, res2.Switch.PortSecurity)
 	rd, err := pcapio.NewReader("capture", bytes.NewReader(buf.Bytes()))
 	require.NoError(t, err)
 	found := 0

@@ -92,6 +92,12 @@ type Config struct {
 	// SwitchMemory bounds each switch's aggregation memory (bytes; 0: no
 	// bound): a ring that does not fit is refused at setup.
 	SwitchMemory int64
+	// OpenPorts turns the switches' port security off (see
+	// switching.Switch.Bind), as on a switch that has none: a spoofed frame
+	// then meets only the switch programs' own checks (NetReduce binds each
+	// ring connection to its member's port), so a spoof aimed at a job no
+	// program checks is refused.
+	OpenPorts bool
 	// Jobs, if given, are the run's jobs, placed on the topology's hosts.
 	Jobs []JobSpec
 	// Context, if set, stops an emulated run when it is done (Ctrl-C):
@@ -659,7 +665,7 @@ func newRun(cfg Config) (*run, error) {
 		fab, err = live.NewFabric(cfg.Workers, cfg.Transport, cfg.Timing, *cfg.Devices)
 	} else {
 		fab, err = fabric.New(fabric.Config{Topology: cfg.Topology, Hosts: cfg.starHosts(), Transport: cfg.Transport, Link: cfg.Link, Timing: cfg.Timing,
-			SwitchMemory: cfg.SwitchMemory, Netem: cfg.Netem, Events: cfg.Events, Seed: cfg.Seed, Capture: cfg.Capture})
+			SwitchMemory: cfg.SwitchMemory, Netem: cfg.Netem, Events: cfg.Events, Seed: cfg.Seed, Capture: cfg.Capture, OpenPorts: cfg.OpenPorts})
 	}
 	if err != nil {
 		return nil, &ConfigError{err}

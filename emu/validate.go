@@ -101,6 +101,11 @@ func (c *Config) checkEvent(ev *faults.Event, t *topo.Topology, jobs []jobConfig
 			return fmt.Errorf("--fault %q: link=%s: the topology has no such link direction (%s; inaemu topo show lists them)", spec, ev.Link, strings.Join(names, ", "))
 		}
 	}
+	if ev.Action == faults.ActSpoof && c.OpenPorts && ev.Port >= 0 && ev.Port < hosts {
+		if name := forgedJob(ev, t.Hosts()[ev.Port].Name, jobs); name != "" {
+			return fmt.Errorf("--fault %q: with port security off, a forgery of job %s's frames (%s mode) reaches its receiver: no switch program checks them and a forged WRITE is simply written (keep port security on, or aim the spoof at a NetReduce job's QP with qp=)", spec, name, modeOf(jobs, name))
+		}
+	}
 	if ev.Action == faults.ActSpoof && ev.From >= 0 && ev.From < hosts {
 		// The forgery enters by host From's first link. A switch at its end
 		// drops it, whatever job it forges (port security: a bound host
@@ -143,4 +148,42 @@ func (c *Config) checkEvent(ev *faults.Event, t *topo.Topology, jobs []jobConfig
 func isSwitch(t *topo.Topology, name string) bool {
 	n, ok := t.Node(name)
 	return ok && n.Kind == topo.KindSwitch
+}
+
+// forgedJob is a job, other than a NetReduce one, whose frames a spoof
+// event copies: a job with a rank on host (its frames cross the host's
+// link into the switch) and, if the event names a QP, that QP. "" if none.
+func forgedJob(ev *faults.Event, host string, jobs []jobConfig) string {
+	for j, jc := range jobs {
+		if jc.schemeJob() || jc.cfg.Mode == NetReduce {
+			continue // a scheme's inter-machine jobs are in jobs themselves
+		}
+		on := false
+		for _, r := range jc.ranks {
+			h, _, _ := strings.Cut(r, ":")
+			on = on || h == host
+		}
+		if !on {
+			continue
+		}
+		if ev.QP < 0 {
+			return jc.name
+		}
+		for _, q := range jobQPNs(j, len(jobs), jc.ranks) {
+			if ev.QP == int64(q.send) || ev.QP == int64(q.recv) {
+				return jc.name
+			}
+		}
+	}
+	return ""
+}
+
+// modeOf is job name's mode.
+func modeOf(jobs []jobConfig, name string) Mode {
+	for _, jc := range jobs {
+		if jc.name == name {
+			return jc.cfg.Mode
+		}
+	}
+	return ""
 }

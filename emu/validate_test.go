@@ -263,3 +263,29 @@ func TestValidateSpoofNeedsASwitch(t *testing.T) {
 	c.Topology, c.Workers = ring, 4
 	require.ErrorContains(t, c.Validate(), "spoof=1: h1's first link goes to h0, not to a switch")
 }
+
+// With port security off, a spoof is refused per job: allowed when the
+// forged frames are a NetReduce job's (its ring connections are bound to
+// their ports), refused when any job whose frames it copies is one no
+// switch program checks, naming that job, whatever else the run holds.
+func TestValidateSpoofPerJobWithPortsOpen(t *testing.T) {
+	c := DefaultConfig()
+	c.Workers, c.TensorBytes, c.OpenPorts = 6, 64<<10, true
+	c.Jobs = []JobSpec{{Name: "a", Mode: NetReduce, Ranks: []string{"h0", "h1", "h2"}}, {Name: "c", Mode: Ring, Ranks: []string{"h3", "h4", "h5"}}}
+	for spec, want := range map[string]string{
+		"spoof=0 port=1 class=data nth=2": "",
+		"spoof=0 port=4 class=data nth=2": "a forgery of job c's frames (ring mode)",
+		"spoof=4 port=1 class=data nth=2": "",
+	} {
+		ev, err := faults.Parse(spec)
+		require.NoError(t, err)
+		c.Events = []faults.Event{ev}
+		if want == "" {
+			assert.NoError(t, c.Validate(), spec)
+		} else {
+			assert.ErrorContains(t, c.Validate(), want, spec)
+		}
+	}
+	c.OpenPorts = false
+	assert.NoError(t, c.Validate(), "port security drops it")
+}
