@@ -400,3 +400,43 @@ func TestCountFlagsInRange(t *testing.T) {
 		})
 	}
 }
+
+// A file read whole is read up to a bound: --scenario /dev/zero read
+// without end and died of the Go runtime's out-of-memory (a trace of
+// hundreds of lines), and so did a --topology file, merge's shard reports,
+// plot's results and model's CSV. Now each is one line naming the file.
+func TestInputFilesBounded(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero here")
+	}
+	dir := t.TempDir()
+	link := func(name string) string { // a name the command takes for its kind of file
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.Symlink("/dev/zero", p))
+		return p
+	}
+	big := filepath.Join(dir, "big.yaml") // a regular file one byte over
+	require.NoError(t, os.WriteFile(big, bytes.Repeat([]byte("\n"), 4<<20+1), 0o644))
+	topology, csv := link("zero.yaml"), link("zero.csv")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--scenario", "/dev/zero"}, "scenario: /dev/zero: too large: more than 4MiB"},
+		{[]string{"run", "--scenario", big}, big + ": too large: more than 4MiB"},
+		{[]string{"topo", "show", "--topology", topology}, topology + ": too large: more than 4MiB"},
+		{[]string{"merge", "/dev/zero"}, "inaemu merge: /dev/zero: too large: more than 16MiB"},
+		{[]string{"plot", "sweep", "--x", "workers", "--out", filepath.Join(dir, "x.svg"), "/dev/zero"}, "inaemu plot: /dev/zero: too large: more than 16MiB"},
+		{[]string{"model", "--train", csv}, "inaemu model: " + csv + ": too large: more than 16MiB"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			code, out, errOut := runGuarded(c.args...)
+			runtime.ReadMemStats(&after)
+			assert.Empty(t, out)
+			oneLine(t, code, errOut, "inaemu ", c.want)
+			assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(256<<20), "read up to the bound only")
+		})
+	}
+}

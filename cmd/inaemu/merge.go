@@ -14,6 +14,7 @@ import (
 
 	"github.com/inaemu/inaemu/conformance"
 	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/internal/units"
 )
 
 // mergeCommand is 'inaemu merge': shard reports into one.
@@ -37,11 +38,35 @@ cannot be read.`
 	return c
 }
 
+// maxInputSize bounds a report, results or model file the user names
+// (merge, plot sweep, model --train FILE.csv). They are kilobytes, a
+// results file of thousands of runs a few MiB; the bound keeps a file
+// named by mistake (/dev/zero) from being read into memory without end.
+const maxInputSize = 16 << 20
+
+// readInput reads such a file. It reads a pipe too (<(...)), so it bounds
+// what it reads rather than asking for a regular file.
+func readInput(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxInputSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxInputSize {
+		return nil, fmt.Errorf("%s: too large: more than %s", name, units.FormatSize(maxInputSize))
+	}
+	return b, nil
+}
+
 func runMerge(e *cmdEnv, files []string, asJSON bool) int {
 	var raw [][]byte
 	sweep := false
 	for k, name := range files {
-		b, err := os.ReadFile(name)
+		b, err := readInput(name)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "inaemu merge: %v\n", err)
 			return exitUsage

@@ -1,9 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -330,10 +330,9 @@ func runTrain(e *cmdEnv, a modelArgs, schemes []commmodel.Scheme, gpus []int, al
 
 // readModelFile reads a network's CSV file.
 func readModelFile(name string) (commmodel.Model, error) {
-	f, err := os.Open(name)
+	b, err := readInput(name)
 	if err != nil {
 		return commmodel.Model{}, err
 	}
-	defer f.Close()
-	return commmodel.ReadModel(name, f)
+	return commmodel.ReadModel(name, bytes.NewReader(b))
 }

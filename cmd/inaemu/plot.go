@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -156,13 +157,12 @@ func runPlotSweep(fs *cmdEnv, pos []string, a plotSweepArgs) int {
 	}
 	var samples []graphs.Sample
 	for _, name := range pos {
-		f, err := os.Open(name)
+		b, err := readInput(name)
 		if err != nil {
 			fmt.Fprintf(stderr, "inaemu plot: %v\n", err)
 			return exitUsage
 		}
-		s, err := graphs.ReadResults(name, f)
-		f.Close()
+		s, err := graphs.ReadResults(name, bytes.NewReader(b))
 		if err != nil {
 			fmt.Fprintf(stderr, "inaemu plot: %v\n", err)
 			return exitUsage

@@ -32,7 +32,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"reflect"
 	"strings"
 
@@ -128,9 +127,10 @@ type Error struct {
 func (e *Error) Error() string { return e.Key + ": " + e.Err.Error() }
 func (e *Error) Unwrap() error { return e.Err }
 
-// Load reads a scenario file; unknown keys are errors.
+// Load reads a scenario file (at most topo.MaxFileSize bytes); unknown
+// keys are errors.
 func Load(path string) (*Scenario, error) {
-	b, err := os.ReadFile(path)
+	b, err := topo.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

@@ -150,9 +150,33 @@ func yamlKeys(t reflect.Type) map[string]bool {
 
 func yamlKey(f reflect.StructField) string { return strings.Split(f.Tag.Get("yaml"), ",")[0] }
 
+// MaxFileSize bounds a topology or scenario file. They are kilobytes;
+// the bound keeps a file named by mistake (/dev/zero, a capture) from
+// being read into memory without end.
+const MaxFileSize = 4 << 20
+
+// ReadFile reads a topology or scenario file of at most MaxFileSize
+// bytes. It reads a pipe too (--scenario <(...)), so it bounds what it
+// reads rather than asking for a regular file.
+func ReadFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxFileSize {
+		return nil, fmt.Errorf("%s: too large: more than %s", path, units.FormatSize(MaxFileSize))
+	}
+	return b, nil
+}
+
 // Load reads a topology file; unknown keys are errors.
 func Load(path string) (*Spec, error) {
-	b, err := os.ReadFile(path)
+	b, err := ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
