@@ -81,7 +81,7 @@ func ParseDuration(s string) (time.Duration, error) {
 			ns := v * scale
 			switch {
 			case math.IsNaN(ns) || v < 0:
-				return 0, fmt.Errorf("%q is not a duration (e.g. 10us, 2ms; a bare number is nanoseconds, as netem reads it)", s)
+				return 0, fmt.Errorf("%q is not a duration from 0 to %s (e.g. 10us, 2ms; a bare number is nanoseconds, as netem reads it)", s, maxDurationText())
 			case ns > float64(MaxDuration): // also +Inf and overflowing numbers
 				return 0, &tooLongError{s, bare}
 			}
@@ -93,7 +93,7 @@ func ParseDuration(s string) (time.Duration, error) {
 	case err != nil && durationOverflows(s):
 		return 0, &tooLongError{s, false}
 	case err != nil || d < 0:
-		return 0, fmt.Errorf("%q is not a duration (e.g. 10us, 2ms)", s)
+		return 0, fmt.Errorf("%q is not a duration from 0 to %s (e.g. 10us, 2ms)", s, maxDurationText())
 	case d > MaxDuration:
 		return 0, &tooLongError{s, false}
 	}
@@ -126,8 +126,13 @@ type tooLongError struct {
 	bare bool // a bare number: nanoseconds
 }
 
+// maxDurationText is MaxDuration as a user writes it: 1h, not 1h0m0s.
+func maxDurationText() string {
+	return strings.TrimSuffix(strings.TrimSuffix(MaxDuration.String(), "0s"), "0m")
+}
+
 func (e *tooLongError) Error() string {
-	limit := strings.TrimSuffix(strings.TrimSuffix(MaxDuration.String(), "0s"), "0m") // 1h, not 1h0m0s
+	limit := maxDurationText()
 	if e.bare {
 		return fmt.Sprintf("%q is beyond the %s limit for durations (a bare number is nanoseconds, as netem reads it)", e.s, limit)
 	}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,6 +57,62 @@ func TestParseEvent(t *testing.T) {
 		require.Error(t, err, spec)
 		assert.Contains(t, err.Error(), tok, spec)
 	}
+}
+
+// Every value out of its range is refused, in one line naming the value
+// and the range: percentages (netem's, gemodel's optional r, 1-h and 1-k
+// among them, which had read 200% as 0), prob= (a percentage: a bare
+// number, which reads as a probability too, had been taken as percent),
+// counts (hold and gap had no upper bound) and durations.
+func TestRangeRefusals(t *testing.T) {
+	for _, c := range []struct{ spec, err string }{
+		{"loss gemodel 1% 200%", `netem "loss gemodel 1% 200%": bad token "200%": "200%" is not a percentage from 0 to 100`},
+		{"loss gemodel 1% 30% 101", `netem "loss gemodel 1% 30% 101": bad token "101": "101" is not a percentage from 0 to 100`},
+		{"loss gemodel 1% 30% 70% NaN", `netem "loss gemodel 1% 30% 70% NaN": bad token "NaN": "NaN" is not a percentage from 0 to 100`},
+		{"loss gemodel 1% 30% 70% 0.1% delay 5us", ""},
+		{"loss gemodel -1%", `netem "loss gemodel -1%": bad token "-1%": "-1%" is not a percentage from 0 to 100`},
+		{"duplicate 100.5%", `netem "duplicate 100.5%": bad token "100.5%": "100.5%" is not a percentage from 0 to 100`},
+		{"corrupt -0.1", `netem "corrupt -0.1": bad token "-0.1": "-0.1" is not a percentage from 0 to 100`},
+		{"reorder 150% gap 5", `netem "reorder 150% gap 5": bad token "150%": "150%" is not a percentage from 0 to 100`},
+		{"reorder 5% gap 9999999999", `netem "reorder 5% gap 9999999999": bad token "9999999999": gap must be a whole number of frames from 1 to 2147483648`},
+		{"delay -5us", `netem "delay -5us": bad token "-5us": "-5us" is not a duration from 0 to 1h (e.g. 10us, 2ms; a bare number is nanoseconds, as netem reads it)`},
+		{"delay 5us 2h", `netem "delay 5us 2h": bad token "2h": "2h" is beyond the 1h limit for durations`},
+		{"drop prob=2", `fault "drop prob=2": bad token "prob=2": prob is a percentage from 0% to 100% written with its % sign, e.g. prob=2%: a bare 2 reads as a probability to some and as a percentage to others`},
+		{"drop prob=0.5", `fault "drop prob=0.5": bad token "prob=0.5": prob is a percentage from 0% to 100% written with its % sign, e.g. prob=0.5%: a bare 0.5 reads as a probability to some and as a percentage to others`},
+		{"drop prob=200", `fault "drop prob=200": bad token "prob=200": "200" is not a percentage from 0 to 100`},
+		{"drop prob=101%", `fault "drop prob=101%": bad token "prob=101%": "101%" is not a percentage from 0 to 100`},
+		{"drop prob=-1%", `fault "drop prob=-1%": bad token "prob=-1%": "-1%" is not a percentage from 0 to 100`},
+		{"drop prob=0", ""},
+		{"drop prob=100%", ""},
+		{"hold=99999999999", `fault "hold=99999999999": bad token "hold=99999999999": hold needs a frame count from 1 to 2147483648, e.g. hold=3`},
+		{"hold=2147483649", `fault "hold=2147483649": bad token "hold=2147483649": hold needs a frame count from 1 to 2147483648, e.g. hold=3`},
+		{"hold=2147483648", ""},
+		{"drop nth=2147483649", `fault "drop nth=2147483649": bad token "nth=2147483649": nth must be a whole number from 1 to 2147483648`},
+		{"drop every=0", `fault "drop every=0": bad token "every=0": every must be a whole number from 1 to 2147483648`},
+		{"spoof=65537 port=1", `fault "spoof=65537 port=1": bad token "spoof=65537": spoof needs the switch port the forgery enters by, from 0 to 65536, e.g. spoof=2`},
+		{"delay=0", `fault "delay=0": bad token "delay=0": delay needs a positive duration, above 0 and up to 1h, e.g. delay=20us`},
+		{"delay=-1us", `fault "delay=-1us": bad token "delay=-1us": delay needs a positive duration, above 0 and up to 1h, e.g. delay=20us`},
+		{"delay=61m", `fault "delay=61m": bad token "delay=61m": "61m" is beyond the 1h limit for durations`},
+	} {
+		var err error
+		if strings.Contains(c.spec, "=") {
+			_, err = faults.Parse(c.spec)
+		} else {
+			_, err = faults.ParseNetem(c.spec)
+		}
+		if c.err == "" {
+			assert.NoError(t, err, c.spec)
+			continue
+		}
+		assert.EqualError(t, err, c.err, c.spec)
+	}
+	// Accepted values keep their meaning.
+	n, err := faults.ParseNetem("loss gemodel 1% 100% 0 100")
+	require.NoError(t, err)
+	assert.Equal(t, &faults.GEModel{P: 0.01, R: 1, OneMinusH: 0, OneMinusK: 1}, n.GE)
+	ev, err := faults.Parse("drop prob=2%")
+	require.NoError(t, err)
+	assert.InDelta(t, 0.02, ev.Prob, 1e-12)
 }
 
 func TestParseNetem(t *testing.T) {

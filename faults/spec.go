@@ -17,6 +17,10 @@ import (
 // Percentages follow netem: "1%" and "1" both mean one percent (tc reads a
 // bare number as a percentage too). Values are stored as probabilities.
 
+// maxCount bounds every count of frames a spec gives (nth, every, hold,
+// gap): far beyond any run's frames, and an int on every platform.
+const maxCount = 1 << 31
+
 // ParsePercent reads a netem percentage ("0.5%", "0.5") as a probability.
 func ParsePercent(s string) (float64, error) {
 	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
@@ -99,17 +103,15 @@ func ParseNetem(s string) (Netem, error) {
 				}
 				i++
 				ge.R = 1 - ge.P // netem's default when r is omitted
-				if isNum(i + 1) {
+				// The optional r, 1-h and 1-k, as many as follow.
+				for _, v := range []*float64{&ge.R, &ge.OneMinusH, &ge.OneMinusK} {
+					if !isNum(i + 1) {
+						break
+					}
 					i++
-					ge.R, _ = pct(i)
-				}
-				if isNum(i + 1) {
-					i++
-					ge.OneMinusH, _ = pct(i)
-				}
-				if isNum(i + 1) {
-					i++
-					ge.OneMinusK, _ = pct(i)
+					if *v, err = pct(i); err != nil {
+						return n, err
+					}
 				}
 				n.GE = ge
 			default:
@@ -140,8 +142,8 @@ func ParseNetem(s string) (Netem, error) {
 					return n, bad(i, "gap needs a distance")
 				}
 				g, e := strconv.Atoi(toks[i])
-				if e != nil || g < 1 {
-					return n, bad(i, "gap is a whole number of frames >= 1")
+				if e != nil || g < 1 || g > maxCount {
+					return n, bad(i, fmt.Sprintf("gap must be a whole number of frames from 1 to %d", maxCount))
 				}
 				n.Gap = g
 			}
@@ -238,8 +240,9 @@ func (e *Event) SpecText() string {
 // the switch from port R; only on frames going into the switch); keys are
 // link=NAME (one link direction of the topology, e.g. leaf0-spine0), or
 // port=R and dir=in|out (host R's link: in is host to switch),
-// class=data|ack|nak|any, qp=N, psn=P, nth=K, every=K and prob=P (a netem
-// percentage). Errors name the bad token.
+// class=data|ack|nak|any, qp=N, psn=P, nth=K, every=K and prob=P% (a
+// percentage, with its % sign unless it is 0). Errors name the bad
+// token, and the range of values it takes.
 func Parse(spec string) (Event, error) {
 	ev := Event{Port: -1, QP: -1, PSN: -1, Prob: 1, Spec: spec}
 	toks := strings.Fields(spec)
@@ -262,19 +265,19 @@ func Parse(spec string) (Event, error) {
 		case errors.Is(err, ErrTooLong):
 			return ev, bad(toks[0], err.Error())
 		case !hasArg || err != nil || d == 0:
-			return ev, bad(toks[0], "delay needs a positive duration, e.g. delay=20us")
+			return ev, bad(toks[0], "delay needs a positive duration, above 0 and up to "+maxDurationText()+", e.g. delay=20us")
 		}
 		ev.Action, ev.Delay = ActDelay, d
 	case "hold":
 		k, err := strconv.Atoi(arg)
-		if !hasArg || err != nil || k < 1 {
-			return ev, bad(toks[0], "hold needs a frame count >= 1, e.g. hold=3")
+		if !hasArg || err != nil || k < 1 || k > maxCount {
+			return ev, bad(toks[0], fmt.Sprintf("hold needs a frame count from 1 to %d, e.g. hold=3", maxCount))
 		}
 		ev.Action, ev.Hold = ActHold, k
 	case "spoof":
 		k, err := strconv.Atoi(arg)
 		if !hasArg || err != nil || k < 0 || k > 1<<16 {
-			return ev, bad(toks[0], "spoof needs the switch port the forgery enters by, e.g. spoof=2")
+			return ev, bad(toks[0], fmt.Sprintf("spoof needs the switch port the forgery enters by, from 0 to %d, e.g. spoof=2", 1<<16))
 		}
 		ev.Action, ev.From = ActSpoof, k
 	default:
@@ -337,15 +340,21 @@ func Parse(spec string) (Event, error) {
 		case "psn":
 			ev.PSN, err = num(0, 0xFFFFFF)
 		case "nth":
-			n, err = num(1, 1<<31)
+			n, err = num(1, maxCount)
 			ev.Nth = int(n)
 		case "every":
-			n, err = num(1, 1<<31)
+			n, err = num(1, maxCount)
 			ev.Every = int(n)
 		case "prob":
 			var p float64
-			if p, err = ParsePercent(v); err != nil {
+			switch p, err = ParsePercent(v); {
+			case err != nil:
 				err = bad(tok, err.Error())
+			case p != 0 && !strings.HasSuffix(v, "%"):
+				// The key says probability (0 to 1), netem says
+				// percentage: read either way, prob=0.5 is 50 times the
+				// other reading, and prob=2 is no probability at all.
+				err = bad(tok, fmt.Sprintf("prob is a percentage from 0%% to 100%% written with its %% sign, e.g. prob=%s%%: a bare %s reads as a probability to some and as a percentage to others", v, v))
 			}
 			ev.Prob = p
 		default:
