@@ -165,6 +165,14 @@ type ConfigError struct{ Err error }
 func (e *ConfigError) Error() string { return e.Err.Error() }
 func (e *ConfigError) Unwrap() error { return e.Err }
 
+// CaptureError is a capture (Config.Capture) that could not be written
+// (a full disk, ...): a local failure, not the network's. The run
+// finished and its Result is judged as without it.
+type CaptureError struct{ Err error }
+
+func (e *CaptureError) Error() string { return "capture: " + e.Err.Error() }
+func (e *CaptureError) Unwrap() error { return e.Err }
+
 // JobError is a job that failed in the network: a QP's work completed in
 // error (retries exhausted, ...) or the job could not finish.
 type JobError struct {
@@ -621,9 +629,7 @@ func Run(cfg Config) (*Result, error) {
 	res.Wall = time.Since(wallStart)
 	res.WallNS = int64(res.Wall)
 	runErr := u.err()
-	if cerr := u.fab.CloseCapture(); cerr != nil && runErr == nil {
-		runErr = fmt.Errorf("capture: %w", cerr)
-	}
+	capErr := u.fab.CloseCapture()
 	if runErr != nil {
 		res.Error = runErr.Error()
 		for i, r := range u.jobs { // the jobs that finished are still judged
@@ -646,6 +652,9 @@ func Run(cfg Config) (*Result, error) {
 		if m != nil && res.Mismatch == nil {
 			res.Mismatch, res.Exact = m, false
 		}
+	}
+	if capErr != nil { // the run went well and is judged; only its record is lost
+		return res, &CaptureError{capErr}
 	}
 	return res, nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io"
 	"runtime/debug"
@@ -133,13 +132,11 @@ func runCheck(fs *cmdEnv, file string, a checkArgs) int {
 		return exitUsage
 	}
 	if a.asJSON {
-		if err := json.NewEncoder(stdout).Encode(rep); err != nil {
-			fmt.Fprintf(stderr, "inaemu check: %v\n", err)
-			return exitUsage
+		if code := fs.writeJSON(rep); code != exitOK {
+			return code
 		}
 	} else if err := rep.WriteText(stdout); err != nil {
-		fmt.Fprintf(stderr, "inaemu check: %v\n", err)
-		return exitUsage
+		return ioError(stderr, fs.name, "standard output", err)
 	}
 	if rep.Truncated != "" {
 		fmt.Fprintf(stderr, "inaemu check: warning: %s: the %d frames before it were checked\n", rep.Truncated, rep.Frames)

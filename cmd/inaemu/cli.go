@@ -35,11 +35,16 @@ func (e *cmdEnv) changed(name string) bool {
 	return f != nil && f.Changed
 }
 
-// writeJSON prints v as one JSON object.
+// writeJSON prints v as one JSON object: a value that cannot be encoded
+// is a bug (exit 70), one that cannot be written a full disk (exitIO).
 func (e *cmdEnv) writeJSON(v any) int {
-	if err := json.NewEncoder(e.stdout).Encode(v); err != nil {
+	b, err := json.Marshal(v)
+	if err != nil {
 		fmt.Fprintf(e.stderr, "inaemu %s: %v\n", e.name, err)
 		return exitSoftware
+	}
+	if _, err := e.stdout.Write(append(b, '\n')); err != nil {
+		return ioError(e.stderr, e.name, "standard output", err)
 	}
 	return exitOK
 }
@@ -163,10 +168,21 @@ func rootCommand(stdout, stderr io.Writer) *cobra.Command {
 // runContext runs a command line: cobra dispatches, parses and validates;
 // errors become one line on stderr and an exit code.
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	out := &recorder{w: stdout}
+	code, name := execute(ctx, args, out, stderr)
+	if out.err != nil && code == exitOK { // the report was lost: a full disk
+		return ioError(stderr, name, "standard output", out.err)
+	}
+	return code
+}
+
+// execute runs a command line on its streams; name is the command's
+// ("topo show"; "" for none).
+func execute(ctx context.Context, args []string, stdout, stderr io.Writer) (int, string) {
 	root := rootCommand(stdout, stderr)
 	if len(args) == 0 {
 		fmt.Fprint(stderr, root.UsageString())
-		return exitUsage
+		return exitUsage, ""
 	}
 	args = goStyleFlags(root, args)
 	help := helpAsked(args)
@@ -179,19 +195,19 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	})
 	root.SetArgs(append([]string{}, args...)) // never nil: cobra would read os.Args
 	cmd, err := root.ExecuteContextC(ctx)
-	var code exitCode
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.As(err, &code):
-		return int(code)
-	}
 	name := ""
 	if cmd != nil && cmd != root {
 		name = commandName(cmd)
 	}
+	var code exitCode
+	switch {
+	case err == nil:
+		return exitOK, name
+	case errors.As(err, &code):
+		return int(code), name
+	}
 	printUsageError(stderr, name, cobraReason(err))
-	return exitUsage
+	return exitUsage, name
 }
 
 // helpAsked reports whether --help or -h stands among the flags (before a

@@ -3,7 +3,6 @@ package main
 import (
 	crand "crypto/rand"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -202,12 +201,13 @@ func runConformance(fs *cmdEnv, a conformanceArgs, df *dutFlags, names []string)
 		rep.Properties = runAll(opts)
 	}
 	bar.stop()
-	return printConformance(stdout, stderr, rep, a.asJSON, time.Since(start))
+	return printConformance(fs, rep, a.asJSON, time.Since(start))
 }
 
 // printConformance prints a report (a run's, a shard's or a merge's) and
 // returns the exit status: 1 when a property fails.
-func printConformance(stdout, stderr io.Writer, rep conformance.Report, asJSON bool, elapsed time.Duration) int {
+func printConformance(fs *cmdEnv, rep conformance.Report, asJSON bool, elapsed time.Duration) int {
+	stdout := fs.stdout
 	failed := 0
 	for _, r := range rep.Properties {
 		if !r.Passed {
@@ -215,9 +215,8 @@ func printConformance(stdout, stderr io.Writer, rep conformance.Report, asJSON b
 		}
 	}
 	if asJSON {
-		if err := json.NewEncoder(stdout).Encode(&rep); err != nil {
-			fmt.Fprintf(stderr, "inaemu conformance: %v\n", err)
-			return exitFail
+		if code := fs.writeJSON(&rep); code != exitOK {
+			return code
 		}
 	} else {
 		for _, r := range rep.Properties {

@@ -128,8 +128,7 @@ func runOnDUT(e *cmdEnv, d *dutFlags, cfg emu.Config, pcap string, asJSON bool) 
 	}
 	capFile, err := createPcap(pcap)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "inaemu run: %v\n", err)
-		return exitUsage
+		return ioError(e.stderr, e.name, "--pcap "+pcap, err)
 	}
 	if capFile != nil {
 		cfg.Capture = capFile
@@ -139,8 +138,9 @@ func runOnDUT(e *cmdEnv, d *dutFlags, cfg emu.Config, pcap string, asJSON bool) 
 			cfg.Mode, cfg.Workers, dev.Port(0), dev.Port(cfg.Workers-1), cfg.Seed)
 	}
 	res, err := dut.Run(cfg, dev)
-	if ferr := capFile.close(); err == nil && ferr != nil {
-		err = ferr
+	capErr := capFile.close()
+	if capErr != nil && errors.Is(err, capErr) {
+		err = nil // the wire's capture failed, not the job: said below
 	}
 	if cerr := (*emu.ConfigError)(nil); errors.As(err, &cerr) {
 		e.usageError("%v", err)
@@ -153,7 +153,7 @@ func runOnDUT(e *cmdEnv, d *dutFlags, cfg emu.Config, pcap string, asJSON bool) 
 	if !asJSON {
 		fmt.Fprintf(e.stdout, "  wire: %s\n", wireSummary(res.Wire))
 	}
-	return reportJob(e, res.Result, err, pcap, asJSON)
+	return reportCapture(e, reportJob(e, res.Result, err, capFile.written(pcap), asJSON), pcap, capErr)
 }
 
 // wireSummary is a wire report in one line.
@@ -263,8 +263,7 @@ func runWire(e *cmdEnv, jf *jobFlags, prefix string, workers int, pairs []string
 	capFile, err := createPcap(pcap)
 	if err != nil {
 		closeAll()
-		fmt.Fprintf(e.stderr, "inaemu wire: %v\n", err)
-		return exitUsage
+		return ioError(e.stderr, e.name, "--pcap "+pcap, err)
 	}
 	if capFile != nil {
 		wcfg.Capture = capFile
@@ -285,8 +284,9 @@ func runWire(e *cmdEnv, jf *jobFlags, prefix string, workers int, pairs []string
 	}
 	fmt.Fprintf(e.stderr, "inaemu wire: ready, joining %s=%s .. %s=%s, seed %d\n", names[0][0], names[0][1], names[len(names)-1][0], names[len(names)-1][1], cfg.Seed)
 	serveErr := w.Serve(ctx)
-	if ferr := capFile.close(); serveErr == nil {
-		serveErr = ferr
+	capErr := capFile.close()
+	if capErr != nil && errors.Is(serveErr, capErr) {
+		serveErr = nil // said below
 	}
 	rep := w.Report()
 	if asJSON {
@@ -302,7 +302,7 @@ func runWire(e *cmdEnv, jf *jobFlags, prefix string, workers int, pairs []string
 		fmt.Fprintf(e.stderr, "inaemu wire: %v\n", serveErr)
 		return exitFail
 	}
-	return exitOK
+	return reportCapture(e, exitOK, pcap, capErr)
 }
 
 // openInterface opens a raw socket on an interface that must exist.

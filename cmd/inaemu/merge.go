@@ -109,7 +109,7 @@ func runMerge(e *cmdEnv, files []string, asJSON bool) int {
 	if !asJSON {
 		fmt.Fprintf(e.stdout, "inaemu conformance: seed %d, %d cases per property, release %s, %d shards merged\n", rep.Seed, rep.Count, rep.Release, len(reports))
 	}
-	return printConformance(e.stdout, e.stderr, rep, asJSON, wall)
+	return printConformance(e, rep, asJSON, wall)
 }
 
 func kind(sweep bool) string {

@@ -73,14 +73,11 @@ func runPlotPSN(fs *cmdEnv, file string, a plotPSNArgs) int {
 	if *title == "" {
 		*title = pos[0]
 	}
-	f, err := os.Create(*out)
-	if err != nil {
-		fmt.Fprintf(stderr, "inaemu plot: %v\n", err)
-		return exitUsage
-	}
-	err = graphs.WritePSN(f, conns, graphs.PSNOptions{Title: *title, Max: *maxConns, Format: format})
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	ioErr, err := writeFile(*out, func(w io.Writer) error {
+		return graphs.WritePSN(w, conns, graphs.PSNOptions{Title: *title, Max: *maxConns, Format: format})
+	})
+	if ioErr != nil {
+		return ioError(stderr, fs.name, "--out "+*out, ioErr)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "inaemu plot: %s: %v\n", *out, err)
@@ -169,14 +166,11 @@ func runPlotSweep(fs *cmdEnv, pos []string, a plotSweepArgs) int {
 		}
 		samples = append(samples, s...)
 	}
-	f, err := os.Create(*out)
-	if err != nil {
-		fmt.Fprintf(stderr, "inaemu plot: %v\n", err)
-		return exitUsage
-	}
-	err = graphs.WriteSweep(f, samples, graphs.SweepOptions{X: *x, BusBW: *bus, LogX: *logX, Title: *title, Format: pictureFormat(*out)})
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	ioErr, err := writeFile(*out, func(w io.Writer) error {
+		return graphs.WriteSweep(w, samples, graphs.SweepOptions{X: *x, BusBW: *bus, LogX: *logX, Title: *title, Format: pictureFormat(*out)})
+	})
+	if ioErr != nil {
+		return ioError(stderr, fs.name, "--out "+*out, ioErr)
 	}
 	if err != nil {
 		os.Remove(*out)

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"time"
 
@@ -107,29 +105,21 @@ func runReplay(fs *cmdEnv, file string, a replayArgs) int {
 		fs.usageError("%s: interface %q is a link direction of an emulated topology; replay --through-switch models one switch and needs a star's capture (interfaces portR-in, portR-out)", file, name)
 		return exitUsage
 	}
-	f, err := os.Create(a.out)
-	if err != nil {
-		fmt.Fprintf(stderr, "inaemu replay: %v\n", err)
-		return exitUsage
-	}
-	w := bufio.NewWriter(f)
-	opt.Out = w
-	rep, err := replay.ThroughSwitch(recs, names, opt)
-	if err == nil {
-		err = w.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	var rep *replay.Report
+	ioErr, err := writeFile(a.out, func(w io.Writer) (err error) {
+		opt.Out = w
+		rep, err = replay.ThroughSwitch(recs, names, opt)
+		return err
+	})
+	if ioErr != nil {
+		return ioError(stderr, fs.name, "--out "+a.out, ioErr)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "inaemu replay: %v\n", err)
 		return exitUsage
 	}
 	if a.asJSON {
-		if err := json.NewEncoder(stdout).Encode(rep); err != nil {
-			return exitFail
-		}
-		return exitOK
+		return fs.writeJSON(rep)
 	}
 	fmt.Fprintf(stdout, "inaemu replay: %d frames through the switch on %d ports (%d switch-output frames of the input skipped, %d a fault dropped before the switch not fed)\n", rep.Frames, rep.Ports, rep.Ignored, rep.NotDelivered)
 	if rep.Ring != "" {

@@ -98,8 +98,7 @@ func runRun(e *cmdEnv, jf *jobFlags, df *dutFlags, pcap, backend, prefix string,
 	}
 	capFile, err := createPcap(pcap)
 	if err != nil {
-		fmt.Fprintf(stderr, "inaemu run: %v\n", err)
-		return exitUsage
+		return ioError(stderr, e.name, "--pcap "+pcap, err)
 	}
 	if capFile != nil {
 		cfg.Capture = capFile
@@ -111,16 +110,35 @@ func runRun(e *cmdEnv, jf *jobFlags, df *dutFlags, pcap, backend, prefix string,
 	cfg.Context, cfg.Progress = e.ctx, bar.observe
 	res, runErr := emu.Run(cfg)
 	bar.stop()
-	if err := capFile.close(); err != nil && runErr == nil {
-		runErr = err
+	capErr := capFile.close()
+	if errors.As(runErr, new(*emu.CaptureError)) {
+		runErr = nil // the run is judged; capErr says what failed
 	}
-	return reportJob(e, res, runErr, pcap, asJSON)
+	return reportCapture(e, reportJob(e, res, runErr, capFile.written(pcap), asJSON), pcap, capErr)
+}
+
+// reportCapture says on stderr that the capture could not be written, if
+// so, and returns the run's exit code: exitIO where it was 0 (the run's
+// own failure comes first).
+func reportCapture(e *cmdEnv, code int, pcap string, capErr error) int {
+	if capErr == nil {
+		return code
+	}
+	ioCode := ioError(e.stderr, e.name, "--pcap "+pcap, capErr)
+	if code != exitOK {
+		return code
+	}
+	return ioCode
 }
 
 // pcapFile is a capture file written through a buffer (nil: no capture).
+// The file's first write error is kept: whoever writes the capture (the
+// emulator, the fault wire) may report it in words of its own, or not.
 type pcapFile struct {
 	*bufio.Writer
-	f *os.File
+	f   *os.File
+	rec *recorder
+	err error // of close
 }
 
 // createPcap creates the capture file path; "" is no capture (nil).
@@ -132,10 +150,12 @@ func createPcap(path string) (*pcapFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &pcapFile{bufio.NewWriterSize(f, 1<<20), f}, nil
+	rec := &recorder{w: f}
+	return &pcapFile{Writer: bufio.NewWriterSize(rec, 1<<20), f: f, rec: rec}, nil
 }
 
-// close flushes and closes the file (nothing for no capture).
+// close flushes and closes the file (nothing for no capture) and reports
+// the first error writing it.
 func (p *pcapFile) close() error {
 	if p == nil {
 		return nil
@@ -144,7 +164,20 @@ func (p *pcapFile) close() error {
 	if cerr := p.f.Close(); err == nil {
 		err = cerr
 	}
+	if p.rec.err != nil {
+		err = p.rec.err
+	}
+	p.err = err
 	return err
+}
+
+// written is path if the capture was written whole (after close), "" if
+// there was none or it failed: the summary offers only a capture to open.
+func (p *pcapFile) written(path string) string {
+	if p == nil || p.err != nil {
+		return ""
+	}
+	return path
 }
 
 // reportJob prints a job's result (text or JSON) and maps it to the exit
@@ -181,10 +214,8 @@ func reportJob(fs *cmdEnv, res *emu.Result, runErr error, pcap string, asJSON bo
 		return exitInterrupted
 	}
 	if asJSON {
-		enc := json.NewEncoder(stdout)
-		if err := enc.Encode(res); err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", name, err)
-			return exitFail
+		if code := fs.writeJSON(res); code != exitOK {
+			return code
 		}
 	} else {
 		printSummary(stdout, res, pcap, runErr)

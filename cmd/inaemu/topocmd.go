@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -62,16 +61,11 @@ func runTopoShow(fs *cmdEnv, jf *jobFlags, asJSON bool, dotFile string) int {
 			return exitOK
 		}
 		if err := os.WriteFile(dotFile, []byte(t.DOT()), 0o644); err != nil {
-			fmt.Fprintf(stderr, "inaemu topo show: %v\n", err)
-			return exitUsage
+			return ioError(stderr, fs.name, "--dot "+dotFile, err)
 		}
 	}
 	if asJSON {
-		if err := json.NewEncoder(stdout).Encode(t); err != nil {
-			fmt.Fprintf(stderr, "inaemu topo show: %v\n", err)
-			return exitSoftware
-		}
-		return exitOK
+		return fs.writeJSON(t)
 	}
 	d, err := t.Describe()
 	if err != nil {
