@@ -73,8 +73,17 @@ func (r *Report) WriteText(w io.Writer) error {
 	lat("retransmission latency", r.RetransLatency)
 	lat("NAK generation latency", r.NAKGenLatency)
 	lat("NAK response latency", r.NAKRespLatency)
-	if r.Conforms && len(r.Unpaired) > 0 {
-		fmt.Fprintf(&b, "  result       conforms as far as checked (%s unchecked: unpaired)\n", plural(len(r.Unpaired), "request stream"))
+	// What was not checked, so that a verdict never reads plain
+	// "conforms" of a capture part of which went unread or unjudged.
+	var unchecked []string
+	if len(r.Unpaired) > 0 {
+		unchecked = append(unchecked, plural(len(r.Unpaired), "request stream")+" unchecked: unpaired")
+	}
+	if r.Truncated != "" {
+		unchecked = append(unchecked, fmt.Sprintf("the file after frame %d unchecked: cut short or damaged there", r.Frames))
+	}
+	if r.Conforms && len(unchecked) > 0 {
+		fmt.Fprintf(&b, "  result       conforms as far as checked (%s)\n", strings.Join(unchecked, "; "))
 	} else if r.Conforms {
 		b.WriteString("  result       conforms\n")
 	} else {

@@ -232,7 +232,8 @@ func TestTsharkReadsDamageAlike(t *testing.T) {
 // chunk costs memory in proportion to the file, not to the length: it
 // had grown the buffer to the length at once (4 GiB allocated and
 // copied: `check` took 8.4 GB and 19 s on an 18 MB capture). The error
-// is the one pcapgo's path gives.
+// is the one pcapgo's path gives: damage (no packet block is that long),
+// as tshark says too, where it had been a cut.
 func TestDamagedLengthCostsLittle(t *testing.T) {
 	var b ngBlocks
 	b.order = binary.LittleEndian
@@ -260,7 +261,146 @@ func TestDamagedLengthCostsLittle(t *testing.T) {
 	r.Close()
 	runtime.ReadMemStats(&after)
 	assert.Equal(t, 2000, frames)
-	assert.Contains(t, err.Error(), "frame 2001: truncated Enhanced Packet Block at byte "+strconv.Itoa(at)+" (header says 4294967280 bytes")
+	assert.Contains(t, err.Error(), "frame 2001: damaged at or after byte "+strconv.Itoa(at)+": Enhanced Packet Block says it is 4294967280 bytes long, more than the 1048576 bytes a packet block may take")
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(len(data))*8, "bytes allocated reading a %d-byte file", len(data))
 	t.Logf("%d bytes allocated reading a %d-byte file", after.TotalAlloc-before.TotalAlloc, len(data))
+}
+
+// oversizeFiles are captures of three 60-byte frames, then a record that
+// claims 256 MiB (its bytes a hole of a sparse file: zeros, costing no
+// disk), then two more frames: an Enhanced Packet Block claiming a
+// 256 MiB frame, one holding a 60-byte frame in a 256 MiB block, a Simple
+// Packet Block of a 256 MiB frame, and a classic pcap record of 256 MiB
+// under a 2 GiB snaplen. It returns each file's path, where its
+// oversized record starts, and the one-line error reading it must end
+// with.
+func oversizeFiles(t *testing.T) (paths []string, at []int64, errs []string) {
+	const claim = 256 << 20
+	dir := t.TempDir()
+	frame := bytes.Repeat([]byte{0xAB}, 60)
+	le := binary.LittleEndian
+	// write puts head, a hole of n bytes, and tail into a file.
+	write := func(name string, head []byte, n int64, tail []byte, why string) {
+		p := filepath.Join(dir, name)
+		f, err := os.Create(p)
+		require.NoError(t, err)
+		_, err = f.Write(head)
+		require.NoError(t, err)
+		_, err = f.Seek(n, io.SeekCurrent)
+		require.NoError(t, err)
+		_, err = f.Write(tail)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		paths, errs = append(paths, p), append(errs, why)
+	}
+	ng := func() *ngBlocks {
+		b := &ngBlocks{order: le}
+		b.shb().idb(1, "a")
+		for i := range 3 {
+			b.epb(0, uint64(i), frame, 60)
+		}
+		return b
+	}
+	after := (&ngBlocks{order: le}).epb(0, 9, frame, 60).epb(0, 10, frame, 60).Bytes()
+
+	// An Enhanced Packet Block claiming a 256 MiB frame.
+	head := ng()
+	at = append(at, int64(head.buf.Len()))
+	epb := le.AppendUint32(le.AppendUint32(nil, blockEPB), 32+claim)
+	epb = le.AppendUint32(append(epb, make([]byte, 12)...), claim)
+	epb = le.AppendUint32(epb, claim)
+	write("claim.pcapng", append(head.Bytes(), epb...), claim, append(le.AppendUint32(nil, 32+claim), after...),
+		"frame 4: damaged at or after byte "+strconv.FormatInt(at[0], 10)+": Enhanced Packet Block claims a 268435456-byte frame, more than the 262144 bytes a frame may hold")
+
+	// A 60-byte frame in a 256 MiB block (options, or the room after them).
+	head = ng()
+	at = append(at, int64(head.buf.Len()))
+	epb = le.AppendUint32(le.AppendUint32(nil, blockEPB), 32+60+claim)
+	epb = append(le.AppendUint32(le.AppendUint32(append(epb, make([]byte, 12)...), 60), 60), frame...)
+	write("block.pcapng", append(head.Bytes(), epb...), claim, append(le.AppendUint32(nil, 32+60+claim), after...),
+		"frame 4: damaged at or after byte "+strconv.FormatInt(at[1], 10)+": Enhanced Packet Block says it is 268435548 bytes long, more than the 1048576 bytes a packet block may take")
+
+	// A Simple Packet Block of a 256 MiB frame (its interface's snaplen
+	// is 0: no limit).
+	head = ng()
+	at = append(at, int64(head.buf.Len()))
+	spb := le.AppendUint32(le.AppendUint32(le.AppendUint32(nil, blockSPB), 16+claim), claim)
+	write("spb.pcapng", append(head.Bytes(), spb...), claim, append(le.AppendUint32(nil, 16+claim), after...),
+		"frame 4: damaged at or after byte "+strconv.FormatInt(at[2], 10)+": Simple Packet Block claims a 268435456-byte frame, more than the 262144 bytes a frame may hold")
+
+	// A classic pcap record of 256 MiB, which its file's 2 GiB snaplen
+	// allows (pcapgo reads records up to the snaplen).
+	pcap := writePcap(t, 60, 60, 60)
+	le.PutUint32(pcap[16:], 1<<31-1)
+	at = append(at, int64(len(pcap)))
+	rec := le.AppendUint32(le.AppendUint32(make([]byte, 8), claim), claim)
+	write("claim.pcap", append(pcap, rec...), claim, writePcap(t, 60, 60)[24:],
+		"frame 4: damaged at or after byte "+strconv.FormatInt(at[3], 10)+": record claims a 268435456-byte frame, more than the 262144 bytes a frame may hold")
+	return paths, at, errs
+}
+
+// A record claiming a frame longer than any capture holds (maxFrame), or
+// a packet block longer than maxPacketBlock, is refused as damage before
+// its bytes are read, on the plain path and on pcapgo's alike: the
+// frames before it are read, then one line names the frame (Wireshark's
+// number) and the claim, and reading cost memory for neither. It had cost
+// memory in proportion to the claim: `inaemu decode` of a pcapng claiming
+// a 1.5 GB frame took 3.8 GB of RSS, of a pcap 5.8 GB, and `inaemu check`
+// judged such a file as it judged any other.
+func TestOversizeRecordRefused(t *testing.T) {
+	paths, at, errs := oversizeFiles(t)
+	for i, p := range paths {
+		for _, path := range []string{"plain", "pcapgo"} {
+			t.Run(filepath.Base(p)+"/"+path, func(t *testing.T) {
+				f, err := os.Open(p)
+				require.NoError(t, err)
+				defer f.Close()
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				var r *Reader
+				if path == "plain" {
+					r, err = Open(p)
+				} else {
+					r, err = NewReader(p, f)
+				}
+				require.NoError(t, err)
+				recs, _, err := r.All()
+				require.NoError(t, r.Close())
+				runtime.ReadMemStats(&after)
+				// The plain path's read-ahead chunks (1 MiB each, a few
+				// ahead, and the file read again by pcapgo's path) are
+				// most of it: 256 MiB claimed.
+				allocated := after.TotalAlloc - before.TotalAlloc
+				t.Logf("%d bytes allocated", allocated)
+				require.Less(t, allocated, uint64(16<<20), "bytes allocated reading past a claim of 256 MiB")
+				require.Equal(t, 3, len(recs), "the frames before the claim")
+				require.EqualError(t, err, p+": "+errs[i])
+				var ce *CorruptError
+				require.ErrorAs(t, err, &ce)
+				require.Equal(t, 3, ce.Frame)
+				require.Equal(t, at[i], ce.Offset)
+				if path == "plain" && strings.HasSuffix(p, ".pcapng") {
+					require.Nil(t, r.plain, "the plain path hands the claim to pcapgo's")
+				}
+			})
+		}
+	}
+}
+
+// tshark refuses the same records, after the same frames: an
+// independent reader's word that they are damage, not captures.
+func TestTsharkRefusesOversizeAlike(t *testing.T) {
+	testtool.Need(t, "tshark", testtool.HaveTshark)
+	paths, _, _ := oversizeFiles(t)
+	for _, p := range paths {
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			out, errOut, err := testtool.Run(t, "tshark", "-r", p, "-T", "fields", "-e", "frame.number")
+			var ee interface{ ExitCode() int }
+			require.ErrorAs(t, err, &ee, errOut)
+			assert.Equal(t, 2, ee.ExitCode(), errOut)
+			assert.Contains(t, errOut, "appears to be damaged or corrupt")
+			assert.Equal(t, "1\n2\n3\n", out)
+		})
+	}
 }

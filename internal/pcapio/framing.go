@@ -85,19 +85,28 @@ func (e *SkippedError) Unwrap() error { return e.Err }
 type framer struct {
 	in   io.Reader
 	name string
+	// refused: the current unit's header is refused (it claims more than
+	// a frame may hold, see maxFrame, or is a packet block too short for
+	// its header); nothing after it is passed on, so pcapgo fails there
+	// instead of reading the claim into memory.
+	refused bool
 
-	off   int64 // bytes read so far
-	start int64 // offset of the current unit (header, record or block)
-	hdr   [24]byte
-	hdrN  int   // header bytes of the current unit held
-	want  int   // header length of the current unit
-	body  int64 // bytes of the current unit still to come after its header
-	total int64 // the current unit's declared length: data (pcap) or whole block (pcapng)
+	off   int64    // bytes read so far
+	start int64    // offset of the current unit (header, record or block)
+	hdr   [28]byte // the longest header read: an Enhanced Packet Block's up to its captured length
+	hdrN  int      // header bytes of the current unit held
+	want  int      // header length of the current unit
+	body  int64    // bytes of the current unit still to come after its header
+	total int64    // the current unit's declared length: data (pcap) or whole block (pcapng)
 	unit  unitKind
 	ng    bool
 	order binary.ByteOrder
 	typ   uint32 // pcapng: the current block's type
-	snap  uint32 // pcap: the file header's snaplen
+	// snap is a pcap's file header's snaplen, or the snaplen of a pcapng
+	// section's first interface (pcapgo cuts a Simple Packet Block's
+	// frame to it); ifaces counts the section's interfaces.
+	snap   uint32
+	ifaces int
 	// frames counts complete packet records or blocks.
 	frames int
 	lost   bool // a length field made no sense: pcapgo reports the file as corrupt
@@ -108,6 +117,24 @@ type framer struct {
 // maxSnaplen is libpcap's MAXIMUM_SNAPLEN, the longest record pcapgo (and
 // tshark) reads from a classic pcap whose snaplen is no longer.
 const maxSnaplen = 262144
+
+// maxFrame is the most captured bytes a record may claim, in a pcap or a
+// pcapng file, whatever snaplen the file declares: a record claiming more
+// is damage (or a hostile file), refused as a *CorruptError before its
+// bytes are read, so a claim costs no memory. It is libpcap's
+// MAXIMUM_SNAPLEN, the most tshark reads of an Ethernet frame too (it
+// refuses such a file as damaged), and 29 times a 9000-byte jumbo frame.
+// An interface's own smaller snaplen is not enforced: writers that do
+// not cut frames to it exist (see pcapgo's SetSnaplen), and tshark reads
+// their frames.
+const maxFrame = maxSnaplen
+
+// maxPacketBlock is the longest pcapng packet block read: a frame of
+// maxFrame bytes and its options (comments: inaemu's are a line each)
+// with room to spare. pcapgo keeps every comment of a block, and the
+// plain path holds the whole block, so a longer one is refused as
+// damage, as maxFrame is.
+const maxPacketBlock = 1 << 20
 
 type unitKind uint8
 
@@ -133,19 +160,28 @@ func newFramer(name string, in io.Reader) *framer {
 }
 
 func (f *framer) Read(p []byte) (int, error) {
+	if f.refused {
+		return 0, f.bad.why
+	}
 	n, err := f.in.Read(p)
-	f.feed(p[:n])
+	n = f.feed(p[:n])
+	if f.refused {
+		return n, nil // the next Read says why
+	}
 	if err == io.EOF {
 		f.end()
 	}
 	return n, err
 }
 
-func (f *framer) feed(b []byte) {
+// feed follows b's bytes, and returns how many of them to pass on: all,
+// or those up to the end of a header it refused.
+func (f *framer) feed(b []byte) int {
+	n := len(b)
 	for len(b) > 0 {
 		if f.lost {
 			f.off += int64(len(b))
-			return
+			return n
 		}
 		if f.hdrN < f.want {
 			k := copy(f.hdr[f.hdrN:f.want], b)
@@ -154,6 +190,9 @@ func (f *framer) feed(b []byte) {
 			b = b[k:]
 			if f.hdrN == f.want {
 				f.header()
+				if f.refused {
+					return n - len(b)
+				}
 			}
 			continue
 		}
@@ -168,6 +207,7 @@ func (f *framer) feed(b []byte) {
 			f.next()
 		}
 	}
+	return n
 }
 
 // header: the current unit's header is complete.
@@ -198,30 +238,90 @@ func (f *framer) header() {
 			f.lose(nil) // pcapgo says which
 			return
 		}
+		if caplen > maxFrame { // a snaplen of more than maxSnaplen lets pcapgo read it
+			f.refuse(fmt.Errorf("record claims a %d-byte frame, more than the %d bytes a frame may hold", caplen, maxFrame))
+			return
+		}
 		f.total = int64(caplen)
 		f.body = f.total
 	case unitBlock:
+		if !f.block() {
+			return
+		}
+	}
+	if f.body == 0 {
+		f.next()
+	}
+}
+
+// block reads the header of the current pcapng block, the 12 bytes every
+// block begins with and then, for an Interface Description Block or an
+// Enhanced or obsolete Packet Block, the rest of the fields up to its
+// snaplen or captured length. It sets how much of the block is left and
+// returns true, or false when it needs more of the header or follows the
+// file no further: a length that makes no sense, a packet block shorter
+// than its header, or one claiming more than a frame may hold (refused:
+// pcapgo would read the claim into memory).
+func (f *framer) block() bool {
+	if f.hdrN == 12 {
 		f.typ = binary.LittleEndian.Uint32(f.hdr[0:4]) // SHB's type reads the same either way
 		if f.typ == blockSHB {
 			if f.order = shbOrder(f.hdr[8:12]); f.order == nil {
 				f.lose(nil)
-				return
+				return false
 			}
 		} else if f.order == nil {
 			f.lose(nil)
-			return
+			return false
 		}
 		f.typ = f.order.Uint32(f.hdr[0:4])
 		f.total = int64(f.order.Uint32(f.hdr[4:8]))
 		if f.total < 12 || f.total%4 != 0 {
 			f.lose(fmt.Errorf("%s at byte %d says it is %d bytes long (a block is a multiple of 4 bytes, 12 or more)", blockName(f.typ), f.start, f.total))
-			return
+			return false
 		}
-		f.body = f.total - 12
+		head, least := blockHead(f.typ)
+		switch {
+		case f.total < least && f.typ != blockIDB:
+			// pcapgo would read its fields from the next block.
+			f.refuse(fmt.Errorf("%s at byte %d says it is %d bytes long, shorter than its %d-byte header", blockName(f.typ), f.start, f.total, least))
+			return false
+		case f.total >= least && head > 12:
+			f.want = int(head)
+			return false
+		case f.typ == blockSHB:
+			f.ifaces, f.snap = 0, 0
+		}
 	}
-	if f.body == 0 {
-		f.next()
+	// The frame pcapgo will read into memory: an Enhanced or obsolete
+	// Packet Block's captured length, a Simple Packet Block's original
+	// length cut to the snaplen.
+	var claim uint32
+	switch f.typ {
+	case blockIDB:
+		if f.want == 16 && f.ifaces == 0 {
+			f.snap = f.order.Uint32(f.hdr[12:16])
+		}
+		f.ifaces++
+	case blockEPB, blockPB:
+		claim = f.order.Uint32(f.hdr[20:24])
+	case blockSPB:
+		claim = f.order.Uint32(f.hdr[8:12])
+		if f.snap != 0 {
+			claim = min(claim, f.snap)
+		}
 	}
+	packet := f.typ == blockEPB || f.typ == blockPB || f.typ == blockSPB
+	switch {
+	case claim > maxFrame:
+		f.refuse(fmt.Errorf("%s claims a %d-byte frame, more than the %d bytes a frame may hold", blockName(f.typ), claim, maxFrame))
+		return false
+	case packet && f.total > maxPacketBlock:
+		f.refuse(fmt.Errorf("%s says it is %d bytes long, more than the %d bytes a packet block may take", blockName(f.typ), f.total, maxPacketBlock))
+		return false
+	}
+	f.body = f.total - int64(f.want)
+	return true
 }
 
 // next: the current unit is complete; the next one starts here.
@@ -242,6 +342,20 @@ func (f *framer) next() {
 	}
 }
 
+// blockHead is how many bytes of a block of type typ the framer reads
+// as its header, and the length of the shortest such block.
+func blockHead(typ uint32) (head, least int64) {
+	switch typ {
+	case blockIDB:
+		return 16, 20
+	case blockEPB, blockPB:
+		return 28, 32
+	case blockSPB:
+		return 12, 16
+	}
+	return 12, 12
+}
+
 // lostAt is where the framer found a length that makes no sense, and
 // why (nil: pcapgo's error says it).
 type lostAt struct {
@@ -255,6 +369,14 @@ type lostAt struct {
 func (f *framer) lose(why error) {
 	f.lost = true
 	f.bad = lostAt{offset: f.start, frame: f.frames, why: why}
+}
+
+// refuse: the current unit's header is damage pcapgo must not read past
+// (it would read the claim into memory); the framer passes on nothing
+// after it.
+func (f *framer) refuse(why error) {
+	f.lose(why)
+	f.refused = true
 }
 
 // corruptAt is the damage to report for an error pcapgo gave while
@@ -288,7 +410,7 @@ func (f *framer) end() {
 		}
 	case f.hdrN < f.want && f.unit == unitRecord:
 		t.What, t.Want, t.packet = "record header", 16, true
-	case f.hdrN < f.want:
+	case f.hdrN < 12: // (a block's header goes on up to 28 bytes, read as its body)
 		t.What, t.Want = "block header", 12
 	case f.unit == unitRecord:
 		t.What, t.Want, t.Have, t.packet = "record", f.total, f.off-f.start-16, true

@@ -58,6 +58,16 @@
 // shrink (SLL: by 2, SLL2: by 6) by the difference of the headers, so
 // CaptureLength < Length still says the snaplen cut the frame
 // ([Record.Snapped]).
+//
+// # Records too long
+//
+// A record that claims more than 262144 captured bytes (libpcap's
+// MAXIMUM_SNAPLEN, the most tshark reads of a frame: a 9000-byte jumbo
+// frame fits 29 times), in a pcap whatever its snaplen or in any pcapng
+// packet block, or a pcapng packet block longer than 1 MiB, is damage: it
+// is refused as a *CorruptError naming the frame and the claim, before
+// its bytes are read, so that a damaged or hostile length costs no memory
+// (tshark refuses such a file as damaged too).
 package pcapio
 
 import (
@@ -278,7 +288,8 @@ func newReader(name string, in io.Reader) (*Reader, error) {
 //     record header or a pcapng block: a copy that did not finish, a
 //     capture killed mid-write);
 //   - a *CorruptError where the file is damaged (a record or block whose
-//     lengths or fields make no sense);
+//     lengths or fields make no sense, or that claims a frame longer than
+//     any capture holds: see the package comment);
 //   - a *SkippedError naming a frame Next cannot turn into Ethernet (a
 //     cooked header cut by the snaplen, an interface of a link type not
 //     listed at Record.LinkType), returned with the frame's Record

@@ -97,13 +97,14 @@ func newPlainNg(in io.Reader) (*plainNg, bool) {
 // block returns the next block whole (its trailing length included)
 // without consuming it; ok is false at the end of the file, for a block
 // cut short by it, or one whose length is not a multiple of 4 of at least
-// 12.
+// 12, or longer than maxPacketBlock (the read-ahead does not read it
+// whole: pcapgo's path skips it or refuses it unread).
 func (p *plainNg) block() ([]byte, bool) {
 	if !p.fill(12) {
 		return nil, false
 	}
 	n := int(p.order.Uint32(p.buf[p.lo+4:]))
-	if n < 12 || n%4 != 0 || !p.fill(n) {
+	if n < 12 || n%4 != 0 || n > maxPacketBlock || !p.fill(n) {
 		return nil, false
 	}
 	return p.buf[p.lo : p.lo+n : p.lo+n], true
@@ -177,7 +178,7 @@ func (p *plainNg) next() (data []byte, ci gopacket.CaptureInfo, comments []strin
 			}
 			ifc := int(p.order.Uint32(body))
 			caplen, orig := int(p.order.Uint32(body[12:])), int(p.order.Uint32(body[16:]))
-			if ifc >= len(p.ifaces) || caplen > orig || 20+((caplen+3)&^3) > len(body) {
+			if ifc >= len(p.ifaces) || caplen > orig || caplen > maxFrame || 20+((caplen+3)&^3) > len(body) {
 				return nil, ci, nil, 0, errNotPlain
 			}
 			if !p.options(body[20+((caplen+3)&^3):], func(code uint16, v []byte) {

@@ -105,19 +105,31 @@ func readEvery(t *testing.T, r *Reader, digested bool, size int64) string {
 // Simple Packet Block, a Name Resolution Block, a microsecond-free
 // resolution), damaged ones, and every cut of one.
 func TestPlainMatchesPcapgo(t *testing.T) {
+	// Chunks of 256 KiB, so that the longest blocks read are longer than
+	// one.
+	old := plainBufSize
+	plainBufSize = 256 << 10
+	t.Cleanup(func() { plainBufSize = old })
 	files := plainFiles()
-	// A file longer than the plain path's buffer, with a block longer
-	// than it.
+	// A file longer than the plain path's buffer, with blocks longer
+	// than it: the longest frame read, and the longest block.
 	many := (&ngBlocks{order: binary.LittleEndian}).shb().idb(1, "a")
 	for i := range 3000 {
 		many.epb(0, uint64(i), bytes.Repeat([]byte{byte(i)}, 1000+i%7), 1100)
 		if i == 1500 {
-			big := bytes.Repeat([]byte{1, 2, 3}, plainBufSize)
+			big := bytes.Repeat([]byte{1, 2, 3}, maxFrame/3)
 			many.epb(0, uint64(i), big, len(big))
-			many.block(0xBAD, make([]byte, 5*plainBufSize))
+			many.block(0xBAD, make([]byte, maxPacketBlock-12))
 		}
 	}
 	files["many"] = many.Bytes()
+	// A longer frame, and a longer block, whole in the file: the plain
+	// path hands them to pcapgo's, which refuses the frame unread and
+	// skips the block unread.
+	files["over-frame"] = (&ngBlocks{order: binary.LittleEndian}).shb().idb(1, "a").epb(0, 1, make([]byte, 60), 60).
+		epb(0, 2, make([]byte, maxFrame+1), maxFrame+1).epb(0, 3, make([]byte, 60), 60).Bytes()
+	files["over-block"] = (&ngBlocks{order: binary.LittleEndian}).shb().idb(1, "a").epb(0, 1, make([]byte, 60), 60).
+		block(0xBAD, make([]byte, maxPacketBlock)).epb(0, 3, make([]byte, 60), 60).Bytes()
 	// every cut of the plain little-endian file
 	whole := files["LittleEndian-plain"]
 	for cut := 1; cut < len(whole); cut += 3 {
@@ -151,9 +163,9 @@ func TestPlainMatchesPcapgo(t *testing.T) {
 		}
 	}
 	require.Greater(t, plain, len(paths)/2, "most files start on the plain path")
-	// All but the first chunk's: many.pcapng's first MiB holds about
-	// 1000 of its 3001 frames.
-	require.Greater(t, readAheadDigests, 2*1900, "the read-ahead digests the plain files' packets")
+	// All but the first chunk's: many.pcapng's first 256 KiB holds
+	// about 250 of its 3001 frames.
+	require.Greater(t, readAheadDigests, 2*2700, "the read-ahead digests the plain files' packets")
 	// Records kept (not borrowed) keep their bytes while the reader
 	// reads on.
 	for _, p := range paths {
@@ -247,6 +259,17 @@ func plainFiles() map[string][]byte {
 		old := b().shb().idb(1, "a").epb(0, ts, frame(1), 61).Bytes()
 		order.PutUint16(old[12:], 2) // version 2.0
 		files[name+"-version-2"] = old
+		// Claims no frame may make (the file ends after them): refused
+		// unread.
+		claim := func(typ uint32, body []byte) []byte {
+			f := b().shb().idb(1, "a").epb(0, ts, frame(1), 61).Bytes()
+			return append(f, append(order.AppendUint32(order.AppendUint32(nil, typ), 1<<30), body...)...)
+		}
+		epb := append(make([]byte, 12), order.AppendUint32(order.AppendUint32(nil, 1<<30-32), 1<<30-32)...)
+		files[name+"-claims-frame"] = claim(blockEPB, epb)
+		files[name+"-claims-block"] = claim(blockEPB, append(make([]byte, 12), order.AppendUint32(order.AppendUint32(nil, 60), 60)...))
+		files[name+"-claims-spb"] = claim(blockSPB, order.AppendUint32(nil, 1<<30-16))
+		files[name+"-short-epb"] = b().shb().idb(1, "a").epb(0, ts, frame(1), 61).block(blockEPB, make([]byte, 16)).epb(0, ts, frame(2), 62).Bytes()
 	}
 	return files
 }

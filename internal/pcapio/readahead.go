@@ -94,8 +94,7 @@ func (ra *readAhead) run(in io.Reader) {
 				break
 			}
 			// The first block is longer than the buffer: grow it, at
-			// most twofold, so that a damaged length (up to 4 GiB)
-			// costs no more than twice the bytes the file still has.
+			// most twofold (walkBlocks holds a block to maxPacketBlock).
 			buf = append(buf[:n], make([]byte, min(need+plainBufSize, 2*n)-n)...)
 		}
 	}
@@ -125,7 +124,8 @@ func (ra *readAhead) digests(b []byte, order binary.ByteOrder, ds []chunkDigest)
 // the blocks from it on). It returns where they end, how long the block
 // after them says it is (12, a header, when b ends inside the header),
 // and the order there; ok is false when a block's length makes no sense
-// or no order is known, which ends the walk.
+// (or is more than maxPacketBlock) or no order is known, which ends the
+// walk.
 func walkBlocks(b []byte, order binary.ByteOrder, visit func(off, n int, order binary.ByteOrder)) (end, need int, after binary.ByteOrder, ok bool) {
 	off := 0
 	for off+12 <= len(b) {
@@ -136,7 +136,10 @@ func walkBlocks(b []byte, order binary.ByteOrder, visit func(off, n int, order b
 			return off, 0, nil, false
 		}
 		n := int(order.Uint32(b[off+4:]))
-		if n < 12 || n%4 != 0 {
+		if n < 12 || n%4 != 0 || n > maxPacketBlock {
+			// A longer block is not read into memory: the plain path
+			// hands it to pcapgo, which skips it unread, or refuses it
+			// (a packet block: see maxFrame).
 			return off, 0, order, false
 		}
 		if off+n > len(b) {
