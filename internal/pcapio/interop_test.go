@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -355,5 +356,99 @@ func liveCapture(t *testing.T, dlt string) string {
 			t.Fatalf("dumpcap did not capture 4 datagrams: %s", said.String())
 		case <-tick.C:
 		}
+	}
+}
+
+// scapyComments prints, for each packet of a pcapng, its comment as
+// scapy reads it: hex, "-" for none. scapy up to 2.6 has one comment per
+// packet (Packet.comment); later ones a list (Packet.comments).
+const scapyComments = `
+import sys
+from scapy.all import rdpcap
+for p in rdpcap(sys.argv[1]):
+    c = getattr(p, "comments", None) or p.comment
+    if isinstance(c, list):
+        c = c[-1] if c else None
+    print(c.hex() if c else "-")
+`
+
+// TestScapyReadsComments: scapy reads the packet comments of a capture
+// written by Writer as the texts Writer was given, every one of them, and
+// warns of none; tshark reads each as that text and the line feed the
+// Writer ends it with. scapy 2.5 had dropped every comment inaemu wrote
+// ("PcapNg: invalid comment option": it takes a comment for the text
+// before its line feed, and inaemu's had none).
+func TestScapyReadsComments(t *testing.T) {
+	testtool.Need(t, "scapy", testtool.HaveScapy)
+	testtool.Need(t, "tshark", testtool.HaveTshark)
+	given := []string{
+		pcapio.FaultComment("loss", "", 0, true),
+		"",
+		pcapio.FaultComment("drop", `drop port=0 dir=in class=data nth=2`, 0, true),
+		pcapio.FaultComment("delay,duplicate", `delay=20us qp=0x11 psn=5 every=3 prob=50%`, 2300*time.Nanosecond, false),
+		"x", "xy", "xyz", "wxyz", // every padding
+		"µs — ünïcode",
+		"",
+	}
+	path := filepath.Join(t.TempDir(), "comments.pcapng")
+	var buf bytes.Buffer
+	w, err := pcapio.NewWriter(&buf, "port0-in", "port0-out")
+	require.NoError(t, err)
+	frame := make([]byte, 61) // not a multiple of 4: the comment follows padding
+	for i, c := range given {
+		var cs []string
+		if c != "" {
+			cs = append(cs, c)
+		}
+		require.NoError(t, w.WriteIndex(i%2, int64(i)*1000, frame, cs...))
+	}
+	require.NoError(t, w.Flush())
+	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
+
+	out, errOut, err := testtool.Run(t, testtool.SystemPython, "-c", scapyComments, path)
+	require.NoError(t, err, errOut)
+	assert.NotContains(t, errOut, "comment", "scapy's warnings")
+	got := strings.Fields(out)
+	require.Len(t, got, len(given), "scapy's packets")
+	for i, c := range given {
+		if c == "" {
+			assert.Equal(t, "-", got[i], "frame %d has no comment", i+1)
+			continue
+		}
+		b, err := hex.DecodeString(got[i])
+		require.NoError(t, err)
+		// scapy 2.5 gives the line, later versions the line and its end.
+		assert.Equal(t, c, strings.TrimSuffix(string(b), "\n"), "frame %d's comment as scapy reads it", i+1)
+	}
+
+	// tshark: every comment, as written.
+	js, errOut, err := testtool.Run(t, "tshark", "-r", path, "-T", "json", "-e", "frame.comment")
+	require.NoError(t, err, errOut)
+	var frames []struct {
+		Source struct {
+			Layers struct {
+				Comment []string `json:"frame.comment"`
+			} `json:"layers"`
+		} `json:"_source"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(js), &frames))
+	require.Len(t, frames, len(given), "tshark's packets")
+	for i, c := range given {
+		var want []string
+		if c != "" {
+			want = []string{c + "\n"}
+		}
+		assert.Equal(t, want, frames[i].Source.Layers.Comment, "frame %d's comment as tshark reads it", i+1)
+	}
+
+	// pcapio reads the texts as given.
+	recs, err := pcapio.ReadAll(path)
+	require.NoError(t, err)
+	for i, c := range given {
+		var want []string
+		if c != "" {
+			want = []string{c}
+		}
+		assert.Equal(t, want, recs[i].Comments, "frame %d", i+1)
 	}
 }

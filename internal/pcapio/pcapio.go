@@ -78,6 +78,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gopacket/gopacket"
@@ -96,7 +97,7 @@ type Record struct {
 	// (see LinkType); Info.InterfaceIndex is the pcapng interface (0 in a
 	// classic pcap). Info.AncillaryData is nil.
 	Info     gopacket.CaptureInfo
-	Comments []string // pcapng packet comments (fault annotations)
+	Comments []string // pcapng packet comments (fault annotations), less the line feed that ends each (see Writer)
 	// LinkType is the link type the frame was captured with, as the file
 	// (classic pcap) or its interface (pcapng) says: Ethernet, whose
 	// frames are Data as captured, or LinkTypeLinuxSLL, LinkTypeLinuxSLL2,
@@ -347,6 +348,9 @@ func (r *Reader) next() (Record, error) {
 		var opts pcapgo.NgPacketOptions
 		data, rec.Info, opts, err = r.ng.ZeroCopyReadPacketDataWithOptions()
 		rec.Comments = opts.Comments
+		for i, c := range rec.Comments {
+			rec.Comments[i] = commentText(c)
+		}
 		lt = layers.LinkTypeEthernet
 		if len(rec.Info.AncillaryData) > 0 {
 			lt, _ = rec.Info.AncillaryData[0].(layers.LinkType)
@@ -516,8 +520,10 @@ func (r *Reader) Interfaces() []string {
 }
 
 // Writer writes a pcapng capture with one interface per named port and
-// packet comments (fault annotations). Timestamps are virtual nanoseconds
-// from the Unix epoch, so a capture of the same run is the same bytes.
+// packet comments (fault annotations), each ended by a line feed so that
+// scapy reads it as well as tshark (see commentLines). Timestamps are
+// virtual nanoseconds from the Unix epoch, so a capture of the same run
+// is the same bytes.
 type Writer struct {
 	w     *pcapgo.NgWriter
 	names map[string]int
@@ -553,7 +559,7 @@ func (w *Writer) Write(iface string, ns int64, frame []byte, comments ...string)
 		return fmt.Errorf("pcapio: unknown interface %q", iface)
 	}
 	ci := gopacket.CaptureInfo{Timestamp: time.Unix(0, ns).UTC(), CaptureLength: len(frame), Length: len(frame), InterfaceIndex: id}
-	return w.w.WritePacketWithOptions(ci, frame, pcapgo.NgPacketOptions{Comments: comments})
+	return w.w.WritePacketWithOptions(ci, frame, pcapgo.NgPacketOptions{Comments: commentLines(comments)})
 }
 
 // Interface is the index of the named interface, for WriteIndex.
@@ -569,8 +575,31 @@ func (w *Writer) WriteIndex(id int, ns int64, frame []byte, comments ...string) 
 		return fmt.Errorf("pcapio: no interface %d", id)
 	}
 	ci := gopacket.CaptureInfo{Timestamp: time.Unix(0, ns).UTC(), CaptureLength: len(frame), Length: len(frame), InterfaceIndex: id}
-	return w.w.WritePacketWithOptions(ci, frame, pcapgo.NgPacketOptions{Comments: comments})
+	return w.w.WritePacketWithOptions(ci, frame, pcapgo.NgPacketOptions{Comments: commentLines(comments)})
 }
+
+// commentLines are the comments as the Writer writes them (opt_comment
+// options, one each): each ended by a line feed, as scapy writes them.
+// scapy 2.5 (Debian 12's) reads a comment as the text before its first
+// line feed and drops one that has none ("invalid comment option"),
+// though the pcapng draft asks for none (line separators may appear in a
+// comment); tshark and pcapgo read the line feed as part of the comment,
+// and the Reader takes it off again (commentText). scapy 2.5 keeps only
+// the last of several comments of a frame; the emulator writes one.
+func commentLines(comments []string) []string {
+	if len(comments) == 0 {
+		return nil
+	}
+	out := make([]string, len(comments))
+	for i, c := range comments {
+		out[i] = c + "\n"
+	}
+	return out
+}
+
+// commentText is a packet comment as it was given to the writer: less
+// the line feed the Writer (or scapy) ends it with.
+func commentText(c string) string { return strings.TrimSuffix(c, "\n") }
 
 // Flush writes buffered data.
 func (w *Writer) Flush() error { return w.w.Flush() }

@@ -183,7 +183,7 @@ func (p *plainNg) next() (data []byte, ci gopacket.CaptureInfo, comments []strin
 			}
 			if !p.options(body[20+((caplen+3)&^3):], func(code uint16, v []byte) {
 				if code == optComment {
-					comments = append(comments, string(v))
+					comments = append(comments, commentText(string(v)))
 				}
 			}) {
 				return nil, ci, nil, 0, errNotPlain
