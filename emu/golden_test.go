@@ -31,7 +31,7 @@ msg_len: 16
 seed: 11
 netem: "loss 0.2% duplicate 0.5% corrupt 0.2% delay 2us 100ns reorder 1% gap 4"
 faults: ["drop port=1 dir=out class=data nth=3"]
-`, "09b9c07afed37e476cd5e8849e6f478e59b7d5306acf94789c9c6c49ebc8c690"},
+`, "0f721c346c871e2be7108731720bc9bbae90fe192660cb3e97d323ed9aeca393"},
 	{"ring-v2ipv6-i32-reorder", `
 workers: 5
 mode: ring
@@ -41,7 +41,7 @@ transport: v2-ipv6
 msg_len: 8
 seed: 3
 netem: "reorder 5% gap 3 duplicate 2%"
-`, "be23d171348c98d3571b0de07f830f3530c054aac3703a06d1a123fee07bd796"},
+`, "e164cf6c0723ed66b1f5d1f601eb0deab6f1f57076f76b2bf08567f1e0c873f9"},
 	{"netreduce-v1-f16-paper-events", `
 workers: 3
 window: 4
@@ -57,7 +57,7 @@ faults:
   - "drop port=0 dir=in class=data nth=2"
   - "corrupt port=2 dir=out class=data nth=4"
   - "delay=30us port=1 dir=in class=ack nth=1"
-`, "7bc86525b3b79f37f09a095a3e9fac1e8ff2f28d764c1de953129811ee1e4639"},
+`, "ba1f4d02531989f85ccda57e84bb3d1f7e39843b01d5cd07b1f027520bc93d34"},
 	{"netreduce-spoof-rxe", `
 workers: 4
 tensor: 128KiB
@@ -67,7 +67,7 @@ seed: 9
 link: 100G
 latency: 500ns
 faults: ["spoof=2 port=1 class=data nth=5", "hold=3 port=3 dir=in class=data nth=2"]
-`, "cebd857387765d1d611e25df80fabf62958af671d56c186692ba9f525f8540d1"},
+`, "90fd6cee65ca0474a61ba6b39a0902ab5060bd098f1f9647476207ff71dafe66"},
 	{"ring-v2ipv4-gemodel-queue", `
 workers: 6
 mode: ring
@@ -77,7 +77,7 @@ queue: 20
 seed: 21
 timeout: 10
 netem: "loss gemodel 1% 50% 50%"
-`, "72334c881f29a1cfb1c74c433d964d680a6f48b6d47f2561b322f62b3992ca28"},
+`, "ed0cef4f321e0843b584b4e12a32bbda6cf4e8dbe2c77f251a7f03dac0fe6756"},
 }
 
 func goldenCapture(t *testing.T, text string) []byte {
