@@ -26,8 +26,9 @@ func mergeCommand(stdout, stderr io.Writer) *cobra.Command {
 suite and count; sweep: same job and grid); all N shards must be there, in any order. The merged
 report is exactly the one the unsharded run prints, but for conformance's wall times, which are
 the shards' summed. Exit status: as the unsharded run's (conformance: 1 a property fails; sweep:
-1 a run ended wrong, 3 one failed in the transport), 2 when the reports do not make one run or
-cannot be read.`
+1 a run ended wrong, 3 one failed in the transport), 2 when the reports do not make one run, cannot
+be read, or a report's bookkeeping does not add up (a failing case, a cell or a count that is not
+its shard's: the message names the file and the field).`
 	c.Args = func(_ *cobra.Command, args []string) error {
 		if len(args) == 0 {
 			return fmt.Errorf("need the shard reports to merge")
@@ -95,7 +96,19 @@ func runMerge(e *cmdEnv, files []string, asJSON bool) int {
 			fmt.Fprintf(e.stderr, "inaemu merge: %s: not a conformance --json report: %v\n", files[k], err)
 			return exitUsage
 		}
+		if err := checkConformanceShard(r); err != nil {
+			fmt.Fprintf(e.stderr, "inaemu merge: %s: %v\n", files[k], err)
+			return exitUsage
+		}
 		reports = append(reports, r)
+	}
+	shards := make([]*conformance.Shard, len(reports))
+	for k, r := range reports {
+		shards[k] = r.Shard
+	}
+	if err := enoughShards(files, shards); err != nil {
+		fmt.Fprintf(e.stderr, "inaemu merge: %v\n", err)
+		return exitUsage
 	}
 	rep, err := conformance.Merge(reports)
 	if err != nil {
@@ -139,6 +152,10 @@ func mergeSweeps(e *cmdEnv, files []string, raw [][]byte, asJSON bool) int {
 			fmt.Fprintf(e.stderr, "inaemu merge: %s is not a shard's report (no \"shard\" in it)\n", files[k])
 			return exitUsage
 		}
+		if err := checkSweepShard(d); err != nil {
+			fmt.Fprintf(e.stderr, "inaemu merge: %s: %v\n", files[k], err)
+			return exitUsage
+		}
 		docs = append(docs, d)
 	}
 	head := func(d sweepDoc) sweepDoc {
@@ -147,6 +164,14 @@ func mergeSweeps(e *cmdEnv, files []string, raw [][]byte, asJSON bool) int {
 	}
 	first := docs[0]
 	n := first.Shard.Of
+	shards := make([]*conformance.Shard, len(docs))
+	for k, d := range docs {
+		shards[k] = d.Shard
+	}
+	if err := enoughShards(files, shards); err != nil {
+		fmt.Fprintf(e.stderr, "inaemu merge: %v\n", err)
+		return exitUsage
+	}
 	set := conformance.NewShardSet(n)
 	out := head(first)
 	for k, d := range docs {
@@ -189,4 +214,129 @@ func points(rows []emu.SweepRow) []int {
 		p = append(p, r.Point)
 	}
 	return p
+}
+
+// A shard's report is checked before it is merged: the merge believes its
+// bookkeeping (a tampered or damaged fail_at made "gbn FAILS
+// (4611686018427387905 cases)", a shard count of 10^12 a set of 10^12
+// shards), so every index in it must be a case the shard owns and every
+// count agree with them. Errors name the field.
+
+// checkShardOf checks a report's shard: index I of N shards.
+func checkShardOf(sh conformance.Shard) error {
+	if sh.Of < 1 || sh.Index < 0 || sh.Index >= sh.Of {
+		return fmt.Errorf("shard %v: want index 0..N-1 of N shards", sh)
+	}
+	return nil
+}
+
+// enoughShards checks that there are as many reports as the first says
+// shards, before the merge makes a set of that many (10^12 shards were
+// 10^12 bytes): with fewer, it names a report of another run or the
+// first shard missing.
+func enoughShards(files []string, shards []*conformance.Shard) error {
+	if shards[0] == nil || shards[0].Of <= len(shards) {
+		return nil // the merge checks the rest
+	}
+	n := shards[0].Of
+	for k, sh := range shards {
+		switch {
+		case sh == nil:
+			return fmt.Errorf("%s is not a shard's report (no \"shard\" in it)", files[k])
+		case sh.Of != n:
+			return fmt.Errorf("%s is shard %v, %s one of %d shards", files[k], *sh, files[0], n)
+		}
+	}
+	for i := 0; ; i++ { // one of 0..len(shards) is missing
+		if !slices.ContainsFunc(shards, func(sh *conformance.Shard) bool { return sh.Index == i }) {
+			return fmt.Errorf("shard %d/%d is missing", i, n)
+		}
+	}
+}
+
+// owned is how many of cases 0..n-1 the shard owns (i mod Of = Index).
+func owned(sh conformance.Shard, n int) int {
+	k := n / sh.Of
+	if n%sh.Of > sh.Index {
+		k++
+	}
+	return k
+}
+
+// checkCase checks that case i is one of the count cases the shard owns.
+func checkCase(sh conformance.Shard, count int, field string, i int) error {
+	if i < 0 || i >= count || !sh.Owns(i) {
+		return fmt.Errorf("%s %d: not a case of shard %v (cases 0..%d with i mod %d = %d)", field, i, sh, count-1, sh.Of, sh.Index)
+	}
+	return nil
+}
+
+func checkConformanceShard(r conformance.Report) error {
+	if r.Shard == nil {
+		return nil // not a shard's: Merge says so
+	}
+	sh := *r.Shard
+	if err := checkShardOf(sh); err != nil {
+		return err
+	}
+	if r.Count < 1 {
+		return fmt.Errorf("count %d: want 1 or more", r.Count)
+	}
+	for _, p := range r.Properties {
+		rec := p.Shard
+		if rec == nil {
+			continue // Merge says so
+		}
+		bad := func(err error) error { return fmt.Errorf("property %s: %w", p.Name, err) }
+		last := r.Count - 1 // the last case the shard may have run
+		if rec.FailAt != -1 {
+			if err := checkCase(sh, r.Count, "fail_at", rec.FailAt); err != nil {
+				return bad(err)
+			}
+			if p.Passed {
+				return bad(fmt.Errorf("fail_at %d, and passed", rec.FailAt))
+			}
+			last = rec.FailAt // it ran no case after it
+			if want := owned(sh, last+1); p.Cases != want {
+				return bad(fmt.Errorf("cases %d: want %d, shard %v's cases up to its fail_at %d", p.Cases, want, sh, rec.FailAt))
+			}
+		}
+		if most := owned(sh, r.Count); p.Cases < 0 || p.Cases > most {
+			return bad(fmt.Errorf("cases %d: shard %v owns %d of the %d cases", p.Cases, sh, most, r.Count))
+		}
+		if rec.StallAt != -1 {
+			if err := checkCase(sh, last+1, "stall_at", rec.StallAt); err != nil {
+				return bad(err)
+			}
+		}
+		for k, i := range rec.Transport {
+			if err := checkCase(sh, last+1, "transport", i); err != nil {
+				return bad(err)
+			}
+			if k > 0 && i <= rec.Transport[k-1] {
+				return bad(fmt.Errorf("transport: case %d after case %d (each case once, in order)", i, rec.Transport[k-1]))
+			}
+		}
+	}
+	return nil
+}
+
+func checkSweepShard(d sweepDoc) error {
+	sh := *d.Shard
+	if err := checkShardOf(sh); err != nil {
+		return err
+	}
+	if len(d.Rows) > 0 && d.Points < 1 {
+		return fmt.Errorf("points %d: want the grid's size, 1 or more", d.Points)
+	}
+	for _, r := range d.Rows {
+		if err := checkCase(sh, d.Points, "point", r.Point); err != nil {
+			return err
+		}
+		if r.Runs != len(r.Seeds) || r.Exact < 0 || r.Failed < 0 || r.Wrong < 0 || r.Exact+r.Failed+r.Wrong != r.Runs {
+			return fmt.Errorf("point %d: runs %d, seeds %d, exact %d, failed %d, wrong %d: want runs = seeds = exact + failed + wrong",
+				r.Point, r.Runs, len(r.Seeds), r.Exact, r.Failed, r.Wrong)
+		}
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -138,3 +139,82 @@ func TestSweepShardsMergeCLI(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "shard 1/2, ")
 }
+
+// A shard report's bookkeeping is checked before it is merged: a fail_at
+// the shard does not own merged into "gbn FAILS (4611686018427387905
+// cases)", a shard count of -1 panicked and one of 10^12 ran out of
+// memory. Each is refused in one line naming the file and the field.
+func TestMergeRefusesTamperedShards(t *testing.T) {
+	dir := t.TempDir()
+	shard := func(args []string, i int) []byte {
+		code, out, errOut := runCLI(append(args, "--shard", strconv.Itoa(i)+"/2", "--json")...)
+		require.Equal(t, 0, code, errOut)
+		return []byte(out)
+	}
+	gbn := []string{"conformance", "--suite", "gbn", "--count", "4", "--seed", "1"}
+	good := filepath.Join(dir, "gbn-1.json")
+	require.NoError(t, os.WriteFile(good, shard(gbn, 1), 0o644))
+	gbn0 := shard(gbn, 0)
+	sweep := []string{"sweep", "--workers", "3", "--tensor", "64KiB", "--seeds", "2", "--seed", "4", "--loss", "0,0.5%", "--modes", "netreduce"}
+	goodSweep := filepath.Join(dir, "sweep-1.json")
+	require.NoError(t, os.WriteFile(goodSweep, shard(sweep, 1), 0o644))
+	sweep0 := shard(sweep, 0)
+	tera := func(m map[string]any) { // shard 0 of 10^12, the one case it owns run
+		m["shard"] = map[string]any{"index": 0, "of": 1000000000000}
+		prop(m)["cases"] = 1
+	}
+	for _, c := range []struct {
+		name   string
+		report []byte
+		other  string
+		tamper func(m map[string]any)
+		want   string
+	}{
+		{"fail_at beyond the cases", gbn0, good, func(m map[string]any) { prop(m)["shard"].(map[string]any)["fail_at"] = 4611686018427387904 },
+			"property gbn: fail_at 4611686018427387904: not a case of shard 0/2 (cases 0..3 with i mod 2 = 0)"},
+		{"fail_at of the other shard", gbn0, good, func(m map[string]any) { prop(m)["passed"], prop(m)["shard"].(map[string]any)["fail_at"] = false, 1 },
+			"property gbn: fail_at 1: not a case of shard 0/2"},
+		{"fail_at of a passed property", gbn0, good, func(m map[string]any) { prop(m)["shard"].(map[string]any)["fail_at"] = 2 },
+			"property gbn: fail_at 2, and passed"},
+		{"cases past fail_at", gbn0, good, func(m map[string]any) { prop(m)["passed"], prop(m)["shard"].(map[string]any)["fail_at"] = false, 0 },
+			"property gbn: cases 2: want 1, shard 0/2's cases up to its fail_at 0"},
+		{"more cases than owned", gbn0, good, func(m map[string]any) { prop(m)["cases"] = 99 },
+			"property gbn: cases 99: shard 0/2 owns 2 of the 4 cases"},
+		{"transport twice", gbn0, good, func(m map[string]any) { prop(m)["shard"].(map[string]any)["transport"] = []int{2, 2} },
+			"property gbn: transport: case 2 after case 2"},
+		{"negative shard count", gbn0, good, func(m map[string]any) { m["shard"] = map[string]any{"index": 0, "of": -1} },
+			"shard 0/-1: want index 0..N-1 of N shards"},
+		{"10^12 shards", gbn0, "", tera, "shard 1/1000000000000 is missing"},
+		{"10^12 shards and another run's", gbn0, good, tera, "gbn-1.json is shard 1/2, "},
+		{"a sweep's cell of the other shard", sweep0, goodSweep, func(m map[string]any) { row(m)["point"] = 1 },
+			"point 1: not a case of shard 0/2"},
+		{"a sweep's counts", sweep0, goodSweep, func(m map[string]any) { row(m)["exact"] = 7 },
+			"point 0: runs 2, seeds 2, exact 7, failed 0, wrong 0: want runs = seeds = exact + failed + wrong"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var m map[string]any
+			require.NoError(t, json.Unmarshal(c.report, &m))
+			c.tamper(m)
+			b, err := json.Marshal(m)
+			require.NoError(t, err)
+			bad := filepath.Join(dir, "tampered.json")
+			require.NoError(t, os.WriteFile(bad, b, 0o644))
+			args := []string{"merge", bad, c.other}
+			if c.other == "" {
+				args = args[:2]
+			}
+			code, out, errOut := runGuarded(args...)
+			assert.Empty(t, out)
+			prefix := "inaemu merge: " + bad + ": "
+			if strings.HasPrefix(c.name, "10^12") { // said of the set of reports
+				prefix = "inaemu merge: "
+			}
+			oneLine(t, code, errOut, prefix, c.want)
+		})
+	}
+}
+
+// prop is a conformance report's first property, row a sweep report's
+// first row, as decoded into a map.
+func prop(m map[string]any) map[string]any { return m["properties"].([]any)[0].(map[string]any) }
+func row(m map[string]any) map[string]any  { return m["rows"].([]any)[0].(map[string]any) }
