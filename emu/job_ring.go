@@ -224,6 +224,12 @@ func (j *ringJob) post(w *worker, s, m int, buf []byte) error {
 		RemoteVA: j.r.recvVA + uint64(s*j.maxC+lo), RKey: succ.recvMR.RKey, Imm: uint32(s)<<24 | uint32(m), Signaled: true})
 }
 
+// nameWR names a WR by its step and message (its ID is step<<24 |
+// message).
+func (j *ringJob) nameWR(c roce.Completion) string {
+	return fmt.Sprintf("step %d of 0..%d, message %d (%s)", c.WRID>>24, j.steps-1, c.WRID&(1<<24-1), c.Opcode)
+}
+
 func (j *ringJob) onCompletion(w *worker) {
 	j.r.drain(w, func(c roce.Completion) {
 		rs := &j.ranks[w.rank]

@@ -316,6 +316,14 @@ func (j *waJob) sendGradient(i, m int) error {
 // downWR marks the work requests of the sum's way down.
 const downWR = 1 << 40
 
+// nameWR names a WR by its leg and message; on its QP, WR m is message m.
+func (j *waJob) nameWR(c roce.Completion) string {
+	if m := c.WRID &^ downWR; c.WRID&downWR != 0 {
+		return fmt.Sprintf("message %d of 0..%d of the sum (WR %d, %s)", m, j.nmsg-1, m, c.Opcode)
+	}
+	return fmt.Sprintf("gradient message %d of 0..%d (WR %d, %s)", c.WRID, j.nmsg-1, c.WRID, c.Opcode)
+}
+
 func (j *waJob) msgRange(m int) (int, int) {
 	lo := m * j.msgB
 	return lo, min(lo+j.msgB, int(j.r.cfg.TensorBytes))

@@ -962,6 +962,14 @@ func (r *runner) poll(w *worker) {
 	}
 }
 
+// wrNamer is a collective whose work request IDs encode more than the
+// WR's place (wa: which leg, ring: which step): it names the WR of a
+// send completion in the job's words, for the error a failed one ends
+// the job with ("WR 1099511627778" was wa's message 2 of the sum).
+type wrNamer interface {
+	nameWR(c roce.Completion) string
+}
+
 // qpPeers is a collective that names the rank at the other end of each
 // of its own QPs.
 type qpPeers interface {
@@ -1269,7 +1277,10 @@ func (r *runner) drain(w *worker, f func(c roce.Completion)) {
 				for _, c := range w.cqe[:n] {
 					if c.Status != roce.StatusSuccess {
 						what := "a receive"
-						if !c.Recv {
+						switch namer, ok := r.job.(wrNamer); {
+						case !c.Recv && ok:
+							what = namer.nameWR(c)
+						case !c.Recv:
 							what = fmt.Sprintf("WR %d (%s)", c.WRID, c.Opcode)
 						}
 						r.fail(w, q, c, what)

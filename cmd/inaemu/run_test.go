@@ -432,3 +432,27 @@ func TestQueueingHintOnlyForUnexplainedTAPTimeouts(t *testing.T) {
 		assert.Empty(t, queueingHint(res), name)
 	}
 }
+
+// A failed work request is named in the job's words: wa's WRs of the
+// sum's way down were "WR 1099511627778" (the leg's bit 1<<40 and the
+// message), ring's "WR 16777216" (step<<24 | message).
+func TestFailedWRNamedInTheJobsWords(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--mode", "wa", "--fault", "drop port=0 dir=out class=data nth=300"},
+			"inaemu run: job failed: rank 4 QP to rank 0 (QPN 0x10000): message 2 of 0..8 of the sum (WR 2, RDMA_WRITE_WITH_IMM) completed with RETRY_EXC_ERR at "},
+		{[]string{"--mode", "wa", "--fault", "drop port=4 dir=out class=data nth=300"},
+			"inaemu run: job failed: rank 3 QP to rank 4 (QPN 0x10000): gradient message 0 of 0..8 (WR 0, RDMA_WRITE_WITH_IMM) completed with RETRY_EXC_ERR at "},
+		{[]string{"--mode", "ring", "--fault", "drop port=1 dir=out class=data nth=300"},
+			"inaemu run: job failed: rank 0 send QP to rank 1 (QPN 0x11): step 1 of 0..5, message 0 (RDMA_WRITE_WITH_IMM) completed with RETRY_EXC_ERR at "},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			code, _, errOut := runCLI(runArgs(append([]string{"--seed", "1", "--workers", "4", "--tensor", "1MiB", "--retry-cnt", "0"}, c.args...)...)...)
+			assert.Equal(t, 3, code, errOut)
+			assert.True(t, strings.HasPrefix(errOut, c.want), "%q", errOut)
+			assert.Equal(t, 1, strings.Count(errOut, "\n"), errOut)
+		})
+	}
+}
