@@ -95,6 +95,11 @@ func JobFlags(cfg emu.Config) string {
 type Result struct {
 	*emu.Result
 	Wire faultwire.Report
+	// HostQueueDrops counts the frames the wire handed a host that the
+	// host's full queue dropped (it fell behind): each is in the capture,
+	// marked not delivered (faultwire.QueueKind). What the hosts send is
+	// never dropped: a host waits for room in the wire's queue.
+	HostQueueDrops uint64 `json:"host_queue_drops,omitempty"`
 }
 
 // Run runs cfg's job against the device: inaemu's hosts here, cfg's
@@ -159,7 +164,11 @@ func (d Device) run(cfg emu.Config, wcfg faultwire.Config, timeout time.Duration
 			closeAll()
 			return nil, err
 		}
-		h, w := tap.Pipe(fmt.Sprintf("h%d", r), fmt.Sprintf("w%d", r), pipeDepth)
+		// A host's writes wait for room (none is lost); the wire's to the
+		// host never wait, and one a full queue drops is recorded (see
+		// faultwire's put: the wire never waits on a host, so a host's
+		// wait always ends).
+		h, w := tap.HostPipe(fmt.Sprintf("h%d", r), fmt.Sprintf("w%d", r), pipeDepth)
 		hosts[r] = h
 		wcfg.Pairs = append(wcfg.Pairs, faultwire.Pair{Host: w, Device: s})
 	}
@@ -184,9 +193,16 @@ func (d Device) run(cfg emu.Config, wcfg faultwire.Config, timeout time.Duration
 	if res != nil { // the faults a run reports are those of its links: here, the wire's
 		res.Faults = rep.Faults()
 	}
-	return &Result{Result: res, Wire: rep}, err
+	out := &Result{Result: res, Wire: rep}
+	for _, p := range wcfg.Pairs { // as the pipes counted them (the wire's count is rep.QueueDrops())
+		out.HostQueueDrops += p.Host.(tap.Dropper).Dropped()
+	}
+	return out, err
 }
 
 // pipeDepth is how many frames each way a host's pipe to the wire holds:
-// more than a job's windows put in flight.
+// more than a job's windows put in flight. A host whose queue from the
+// wire fills (a loaded machine, a device answering retransmissions with
+// storms of results) loses what the wire writes next, recorded
+// (Result.HostQueueDrops); its own writes wait.
 const pipeDepth = 1 << 14

@@ -51,5 +51,6 @@ func TestInaemuSwitchAsDevice(t *testing.T) {
 	require.Equal(t, uint64(1), res.Wire.Dirs[5].Faults.Corrupted)
 	require.Equal(t, uint64(1), res.Faults.Dropped, "the run's faults are the wire's")
 	require.Equal(t, uint64(1), res.Faults.Corrupted)
+	require.Equal(t, res.Wire.QueueDrops(), res.HostQueueDrops, "the wire recorded every frame a host's full queue dropped")
 	require.Contains(t, log.String(), "ready on itdt-sw0..itdt-sw2")
 }

@@ -85,7 +85,8 @@ func wireLink(name string, pairs int) bool {
 // Faults happen inside the wire, so they are annotated where the frames
 // come out of it (wR-swR and wR-hR): a dropped frame is written there at
 // the time it would have arrived, with a comment saying it was not
-// delivered.
+// delivered; so is a frame the receiving side's full queue dropped (kind
+// QueueKind).
 func CaptureNames(r int) [4]string {
 	return [4]string{fmt.Sprintf("h%d-w%d", r, r), fmt.Sprintf("w%d-h%d", r, r), fmt.Sprintf("w%d-sw%d", r, r), fmt.Sprintf("sw%d-w%d", r, r)}
 }
@@ -97,6 +98,11 @@ type DirStats struct {
 	Bytes  uint64       `json:"bytes"`
 	Other  uint64       `json:"other"` // frames that are not RoCE, passed untouched
 	Faults faults.Stats `json:"faults"`
+	// QueueDrops counts the frames the receiving side's full queue
+	// dropped (tap.ErrQueueFull: a host that fell behind), each captured
+	// as not delivered (kind QueueKind). No fault of the schedule did it,
+	// so Faults does not count them.
+	QueueDrops uint64 `json:"queue_drops,omitempty"`
 }
 
 // Report is what a wire did.
@@ -104,6 +110,16 @@ type Report struct {
 	Dirs    []DirStats `json:"dirs"`
 	Written uint64     `json:"written"` // frames written out, duplicates and forgeries included
 	WallNS  int64      `json:"wall_ns"`
+}
+
+// QueueDrops sums every direction's QueueDrops: frames a receiver's full
+// queue dropped.
+func (r Report) QueueDrops() uint64 {
+	var n uint64
+	for _, d := range r.Dirs {
+		n += d.QueueDrops
+	}
+	return n
 }
 
 // Faults sums every direction's fault counters.
@@ -125,6 +141,11 @@ type Wire struct {
 
 	written uint64
 }
+
+// QueueKind is the capture annotation's kind for a frame the receiving
+// side's full queue dropped: the wire wrote it, the receiver never got
+// it. Readers treat it as any frame not delivered (pcapio.IsGhost).
+const QueueKind = "queue"
 
 // direction is one way of one pair.
 type direction struct {
@@ -249,7 +270,7 @@ func (d *direction) handle(frame []byte) {
 	var v frames.View
 	if v.Parse(frame) != nil {
 		d.stats.Other++
-		w.put(d.to, d.outCap, frame, annotation{})
+		d.put(frame, annotation{})
 		return
 	}
 	d.stats.Bytes += uint64(len(frame))
@@ -263,11 +284,11 @@ func (d *direction) handle(frame []byte) {
 func (d *direction) emit(frame []byte, delay time.Duration, note faults.Note, ev *faults.Event) {
 	a := annotation{note: note, ev: ev, extra: delay + d.stage.HeldFor}
 	if delay <= 0 {
-		d.w.put(d.to, d.outCap, frame, a)
+		d.put(frame, a)
 		return
 	}
 	b := append([]byte(nil), frame...)
-	d.w.loop.Clock.AfterFunc(delay, func() { d.w.put(d.to, d.outCap, b, a) })
+	d.w.loop.Clock.AfterFunc(delay, func() { d.put(b, a) })
 }
 
 // dropped records a frame the stage dropped where it would have come out.
@@ -281,7 +302,7 @@ func (d *direction) idleFlush() { d.stage.Flush(d.emitFn) }
 // spoof sends a forged frame into the device by port from.
 func (w *Wire) spoof(frame []byte, from int, ev *faults.Event) {
 	in := w.dirs[2*from] // port from's direction into the device
-	w.put(in.to, in.outCap, frame, annotation{note: faults.NoteSpoof, ev: ev})
+	in.put(frame, annotation{note: faults.NoteSpoof, ev: ev})
 }
 
 // annotation is a frame's fault comment, formatted only if a capture
@@ -291,19 +312,38 @@ type annotation struct {
 	ev    *faults.Event
 	extra time.Duration
 	ghost bool
+	queue bool // the receiver's full queue dropped it (QueueKind)
 }
 
-// put writes frame out of dev and records it on capture interface id.
-func (w *Wire) put(dev tap.Device, id int, frame []byte, a annotation) {
+// put writes frame out of d's receiving side and records it where it
+// came out. A frame the receiver's full queue dropped (a host that fell
+// behind: tap.HostPipe) is recorded there too, as not delivered.
+//
+// The wire never waits on a host: its loop (internal/wallloop) reads every
+// side on reader goroutines that take a frame buffer, read and hand the
+// frame to the loop, and the loop's only writes are these, to the hosts
+// through HostPipe's loop ends, which never wait, and to the device's
+// sockets (which wait out a full kernel queue, never a host). So a host
+// whose write waits for room in its pipe (HostPipe's host end) waits only
+// for this loop to take frames, which it does whatever the host does: the
+// wait cannot close a cycle.
+func (d *direction) put(frame []byte, a annotation) {
+	w := d.w
 	if w.loop.Failed() != nil {
 		return
 	}
-	if err := dev.WriteFrame(frame); err != nil {
-		w.loop.Fail(err)
+	if err := d.to.WriteFrame(frame); err != nil {
+		if !errors.Is(err, tap.ErrQueueFull) {
+			w.loop.Fail(err)
+			return
+		}
+		d.stats.QueueDrops++
+		a.ghost, a.queue = true, true
+		w.record(d.outCap, frame, a)
 		return
 	}
 	w.written++
-	w.record(id, frame, a)
+	w.record(d.outCap, frame, a)
 }
 
 // record writes frame to capture interface id, with its annotation.
@@ -312,9 +352,16 @@ func (w *Wire) record(id int, frame []byte, a annotation) {
 		return
 	}
 	ts := time.Now().UnixNano()
-	if a.note == 0 {
+	if a.note == 0 && !a.queue {
 		w.capErr = w.cap.WriteIndex(id, ts, frame)
-	} else {
-		w.capErr = w.cap.WriteIndex(id, ts, frame, pcapio.FaultComment(a.note.String(), a.ev.SpecText(), a.extra, a.ghost))
+		return
 	}
+	kinds := a.note.String()
+	if a.queue {
+		if kinds != "" {
+			kinds += ","
+		}
+		kinds += QueueKind
+	}
+	w.capErr = w.cap.WriteIndex(id, ts, frame, pcapio.FaultComment(kinds, a.ev.SpecText(), a.extra, a.ghost))
 }

@@ -3,6 +3,7 @@ package faultwire_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"testing"
@@ -196,6 +197,56 @@ func TestWireEvents(t *testing.T) {
 		}
 	}
 	require.Equal(t, map[string]int{"drop": 1, "corrupt": 1, "hold": 1, "duplicate": 2, "spoof": 1}, kinds)
+}
+
+// TestWireRecordsWhatAFullHostQueueDrops: a host that reads nothing
+// fills its queue; the wire never waits for it, and each frame the full
+// queue drops is captured where the host would have got it, as not
+// delivered (kind queue, beside the faults that hit it), and counted
+// apart from the faults. (The wire wrote them and captured them as
+// delivered, uncounted: a host's losses nobody recorded.)
+func TestWireRecordsWhatAFullHostQueueDrops(t *testing.T) {
+	h, hw := tap.HostPipe("host", "wire-h", 2)
+	d, dw := tap.Pipe("dev", "wire-d", 64)
+	ev, err := faults.Parse("corrupt port=0 dir=out class=ack nth=4")
+	require.NoError(t, err)
+	var capture bytes.Buffer
+	w, err := faultwire.New(faultwire.Config{Pairs: []faultwire.Pair{{Host: hw, Device: dw}}, Events: []faults.Event{ev}, Seed: 7, Capture: &capture})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Serve(ctx) }()
+	for psn := uint32(0); psn < 5; psn++ {
+		require.NoError(t, d.WriteFrame(roce(t, psn, true)))
+	}
+	require.Eventually(t, func() bool { return hw.(tap.Dropper).Dropped() == 3 }, 10*time.Second, time.Millisecond,
+		"the host's queue holds 2 of the 5 ACKs")
+	for psn := uint32(0); psn < 2; psn++ {
+		require.Equal(t, psn, psnOf(t, expect(t, h)))
+	}
+	cancel()
+	require.NoError(t, <-done)
+	rep := w.Report()
+	require.Equal(t, uint64(3), rep.Dirs[1].QueueDrops)
+	require.Equal(t, uint64(3), rep.QueueDrops())
+	require.Zero(t, rep.Dirs[0].QueueDrops)
+	require.Equal(t, uint64(2), rep.Written, "the dropped frames were not written")
+	require.Equal(t, uint64(1), rep.Faults().Corrupted)
+	require.Zero(t, rep.Faults().Lost+rep.Faults().Dropped, "no fault of the schedule dropped them")
+
+	r, err := pcapio.NewReader("wire", &capture)
+	require.NoError(t, err)
+	recs, _, _ := r.All()
+	var kinds []string
+	for _, rec := range recs {
+		if rec.Info.InterfaceIndex != 1 { // w0-h0: as the host received
+			continue
+		}
+		f, _ := pcapio.FaultOf(rec.Comments)
+		require.Equal(t, f.Ghost, pcapio.IsGhost(rec.Comments))
+		kinds = append(kinds, fmt.Sprintf("%d %s %v", psnOf(t, rec.Data), f.Kinds, f.Ghost))
+	}
+	require.Equal(t, []string{"0  false", "1  false", "2 queue true", "3 corrupt,queue true", "4 queue true"}, kinds)
 }
 
 // TestWireNetemReplays: random impairments come from the seed and the

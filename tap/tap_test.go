@@ -27,6 +27,8 @@ func TestPipeCarriesFramesBothWays(t *testing.T) {
 	for i := byte(0); i < 3; i++ {
 		require.NoError(t, a.WriteFrame([]byte{i}))
 	}
+	require.Equal(t, uint64(1), a.(Dropper).Dropped(), "the drop is counted")
+	require.Zero(t, b.(Dropper).Dropped())
 	for i := byte(0); i < 2; i++ {
 		n, err = b.ReadFrame(buf)
 		require.NoError(t, err)
@@ -40,6 +42,102 @@ func TestPipeCarriesFramesBothWays(t *testing.T) {
 	require.NoError(t, a.WriteFrame([]byte{9}), "writing towards a closed end loses the frame, like a TAP without reader")
 	require.Error(t, b.WriteFrame([]byte{9}))
 	require.Equal(t, "a", a.Name())
+}
+
+// TestHostPipeLosesNothingTheHostSends: a host that writes far faster
+// than its loop reads loses nothing (Pipe lost all but the first depth
+// frames): every frame arrives, in order, and none is counted dropped.
+func TestHostPipeLosesNothingTheHostSends(t *testing.T) {
+	h, l := HostPipe("h", "w", 4)
+	const n = 2000
+	werr := make(chan error, 1)
+	go func() {
+		for i := range n {
+			if err := h.WriteFrame([]byte{byte(i >> 8), byte(i)}); err != nil {
+				werr <- err
+				return
+			}
+		}
+		werr <- nil
+	}()
+	got := make(chan []byte, n)
+	go func() { // the reader falls behind now and then
+		buf := make([]byte, MaxFrame)
+		for i := 0; ; i++ {
+			if i%200 == 0 {
+				time.Sleep(5 * time.Millisecond)
+			}
+			k, err := l.ReadFrame(buf)
+			if err != nil {
+				return
+			}
+			got <- append([]byte(nil), buf[:k]...)
+		}
+	}()
+	for i := range n {
+		select {
+		case b := <-got:
+			require.Equal(t, []byte{byte(i >> 8), byte(i)}, b, "frame %d", i)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("frame %d never arrived: %d of %d lost", i, n-i, n)
+		}
+	}
+	require.NoError(t, <-werr)
+	require.Zero(t, h.(Dropper).Dropped())
+	require.NoError(t, l.Close()) // stops the reader
+
+	// A write waiting for room ends when either end is closed: the loop's
+	// (the frame is lost, as towards any closed end) or its own (an error).
+	waiting := func(h Device) chan error {
+		c := make(chan error, 1)
+		go func() { c <- h.WriteFrame([]byte{9}) }()
+		select {
+		case err := <-c:
+			t.Fatalf("a write to a full loop end returned at once: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		return c
+	}
+	for _, closeLoop := range []bool{true, false} {
+		h, l := HostPipe("h", "w", 1)
+		require.NoError(t, h.WriteFrame([]byte{1}))
+		c := waiting(h)
+		if closeLoop {
+			require.NoError(t, l.Close())
+			require.NoError(t, <-c)
+		} else {
+			require.NoError(t, h.Close())
+			require.ErrorIs(t, <-c, os.ErrClosed)
+		}
+	}
+}
+
+// TestHostPipeCountsWhatTheHostMisses: the loop end never waits; a frame
+// a full host queue drops is counted, and its write says so
+// (ErrQueueFull), so that the loop can record which frame it was.
+func TestHostPipeCountsWhatTheHostMisses(t *testing.T) {
+	h, l := HostPipe("h", "w", 3)
+	for i := byte(0); i < 5; i++ {
+		err := l.WriteFrame([]byte{i})
+		if i < 3 {
+			require.NoError(t, err)
+		} else {
+			require.ErrorIs(t, err, ErrQueueFull, "frame %d", i)
+			require.ErrorContains(t, err, "tap w: write:")
+		}
+	}
+	require.Equal(t, uint64(2), l.(Dropper).Dropped())
+	require.Zero(t, h.(Dropper).Dropped())
+	buf := make([]byte, MaxFrame)
+	for i := byte(0); i < 3; i++ {
+		n, err := h.ReadFrame(buf)
+		require.NoError(t, err)
+		require.Equal(t, []byte{i}, buf[:n])
+	}
+	require.NoError(t, l.WriteFrame([]byte{7}), "room again")
+	require.NoError(t, h.Close())
+	require.NoError(t, l.WriteFrame([]byte{8}), "towards a closed end: lost, not an error, not counted")
+	require.Equal(t, uint64(2), l.(Dropper).Dropped())
 }
 
 func TestPipeReadUnblocksOnClose(t *testing.T) {

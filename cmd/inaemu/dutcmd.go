@@ -152,6 +152,9 @@ func runOnDUT(e *cmdEnv, d *dutFlags, cfg emu.Config, pcap string, asJSON bool) 
 	}
 	if !asJSON {
 		fmt.Fprintf(e.stdout, "  wire: %s\n", wireSummary(res.Wire))
+		if n := res.HostQueueDrops; n > 0 {
+			fmt.Fprintf(e.stdout, "  host queues  %d frames the device sent were dropped: the hosts fell behind (marked not delivered in the capture)\n", n)
+		}
 	}
 	return reportCapture(e, reportJob(e, res.Result, err, capFile.written(pcap), asJSON), pcap, capErr)
 }
