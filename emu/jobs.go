@@ -55,6 +55,11 @@ func (c *Config) jobConfigs() ([]jobConfig, error) {
 	base := *c
 	base.Jobs = nil
 	if len(c.Jobs) == 0 {
+		// A Config built in code may hold anything: the CLI's range check
+		// is not in front of it, and the slice below is sized by it.
+		if c.Workers < 1 || c.Workers > topo.MaxHosts {
+			return nil, bad("--workers %d: want 1..%d", c.Workers, topo.MaxHosts)
+		}
 		// A wa job's last rank is its aggregator, on a host of its own.
 		ranks := make([]string, c.starHosts())
 		for i := range ranks {

@@ -289,3 +289,13 @@ func TestValidateSpoofPerJobWithPortsOpen(t *testing.T) {
 	c.OpenPorts = false
 	assert.NoError(t, c.Validate(), "port security drops it")
 }
+
+// A Config built in code with a nonsense worker count is refused, never
+// sized by (--workers -1 panicked: makeslice: len out of range).
+func TestValidateWorkersInRange(t *testing.T) {
+	for _, n := range []int{-1, 0, 1 << 40} {
+		c := DefaultConfig()
+		c.Workers = n
+		assert.ErrorContains(t, c.Validate(), fmt.Sprintf("--workers %d: want 1..", n))
+	}
+}
