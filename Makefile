@@ -42,8 +42,9 @@ bench:
 		$(GO) run ./internal/benchtable < bin/bench.out && exit $$status
 
 # Run each fuzz target for FUZZTIME: frame parsing, capture reading, the
-# --fault/--netem/--topology texts and scenario files.
-FUZZPKGS := ./frames/ ./internal/pcapio/ ./faults/ ./emu/topo/ ./emu/scenario/
+# --fault/--netem/--topology texts and scenario files, and small runs of
+# every mode on every kind of topology (conformance's FuzzRunAnyScenario).
+FUZZPKGS := ./frames/ ./internal/pcapio/ ./faults/ ./emu/topo/ ./emu/scenario/ ./conformance/
 fuzz:
 	@for p in $(FUZZPKGS); do \
 		for t in $$($(GO) test -list 'Fuzz.*' $$p | grep ^Fuzz); do \

@@ -2,23 +2,26 @@ package conformance
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/leanovate/gopter"
 
 	"github.com/inaemu/inaemu/emu/scenario"
 	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/emu/topo"
+	"github.com/inaemu/inaemu/frames/wire"
 )
 
 // schemeCase is one all-reduce scheme over multi-GPU machines (fr, pn,
 // pr, ta: NetReduce §3.4, Appendix A) on a star or on two racks of a
-// spine-leaf fabric, with one-shot faults on the machines' links and, on
-// racks, the leaves' uplinks and downlinks.
+// spine-leaf fabric with 1-3 spines, with one-shot faults on the
+// machines' links and, on racks, every leaf-spine link either way.
 type schemeCase struct {
 	Seed                  uint64
 	Mode                  string
 	Machines, GPUs        int
-	Racks                 bool // two leaves under one spine, else a star
+	Racks                 bool // two leaves under Spines spines, else a star
+	Spines                int
 	MTU, Timeout          int
 	Window, MsgLen, Elems int
 	DType                 tensor.DType
@@ -28,7 +31,7 @@ type schemeCase struct {
 func (c schemeCase) String() string {
 	net := "star"
 	if c.Racks {
-		net = "spine-leaf"
+		net = fmt.Sprintf("spine-leaf spines=%d", c.Spines)
 	}
 	return fmt.Sprintf("%s %s %d×%d GPUs mtu=%d timeout=%d window=%d msg_len=%d elems=%d dtype=%s seed=%d faults=%q",
 		c.Mode, net, c.Machines, c.GPUs, c.MTU, c.Timeout, c.Window, c.MsgLen, c.Elems, c.DType, c.Seed, c.Events)
@@ -39,7 +42,7 @@ func (c schemeCase) scenario() *scenario.Scenario {
 	tp := &topo.Spec{Kind: "star", Hosts: topo.HostsSpec{Count: c.Machines}, GPUs: c.GPUs, Intra: "150G", Alpha: "1us"}
 	if c.Racks {
 		perLeaf := (c.Machines + 1) / 2
-		tp = &topo.Spec{Kind: "spine-leaf", Leaves: 2, HostsPerLeaf: perLeaf, Spines: 1, Uplink: fmt.Sprintf("%dG", 10*perLeaf),
+		tp = &topo.Spec{Kind: "spine-leaf", Leaves: 2, HostsPerLeaf: perLeaf, Spines: c.Spines, Uplink: fmt.Sprintf("%dG", 10*perLeaf),
 			GPUs: c.GPUs, Intra: "150G", Alpha: "1us"}
 	}
 	return &scenario.Scenario{Workers: &w, MTU: &mtu, Seed: &seed, Timeout: &to, Window: &n, MsgLen: &l, Mode: c.Mode, MaxTime: "120s",
@@ -47,19 +50,21 @@ func (c schemeCase) scenario() *scenario.Scenario {
 }
 
 // schemeCaseGen draws a scheme, 2-4 machines of 1, 2 or 4 GPUs (powers of
-// two, as ta takes), on a star or spread over two racks, any dtype and
-// MTU, windows 1-4, messages long (the papers' 128-255 packets) or short,
-// tensors from one element per GPU to a few hundred thousand (so the
-// 8-bit MsgID of the NetReduce rings wraps), a default or short ACK
-// timeout, and up to six one-shot faults of every kind on the machines'
-// links (genFaultEvent) or, on racks, the leaves' uplinks and downlinks
-// (forgeries, and faults aimed at switch-to-switch frames, where pn's
-// NetReduce rings make them).
+// two, as ta takes), on a star or spread over two racks under 1-3 spines,
+// any dtype and MTU, windows 1-4, messages long (the papers' 128-255
+// packets) or short, tensors from one element per GPU to a few hundred
+// thousand (so the 8-bit MsgID of the NetReduce rings wraps), a default
+// or short ACK timeout, up to six one-shot faults of every kind,
+// forgeries included, on the machines' links (genFaultEvent) or, on
+// racks, on any leaf-spine link either way (aimed at switch-to-switch
+// frames on the links to spine0, the tree's spine of pn's NetReduce
+// rings), and up to two more forgeries of a machine's frame by another's
+// host (port security guards every mode's frames).
 func schemeCaseGen(seed uint64) gopter.Gen {
 	return func(p *gopter.GenParameters) *gopter.GenResult {
 		r := p.Rng
 		c := schemeCase{Seed: seed, Mode: []string{"fr", "pn", "pr", "ta"}[r.Intn(4)], Machines: 2 + r.Intn(3), GPUs: 1 << r.Intn(3),
-			Racks: r.Intn(3) == 0, MTU: mtus[r.Intn(len(mtus))], Timeout: timeouts[r.Intn(len(timeouts))],
+			Racks: r.Intn(3) == 0, Spines: 1, MTU: mtus[r.Intn(len(mtus))], Timeout: timeouts[r.Intn(len(timeouts))],
 			Window: 1 + r.Intn(4), DType: []tensor.DType{tensor.F32, tensor.I32, tensor.F16}[r.Intn(3)]}
 		c.MsgLen = 1 + r.Intn(8)
 		if r.Intn(3) == 0 {
@@ -74,17 +79,36 @@ func schemeCaseGen(seed uint64) gopter.Gen {
 		default:
 			c.Elems = 50_000 + r.Intn(250_000)
 		}
-		frames := c.Elems*c.DType.Size()/c.MTU + 1
-		kinds := multiRackKinds // every kind but spoof: no switch program checks a ring's frames
-		if c.Mode == "pn" {
-			kinds = faultKinds
+		if c.Racks {
+			c.Spines = 1 + r.Intn(3)
 		}
+		frames := c.Elems*c.DType.Size()/c.MTU + 1
 		for range r.Intn(maxBoundedEvents + 1) {
 			if c.Racks && r.Intn(2) == 0 {
-				c.Events = append(c.Events, genUplinkEvent(r, 2, frames, c.Timeout, c.Mode == "pn"))
+				leaf, spine := fmt.Sprintf("leaf%d", r.Intn(2)), fmt.Sprintf("spine%d", r.Intn(c.Spines))
+				link := leaf + "-" + spine
+				if r.Intn(2) == 0 {
+					link = spine + "-" + leaf
+				}
+				var ops []wire.Opcode // where pn's NetReduce rings have their tree
+				if c.Mode == "pn" && spine == "spine0" {
+					ops = []wire.Opcode{wire.OpINAPartial, wire.OpINANotify}
+					if strings.HasPrefix(link, "spine") {
+						ops = []wire.Opcode{wire.OpINATotal, wire.OpINANotify}
+					}
+				}
+				c.Events = append(c.Events, genLinkEvent(r, link, frames, c.Timeout, ops))
 				continue
 			}
-			c.Events = append(c.Events, genFaultEvent(r, c.Machines, frames, c.Timeout, kinds))
+			c.Events = append(c.Events, genFaultEvent(r, c.Machines, frames, c.Timeout, faultKinds))
+		}
+		// Forgeries of a machine's frame by another machine's host: its
+		// ring's WRITEs, or pn's aggregation packets.
+		for range r.Intn(3) {
+			from, port := r.Intn(c.Machines), r.Intn(c.Machines)
+			if from != port {
+				c.Events = append(c.Events, fmt.Sprintf("spoof=%d port=%d dir=in class=data nth=%d", from, port, 1+r.Intn(frames)))
+			}
 		}
 		return gopter.NewGenResult(c, gopter.NoShrinker)
 	}
@@ -112,7 +136,7 @@ func SchemesSuite(o SuiteOptions) []PropertyResult {
 
 // shrinkScheme makes a failing case smaller while it fails the same way:
 // fewer faults, fewer elements (at least one per GPU), shorter messages,
-// smaller windows.
+// smaller windows, fewer spines.
 func shrinkScheme(c schemeCase, out aggOutcome) (schemeCase, aggOutcome) {
 	shrinkCase(&c, 200, failsAs(runSchemeCase, &out), func(try func(schemeCase) bool) bool {
 		changed := dropEachEvent(c.Events, func(fewer []string) bool {
@@ -124,6 +148,7 @@ func shrinkScheme(c schemeCase, out aggOutcome) (schemeCase, aggOutcome) {
 			func(d *schemeCase) bool { d.Elems /= 2; return d.Elems >= d.Machines*d.GPUs },
 			func(d *schemeCase) bool { d.MsgLen /= 2; return d.MsgLen >= 1 },
 			func(d *schemeCase) bool { d.Window--; return d.Window >= 1 },
+			func(d *schemeCase) bool { d.Spines--; return d.Racks && d.Spines >= 1 },
 		} {
 			d := c
 			if shrink(&d) && try(d) {

@@ -336,3 +336,28 @@ func reportShrunk[C fmt.Stringer](o SuiteOptions, res *PropertyResult, i int, c 
 		res.Replay = replay
 	}
 }
+
+// forgeryDrops says, for a run that ended exact, how its drops of frames
+// as forgeries disagree with its faults, or "" when they agree: every
+// forged frame dropped by the check that should drop it (a switch's port
+// security or, with it off, an accelerator's binding of each ring
+// connection to its member's port), and nothing else dropped as a
+// forgery but frames a fault corrupted (a corrupted source address looks
+// forged, and port security drops it before any ICRC check).
+func forgeryDrops(res *emu.Result, openPorts bool) string {
+	forged, corrupted := res.Faults.Spoofed, res.Faults.Corrupted
+	security, binding := res.Switch.PortSecurity, res.Switch.PortDrops
+	by, other := security, binding
+	if openPorts {
+		by, other = binding, security
+	}
+	if by < forged || security+binding > forged+corrupted || openPorts && other > 0 {
+		check := "port security"
+		if openPorts {
+			check = "the accelerators' connection binding (port security off)"
+		}
+		return fmt.Sprintf("%d frames forged and %d corrupted; port security dropped %d, the accelerators %d as forgeries (want every forgery dropped by %s, and no other drop but of corrupted frames)",
+			forged, corrupted, security, binding, check)
+	}
+	return ""
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/scenario"
 	"github.com/inaemu/inaemu/emu/tensor"
+	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
 	"github.com/inaemu/inaemu/roce"
@@ -41,7 +43,9 @@ func TestICRCSuiteHolds(t *testing.T) {
 
 func TestTenantSuiteHolds(t *testing.T) { suiteHolds(t, TenantSuite, 100, 4) }
 
-func TestMultiRackSuiteHolds(t *testing.T) { suiteHolds(t, MultiRackSuite, 60, 5) }
+func TestMultiRackSuiteHolds(t *testing.T) { suiteHolds(t, MultiRackSuite, 200, 5) }
+
+func TestSchemesSuiteHolds(t *testing.T) { suiteHolds(t, SchemesSuite, 200, 6) }
 
 // suiteHolds runs count cases of a one-property suite at seed: all hold.
 func suiteHolds(t *testing.T, suite func(SuiteOptions) []PropertyResult, count int, seed uint64) {
@@ -51,53 +55,66 @@ func suiteHolds(t *testing.T, suite func(SuiteOptions) []PropertyResult, count i
 	require.Equal(t, count, rs[0].Cases)
 }
 
-// The generated tenant cases reach what the suite claims: both jobs
-// placed on disjoint hosts, long and short messages, every fault kind on
-// b's links, and forgeries across the tenants in both directions.
+// The generated tenant cases reach what the suite claims: jobs of every
+// mode on disjoint hosts, NetReduce beside Ring-AllReduce and beside the
+// others, three jobs on one run, long and short messages, every fault
+// kind on b's links only, and forgeries of each job's frames by hosts of
+// each other job (a's by b's, b's by a's, and the third job's).
 func TestTenantCasesCoverage(t *testing.T) {
 	seen := map[string]int{}
-	for i := range 200 {
+	for i := range 300 {
 		seed := caseSeed(9, "tenants/isolation", i)
 		c := sample(tenantCaseGen(seed), seed).(tenantCase)
-		a, b := map[int]bool{}, map[int]bool{}
-		for _, h := range c.A.Hosts {
-			a[h] = true
+		jobs := map[string]tenantJob{"a": c.A, "b": c.B}
+		if c.C != nil {
+			jobs["c"] = *c.C
+			seen["three jobs"]++
 		}
-		for _, h := range c.B.Hosts {
-			require.False(t, a[h], "case %d: host %d in both jobs", i, h)
-			b[h] = true
-		}
-		for _, j := range []tenantJob{c.A, c.B} {
+		owner := map[int]string{}
+		modes := map[string]bool{}
+		for name, j := range jobs {
+			mode := j.Mode
+			if mode == "" {
+				mode = "netreduce"
+			}
+			modes[mode] = true
+			seen["mode "+mode]++
+			for _, h := range j.Hosts {
+				require.Empty(t, owner[h], "case %d: host %d in jobs %s and %s", i, h, owner[h], name)
+				owner[h] = name
+			}
 			if j.MsgLen >= 128 {
 				seen["long messages"]++
 			} else {
 				seen["short messages"]++
 			}
 		}
+		if modes["netreduce"] && modes["ring"] {
+			seen["netreduce beside ring"]++
+		}
+		if modes["netreduce"] && len(modes) > 1 {
+			seen["netreduce beside another mode"]++
+		}
 		for _, e := range c.Events {
 			f := strings.Fields(e)
 			var from, port int
 			if _, err := fmt.Sscanf(f[0], "spoof=%d", &from); err == nil {
 				fmt.Sscanf(f[1], "port=%d", &port)
-				switch {
-				case a[from] && b[port]:
-					seen["b's frame into a's port"]++
-				case b[from] && a[port]:
-					seen["a's frame forged by b"]++
-				case b[from] && b[port]:
-					seen["spoof within b"]++
-				default:
-					t.Fatalf("case %d: %q forges from %d into %d", i, e, from, port)
-				}
+				require.NotEmpty(t, owner[from], "case %d: %q forges from an idle host", i, e)
+				require.NotEmpty(t, owner[port], "case %d: %q forges an idle host's frame", i, e)
+				seen[fmt.Sprintf("%s's frame forged by %s", owner[port], owner[from])]++
 				continue
 			}
 			fmt.Sscanf(f[1], "port=%d", &port)
-			require.True(t, b[port], "case %d: %q is not on b's links", i, e)
+			require.Equal(t, "b", owner[port], "case %d: %q is not on b's links", i, e)
 			kind, _, _ := strings.Cut(f[0], "=")
 			seen[kind]++
 		}
 	}
-	for _, k := range []string{"long messages", "short messages", "b's frame into a's port", "a's frame forged by b", "spoof within b", "drop", "dup", "corrupt", "delay", "hold"} {
+	for _, k := range []string{"three jobs", "mode netreduce", "mode ring", "mode wa", "mode fr", "mode pn", "mode pr", "mode ta",
+		"netreduce beside ring", "netreduce beside another mode", "long messages", "short messages",
+		"a's frame forged by b", "b's frame forged by a", "b's frame forged by b", "c's frame forged by a", "a's frame forged by c",
+		"drop", "dup", "corrupt", "delay", "hold"} {
 		assert.Positive(t, seen[k], k)
 	}
 	t.Log(seen)
@@ -221,24 +238,53 @@ func TestTransportErrorExcusedOnlyByTheFaultLog(t *testing.T) {
 	require.Empty(t, runAggCase(SuiteOptions{}, c, netreduce.Safe).fail)
 }
 
-// The generated multi-rack cases reach what the suite claims: every
-// fault kind, on host links, uplinks and downlinks, aimed at each kind of
-// switch-to-switch frame; long and short messages; ranks in an order
-// that is not the tree's; one rank per leaf and several.
+// The generated multi-rack cases reach what the suite claims: spine-leaf
+// fabrics of 1, 2 and 3 spines, triangles and other custom graphs with
+// leaf-leaf links (some whose tree's spine is a leaf), port security on
+// and off, leaves with 1 to 4 of the job's ranks, ranks in an order that is not the tree's, long,
+// short and one-packet messages with window 1, every fault kind on the
+// ranks' host links both ways, on the tree's uplinks and downlinks, aimed
+// at each kind of switch-to-switch frame, and on switch-to-switch
+// directions off the tree (other spines' links, leaf-leaf links).
 func TestMultiRackCasesCoverage(t *testing.T) {
 	seen := map[string]int{}
 	for i := range 300 {
 		seed := caseSeed(9, "multirack/exact", i)
 		c := sample(multiRackCaseGen(seed), seed).(multiRackCase)
-		require.True(t, spansLeaves(c.Job.Hosts, c.PerLeaf), "case %d spans one leaf", i)
+		require.True(t, c.Net.spans(c.Job.Hosts), "case %d spans one leaf", i)
+		spine, leaves := c.Net.tree(c.Job.Hosts)
+		require.NotEmpty(t, spine, "case %d has no tree", i)
+		_, err := c.Net.spec().Build(topo.LinkParams{Rate: 10e9})
+		require.NoError(t, err, "case %d", i)
+		switch {
+		case !c.Net.Custom:
+			seen[fmt.Sprintf("spine-leaf, %d spines", c.Net.Spines)]++
+		case len(c.Net.Hosts) == 2 && c.Net.Spines == 1 && len(c.Net.LeafLinks) == 1:
+			seen["triangle"]++
+		default:
+			seen["custom with leaf-leaf links"]++
+		}
+		if strings.HasPrefix(spine, "leaf") {
+			seen["a leaf is the tree's spine"]++
+		}
+		if c.OpenPorts {
+			seen["port security off"]++
+		}
 		if c.Job.MsgLen >= 128 {
 			seen["long messages"]++
 		}
-		if c.PerLeaf == 1 {
-			seen["one rank per leaf"]++
+		if c.Job.Window == 1 && c.Job.MsgLen == 1 {
+			seen["window 1, one-packet messages"]++
+		}
+		per := map[int]int{}
+		for _, h := range c.Job.Hosts {
+			per[c.Net.leafOf(h)]++
+		}
+		for _, n := range per {
+			seen[fmt.Sprintf("%d ranks under a leaf", n)]++
 		}
 		for k := 1; k < len(c.Job.Hosts); k++ {
-			if c.Job.Hosts[k]/c.PerLeaf < c.Job.Hosts[k-1]/c.PerLeaf {
+			if c.Net.leafOf(c.Job.Hosts[k]) < c.Net.leafOf(c.Job.Hosts[k-1]) {
 				seen["ranks out of tree order"]++
 				break
 			}
@@ -247,13 +293,38 @@ func TestMultiRackCasesCoverage(t *testing.T) {
 			f := strings.Fields(ev)
 			act, _, _ := strings.Cut(f[0], "=")
 			seen["kind "+act]++
+			var from, port int
+			if _, err := fmt.Sscanf(ev, "spoof=%d port=%d", &from, &port); err == nil {
+				require.Contains(t, c.Job.Hosts, from, "case %d: %q", i, ev)
+				require.Contains(t, c.Job.Hosts, port, "case %d: %q", i, ev)
+				if c.Net.leafOf(from) == c.Net.leafOf(port) {
+					seen["forgery under the rank's leaf"]++
+				} else {
+					seen["forgery from another leaf"]++
+				}
+			}
+			link := ""
+			for _, tok := range f {
+				if v, ok := strings.CutPrefix(tok, "link="); ok {
+					link = v
+				}
+			}
+			a, b, _ := strings.Cut(link, "-")
 			switch {
-			case strings.Contains(ev, "-spine0"):
-				seen["uplink"]++
-			case strings.Contains(ev, "spine0-"):
-				seen["downlink"]++
+			case link == "":
+				if strings.Contains(ev, "dir=out") {
+					seen["host link out"]++
+				} else {
+					seen["host link in"]++
+				}
+			case b == spine && slices.Contains(leaves, a):
+				seen["tree uplink"]++
+			case a == spine && slices.Contains(leaves, b):
+				seen["tree downlink"]++
+			case strings.HasPrefix(a, "leaf") && strings.HasPrefix(b, "leaf"):
+				seen["leaf-leaf link"]++
 			default:
-				seen["host link"]++
+				seen["link of a spine off the tree"]++
 			}
 			for _, q := range []string{"0xffff00", "0xfffe00", "0xfffd00"} {
 				if strings.Contains(ev, "qp="+q) {
@@ -262,8 +333,11 @@ func TestMultiRackCasesCoverage(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range []string{"long messages", "one rank per leaf", "ranks out of tree order", "kind drop", "kind dup", "kind corrupt",
-		"kind delay", "kind hold", "kind spoof", "uplink", "downlink", "host link", "qp 0xffff00", "qp 0xfffe00", "qp 0xfffd00"} {
+	for _, k := range []string{"spine-leaf, 1 spines", "spine-leaf, 2 spines", "spine-leaf, 3 spines", "triangle", "custom with leaf-leaf links",
+		"a leaf is the tree's spine", "port security off", "long messages", "window 1, one-packet messages", "1 ranks under a leaf", "2 ranks under a leaf",
+		"3 ranks under a leaf", "4 ranks under a leaf", "ranks out of tree order", "kind drop", "kind dup", "kind corrupt", "kind delay",
+		"kind hold", "kind spoof", "forgery under the rank's leaf", "forgery from another leaf", "host link in", "host link out", "tree uplink", "tree downlink", "leaf-leaf link",
+		"link of a spine off the tree", "qp 0xffff00", "qp 0xfffe00", "qp 0xfffd00"} {
 		assert.Positive(t, seen[k], k)
 	}
 	t.Logf("%v", seen)
