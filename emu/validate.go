@@ -105,6 +105,11 @@ func (c *Config) checkEvent(ev *faults.Event, t *topo.Topology, jobs []jobConfig
 		if name := forgedJob(ev, t.Hosts()[ev.Port].Name, jobs); name != "" {
 			return fmt.Errorf("--fault %q: with port security off, a forgery of job %s's frames (%s mode) reaches its receiver: no switch program checks them and a forged WRITE is simply written (keep port security on, or aim the spoof at a NetReduce job's QP with qp=)", spec, name, modeOf(jobs, name))
 		}
+		if ev.From >= 0 && ev.From < hosts {
+			if name, sw := uncheckedEntry(ev, t, jobs); name != "" {
+				return fmt.Errorf("--fault %q: with port security off, a forgery of job %s's frames entering %s, a switch that holds none of its ranks, passes there as ordinary traffic and reaches its receiver (keep port security on, or forge from a host under one of the job's switches)", spec, name, sw)
+			}
+		}
 	}
 	if ev.Action == faults.ActSpoof && ev.From >= 0 && ev.From < hosts {
 		// The forgery enters by host From's first link. A switch at its end
@@ -158,21 +163,8 @@ func forgedJob(ev *faults.Event, host string, jobs []jobConfig) string {
 		if jc.schemeJob() || jc.cfg.Mode == NetReduce {
 			continue // a scheme's inter-machine jobs are in jobs themselves
 		}
-		on := false
-		for _, r := range jc.ranks {
-			h, _, _ := strings.Cut(r, ":")
-			on = on || h == host
-		}
-		if !on {
-			continue
-		}
-		if ev.QP < 0 {
+		if hasRankOn(jc.ranks, host) && (ev.QP < 0 || jobHasQP(j, len(jobs), jc.ranks, ev.QP)) {
 			return jc.name
-		}
-		for _, q := range jobQPNs(j, len(jobs), jc.ranks) {
-			if ev.QP == int64(q.send) || ev.QP == int64(q.recv) {
-				return jc.name
-			}
 		}
 	}
 	return ""
@@ -186,4 +178,56 @@ func modeOf(jobs []jobConfig, name string) Mode {
 		}
 	}
 	return ""
+}
+
+// uncheckedEntry is a NetReduce job whose frames a spoof event copies (a
+// rank on the victim host, the QP if named) and the switch the forgery
+// enters by (host From's first link), when that switch holds none of the
+// job's ranks: its accelerator has no connection of the ring to bind, so
+// the forgery is forwarded like any frame. "" if there is none.
+func uncheckedEntry(ev *faults.Event, t *topo.Topology, jobs []jobConfig) (job, sw string) {
+	hs := t.Hosts()
+	victim, from := hs[ev.Port].Name, hs[ev.From]
+	entry := t.Links[from.Links[0]].Other(from.Name)
+	for j, jc := range jobs {
+		if jc.schemeJob() || jc.cfg.Mode != NetReduce || !hasRankOn(jc.ranks, victim) {
+			continue
+		}
+		if ev.QP >= 0 && !jobHasQP(j, len(jobs), jc.ranks, ev.QP) {
+			continue
+		}
+		held := false
+		for _, r := range jc.ranks {
+			h, _, _ := strings.Cut(r, ":")
+			if n, ok := t.Node(h); ok {
+				for _, l := range n.Links {
+					held = held || t.Links[l].Other(h) == entry
+				}
+			}
+		}
+		if !held {
+			return jc.name, entry
+		}
+	}
+	return "", ""
+}
+
+// hasRankOn: one of ranks runs on host.
+func hasRankOn(ranks []string, host string) bool {
+	for _, r := range ranks {
+		if h, _, _ := strings.Cut(r, ":"); h == host {
+			return true
+		}
+	}
+	return false
+}
+
+// jobHasQP: qp is one of job j's QPNs.
+func jobHasQP(j, jobs int, ranks []string, qp int64) bool {
+	for _, q := range jobQPNs(j, jobs, ranks) {
+		if qp == int64(q.send) || qp == int64(q.recv) {
+			return true
+		}
+	}
+	return false
 }

@@ -299,3 +299,26 @@ func TestValidateWorkersInRange(t *testing.T) {
 		assert.ErrorContains(t, c.Validate(), fmt.Sprintf("--workers %d: want 1..", n))
 	}
 }
+
+// With port security off, a NetReduce job's frames forged by a host under
+// a switch that holds none of its ranks pass that switch as ordinary
+// traffic and would be written: refused (found by FuzzRunAnyScenario:
+// "rank 0 element 0 is -0.4995706, want 0.44086778").
+func TestValidateSpoofEntersTheRingsSwitch(t *testing.T) {
+	c := DefaultConfig()
+	c.Topology = mustTopo(t)(topo.SpineLeaf(3, 1, 1, tenG(), tenG()))
+	c.Workers, c.TensorBytes, c.OpenPorts = 2, 64<<10, true
+	c.Jobs = []JobSpec{{Name: "j", Mode: NetReduce, Ranks: []string{"h1", "h2"}}}
+	ev, err := faults.Parse("spoof=0 port=2 dir=in class=data nth=1")
+	require.NoError(t, err)
+	c.Events = []faults.Event{ev}
+	assert.ErrorContains(t, c.Validate(), "a forgery of job j's frames entering leaf0, a switch that holds none of its ranks")
+	ev, err = faults.Parse("spoof=1 port=2 dir=in class=data nth=1")
+	require.NoError(t, err)
+	c.Events = []faults.Event{ev}
+	assert.NoError(t, c.Validate(), "leaf1 holds the ring: its accelerator drops the forgery")
+	res, err := Run(c)
+	require.NoError(t, err)
+	assert.True(t, res.Exact)
+	assert.Positive(t, res.Switch.PortDrops)
+}
