@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"reflect"
 	"slices"
 	"time"
@@ -14,7 +13,7 @@ import (
 
 	"github.com/inaemu/inaemu/conformance"
 	"github.com/inaemu/inaemu/emu"
-	"github.com/inaemu/inaemu/internal/units"
+	"github.com/inaemu/inaemu/emu/topo"
 )
 
 // mergeCommand is 'inaemu merge': shard reports into one.
@@ -45,23 +44,8 @@ its shard's: the message names the file and the field).`
 // named by mistake (/dev/zero) from being read into memory without end.
 const maxInputSize = 16 << 20
 
-// readInput reads such a file. It reads a pipe too (<(...)), so it bounds
-// what it reads rather than asking for a regular file.
-func readInput(name string) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxInputSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxInputSize {
-		return nil, fmt.Errorf("%s: too large: more than %s", name, units.FormatSize(maxInputSize))
-	}
-	return b, nil
-}
+// readInput reads such a file (a pipe too).
+func readInput(name string) ([]byte, error) { return topo.ReadFileUpTo(name, maxInputSize) }
 
 func runMerge(e *cmdEnv, files []string, asJSON bool) int {
 	var raw [][]byte

@@ -156,20 +156,24 @@ func yamlKey(f reflect.StructField) string { return strings.Split(f.Tag.Get("yam
 const MaxFileSize = 4 << 20
 
 // ReadFile reads a topology or scenario file of at most MaxFileSize
-// bytes. It reads a pipe too (--scenario <(...)), so it bounds what it
-// reads rather than asking for a regular file.
-func ReadFile(path string) ([]byte, error) {
+// bytes.
+func ReadFile(path string) ([]byte, error) { return ReadFileUpTo(path, MaxFileSize) }
+
+// ReadFileUpTo reads a file the user names, of at most max bytes. It
+// reads a pipe too (--scenario <(...)), so it bounds what it reads rather
+// than asking for a regular file.
+func ReadFileUpTo(path string, max int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > MaxFileSize {
-		return nil, fmt.Errorf("%s: too large: more than %s", path, units.FormatSize(MaxFileSize))
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s: too large: more than %s", path, units.FormatSize(max))
 	}
 	return b, nil
 }
