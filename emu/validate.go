@@ -102,8 +102,8 @@ func (c *Config) checkEvent(ev *faults.Event, t *topo.Topology, jobs []jobConfig
 		}
 	}
 	if ev.Action == faults.ActSpoof && c.OpenPorts && ev.Port >= 0 && ev.Port < hosts {
-		if name := forgedJob(ev, t.Hosts()[ev.Port].Name, jobs); name != "" {
-			return fmt.Errorf("--fault %q: with port security off, a forgery of job %s's frames (%s mode) reaches its receiver: no switch program checks them and a forged WRITE is simply written (keep port security on, or aim the spoof at a NetReduce job's QP with qp=)", spec, name, modeOf(jobs, name))
+		if jc := forgedJob(ev, t.Hosts()[ev.Port].Name, jobs); jc != nil {
+			return fmt.Errorf("--fault %q: with port security off, a forgery of job %s's frames (%s mode) reaches its receiver: no switch program checks them and a forged WRITE is simply written (keep port security on, or aim the spoof at a NetReduce job's QP with qp=)", spec, jc.name, jc.cfg.Mode)
 		}
 		if ev.From >= 0 && ev.From < hosts {
 			if name, sw := uncheckedEntry(ev, t, jobs); name != "" {
@@ -157,27 +157,18 @@ func isSwitch(t *topo.Topology, name string) bool {
 
 // forgedJob is a job, other than a NetReduce one, whose frames a spoof
 // event copies: a job with a rank on host (its frames cross the host's
-// link into the switch) and, if the event names a QP, that QP. "" if none.
-func forgedJob(ev *faults.Event, host string, jobs []jobConfig) string {
-	for j, jc := range jobs {
+// link into the switch) and, if the event names a QP, that QP; nil if none.
+func forgedJob(ev *faults.Event, host string, jobs []jobConfig) *jobConfig {
+	for j := range jobs {
+		jc := &jobs[j]
 		if jc.schemeJob() || jc.cfg.Mode == NetReduce {
 			continue // a scheme's inter-machine jobs are in jobs themselves
 		}
 		if hasRankOn(jc.ranks, host) && (ev.QP < 0 || jobHasQP(j, len(jobs), jc.ranks, ev.QP)) {
-			return jc.name
+			return jc
 		}
 	}
-	return ""
-}
-
-// modeOf is job name's mode.
-func modeOf(jobs []jobConfig, name string) Mode {
-	for _, jc := range jobs {
-		if jc.name == name {
-			return jc.cfg.Mode
-		}
-	}
-	return ""
+	return nil
 }
 
 // uncheckedEntry is a NetReduce job whose frames a spoof event copies (a
