@@ -127,6 +127,9 @@ func rootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "inaemu COMMAND",
 		Short: "inaemu - emulator and test harness for in-network aggregation over RoCE",
+		Long:  rootLong,
+		// --version: the module version and VCS revision of the build.
+		Version: versionString(),
 		// The project's one-line errors replace cobra's error and usage
 		// dump.
 		SilenceErrors: true,
@@ -139,6 +142,7 @@ func rootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.SetUsageTemplate(usageTemplate)
 	root.SetHelpTemplate(helpTemplate)
+	root.SetVersionTemplate("inaemu {{.Version}}\n")
 	root.CompletionOptions.HiddenDefaultCmd = false
 	root.AddCommand(
 		runCommand(stdout, stderr),
@@ -180,10 +184,8 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 // ("topo show"; "" for none).
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) (int, string) {
 	root := rootCommand(stdout, stderr)
-	if len(args) == 0 {
-		fmt.Fprint(stderr, root.UsageString())
-		return exitUsage, ""
-	}
+	// Bare 'inaemu' is a request for help, as in most cobra tools: the
+	// help (with 'help' and 'completion') on stdout, exit 0.
 	args = goStyleFlags(root, args)
 	help := helpAsked(args)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
@@ -191,7 +193,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		if help {
 			return pflag.ErrHelp
 		}
-		return err
+		return suggestFlag(c, err)
 	})
 	root.SetArgs(append([]string{}, args...)) // never nil: cobra would read os.Args
 	cmd, err := root.ExecuteContextC(ctx)

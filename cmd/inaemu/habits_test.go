@@ -1,0 +1,66 @@
+package main
+
+import (
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// Bare 'inaemu' prints the help on stdout and exits 0, listing 'help'
+// and 'completion' with the commands; --help prints the same.
+func TestBareInaemuPrintsHelp(t *testing.T) {
+	code, out, errOut := runGuarded()
+	assert.Equal(t, 0, code)
+	assert.Empty(t, errOut)
+	assert.True(t, strings.HasPrefix(out, "Usage: inaemu COMMAND"), out)
+	for _, w := range []string{"\n  help ", "\n  completion ", "\n  run ", "Exit status:", "--version"} {
+		assert.Contains(t, out, w)
+	}
+	_, help, _ := runGuarded("--help")
+	assert.Equal(t, out, help)
+}
+
+// --version names the module version and the VCS revision from the
+// build information, (devel) and vcs.modified included.
+func TestVersion(t *testing.T) {
+	code, out, errOut := runGuarded("--version")
+	assert.Equal(t, 0, code)
+	assert.Empty(t, errOut)
+	assert.True(t, strings.HasPrefix(out, "inaemu "), out)
+	assert.Equal(t, 1, strings.Count(out, "\n"), out)
+
+	bi := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/inaemu/inaemu", Version: "(devel)"},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "4ef3372abcdef0123456789"}, {Key: "vcs.time", Value: "2026-11-27T18:00:00Z"}, {Key: "vcs.modified", Value: "true"}}}
+	assert.Equal(t, "(devel), revision 4ef3372abcde of 2026-11-27T18:00:00Z with uncommitted changes (vcs.modified), go1.26.8", formatVersion(bi))
+	bi.Main.Version, bi.Settings = "v1.2.0", bi.Settings[:1]
+	assert.Equal(t, "v1.2.0, revision 4ef3372abcde, go1.26.8", formatVersion(bi))
+	bi.Settings = nil
+	assert.Contains(t, formatVersion(bi), "v1.2.0, revision unknown (built without VCS information")
+}
+
+// A mistyped long flag is a usage error (exit 2, one line) that names
+// the nearest flag by edit distance; a flag near none is not guessed.
+func TestDidYouMeanFlag(t *testing.T) {
+	for _, c := range []struct {
+		args         []string
+		prefix, want string
+	}{
+		{[]string{"run", "--wokers", "4"}, "inaemu run: ", "unknown flag: --wokers; did you mean --workers?"},
+		{[]string{"run", "--sed=3"}, "inaemu run: ", "unknown flag: --sed; did you mean --seed?"},
+		{[]string{"run", "-wokers", "4"}, "inaemu run: ", "did you mean --workers?"},
+		{[]string{"check", "x.pcap", "--vantge", "sender"}, "inaemu check: ", "did you mean --vantage?"},
+		{[]string{"conformance", "--shrad", "0/2"}, "inaemu conformance: ", "did you mean --shard?"},
+		{[]string{"topo", "show", "--jsn"}, "inaemu topo show: ", "did you mean --json?"},
+	} {
+		code, out, errOut := runGuarded(c.args...)
+		assert.Empty(t, out)
+		oneLine(t, code, errOut, c.prefix, c.want)
+	}
+	code, _, errOut := runGuarded("run", "--zzzzzz")
+	oneLine(t, code, errOut, "inaemu run: ", "unknown flag: --zzzzzz")
+	assert.NotContains(t, errOut, "did you mean")
+	assert.Equal(t, 0, levenshtein("seed", "seed"))
+	assert.Equal(t, 3, levenshtein("kitten", "sitting"))
+}
