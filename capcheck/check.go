@@ -52,7 +52,21 @@ type CheckOptions struct {
 	// negative: no window, capture order is taken as the requester's).
 	// psn-order lets a requester act on the responses seen within this
 	// window before its packet as if they had not reached it yet.
+	//
+	// A capture taken on the wall clock between software hosts (faultwire's,
+	// written by `inaemu run --dut` and `inaemu wire`; dumpcap on the TAP
+	// backend's bridges) gets WallClockInFlight by default instead: see
+	// Clock.
 	InFlight time.Duration
+	// Clock says how the capture's timestamps were taken. ClockAuto (the
+	// default): CheckFile reads the capture's own marker (a Section Header
+	// Block comment pcapio.WallClockComment, written by faultwire), and
+	// interface names that only wall-clock captures carry (every
+	// interface a TAP backend bridge PREFIX-brN, or every one faultwire's
+	// hR-wR, wR-hR, wR-swR, swR-wR) say the wall clock too; anything else
+	// is taken as a clock whose in-flight times are a data centre's
+	// (the emulator's virtual clock, a capture next to a NIC).
+	Clock Clock
 	// ReorderWindow is how far apart in time two frames may be for the
 	// later one to have overtaken the earlier on the way (0: from the
 	// capture's fault annotations, see Check; negative: none). Within
@@ -107,6 +121,27 @@ func ParseVantage(s string) (Vantage, error) {
 // DefaultInFlight is the default CheckOptions.InFlight: many link delays
 // of a data centre, far below any retransmit timeout in use.
 const DefaultInFlight = 50 * time.Microsecond
+
+// WallClockInFlight is the default CheckOptions.InFlight of a capture taken
+// on the wall clock between software hosts (Clock): a response the wire
+// handed to a host process may wait in that host's queue, or for the
+// process to be scheduled on a busy machine, for milliseconds before the
+// host acts on it. One second is far above that and far below the
+// retransmit timeouts' sum that would end such a job.
+const WallClockInFlight = time.Second
+
+// Clock is how a capture's timestamps were taken (CheckOptions.Clock).
+type Clock uint8
+
+const (
+	// ClockAuto: from the capture's marker and interface names.
+	ClockAuto Clock = iota
+	// ClockNIC: a clock whose in-flight times are a data centre's (the
+	// emulator's virtual clock, a capture beside a NIC): DefaultInFlight.
+	ClockNIC
+	// ClockWall: the wall clock between software hosts: WallClockInFlight.
+	ClockWall
+)
 
 // QPPair says that requests from Src to Dst carrying destination QPN
 // ReqQP are answered by ACKs from Dst to Src carrying destination QPN
@@ -249,6 +284,13 @@ type Report struct {
 	ReorderWindowNS int64          `json:"reorder_window_ns"`
 	InjectedKinds   map[string]int `json:"injected_kinds"`
 	VantagePoints   []string       `json:"vantage_points"`
+	// Clock is "wall" when the capture was taken on the wall clock
+	// between software hosts (CheckOptions.Clock), "" otherwise;
+	// InFlightNS is the in-flight tolerance psn-order used and InFlightWhy
+	// where it came from, one line.
+	Clock       string `json:"clock,omitempty"`
+	InFlightNS  int64  `json:"in_flight_ns"`
+	InFlightWhy string `json:"in_flight_why"`
 	// Inferences say, one line each, where the checker inferred a
 	// single-interface capture was taken for a connection and from what
 	// evidence; violations that rest on such an inference say so.
@@ -339,6 +381,9 @@ func CheckFile(path string, opt CheckOptions) (*Report, error) {
 	}
 	if opt.Interfaces == nil {
 		opt.Interfaces = rd.Interfaces()
+	}
+	if opt.Clock == ClockAuto && pcapio.WallClock(rd.SectionComment()) {
+		opt.Clock, p.clockWhy = ClockWall, "the capture's section comment says "+strconv.Quote(pcapio.WallClockComment)
 	}
 	rd.Close()
 	n := p.fs.len()
@@ -690,6 +735,8 @@ func Check(recs []pcapio.Record, opt CheckOptions) *Report {
 // duplicated, for the few frames a fault comment names): a capture is read
 // once for every rule but agg-sum, which reads the payloads again.
 type frameParser struct {
+	// clockWhy: what said the capture was taken on the wall clock.
+	clockWhy string
 	// digested: the records' Digest is frameHash of their bytes (a
 	// reader made it), so add need not hash them again.
 	digested bool
@@ -950,7 +997,7 @@ func (p *frameParser) treeOrders() map[uint8][]uint64 {
 // records' bytes again, in capture order, for agg-sum.
 func (p *frameParser) check(opt CheckOptions, payloads func(yield func(i int, data []byte) bool) error) *Report {
 	fs, rep, bad := p.fs, p.rep, p.bad
-	c := newChecker(opt, fs, rep)
+	c := newChecker(opt, fs, rep, p.clockWhy)
 	c.addrs, c.addrIdx = p.addrs, p.addrIdx
 	c.reorderW = reorderWindow(opt.ReorderWindow, p.maxExtra, p.held, rep)
 	for _, b := range bad {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/netip"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/inaemu/inaemu/frames/wire"
@@ -85,7 +86,7 @@ type checkVantage struct {
 	tree    bool        // carries multi-rack switch-to-switch frames: no stream rules
 }
 
-func newChecker(opt CheckOptions, fs *frameStore, rep *Report) *checker {
+func newChecker(opt CheckOptions, fs *frameStore, rep *Report, clockWhy string) *checker {
 	n := len(opt.Interfaces)
 	for i := range fs.len() {
 		n = max(n, fs.at(i).iface+1)
@@ -99,14 +100,69 @@ func newChecker(opt CheckOptions, fs *frameStore, rep *Report) *checker {
 		}
 	}
 	w := opt.InFlight
+	rep.InFlightWhy = "given"
 	if w == 0 {
-		w = DefaultInFlight
+		w, rep.InFlightWhy = inFlightDefault(opt.Clock, clockWhy, names, rep)
 	}
+	rep.InFlightNS = int64(max(w, 0))
 	c := &checker{opt: opt, fs: fs, rep: rep, ifaceNames: names, inFlight: int64(max(w, 0))}
 	if fs.len() > 0 {
 		c.t0 = fs.at(0).ts
 	}
 	return c
+}
+
+// inFlightDefault is the in-flight tolerance when none is given, and why:
+// WallClockInFlight for a capture taken on the wall clock between
+// software hosts (CheckOptions.Clock), DefaultInFlight otherwise.
+func inFlightDefault(clock Clock, why string, names []string, rep *Report) (time.Duration, string) {
+	if clock == ClockAuto {
+		switch {
+		case allNames(names, func(n string) bool { return isLinkTap(n, false) }):
+			clock, why = ClockWall, "its interfaces are the TAP backend's bridges (PREFIX-brN)"
+		case allNames(names, faultwireName):
+			clock, why = ClockWall, "its interfaces are faultwire's (hR-wR, wR-hR, wR-swR, swR-wR: inaemu wire, run --dut)"
+		}
+	}
+	switch {
+	case clock == ClockWall && why == "":
+		why = "CheckOptions.Clock says so"
+	case clock != ClockWall:
+		return DefaultInFlight, fmt.Sprintf("default %v (a data centre's links; the capture is not marked as taken on the wall clock)", DefaultInFlight)
+	}
+	rep.Clock = "wall"
+	return WallClockInFlight, fmt.Sprintf("wall-clock capture (%s): in-flight tolerance %v instead of %v (--in-flight overrides)", why, WallClockInFlight, DefaultInFlight)
+}
+
+// allNames: there are names and every one satisfies ok.
+func allNames(names []string, ok func(string) bool) bool {
+	for _, n := range names {
+		if !ok(n) {
+			return false
+		}
+	}
+	return len(names) > 0
+}
+
+// faultwireName: one of faultwire's capture interfaces (faultwire's
+// CaptureNames): hR-wR, wR-hR, wR-swR or swR-wR, the same R on both sides.
+func faultwireName(n string) bool {
+	a, b, ok := strings.Cut(n, "-")
+	num := func(s, prefix string) (string, bool) {
+		r, ok := strings.CutPrefix(s, prefix)
+		return r, ok && r != "" && strings.Trim(r, "0123456789") == ""
+	}
+	if !ok {
+		return false
+	}
+	for _, pat := range [][2]string{{"h", "w"}, {"w", "h"}, {"w", "sw"}, {"sw", "w"}} {
+		x, ok1 := num(a, pat[0])
+		y, ok2 := num(b, pat[1])
+		if ok1 && ok2 && x == y {
+			return true
+		}
+	}
+	return false
 }
 
 // reorderWindow is the reorder window in ns: the option's, or, by default,

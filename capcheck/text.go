@@ -47,6 +47,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Reordered > 0 {
 		fmt.Fprintf(&b, "  reordered    %s overtaken on the way (reorder window %v), not violations\n", plural(r.Reordered, "frame"), time.Duration(r.ReorderWindowNS))
 	}
+	if r.Clock == "wall" {
+		fmt.Fprintf(&b, "  clock        %s\n", r.InFlightWhy)
+	}
 	for _, in := range r.Inferences {
 		fmt.Fprintf(&b, "  inferred     %s\n", in)
 	}

@@ -213,7 +213,7 @@ func New(cfg Config) (*Wire, error) {
 		}
 	}
 	if cfg.Capture != nil {
-		c, err := pcapio.NewWriter(cfg.Capture, names...)
+		c, err := pcapio.NewWallClockWriter(cfg.Capture, names...)
 		if err != nil {
 			return nil, fmt.Errorf("faultwire: capture: %w", err)
 		}

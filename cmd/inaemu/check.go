@@ -42,7 +42,10 @@ func (p *pairFlags) Set(v string) error {
 func checkCommand(stdout, stderr io.Writer) *cobra.Command {
 	var a checkArgs
 	c := newCommand("check FILE", "check a capture: ICRCs, go-back-N on both sides, latencies, NetReduce sums", stdout, stderr,
-		func(e *cmdEnv, pos []string) int { return runCheck(e, pos[0], a) })
+		func(e *cmdEnv, pos []string) int {
+			a.inFlightSet = e.changed("in-flight")
+			return runCheck(e, pos[0], a)
+		})
 	c.Args = oneCapture
 	f := c.Flags()
 	c.Long = `Exit status: 0 the capture conforms; 1 a violation was found; 2 a usage error, an unreadable
@@ -55,7 +58,7 @@ Frame numbers are Wireshark's (1 for the first frame); JSON gives decode's 0-bas
 	f.StringVar(&a.dtype, "dtype", "f32", "element `TYPE` of NetReduce payloads for the agg-sum rule: f32, i32 or f16")
 	f.StringVar(&a.vantage, "vantage", "auto", "`WHERE` a single-interface capture (a pcap file, a mirror port, tcpdump on one host) was taken: sender (at the requester), receiver (at the responder), tap (anywhere on the path) or auto (inferred per connection from the evidence); named link directions say it themselves")
 	f.BoolVar(&a.linkTaps, "link-taps", false, "every interface is the link of one host (a capture per host link): agg-sum tells directions apart by the host's MAC; interfaces named PREFIX-brN (the TAP backend's bridges) are taken so without it")
-	f.DurationVar(&a.inFlight, "in-flight", capcheck.DefaultInFlight, "how long frames may be on the way between the capture point and a requester, both ways: psn-order lets a requester act on responses captured within this window before its packet as if they had not reached it yet")
+	f.DurationVar(&a.inFlight, "in-flight", 0, "how long frames may be on the way between the capture point and a requester, both ways: psn-order lets a requester act on responses captured within this window before its packet as if they had not reached it yet (default 50µs; 1s for a capture taken on the wall clock between software hosts: inaemu wire, run --dut, the TAP backend's bridges, which the report says in a clock line)")
 	f.StringVar(&a.reorder, "reorder-window", "auto", "how far apart in time (`D`) a frame may have been overtaken on the way by a later one: auto (from the capture's fault annotations; none without), 0 (none) or a duration such as 20us")
 	f.StringVar(&a.inaTag, "ina-tag", "INA1", "the InetTag of the switch's INA headers: four ASCII characters or a 32-bit number (0x494E4131 is inaemu's INA1)")
 	_ = c.RegisterFlagCompletionFunc("dtype", cobra.FixedCompletions([]string{"f32", "i32", "f16"}, cobra.ShellCompDirectiveNoFileComp))
@@ -70,6 +73,7 @@ type checkArgs struct {
 	dtype, vantage, inaTag string
 	reorder                string
 	inFlight               time.Duration
+	inFlightSet            bool // --in-flight given: it wins over the capture's clock
 }
 
 // runCheck checks one capture file with check's flags.
@@ -94,9 +98,12 @@ func runCheck(fs *cmdEnv, file string, a checkArgs) int {
 		fs.usageError("--ina-tag %q: %v", a.inaTag, err)
 		return exitUsage
 	}
-	w := a.inFlight
-	if w == 0 {
-		w = -1 // CheckOptions: 0 is the default, negative is no window
+	var w time.Duration // CheckOptions: 0 is from the capture's clock, negative is no window
+	if a.inFlightSet {
+		w = a.inFlight
+		if w == 0 {
+			w = -1
+		}
 	}
 	var rw time.Duration // CheckOptions: 0 is auto, negative is none
 	if a.reorder != "auto" {

@@ -501,6 +501,18 @@ func (r *Reader) All() ([]Record, []string, error) {
 	}
 }
 
+// SectionComment is the pcapng Section Header Block's comment (empty for
+// a pcap file or a section without one; see WallClock).
+func (r *Reader) SectionComment() string {
+	switch {
+	case r.plain != nil:
+		return r.plain.comment
+	case r.ng != nil:
+		return commentText(r.ng.SectionInfo().Comment)
+	}
+	return ""
+}
+
 // Interfaces are the names of the pcapng interfaces read so far (all of
 // them once Next has returned io.EOF); nil for a pcap file.
 func (r *Reader) Interfaces() []string {
@@ -532,10 +544,38 @@ type Writer struct {
 // NewWriter starts a pcapng capture on out with the given interfaces, in
 // order (interface i is names[i]).
 func NewWriter(out io.Writer, names ...string) (*Writer, error) {
+	return newWriter(out, "", names...)
+}
+
+// NewWallClockWriter is NewWriter for a capture whose timestamps are the
+// wall clock (faultwire's, between processes that run on a real machine):
+// its Section Header Block carries the comment WallClockComment, so that
+// a reader (inaemu check) knows how its times were taken. Captures of
+// the emulator, on its virtual clock, carry no such comment.
+func NewWallClockWriter(out io.Writer, names ...string) (*Writer, error) {
+	return newWriter(out, WallClockComment, names...)
+}
+
+// WallClockComment is the Section Header Block comment (shb_comment) of a
+// capture taken on the wall clock (NewWallClockWriter).
+const WallClockComment = "inaemu: clock=wall"
+
+// WallClock reports whether a capture's section comment (Reader's
+// SectionComment) says it was taken on the wall clock.
+func WallClock(sectionComment string) bool {
+	for line := range strings.SplitSeq(sectionComment, "\n") {
+		if strings.TrimSpace(line) == WallClockComment {
+			return true
+		}
+	}
+	return false
+}
+
+func newWriter(out io.Writer, comment string, names ...string) (*Writer, error) {
 	if len(names) == 0 {
 		return nil, errors.New("pcapio: a capture needs at least one interface")
 	}
-	opts := pcapgo.NgWriterOptions{SectionInfo: pcapgo.NgSectionInfo{Application: "inaemu"}}
+	opts := pcapgo.NgWriterOptions{SectionInfo: pcapgo.NgSectionInfo{Application: "inaemu", Comment: comment}}
 	first := pcapgo.NgInterface{Name: names[0], LinkType: layers.LinkTypeEthernet, SnapLength: 0, TimestampResolution: 9}
 	ng, err := pcapgo.NewNgWriterInterface(out, first, opts)
 	if err != nil {

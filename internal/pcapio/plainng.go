@@ -38,6 +38,8 @@ type plainNg struct {
 	eof    bool // the file is read
 	order  binary.ByteOrder
 	ifaces []plainIface
+	// comment is the Section Header Block's comment (Reader.SectionComment).
+	comment string
 	// digests are the read-ahead's digests of the chunk's packets, next
 	// the first not yet matched to a record; digest and hasDigest are the
 	// last record's.
@@ -86,7 +88,11 @@ func newPlainNg(in io.Reader) (*plainNg, bool) {
 		b, ok = p.block()
 	}
 	if !ok || len(b) < 28 || p.order.Uint16(b[12:14]) != 1 || p.order.Uint16(b[14:16]) != 0 ||
-		!p.options(b[24:len(b)-4], func(uint16, []byte) {}) {
+		!p.options(b[24:len(b)-4], func(code uint16, v []byte) {
+			if code == optComment {
+				p.comment = commentText(string(v))
+			}
+		}) {
 		p.close()
 		return nil, false
 	}
