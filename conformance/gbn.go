@@ -346,9 +346,11 @@ func GBNSuite(o SuiteOptions) []PropertyResult {
 		res.Failure = fmt.Sprintf("case %d (%s): %s; shrunk to %s: %s", i, c, fail, small, sfail)
 		res.Replay = o.rerun("--suite gbn", i)
 		if o.OutDir != "" {
-			if p, err := writeGBNCounterexample(o.OutDir, small); err == nil {
+			p, err := writeGBNCounterexample(o.OutDir, small)
+			if err == nil {
 				res.Counterexample = &p
 			}
+			o.writeFailed(err)
 		}
 		return false
 	})
@@ -441,5 +443,8 @@ func writeGBNCounterexample(dir string, c gbnCase) (string, error) {
 			return path + ".yaml", err
 		}
 	}
-	return path + ".yaml", pw.Flush()
+	if err := pw.Flush(); err != nil {
+		return path + ".yaml", err
+	}
+	return path + ".yaml", w.Close()
 }

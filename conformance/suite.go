@@ -30,6 +30,17 @@ type SuiteOptions struct {
 	// DUT, if set, runs the suites against a device under test instead
 	// of inaemu's switch model (see DUT).
 	DUT *DUT
+	// WriteFailed, if set, is told when a counterexample file in OutDir
+	// cannot be created or written (a full disk, a read-only directory):
+	// the failure is still reported, without the file.
+	WriteFailed func(error)
+}
+
+// writeFailed passes err, if any, to WriteFailed.
+func (o SuiteOptions) writeFailed(err error) {
+	if err != nil && o.WriteFailed != nil {
+		o.WriteFailed(err)
+	}
 }
 
 // DUT is a device under test the suites run against: inaemu's hosts on
@@ -234,6 +245,12 @@ func sample(g gopter.Gen, seed uint64) any {
 // writeCounterexample saves a failing scenario as DIR/NAME.yaml, reruns it
 // with a capture into DIR/NAME.pcapng, and returns the scenario's path.
 func writeCounterexample(o SuiteOptions, name string, sc *scenario.Scenario) (string, error) {
+	p, err := writeCounterexampleFiles(o, name, sc)
+	o.writeFailed(err)
+	return p, err
+}
+
+func writeCounterexampleFiles(o SuiteOptions, name string, sc *scenario.Scenario) (string, error) {
 	dir := o.OutDir
 	if dir == "" {
 		return "", nil
@@ -258,8 +275,13 @@ func writeCounterexample(o SuiteOptions, name string, sc *scenario.Scenario) (st
 		return yml, err
 	}
 	cfg.Capture = f
-	_, _ = o.runJob(cfg) // the run is expected to misbehave; the capture is what matters
-	return yml, f.Close()
+	// The run is expected to misbehave; the capture is what matters.
+	_, err = o.runJob(cfg)
+	cerr := f.Close()
+	if ce := (*emu.CaptureError)(nil); errors.As(err, &ce) {
+		return yml, ce.Err
+	}
+	return yml, cerr
 }
 
 func writeFiles(dir, path string, b []byte) error {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/topo"
 )
 
@@ -60,7 +61,12 @@ func (c *Config) jobConfigs() ([]jobConfig, error) {
 		if c.Workers < 1 || c.Workers > topo.MaxHosts {
 			return nil, bad("--workers %d: want 1..%d", c.Workers, topo.MaxHosts)
 		}
-		// A wa job's last rank is its aggregator, on a host of its own.
+		// A wa job's last rank is its aggregator, on a host of its own:
+		// its ranks are one more than its workers, and the refusal names
+		// the flag's value, not the ranks'.
+		if c.Mode == WA && c.Workers+1 > netreduce.MaxWorkers {
+			return nil, bad("--workers %d: want 2..%d for --mode wa (its aggregator is a rank more)", c.Workers, netreduce.MaxWorkers-1)
+		}
 		ranks := make([]string, c.starHosts())
 		for i := range ranks {
 			ranks[i] = fmt.Sprintf("h%d", i)

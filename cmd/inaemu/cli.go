@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -143,6 +144,17 @@ func rootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetUsageTemplate(usageTemplate)
 	root.SetHelpTemplate(helpTemplate)
 	root.SetVersionTemplate("inaemu {{.Version}}\n")
+	// The help is rendered whole, then written: cobra prints a write
+	// error of its own ("write /dev/stdout: no space left on device")
+	// before the project's one line (runContext: exit 74).
+	help := root.HelpFunc()
+	root.SetHelpFunc(func(c *cobra.Command, args []string) {
+		var b bytes.Buffer
+		c.SetOut(&b)
+		help(c, args)
+		c.SetOut(stdout)
+		_, _ = stdout.Write(b.Bytes()) // an error is the recorder's
+	})
 	root.CompletionOptions.HiddenDefaultCmd = false
 	root.AddCommand(
 		runCommand(stdout, stderr),
@@ -207,6 +219,9 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		return exitOK, name
 	case errors.As(err, &code):
 		return int(code), name
+	}
+	if r, ok := stdout.(*recorder); ok && r.err != nil && errors.Is(err, r.err) {
+		return exitOK, name // --version on a full disk: runContext says so, exit 74
 	}
 	printUsageError(stderr, name, cobraReason(err))
 	return exitUsage, name

@@ -3,6 +3,7 @@ package main
 import (
 	crand "crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -139,6 +140,8 @@ func runConformance(fs *cmdEnv, a conformanceArgs, df *dutFlags, names []string)
 	}
 	head := conformance.Report{Seed: seed, Release: rel.String(), Suite: a.suite, Count: a.count}
 	opts := conformance.SuiteOptions{Count: a.count, Seed: seed, Release: rel, OutDir: a.out, Shard: shard}
+	var writeErr atomic.Value // the first counterexample that could not be written
+	opts.WriteFailed = func(err error) { writeErr.CompareAndSwap(nil, err) }
 	if df.given(fs) {
 		var code int
 		if !conformanceDUT(fs, df, a.jobs, &opts, &code) {
@@ -201,7 +204,17 @@ func runConformance(fs *cmdEnv, a conformanceArgs, df *dutFlags, names []string)
 		rep.Properties = runAll(opts)
 	}
 	bar.stop()
-	return printConformance(fs, rep, a.asJSON, time.Since(start))
+	code := printConformance(fs, rep, a.asJSON, time.Since(start))
+	if err, ok := writeErr.Load().(error); ok {
+		// A counterexample lost is the machine's failure: exit 74, over
+		// the failure it would have recorded (the report still names it).
+		what := "--out " + a.out
+		if pe := (*os.PathError)(nil); errors.As(err, &pe) {
+			what += ": " + pe.Path
+		}
+		return ioError(stderr, fs.name, what, err)
+	}
+	return code
 }
 
 // printConformance prints a report (a run's, a shard's or a merge's) and

@@ -70,3 +70,16 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// A counterexample that cannot be written is exit 74 (EX_IOERR), one
+// line naming --out, not a failure reported as if the files were there.
+func TestConformanceOutUnwritable(t *testing.T) {
+	notDir := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(notDir, nil, 0o644))
+	code, out, errOut := runCLI("conformance", "--suite", "aggregation", "--release", "paper", "--count", "200", "--seed", "1", "--out", notDir)
+	assert.Equal(t, exitIO, code, "%s\n%s", out, errOut)
+	assert.Contains(t, out, "FAILS")
+	assert.NotContains(t, out, "      counterexample: ")
+	assert.Equal(t, 1, strings.Count(errOut, "\n"), errOut)
+	assert.True(t, strings.HasPrefix(errOut, "inaemu conformance: --out "+notDir), errOut)
+}

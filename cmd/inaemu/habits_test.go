@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -63,4 +64,29 @@ func TestDidYouMeanFlag(t *testing.T) {
 	assert.NotContains(t, errOut, "did you mean")
 	assert.Equal(t, 0, levenshtein("seed", "seed"))
 	assert.Equal(t, 3, levenshtein("kitten", "sitting"))
+}
+
+// A wa job's refusal names --workers as given, not its ranks (the
+// aggregator is a rank more): --workers 64 said "--workers 65".
+func TestWAWorkersNamedAsGiven(t *testing.T) {
+	code, out, errOut := runGuarded("run", "--mode", "wa", "--workers", "64")
+	assert.Empty(t, out)
+	oneLine(t, code, errOut, "inaemu run: ", "--workers 64: want 2..63 for --mode wa")
+}
+
+// Help, usage and --version on a full disk: one line, exit 74 (cobra
+// printed its own write error first).
+func TestHelpOnAFullDisk(t *testing.T) {
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("SKIP: no /dev/full here (%v): the full-disk case is not tested", err)
+	}
+	defer full.Close()
+	for _, args := range [][]string{{"run", "--help"}, {}, {"help", "run"}, {"--version"}} {
+		var e strings.Builder
+		code := guarded(args, full, &e, run)
+		assert.Equal(t, exitIO, code, "%v", args)
+		assert.Equal(t, 1, strings.Count(e.String(), "\n"), "%v: %q", args, e.String())
+		assert.Contains(t, e.String(), "standard output: no space left on device", "%v", args)
+	}
 }
