@@ -36,14 +36,23 @@ func (e *cmdEnv) changed(name string) bool {
 	return f != nil && f.Changed
 }
 
-// writeJSON prints v as one JSON object: a value that cannot be encoded
-// is a bug (exit 70), one that cannot be written a full disk (exitIO).
+// writeJSON prints v as one JSON object on one line, its first field
+// "schema" (see reportSchema): a value that cannot be encoded is a bug
+// (exit 70), one that cannot be written a full disk (exitIO). Every
+// --json report is written here, so all have one style.
 func (e *cmdEnv) writeJSON(v any) int {
+	return e.writeJSONAs(reportSchema(e.name), v)
+}
+
+// writeJSONAs is writeJSON with the schema named: a command that prints
+// reports of several kinds (merge, model, codec, replay).
+func (e *cmdEnv) writeJSONAs(schema string, v any) int {
 	b, err := json.Marshal(v)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "inaemu %s: %v\n", e.name, err)
 		return exitSoftware
 	}
+	b = withSchema(schema, b)
 	if _, err := e.stdout.Write(append(b, '\n')); err != nil {
 		return ioError(e.stderr, e.name, "standard output", err)
 	}
@@ -170,6 +179,7 @@ func rootCommand(stdout, stderr io.Writer) *cobra.Command {
 		wireCommand(stdout, stderr),
 		replayCommand(stdout, stderr),
 		decodeCommand(stdout, stderr),
+		dissectorCommand(stdout, stderr),
 		checkCommand(stdout, stderr),
 		plotCommand(stdout, stderr),
 	)

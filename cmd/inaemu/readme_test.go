@@ -17,13 +17,16 @@ import (
 	"github.com/inaemu/inaemu/tap"
 )
 
-// The README's examples are run, so that none of them rots. Its
-// convention:
+// The README's examples, and those of every page under docs/, are run, so
+// that none of them rots. Their convention:
 //
-//   - a ```sh block is an example: its lines run in order, every block in
-//     one working directory (a later example may use an earlier one's
-//     files), with the built inaemu first on PATH;
-//   - a ```yaml file=NAME block is a file the examples use, written first;
+//   - a ```sh block is an example: its lines run in order, every block of a
+//     page in one working directory (a later example may use an earlier
+//     one's files), with the built inaemu first on PATH and the
+//     repository's contrib/ and examples/ in that directory, as in a clone;
+//   - a ```yaml file=examples/NAME block shows a file of examples/ and must
+//     equal it; a ```yaml file=NAME block is a file the page's examples
+//     use, written first;
 //   - ```text blocks are synopses and sample output, not run; a ```text
 //     block right after a one-command ```sh block is that command's
 //     output and must match it exactly;
@@ -45,9 +48,22 @@ type readmeBlock struct {
 
 var fenceRE = regexp.MustCompile("(?m)^```([a-z]*)( file=([^\\s]+))?\n")
 
-func readmeBlocks(t *testing.T) []readmeBlock {
+// docPages are the pages whose examples run: the README and docs/*.md,
+// as paths relative to the repository.
+func docPages(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	pages, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	require.NoError(t, err)
+	out := []string{"README.md"}
+	for _, p := range pages {
+		out = append(out, filepath.Join("docs", filepath.Base(p)))
+	}
+	return out
+}
+
+func readmeBlocks(t *testing.T, page string) []readmeBlock {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", page))
 	require.NoError(t, err)
 	s := string(b)
 	var out []readmeBlock
@@ -128,8 +144,7 @@ func TestReadmeExamples(t *testing.T) {
 	if err != nil {
 		t.Skipf("SKIP: no make on PATH (%v): the README's examples are not run", err)
 	}
-	work, shims := t.TempDir(), t.TempDir()
-	require.NoError(t, os.Symlink(filepath.Join(repo, "contrib"), filepath.Join(work, "contrib")))
+	shims := t.TempDir()
 	require.NoError(t, os.Symlink(bin, filepath.Join(shims, "inaemu")))
 	haveTshark := testtool.HaveTshark()
 	// make and go run in the repository; make's demo writes into the
@@ -147,44 +162,89 @@ func TestReadmeExamples(t *testing.T) {
 	for name, text := range shim {
 		require.NoError(t, os.WriteFile(filepath.Join(shims, name), []byte(text), 0o755))
 	}
-	require.NoError(t, os.MkdirAll(filepath.Join(work, "bin"), 0o755))
 	env := append(os.Environ(), "PATH="+shims+string(os.PathListSeparator)+os.Getenv("PATH"))
 
-	blocks := readmeBlocks(t)
-	for _, b := range blocks {
-		if b.file != "" {
-			require.NoError(t, os.WriteFile(filepath.Join(work, b.file), []byte(b.body), 0o644))
-		}
-	}
 	ran := 0
-	for i, b := range blocks {
-		if b.lang != "sh" {
-			continue
-		}
-		name := fmt.Sprintf("README.md:%d", b.line)
-		t.Run(name, func(t *testing.T) {
-			if strings.Contains(b.body, "inaemu tap up") {
-				testtool.Require(t, "README TAP example", tap.Usable())
+	for _, page := range docPages(t) {
+		t.Run(page, func(t *testing.T) {
+			// A page's examples run in a directory of their own, laid
+			// out as a clone's root is for what they read.
+			work := t.TempDir()
+			for _, dir := range []string{"contrib", "examples"} {
+				require.NoError(t, os.Symlink(filepath.Join(repo, dir), filepath.Join(work, dir)))
 			}
-			if strings.Contains(b.body, "tshark ") && !haveTshark {
-				testtool.Need(t, "tshark", testtool.HaveTshark)
+			require.NoError(t, os.MkdirAll(filepath.Join(work, "bin"), 0o755))
+			blocks := readmeBlocks(t, page)
+			for _, b := range blocks {
+				if b.file == "" {
+					continue
+				}
+				if strings.HasPrefix(b.file, "examples/") {
+					have, err := os.ReadFile(filepath.Join(repo, b.file))
+					require.NoError(t, err, "%s:%d shows %s", page, b.line, b.file)
+					assert.Equal(t, string(have), b.body, "%s:%d shows %s as it is not", page, b.line, b.file)
+					continue
+				}
+				require.NoError(t, os.WriteFile(filepath.Join(work, b.file), []byte(b.body), 0o644))
 			}
-			cmd := exec.Command("bash", "-c", readmeScript(b.body))
-			cmd.Dir, cmd.Env = work, env
-			out, err := cmd.Output()
-			var stderr string
-			if ee, ok := err.(*exec.ExitError); ok {
-				stderr = string(ee.Stderr)
-			}
-			require.NoError(t, err, "%s\nstdout:\n%s\nstderr:\n%s", b.body, out, stderr)
-			// A one-command block followed by its output.
-			if i+1 < len(blocks) && blocks[i+1].lang == "text" && blocks[i+1].adjacent && len(readmeLines(b.body)) == 1 {
-				assert.Equal(t, blocks[i+1].body, string(out), "the output shown after README.md:%d", b.line)
+			for i, b := range blocks {
+				if b.lang != "sh" {
+					continue
+				}
+				ran++
+				t.Run(fmt.Sprintf("line%d", b.line), func(t *testing.T) {
+					if strings.Contains(b.body, "inaemu tap up") {
+						testtool.Require(t, "the TAP example at "+page+fmt.Sprintf(":%d", b.line), tap.Usable())
+					}
+					if strings.Contains(b.body, "tshark ") && !haveTshark {
+						testtool.Need(t, "tshark", testtool.HaveTshark)
+					}
+					cmd := exec.Command("bash", "-c", readmeScript(b.body))
+					cmd.Dir, cmd.Env = work, env
+					out, err := cmd.Output()
+					var stderr string
+					if ee, ok := err.(*exec.ExitError); ok {
+						stderr = string(ee.Stderr)
+					}
+					require.NoError(t, err, "%s:%d\n%s\nstdout:\n%s\nstderr:\n%s", page, b.line, b.body, out, stderr)
+					// A one-command block followed by its output.
+					if i+1 < len(blocks) && blocks[i+1].lang == "text" && blocks[i+1].adjacent && len(readmeLines(b.body)) == 1 {
+						assert.Equal(t, blocks[i+1].body, string(out), "the output shown after %s:%d", page, b.line)
+					}
+				})
 			}
 		})
-		ran++
 	}
-	assert.Greater(t, ran, 15, "the README's examples")
+	assert.Greater(t, ran, 15, "the examples of the README and docs/")
+}
+
+// TestExamplesAreRun: every scenario under examples/ is run by an example
+// of the README or docs/ (which TestReadmeExamples runs), and every
+// relative link of those pages names a file that exists.
+func TestExamplesAreRun(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	var sh strings.Builder
+	linkRE := regexp.MustCompile(`\]\(([^)#:\s]+)(#[^)]*)?\)`)
+	for _, page := range docPages(t) {
+		for _, b := range readmeBlocks(t, page) {
+			if b.lang == "sh" {
+				sh.WriteString(b.body)
+			}
+		}
+		text, err := os.ReadFile(filepath.Join("..", "..", page))
+		require.NoError(t, err)
+		for _, m := range linkRE.FindAllStringSubmatch(string(text), -1) {
+			target := filepath.Join("..", "..", filepath.Dir(page), m[1])
+			_, err := os.Stat(target)
+			assert.NoError(t, err, "%s links to %s", page, m[1])
+		}
+	}
+	for _, f := range files {
+		name := "examples/" + filepath.Base(f)
+		assert.Regexp(t, `inaemu run [^\n]*--scenario `+regexp.QuoteMeta(name), sh.String(), "%s is run by no example in the README or docs/", name)
+	}
 }
 
 // TestReadmeScript: the harness checks exit codes the way the README

@@ -1,5 +1,5 @@
-// Package wireshark holds the Lua dissector for the INA header; this test
-// loads it into tshark and checks what tshark shows.
+// These tests load the dissector into tshark and check what tshark shows.
+
 package wireshark
 
 import (

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/inaemu/inaemu/internal/testtool"
+)
+
+// TestDissectorPrintsTheLuaFile: what `inaemu dissector` prints is the
+// repository's contrib/wireshark/inaemu.lua, byte for byte.
+func TestDissectorPrintsTheLuaFile(t *testing.T) {
+	want, err := os.ReadFile(filepath.Join("..", "..", "contrib", "wireshark", "inaemu.lua"))
+	require.NoError(t, err)
+	code, out, errOut := runCLI("dissector")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Equal(t, string(want), out)
+
+	code, _, errOut = runCLI("dissector", "--dir", t.TempDir())
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "give --install too")
+}
+
+// TestDissectorInstallLoadsInTshark: after `inaemu dissector --install`,
+// run from a directory that is not the repository, tshark started from
+// anywhere knows the ina protocol without -X lua_script.
+func TestDissectorInstallLoadsInTshark(t *testing.T) {
+	testtool.Need(t, "tshark", testtool.HaveTshark)
+	bin := inaemuBinary(t)
+	home, elsewhere := t.TempDir(), t.TempDir()
+	env := append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"))
+
+	protocols := func() string {
+		cmd := exec.Command("tshark", "-G", "protocols")
+		cmd.Dir, cmd.Env = elsewhere, env
+		out, err := cmd.Output()
+		require.NoError(t, err)
+		return string(out)
+	}
+	hasINA := func(s string) bool {
+		for _, l := range strings.Split(s, "\n") {
+			if f := strings.Split(l, "\t"); len(f) >= 3 && f[2] == "ina" {
+				return true
+			}
+		}
+		return false
+	}
+	require.False(t, hasINA(protocols()), "the ina protocol is known before the install: the test proves nothing")
+
+	cmd := exec.Command(bin, "dissector", "--install")
+	cmd.Dir, cmd.Env = elsewhere, env
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	path := strings.TrimSpace(string(out))
+	assert.True(t, strings.HasPrefix(path, home), "installed into %s, not under HOME %s", path, home)
+	assert.FileExists(t, path)
+	assert.True(t, hasINA(protocols()), "tshark does not load the installed dissector from %s", path)
+}
