@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"runtime/debug"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -147,4 +148,32 @@ func levenshtein(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// schemaVersion is the version of every --json report's layout: it
+// changes when a field is removed, renamed or changes meaning (new
+// fields may come without it). docs/reports.md lists the fields.
+const schemaVersion = 1
+
+// reportSchema is the schema of a command's --json report: "inaemu." and
+// the command's path with dots, then the version: inaemu.run/1,
+// inaemu.topo.show/1. 'inaemu host' prints a run's report.
+func reportSchema(name string) string {
+	if name == "host" {
+		name = "run"
+	}
+	return fmt.Sprintf("inaemu.%s/%d", strings.ReplaceAll(name, " ", "."), schemaVersion)
+}
+
+// withSchema puts "schema": schema first in the JSON object b (b
+// unchanged if it is not an object).
+func withSchema(schema string, b []byte) []byte {
+	if schema == "" || len(b) < 2 || b[0] != '{' {
+		return b
+	}
+	head := `{"schema":` + strconv.Quote(schema)
+	if b[1] == '}' {
+		return append([]byte(head), b[1:]...)
+	}
+	return append([]byte(head+","), b[1:]...)
 }
