@@ -99,7 +99,7 @@ func newHarnessOn(t testing.TB, tr frames.Transport, addrA, addrB netip.Addr, cf
 	cfgs := [2]roce.Config{cfgA, cfgB}
 	for i, qpn := range []uint32{qpnA, qpnB} {
 		hs := &host{cq: roce.NewCQ(64), rcq: roce.NewCQ(64), pd: roce.NewPD(), mem: make([]byte, memSize)}
-		require.NoError(t, hs.pd.Register(&roce.MR{Addr: memVA, Buf: hs.mem, RKey: memKey, Access: roce.AccessRemoteWrite | roce.AccessLocalWrite}))
+		require.NoError(t, hs.pd.Register(&roce.MR{Addr: memVA, Buf: hs.mem, RKey: memKey, Access: roce.AccessRemoteWrite | roce.AccessLocalWrite | roce.AccessRemoteRead | roce.AccessRemoteAtomic}))
 		hs.qp = roce.NewQP(qpn, h.clock, hs.pd, hs.cq, hs.rcq)
 		require.NoError(t, hs.qp.Connect(paths[i], cfgs[i]))
 		dir := i

@@ -92,6 +92,15 @@ func (q *QP) ReadyToReceive(path frames.Path, cfg Config) error {
 	if cfg.MaxRecvWR == 0 {
 		cfg.MaxRecvWR = 1024
 	}
+	if cfg.MaxRdAtomic == 0 {
+		cfg.MaxRdAtomic = DefaultRdAtomic
+	}
+	if cfg.MaxDestRdAtomic == 0 {
+		cfg.MaxDestRdAtomic = DefaultRdAtomic
+	}
+	if cfg.MaxRdAtomic < 1 || cfg.MaxRdAtomic > 255 || cfg.MaxDestRdAtomic < 1 || cfg.MaxDestRdAtomic > 255 {
+		return fmt.Errorf("roce: max_rd_atomic %d, max_dest_rd_atomic %d: want 1..255", cfg.MaxRdAtomic, cfg.MaxDestRdAtomic)
+	}
 	if path.SrcPort == 0 {
 		path.SrcPort = frames.UDPSourcePort(q.qpn)
 	}
@@ -166,17 +175,16 @@ func (q *QP) kick() {
 
 // HasFrame reports whether NextFrame would produce a frame now.
 func (q *QP) HasFrame() bool {
-	return q.resp.acks.len() > 0 || (q.state == StateRTS && q.req.canSend())
+	return q.resp.out.len() > 0 || (q.state == StateRTS && q.req.canSend())
 }
 
 // NextFrame writes the next frame the QP wants to send into buf and
 // returns its length, or false when there is nothing to send. Responses
-// (ACK/NAK) go before requests. buf must hold MTU plus headers (MTU+128).
+// (ACKs, NAKs, READ responses, atomic ACKs) go before requests. buf must
+// hold MTU plus headers (MTU+128).
 func (q *QP) NextFrame(buf []byte) (int, bool) {
-	if q.resp.acks.len() > 0 {
-		a := q.resp.acks.pop()
-		n, err := q.bld.Build(buf, &frames.Packet{Opcode: wire.Acknowledge, PSN: a.psn,
-			AETH: frames.AETHFields{Syndrome: a.syndrome, MSN: a.msn}})
+	if q.resp.out.len() > 0 {
+		n, err := q.resp.next(q, buf)
 		if err != nil {
 			return 0, false
 		}
@@ -246,10 +254,16 @@ func (q *QP) PostSend(wr SendWR) error {
 	if len(wr.Local) > 1<<31 {
 		return fmt.Errorf("roce: message of %d bytes exceeds 2^31", len(wr.Local))
 	}
+	if wr.Opcode > WRFetchAdd {
+		return fmt.Errorf("roce: unknown work request opcode %d", wr.Opcode)
+	}
+	if wr.Opcode.Atomic() && len(wr.Local) != 8 {
+		return fmt.Errorf("roce: %s needs an 8-byte local buffer for the original value, have %d bytes", wr.Opcode, len(wr.Local))
+	}
 	// PSNs are given at post time; keep every queued PSN within half the
 	// 24-bit space of the oldest unacknowledged one so comparisons stay
 	// unambiguous (rxe keeps far fewer in flight).
-	n := packets(len(wr.Local), q.cfg.MTU)
+	n := wrPackets(wr, q.cfg.MTU)
 	if int(wire.PSNDiff(q.req.nextPSN, q.req.compPSN))+n >= 1<<23 {
 		return fmt.Errorf("roce: send queue would span more than 2^23 PSNs; wait for completions")
 	}

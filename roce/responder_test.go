@@ -170,9 +170,9 @@ func TestResponderDecisions(t *testing.T) {
 			require.NoError(t, r.qp.PostRecv(roce.RecvWR{ID: 1, Buf: make([]byte, 4)}))
 			r.in(t, frames.Packet{Opcode: wire.SendOnly, PSN: 100, AckReq: true, Payload: pattern(8, 1)}, nil, false)
 		}, []resp{{inv, 100, 0}}, roce.StateError, 100},
-		{"READ is not offered: NAK invalid request", func(r *respRig, t *testing.T) {
+		{"READ of a region without remote read: NAK remote access error", func(r *respRig, t *testing.T) {
 			r.in(t, frames.Packet{Opcode: wire.ReadRequest, PSN: 100, AckReq: true, RETH: frames.RETHFields{VA: memVA, RKey: memKey, DMALen: 8}}, nil, false)
-		}, []resp{{inv, 100, 0}}, roce.StateError, 100},
+		}, []resp{{wire.SyndromeNAKRemAccess, 100, 0}}, roce.StateError, 100},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRespRig(t)

@@ -11,6 +11,7 @@
 package roce
 
 import (
+	"encoding/binary"
 	"fmt"
 	"time"
 )
@@ -43,11 +44,14 @@ const (
 	StatusWRFlushErr
 	StatusLocLenErr
 	StatusLocProtErr
+	// StatusBadRespErr: the responder answered with an opcode, length or
+	// syndrome the request does not allow (ibv_wc_status IBV_WC_BAD_RESP_ERR).
+	StatusBadRespErr
 )
 
 func (s Status) String() string {
 	return [...]string{"SUCCESS", "RETRY_EXC_ERR", "RNR_RETRY_EXC_ERR", "REM_ACCESS_ERR",
-		"REM_INV_REQ_ERR", "REM_OP_ERR", "WR_FLUSH_ERR", "LOC_LEN_ERR", "LOC_PROT_ERR"}[s]
+		"REM_INV_REQ_ERR", "REM_OP_ERR", "WR_FLUSH_ERR", "LOC_LEN_ERR", "LOC_PROT_ERR", "BAD_RESP_ERR"}[s]
 }
 
 // Opcode of a work request.
@@ -58,14 +62,31 @@ const (
 	WRWriteImm
 	WRSend
 	WRSendImm
+	// WRRead reads len(Local) bytes at RemoteVA into Local (docs/roce.md §8).
+	WRRead
+	// WRCompSwap and WRFetchAdd operate on the 8 bytes at RemoteVA (8-byte
+	// aligned); Local (8 bytes) receives the original value.
+	WRCompSwap
+	WRFetchAdd
 )
 
 func (o WROpcode) String() string {
-	return [...]string{"RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "SEND", "SEND_WITH_IMM"}[o]
+	return [...]string{"RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "SEND", "SEND_WITH_IMM",
+		"RDMA_READ", "ATOMIC_CMP_AND_SWP", "ATOMIC_FETCH_AND_ADD"}[o]
 }
+
+// ReadOrAtomic reports whether the operation waits for response data (a
+// READ or an atomic), as opposed to an ACK.
+func (o WROpcode) ReadOrAtomic() bool { return o >= WRRead }
+
+// Atomic reports whether the operation is an atomic.
+func (o WROpcode) Atomic() bool { return o == WRCompSwap || o == WRFetchAdd }
 
 // SendWR is a send work request. Local is read when its packets are built
 // (and again on retransmission): it must not change until the WR completes.
+// For a READ, Local is where the data lands (its length is the READ's);
+// for an atomic, the 8 bytes of Local receive the original remote value,
+// little-endian, as a little-endian host holds a uint64 (Uint64At).
 type SendWR struct {
 	ID       uint64
 	Opcode   WROpcode
@@ -73,6 +94,9 @@ type SendWR struct {
 	RemoteVA uint64
 	RKey     uint32
 	Imm      uint32
+	// SwapAdd is the value a fetch-and-add adds or a compare-and-swap
+	// writes; Compare is what compare-and-swap compares the remote value with.
+	SwapAdd, Compare uint64
 	// Signaled asks for a completion on success; errors always complete.
 	Signaled bool
 }
@@ -202,6 +226,13 @@ func (mr *MR) move(off uint64, p []byte, in bool) {
 	}
 }
 
+// Uint64At is the 8 bytes of p at off as a little-endian host reads them:
+// the value an atomic operates on, and the original value it returns.
+func Uint64At(p []byte, off int) uint64 { return binary.LittleEndian.Uint64(p[off:]) }
+
+// PutUint64At stores v at p[off:] as a little-endian host does.
+func PutUint64At(p []byte, off int, v uint64) { binary.LittleEndian.PutUint64(p[off:], v) }
+
 // PD is a protection domain: the memory regions a responder may target.
 type PD struct {
 	mrs map[uint32]*MR
@@ -250,6 +281,10 @@ type Counters struct {
 	RxDropped           uint64 // frames dropped for addressing, P_Key or state
 	SendRNRErr          uint64 // RNR NAKs sent (no receive WQE)
 	RemoteErrors        uint64 // NAK 0x61-0x63 sent
+	ImpliedNAKSeqErr    uint64 // retries started because READ/atomic responses were missing (a later response or ACK came first)
+	ReadResponses       uint64 // READ response packets sent, first transmissions and re-executions
+	AtomicsExecuted     uint64 // atomics executed on memory (never a duplicate)
+	AtomicReplays       uint64 // duplicate atomics answered from the replay cache
 	RetryExceededErr    uint64 // RETRY_EXC_ERR completions
 	RNRRetryExceededErr uint64 // RNR_RETRY_EXC_ERR completions
 }
@@ -263,6 +298,11 @@ type Config struct {
 	// Timeout is the local ACK timeout exponent: 4.096 µs × 2^Timeout;
 	// 0 disables the retransmit timer.
 	Timeout uint8
+	// AdaptiveTimeout: the retransmit timer adapts to measured ACK round
+	// trips (RFC 6298, with AckTimeout(Timeout) as its floor and a backoff
+	// per expiry; rto.go), as hosts on the wall clock need. Off, the timer
+	// is AckTimeout(Timeout), the model's, exactly.
+	AdaptiveTimeout bool
 	// RetryCnt (0-7) is how many times a request is retried after a
 	// timeout or NAK before RETRY_EXC_ERR. 7 means seven retries.
 	RetryCnt uint8
@@ -277,7 +317,19 @@ type Config struct {
 	Profile Profile
 	// MaxSendWR and MaxRecvWR bound the queues. 0 means 1024.
 	MaxSendWR, MaxRecvWR int
+	// MaxRdAtomic (ibv_qp_attr.max_rd_atomic, the initiator depth) bounds
+	// the READs and atomics this QP's requester has outstanding;
+	// MaxDestRdAtomic (max_dest_rd_atomic, the responder resources) is how
+	// many of the peer's READs and atomics the responder remembers for
+	// replaying duplicates. 0 means DefaultRdAtomic; 1..255. A requester
+	// that keeps MaxRdAtomic at most the peer's MaxDestRdAtomic never has a
+	// duplicate dropped for want of its record (docs/roce.md §8).
+	MaxRdAtomic, MaxDestRdAtomic int
 }
+
+// DefaultRdAtomic is the default initiator depth and responder resources:
+// 16, what ConnectX NICs report as max_qp_rd_atom (docs/roce.md §8).
+const DefaultRdAtomic = 16
 
 // Profile is a consistent set of transport behaviours of one kind of NIC,
 // where implementations differ or depart from the IB specification
