@@ -639,12 +639,34 @@ func (s *checkReq) violation(rule string, f *checkFrame, format string, a ...any
 //   - a NAK asking for a PSN that never passed the capture point while
 //     later PSNs did proves a loss before it (upstream): the receiver's
 //     side;
+//   - a gap (a PSN that never passed while later ones did) followed by
+//     any NAK-sequence-error, whatever PSN it names: the responder saw a
+//     gap too, evidence of a loss before the capture as well (a responder
+//     whose NAK names the wrong PSN must not turn its requester into the
+//     culprit);
 //   - a NAK asking for a PSN that did pass it proves a loss after it
-//     (the data was seen before its loss): the sender's side;
+//     (the data was seen before its loss), or a NAK naming the wrong PSN:
+//     the sender's side;
 //   - both: loss on both sides, a tap mid-path;
 //   - neither (no loss, or no responses seen): the sender's side, as a
 //     mirror port next to a requester sees it; a skipped PSN is then the
 //     requester's (a loss before the capture would have drawn a NAK).
+//
+// Evidence of the receiver's side is shared: the streams between the
+// same two hosts in the same direction at one vantage point cross the
+// same path to it, so one proved to be on the receiver's side of a loss
+// says the others may have lost packets before the capture too (each
+// is then judged on the receiver's side, or as a tap with loss on both
+// sides when its own evidence says loss after the capture as well).
+//
+// Where the readings conflict (loss on both sides, or receiver-side
+// evidence that is shared or rests on a gap), the stream is judged where
+// every rule applied holds under each reading (a tap with loss on both
+// sides, or the receiver's side: psn-order is applied only to the
+// retransmission after a NAK, nak-psn with the bound every position
+// allows), and its inference line names the other reading: the skip the
+// requester would be blamed for if the capture were its own, with
+// --vantage sender to ask for that.
 //
 // Each stream whose position rests on loss evidence gets one line in
 // Report.Inferences; every psn-order and nak-psn verdict on a stream
@@ -654,13 +676,27 @@ func (c *checker) inferVantages() {
 		return
 	}
 	type evidence struct {
-		seen             map[uint32]bool
-		hiSet            bool
-		hi               uint32
+		seen  map[uint32]bool
+		hiSet bool
+		hi    uint32
+		// holes: PSNs a packet skipped that have not passed since, each
+		// with the packet that skipped it.
+		holes            map[uint32]int
 		up, down         bool
 		upFrame, dnFrame int
 		upPSN, dnPSN     uint32
+		// upGap: the receiver-side evidence is a gap (PSN upPSN, skipped
+		// by the packet of frame gapBy) followed by the NAK of upFrame.
+		upGap bool
+		gapBy int
+		// The first skip the capture shows (the alternative reading's).
+		skipSet    bool
+		skipPSN    uint32
+		skipFrame  int
+		shared     *checkReq // the receiver side shared from this stream
+		sharedWhat string
 	}
+	const maxGapHoles = 1 << 10
 	for _, vp := range c.vantages {
 		ev := map[*checkReq]*evidence{}
 		for _, i := range vp.frames {
@@ -678,10 +714,22 @@ func (c *checker) inferVantages() {
 				}
 				e := ev[s]
 				if e == nil {
-					e = &evidence{seen: map[uint32]bool{}}
+					e = &evidence{seen: map[uint32]bool{}, holes: map[uint32]int{}}
 					ev[s] = e
 				}
+				if e.hiSet && wire.PSNDiff(f.psn, e.hi) > 1 {
+					first := wire.PSNAdd(e.hi, 1)
+					if !e.skipSet {
+						e.skipSet, e.skipPSN, e.skipFrame = true, first, f.idx
+					}
+					for q, n := first, 0; q != f.psn && n < maxGapHoles && len(e.holes) < maxGapHoles; q, n = wire.PSNAdd(q, 1), n+1 {
+						if !e.seen[q] {
+							e.holes[q] = f.idx
+						}
+					}
+				}
 				e.seen[f.psn] = true
+				delete(e.holes, f.psn)
 				if !e.hiSet || wire.PSNDiff(f.psn, e.hi) > 0 {
 					e.hi, e.hiSet = f.psn, true
 				}
@@ -700,28 +748,65 @@ func (c *checker) inferVantages() {
 				case !e.seen[f.psn] && wire.PSNDiff(f.psn, e.hi) < 0 && !e.up:
 					e.up, e.upFrame, e.upPSN = true, f.idx, f.psn
 				}
+				if !e.up && len(e.holes) > 0 {
+					// A gap, then a NAK naming another PSN: the lowest
+					// PSN still missing is the gap the responder saw.
+					var lo uint32
+					first := true
+					for q := range e.holes {
+						if first || wire.PSNDiff(q, lo) < 0 {
+							lo, first = q, false
+						}
+					}
+					e.up, e.upGap, e.upFrame, e.upPSN, e.gapBy = true, true, f.idx, lo, e.holes[lo]
+				}
 			}
 		}
 		var reqs []*checkReq
 		for _, s := range vp.reqs {
 			if s.pos == posTap {
 				reqs = append(reqs, s)
+				if ev[s] == nil {
+					ev[s] = &evidence{}
+				}
 			}
 		}
 		sort.Slice(reqs, func(i, j int) bool { return c.streamKeyLess(reqs[i].key, reqs[j].key) })
+		upText := func(e *evidence) string {
+			if e.upGap {
+				return fmt.Sprintf("PSN %d never passed here while later PSNs did (frame %d), and the responder's NAK of frame %d followed the gap (lost before the capture)", e.upPSN, e.gapBy+1, e.upFrame+1)
+			}
+			return fmt.Sprintf("the NAK of frame %d asks for PSN %d, which never passed here while later PSNs did (lost before the capture)", e.upFrame+1, e.upPSN)
+		}
+		// Share the receiver side between the streams of one direction.
 		for _, s := range reqs {
 			e := ev[s]
-			if e == nil {
-				e = &evidence{}
+			if e.up {
+				continue
 			}
-			upText := fmt.Sprintf("the NAK of frame %d asks for PSN %d, which never passed here while later PSNs did (lost before the capture)", e.upFrame+1, e.upPSN)
-			dnText := fmt.Sprintf("PSN %d passed here before the NAK of frame %d asked for it (lost after the capture)", e.dnPSN, e.dnFrame+1)
+			for _, o := range reqs {
+				if oe := ev[o]; o != s && oe.up && oe.shared == nil && o.key.src == s.key.src && o.key.dst == s.key.dst {
+					e.shared, e.sharedWhat = o, upText(oe)
+					break
+				}
+			}
+		}
+		for _, s := range reqs {
+			e := ev[s]
+			dnText := fmt.Sprintf("PSN %d passed here before the NAK of frame %d asked for it (lost after the capture, or a NAK naming the wrong PSN)", e.dnPSN, e.dnFrame+1)
+			up := ""
+			switch {
+			case e.up:
+				up = upText(e)
+			case e.shared != nil:
+				up = fmt.Sprintf("shared with %s, which crosses the same path to this capture: %s", c.keyText(e.shared.key), e.sharedWhat)
+			}
 			var what string
 			switch {
-			case e.up && e.down:
-				s.pos, what = posTapMid, "a tap with loss on both sides: "+upText+"; "+dnText
-			case e.up:
-				s.pos, what = posDownstream, "the receiver side: "+upText
+			case up != "" && e.down:
+				s.pos, what = posTapMid, "a tap with loss on both sides: "+up+"; "+dnText
+			case up != "":
+				s.pos, what = posDownstream, "the receiver side: "+up
 			case e.down:
 				s.pos, what = posTap, "the sender side: "+dnText
 			default:
@@ -732,7 +817,11 @@ func (c *checker) inferVantages() {
 				s.resp.pos = s.pos
 			}
 			s.inferred = "capture inferred as " + what
-			c.rep.Inferences = append(c.rep.Inferences, fmt.Sprintf("%s: %s: %s (--vantage overrides)", vp.name, c.keyText(s.key), what))
+			line := fmt.Sprintf("%s: %s: %s (--vantage overrides)", vp.name, c.keyText(s.key), what)
+			if s.pos != posTap && e.skipSet && (e.down || e.upGap || e.shared != nil) {
+				line += fmt.Sprintf("; the other reading: were this the requester's own capture (--vantage sender), its skip of PSN %d at frame %d would be a psn-order violation", e.skipPSN, e.skipFrame+1)
+			}
+			c.rep.Inferences = append(c.rep.Inferences, line)
 		}
 	}
 }
