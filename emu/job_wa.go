@@ -204,7 +204,8 @@ func (j *waJob) connect() error {
 	psn := func() uint32 { return uint32(rng.Uint64()) & 0xFFFFFF }
 	maxWR := 2*j.nmsg + 1
 	base := roce.Config{MTU: r.cfg.MTU, Timeout: r.cfg.Timeout, RetryCnt: r.cfg.RetryCnt, RNRRetry: 7, MinRNRTimer: 1,
-		MaxSendWR: maxWR, MaxRecvWR: maxWR, Profile: r.cfg.NIC}
+		MaxSendWR: maxWR, MaxRecvWR: maxWR, Profile: r.cfg.NIC,
+		AdaptiveTimeout: r.fab.Live()} // the wall clock's round trips are the machine's (roce/rto.go)
 	pair := func(a, b *worker, qa, qb *roce.QP, markA bool) error {
 		if !r.fab.Reachable(a.h, b.h) || !r.fab.Reachable(b.h, a.h) {
 			return fmt.Errorf("job %s: rank %d (%s) and rank %d (%s) have no path between them in the topology", r.name, a.rank, a.h.Name, b.rank, b.h.Name)

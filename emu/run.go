@@ -886,7 +886,8 @@ func (r *runner) connect() error {
 		maxWR = max(maxWR, w.sendWant+1, w.recvWant+1)
 	}
 	base := roce.Config{MTU: r.cfg.MTU, Timeout: r.cfg.Timeout, RetryCnt: r.cfg.RetryCnt, RNRRetry: 7, MinRNRTimer: 1,
-		MaxSendWR: maxWR, MaxRecvWR: maxWR, Profile: r.cfg.NIC}
+		MaxSendWR: maxWR, MaxRecvWR: maxWR, Profile: r.cfg.NIC,
+		AdaptiveTimeout: r.fab.Live()} // the wall clock's round trips are the machine's (roce/rto.go)
 	for _, w := range r.workers {
 		succ := r.workers[(w.rank+1)%n]
 		sq, ok := w.sq.(*roce.QP)
