@@ -50,7 +50,7 @@ func newPipe(tb testing.TB, mtu int, mem []byte) (*pipe, *roce.CQ) {
 	clock := vclock.New()
 	cqA := roce.NewCQ(16)
 	pdB := roce.NewPD()
-	require.NoError(tb, pdB.Register(&roce.MR{Addr: memVA, Buf: mem, RKey: memKey, Access: roce.AccessRemoteWrite}))
+	require.NoError(tb, pdB.Register(&roce.MR{Addr: memVA, Buf: mem, RKey: memKey, Access: roce.AccessRemoteWrite | roce.AccessRemoteRead | roce.AccessRemoteAtomic}))
 	a := roce.NewQP(qpnA, clock, roce.NewPD(), cqA, roce.NewCQ(16))
 	b := roce.NewQP(qpnB, clock, pdB, roce.NewCQ(16), roce.NewCQ(16))
 	cfg := roce.Config{MTU: mtu, SQPSN: 1, RQPSN: 1, Timeout: 14, RetryCnt: 7, RNRRetry: 7}

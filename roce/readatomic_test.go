@@ -452,3 +452,27 @@ func (r *respRig) readOut(t *testing.T) readOut {
 		o.data = append(o.data, v.Payload()...)
 	}
 }
+
+// TestQPReadAtomicAllocatesNothing pins the zero-allocation steady state of
+// READ (request, responses built from the region, data landing, completion)
+// and of fetch-and-add (execution, replay record, ATOMIC ACKNOWLEDGE).
+func TestQPReadAtomicAllocatesNothing(t *testing.T) {
+	mem := pattern(64*1024, 4)
+	p, cq := newPipe(t, 1024, mem)
+	dst := make([]byte, 60*1024+5)
+	orig := make([]byte, 8)
+	rd := roce.SendWR{ID: 1, Opcode: roce.WRRead, Local: dst, RemoteVA: memVA, RKey: memKey, Signaled: true}
+	fa := roce.SendWR{ID: 2, Opcode: roce.WRFetchAdd, Local: orig, RemoteVA: memVA + 61*1024, RKey: memKey, SwapAdd: 3, Signaled: true}
+	var comp [2]roce.Completion
+	run := func() {
+		require.NoError(t, p.a.PostSend(rd))
+		require.NoError(t, p.a.PostSend(fa))
+		p.pump()
+		require.Equal(t, 2, cq.Poll(comp[:]))
+	}
+	run()
+	before := le64(mem[61*1024:])
+	require.Zero(t, testing.AllocsPerRun(20, run))
+	require.Equal(t, mem[:len(dst)], dst)
+	require.Equal(t, before+3*21, le64(mem[61*1024:]), "one add per run (AllocsPerRun runs once more to warm up)")
+}
