@@ -101,6 +101,8 @@ func readmeLines(body string) []string {
 	return out
 }
 
+var imageRE = regexp.MustCompile(`!\[[^\]]*\]\(([^)]+)\)`)
+
 var exitRE = regexp.MustCompile(`#\s*exit (\d+)`)
 
 // readmeScript turns a sh block into a bash script that checks what each
@@ -212,6 +214,20 @@ func TestReadmeExamples(t *testing.T) {
 						assert.Equal(t, blocks[i+1].body, string(out), "the output shown after %s:%d", page, b.line)
 					}
 				})
+			}
+			// A picture the page shows and its examples draw must be
+			// what they draw (regenerate: run the page's commands and
+			// copy the file into docs/).
+			text, err := os.ReadFile(filepath.Join(repo, page))
+			require.NoError(t, err)
+			for _, m := range imageRE.FindAllStringSubmatch(string(text), -1) {
+				drawn, err := os.ReadFile(filepath.Join(work, filepath.Base(m[1])))
+				if err != nil {
+					continue // not drawn by this page's examples
+				}
+				shown, err := os.ReadFile(filepath.Join(repo, filepath.Dir(page), m[1]))
+				require.NoError(t, err)
+				assert.True(t, string(drawn) == string(shown), "%s shows %s, which its examples no longer draw: regenerate it", page, m[1])
 			}
 		})
 	}

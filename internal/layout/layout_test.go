@@ -1,7 +1,9 @@
 package layout
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -10,11 +12,11 @@ const module = "github.com/inaemu/inaemu/"
 
 // levels is the import direction: a package may import the module's
 // packages of lower levels only. Every package must be listed, so a new
-// one is placed deliberately. README's architecture section draws the
+// one is placed deliberately. docs/internals.md's layout draws the
 // same picture.
 var levels = map[string]int{
 	// wire formats and leaves
-	"frames/wire": 0, "frames/inceptionn": 0, "emu/tensor": 0, "emu/commmodel": 0, "internal/units": 0, "internal/f16ref": 0, "internal/inceptionnref": 0, "internal/layout": 0, "internal/benchratio": 0,
+	"frames/wire": 0, "frames/inceptionn": 0, "contrib/wireshark": 0, "emu/tensor": 0, "emu/commmodel": 0, "internal/units": 0, "internal/f16ref": 0, "internal/inceptionnref": 0, "internal/layout": 0, "internal/benchratio": 0,
 	"frames": 1,
 	"roce":   2, "faults": 2, "internal/pcapio": 2, "internal/testtool": 2,
 	"internal/vclock": 3, "internal/testvec": 3, "tap": 3,
@@ -27,7 +29,7 @@ var levels = map[string]int{
 	"emu":      7, "emu/replay": 7,
 	"emu/scenario": 8, "dut": 8,
 	"conformance": 9,
-	"cmd/inaemu":  10, "contrib/wireshark": 10, "internal/benchtable": 10,
+	"cmd/inaemu":  10, "internal/benchtable": 10,
 }
 
 // wireOnly are the packages that judge or draw captures of any device:
@@ -68,5 +70,25 @@ func TestImportDirection(t *testing.T) {
 	}
 	if seen < 15 {
 		t.Fatalf("go list saw %d of the module's packages", seen)
+	}
+}
+
+// TestLayoutListsEveryPackage: docs/internals.md's layout names every
+// package of the module, so that a newcomer's map has no holes.
+func TestLayoutListsEveryPackage(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "internals.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, l := range strings.Split(string(doc), "\n") {
+		if f := strings.Fields(l); len(f) > 0 {
+			listed[f[0]] = true
+		}
+	}
+	for pkg := range levels {
+		if !listed[pkg] {
+			t.Errorf("docs/internals.md's layout does not list %s", pkg)
+		}
 	}
 }
