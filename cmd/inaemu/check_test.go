@@ -155,7 +155,7 @@ func TestCheckJSON(t *testing.T) {
 	require.NoError(t, err)
 	want, err := json.Marshal(rep)
 	require.NoError(t, err)
-	assert.Equal(t, string(want)+"\n", out)
+	assert.Equal(t, string(withSchema("inaemu.check/1", want))+"\n", out)
 
 	// Violations: Wireshark's frame number, decode's index, the
 	// interface and the time since the first frame.

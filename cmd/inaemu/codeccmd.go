@@ -153,7 +153,7 @@ func codecValues(e *cmdEnv, c inceptionn.Codec, a codecArgs) int {
 		rows = append(rows, r)
 	}
 	if a.asJSON {
-		return e.writeJSON(map[string]any{"bound": a.bound, "error_bound_exponent": 127 - a.bound, "values": rows})
+		return e.writeJSONAs(reportSchema("codec.values"), map[string]any{"bound": a.bound, "error_bound_exponent": 127 - a.bound, "values": rows})
 	}
 	fmt.Fprintf(e.stdout, "INCEPTIONN codec, error bound 2^-%d (error_bound exponent %d)\n", a.bound, 127-a.bound)
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
@@ -245,7 +245,7 @@ func codecPattern(e *cmdEnv, c inceptionn.Codec, a codecArgs) int {
 	st.PayloadRatio = float64(plain) / float64(sent)
 	st.WireRatio = float64(wirePlain) / float64(wireSent)
 	if a.asJSON {
-		return e.writeJSON(st)
+		return e.writeJSONAs(reportSchema("codec.stream"), st)
 	}
 	w := e.stdout
 	fmt.Fprintf(w, "INCEPTIONN codec, error bound 2^-%d: %d values of %s (seed %d)\n", a.bound, a.count, a.pattern, a.seed)

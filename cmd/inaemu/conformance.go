@@ -228,7 +228,7 @@ func printConformance(fs *cmdEnv, rep conformance.Report, asJSON bool, elapsed t
 		}
 	}
 	if asJSON {
-		if code := fs.writeJSON(&rep); code != exitOK {
+		if code := fs.writeJSONAs(reportSchema("conformance"), &rep); code != exitOK { // merge's too
 			return code
 		}
 	} else {

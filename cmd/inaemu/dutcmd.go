@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -292,8 +291,9 @@ func runWire(e *cmdEnv, jf *jobFlags, prefix string, workers int, pairs []string
 		serveErr = nil // said below
 	}
 	rep := w.Report()
+	code := exitOK
 	if asJSON {
-		_ = json.NewEncoder(e.stdout).Encode(struct {
+		code = e.writeJSON(struct {
 			Seed  uint64           `json:"seed"`
 			Pairs [][2]string      `json:"pairs"`
 			Wire  faultwire.Report `json:"wire"`
@@ -305,7 +305,7 @@ func runWire(e *cmdEnv, jf *jobFlags, prefix string, workers int, pairs []string
 		fmt.Fprintf(e.stderr, "inaemu wire: %v\n", serveErr)
 		return exitFail
 	}
-	return reportCapture(e, exitOK, pcap, capErr)
+	return reportCapture(e, code, pcap, capErr)
 }
 
 // openInterface opens a raw socket on an interface that must exist.

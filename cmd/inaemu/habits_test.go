@@ -90,3 +90,29 @@ func TestHelpOnAFullDisk(t *testing.T) {
 		assert.Contains(t, e.String(), "standard output: no space left on device", "%v", args)
 	}
 }
+
+// Every --json report is one JSON object on one line whose first field
+// is its schema: inaemu.COMMAND/1.
+func TestJSONOneStyle(t *testing.T) {
+	small := []string{"--workers", "2", "--tensor", "4KiB", "--seed", "1", "--json"}
+	for _, c := range []struct {
+		schema string
+		args   []string
+	}{
+		{"inaemu.run/1", append([]string{"run"}, small...)},
+		{"inaemu.sweep/1", append([]string{"sweep", "--loss", "0", "--seeds", "1", "--modes", "ring"}, small...)},
+		{"inaemu.check/1", []string{"check", checkGolden("icrc.pcap"), "--json"}},
+		{"inaemu.conformance/1", []string{"conformance", "--suite", "gbn", "--count", "2", "--seed", "1", "--json"}},
+		{"inaemu.topo.show/1", []string{"topo", "show", "--json"}},
+		{"inaemu.model.appendix-a/1", []string{"model", "--json"}},
+		{"inaemu.model.training/1", []string{"model", "--train", "alexnet", "--json"}},
+		{"inaemu.codec.values/1", []string{"codec", "--bound", "6", "--values", "0.02", "--json"}},
+	} {
+		code, out, errOut := runGuarded(c.args...)
+		assert.Contains(t, []int{0, 1}, code, "%v: %s", c.args, errOut)
+		assert.Equal(t, 1, strings.Count(out, "\n"), "%v: one line", c.args)
+		assert.True(t, strings.HasPrefix(out, `{"schema":"`+c.schema+`",`), "%v: %.80s", c.args, out)
+	}
+	assert.Equal(t, `{"schema":"x/1"}`, string(withSchema("x/1", []byte("{}"))))
+	assert.Equal(t, `[1]`, string(withSchema("x/1", []byte("[1]"))))
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"reflect"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -76,7 +77,7 @@ func runMerge(e *cmdEnv, files []string, asJSON bool) int {
 	var reports []conformance.Report
 	for k, b := range raw {
 		var r conformance.Report
-		if err := strictJSON(b, &r); err != nil {
+		if err := strictJSON(b, &r, reportSchema("conformance")); err != nil {
 			fmt.Fprintf(e.stderr, "inaemu merge: %s: not a conformance --json report: %v\n", files[k], err)
 			return exitUsage
 		}
@@ -116,7 +117,25 @@ func kind(sweep bool) string {
 	return "conformance"
 }
 
-func strictJSON(b []byte, v any) error {
+// strictJSON decodes a report refusing fields v does not have, but its
+// "schema" (reportSchema), which must be v's kind's if given (reports
+// written before it was added have none).
+func strictJSON(b []byte, v any, schema string) error {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return err
+	}
+	if raw, ok := keys["schema"]; ok {
+		var got string
+		if err := json.Unmarshal(raw, &got); err != nil || got != schema {
+			return fmt.Errorf("schema %s: want %s", raw, strconv.Quote(schema))
+		}
+		delete(keys, "schema")
+		var err error
+		if b, err = json.Marshal(keys); err != nil {
+			return err
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	return dec.Decode(v)
@@ -128,7 +147,7 @@ func mergeSweeps(e *cmdEnv, files []string, raw [][]byte, asJSON bool) int {
 	var docs []sweepDoc
 	for k, b := range raw {
 		var d sweepDoc
-		if err := strictJSON(b, &d); err != nil {
+		if err := strictJSON(b, &d, reportSchema("sweep")); err != nil {
 			fmt.Fprintf(e.stderr, "inaemu merge: %s: not a sweep --json report: %v\n", files[k], err)
 			return exitUsage
 		}
@@ -189,7 +208,7 @@ func mergeSweeps(e *cmdEnv, files []string, raw [][]byte, asJSON bool) int {
 		return exitUsage
 	}
 	out.Points = 0 // as the unsharded run prints it
-	return printSweep(e.stdout, out, asJSON)
+	return printSweep(e, out, asJSON)
 }
 
 func points(rows []emu.SweepRow) []int {

@@ -157,7 +157,7 @@ func runModel(e *cmdEnv, a modelArgs) int {
 		}
 	}
 	if a.asJSON {
-		return e.writeJSON(map[string]any{"model": "NetReduce Appendix A", "schemes": schemes, "rows": rows})
+		return e.writeJSONAs(reportSchema("model.appendix-a"), map[string]any{"model": "NetReduce Appendix A", "schemes": schemes, "rows": rows})
 	}
 	printModel(e.stdout, rows, schemes)
 	return exitOK
@@ -295,7 +295,7 @@ func runTrain(e *cmdEnv, a modelArgs, schemes []commmodel.Scheme, gpus []int, al
 		}
 	}
 	if a.asJSON {
-		return e.writeJSON(map[string]any{"model": "training step", "gpus": p.GPUs, "per_host": p.PerHost,
+		return e.writeJSONAs(reportSchema("model.training"), map[string]any{"model": "training step", "gpus": p.GPUs, "per_host": p.PerHost,
 			"alpha_ns": p.Alpha * 1e9, "b_intra_gbytes_per_s": p.BIntra / 1e9, "b_inter_gbytes_per_s": p.BInter / 1e9,
 			"batch": a.batch, "fusion_bytes": fusion, "overlap": a.overlap, "ta_form": p.TAForm, "rows": rows})
 	}

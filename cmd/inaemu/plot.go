@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -99,8 +98,7 @@ func runPlotPSN(fs *cmdEnv, file string, a plotPSNArgs) int {
 		js = append(js, cj)
 	}
 	if *asJSON {
-		json.NewEncoder(stdout).Encode(map[string]any{"out": *out, "connections": len(conns), "drawn": js})
-		return exitOK
+		return fs.writeJSON(map[string]any{"out": *out, "connections": len(conns), "drawn": js})
 	}
 	fmt.Fprintf(stdout, "inaemu plot: %s: %d connections, %d drawn\n", *out, len(conns), len(js))
 	return exitOK

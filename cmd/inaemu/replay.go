@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -119,7 +118,7 @@ func runReplay(fs *cmdEnv, file string, a replayArgs) int {
 		return exitUsage
 	}
 	if a.asJSON {
-		return fs.writeJSON(rep)
+		return fs.writeJSONAs(reportSchema("replay.switch"), rep)
 	}
 	fmt.Fprintf(stdout, "inaemu replay: %d frames through the switch on %d ports (%d switch-output frames of the input skipped, %d a fault dropped before the switch not fed)\n", rep.Frames, rep.Ports, rep.Ignored, rep.NotDelivered)
 	if rep.Ring != "" {
@@ -251,8 +250,7 @@ send:
 		rep.PPS = float64(rep.Frames) / time.Duration(rep.WallNS).Seconds()
 	}
 	if asJSON {
-		_ = json.NewEncoder(fs.stdout).Encode(rep)
-		return exitOK
+		return fs.writeJSONAs(reportSchema("replay.tap"), rep)
 	}
 	fmt.Fprintf(fs.stdout, "inaemu replay: %d frames (%d bytes) out of %s in %v (%.0f frames/s, %s); %d skipped\n",
 		rep.Frames, rep.Bytes, iface, time.Duration(rep.WallNS).Round(time.Microsecond), rep.PPS, rep.Pacing, rep.Skipped)

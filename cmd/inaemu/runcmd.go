@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -199,7 +198,7 @@ func reportJob(fs *cmdEnv, res *emu.Result, runErr error, pcap string, asJSON bo
 		// Ctrl-C: one line of what was done; the JSON (with its error)
 		// for programs that asked for it.
 		if asJSON {
-			_ = json.NewEncoder(stdout).Encode(res)
+			_ = fs.writeJSON(res)
 		}
 		capture := ""
 		if pcap != "" {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -69,7 +68,7 @@ func sweepCommand(stdout, stderr io.Writer) *cobra.Command {
 // prints a row per cell: runs that ended exact, failed (transport error)
 // or wrong, and the median bandwidth of the exact ones.
 func runSweep(fs *cmdEnv, jf *jobFlags, a sweepArgs) int {
-	stdout, stderr := fs.stdout, fs.stderr
+	stderr := fs.stderr
 	interruptible.Store(true) // Ctrl-C stops the sweep cleanly (fs.ctx)
 	if a.seeds < 1 || a.seeds > 1000 {
 		fs.usageError("--seeds %d: want 1..1000", a.seeds)
@@ -149,7 +148,7 @@ func runSweep(fs *cmdEnv, jf *jobFlags, a sweepArgs) int {
 	}
 	points = mine // none when there are more shards than cells: an empty report
 	if len(points) == 0 {
-		return printSweep(stdout, doc, a.asJSON)
+		return printSweep(fs, doc, a.asJSON)
 	}
 	var ss []uint64
 	for i := 0; i < a.seeds; i++ {
@@ -171,13 +170,14 @@ func runSweep(fs *cmdEnv, jf *jobFlags, a sweepArgs) int {
 		rows[i].Point = index[i]
 	}
 	doc.Rows = rows
-	return printSweep(stdout, doc, a.asJSON)
+	return printSweep(fs, doc, a.asJSON)
 }
 
 // printSweep prints a sweep's report (a run's, a shard's or a merge's)
 // and returns the exit status: 1 when a run ended wrong, 3 when one
 // failed in the transport.
-func printSweep(stdout io.Writer, doc sweepDoc, asJSON bool) int {
+func printSweep(e *cmdEnv, doc sweepDoc, asJSON bool) int {
+	stdout := e.stdout
 	rows := doc.Rows
 	code := exitOK
 	for _, r := range rows {
@@ -189,9 +189,9 @@ func printSweep(stdout io.Writer, doc sweepDoc, asJSON bool) int {
 		}
 	}
 	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(doc)
+		if c := e.writeJSONAs(reportSchema("sweep"), doc); c != exitOK { // merge's too
+			return c
+		}
 		return code
 	}
 	seeds := ""

@@ -476,13 +476,17 @@ func TestTapUpDownCommands(t *testing.T) {
 	t.Cleanup(func() { tap.Down(prefix) })
 	code, out, stderr := runCLI("tap", "up", "--workers", "2", "--prefix", prefix, "--json")
 	require.Equal(t, 0, code, stderr)
-	var made map[string][]string
+	var made struct {
+		Schema  string   `json:"schema"`
+		Created []string `json:"created"`
+	}
 	require.NoError(t, json.Unmarshal([]byte(out), &made))
-	require.ElementsMatch(t, []string{prefix + "-br0", prefix + "-sw0", prefix + "-h0", prefix + "-br1", prefix + "-sw1", prefix + "-h1"}, made["created"])
+	require.Equal(t, "inaemu.tap.up/1", made.Schema)
+	require.ElementsMatch(t, []string{prefix + "-br0", prefix + "-sw0", prefix + "-h0", prefix + "-br1", prefix + "-sw1", prefix + "-h1"}, made.Created)
 	code, out, _ = runCLI("tap", "up", "--workers", "2", "--prefix", prefix, "--json")
 	require.Equal(t, 0, code)
-	require.JSONEq(t, `{"created":[]}`, out, "up is idempotent")
-	for _, n := range made["created"] {
+	require.JSONEq(t, `{"schema":"inaemu.tap.up/1","created":[]}`, out, "up is idempotent")
+	for _, n := range made.Created {
 		b, err := os.ReadFile("/proc/sys/net/ipv6/conf/" + n + "/disable_ipv6")
 		require.NoError(t, err)
 		require.Equal(t, "1\n", string(b), "%s: IPv6 (and its chatter) off", n)
@@ -496,14 +500,16 @@ func TestTapUpDownCommands(t *testing.T) {
 	t.Cleanup(func() { netlink.LinkDel(foreign) })
 	code, out, _ = runCLI("tap", "down", "--prefix", prefix, "--json")
 	require.Equal(t, 0, code)
-	var removed map[string][]string
+	var removed struct {
+		Removed []string `json:"removed"`
+	}
 	require.NoError(t, json.Unmarshal([]byte(out), &removed))
-	require.ElementsMatch(t, made["created"], removed["removed"])
+	require.ElementsMatch(t, made.Created, removed.Removed)
 	_, err := netlink.LinkByName(prefix + "-br9")
 	require.NoError(t, err, "down removed an interface inaemu did not make")
 	code, out, _ = runCLI("tap", "down", "--prefix", prefix, "--json")
 	require.Equal(t, 0, code)
-	require.JSONEq(t, `{"removed":[]}`, out, "down is idempotent")
+	require.JSONEq(t, `{"schema":"inaemu.tap.down/1","removed":[]}`, out, "down is idempotent")
 	for _, args := range [][]string{{"tap"}, {"tap", "sideways"}, {"tap", "up", "--prefix", "much-too-long-prefix"}, {"tap", "up", "--workers", "0"}} {
 		code, _, stderr := runCLI(args...)
 		require.Equal(t, 2, code, "%v", args)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -109,8 +108,7 @@ func runTap(fs *cmdEnv, verb, prefix string, workers int, wired, asJSON bool) in
 		names = []string{}
 	}
 	if asJSON {
-		_ = json.NewEncoder(stdout).Encode(map[string][]string{key: names})
-		return exitOK
+		return fs.writeJSON(map[string][]string{key: names})
 	}
 	if len(names) == 0 {
 		fmt.Fprintf(stdout, "inaemu tap %s: nothing to do (%s)\n", verb, map[string]string{"up": "all interfaces exist", "down": "no interface of inaemu's with prefix " + prefix}[verb])
@@ -234,12 +232,11 @@ func runSwitch(fs *cmdEnv, jf *jobFlags, prefix string, duration time.Duration, 
 		return exitFail
 	}
 	if asJSON {
-		_ = json.NewEncoder(stdout).Encode(struct {
+		return fs.writeJSON(struct {
 			Ports  []string         `json:"ports"`
 			WallNS int64            `json:"wall_ns"`
 			Switch switching.Report `json:"switch"`
 		}{names, int64(time.Since(start)), rep})
-		return exitOK
 	}
 	fmt.Fprintf(stdout, "inaemu switch: %d frames in %v: %d forwarded, %d flooded, %d results emitted\n",
 		rep.Frames, time.Since(start).Round(time.Millisecond), rep.Forwarded, rep.Flooded, rep.Emitted)
