@@ -202,3 +202,62 @@ func FormatBytes(n int64) string {
 	}
 	return fmt.Sprintf("%d B", n)
 }
+
+// Sig3 writes v with three significant digits and never in exponent
+// form, for bandwidths and ratios people read: 0.000123, 0.0868, 1.52,
+// 12.3, 123, 1235 (a number of four or more digits keeps them all).
+func Sig3(v float64) string {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	if math.Abs(v) >= 999.5 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 3, 64), 64) // rounded first: 9.996 is 10.0
+	dec := 2 - int(math.Floor(math.Log10(math.Abs(r))))
+	return strconv.FormatFloat(r, 'f', max(dec, 0), 64)
+}
+
+// BandwidthUnit is the unit reports print bandwidths in: GB/s (10^9
+// bytes per second, as nccl-tests prints algbw and busbw) or Gbit/s (10^9
+// bits per second, as link rates are written).
+type BandwidthUnit int
+
+const (
+	GBps   BandwidthUnit = iota // GB/s, the default
+	Gbitps                      // Gbit/s
+)
+
+// String is the unit as reports print it: "GB/s" or "Gbit/s".
+func (u BandwidthUnit) String() string {
+	if u == Gbitps {
+		return "Gbit/s"
+	}
+	return "GB/s"
+}
+
+// FromGbps converts a bandwidth in Gbit/s to the unit.
+func (u BandwidthUnit) FromGbps(gbps float64) float64 {
+	if u == Gbitps {
+		return gbps
+	}
+	return gbps / 8
+}
+
+// Format writes a bandwidth given in Gbit/s in the unit, three
+// significant digits and the unit's name: "1.52 GB/s", "12.2 Gbit/s".
+func (u BandwidthUnit) Format(gbps float64) string {
+	return Sig3(u.FromGbps(gbps)) + " " + u.String()
+}
+
+// ParseBandwidthUnit reads a --units value the way rates are read (tc's
+// bps is bytes): GB/s, GBps or gbps for bytes; Gbit/s or gbit for bits.
+func ParseBandwidthUnit(s string) (BandwidthUnit, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "gb/s", "gbps", "gbytes":
+		return GBps, nil
+	case "gbit/s", "gbit", "gbits":
+		return Gbitps, nil
+	}
+	return 0, fmt.Errorf("--units %q: want GB/s (or GBps: bytes, as tc reads bps) or Gbit/s (or gbit: bits)", s)
+}

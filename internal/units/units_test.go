@@ -147,3 +147,30 @@ func TestRateNote(t *testing.T) {
 		assert.Empty(t, RateNote(s), s)
 	}
 }
+
+func TestSig3(t *testing.T) {
+	for v, want := range map[float64]string{0: "0", 0.000123456: "0.000123", 0.0868: "0.0868", 0.86849: "0.868", 1.5249: "1.52",
+		9.996: "10.0", 12.34: "12.3", 123.4: "123", 1234.6: "1235", -2.5: "-2.50", 0.001: "0.00100"} {
+		if got := Sig3(v); got != want {
+			t.Errorf("Sig3(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+func TestBandwidthUnit(t *testing.T) {
+	for s, want := range map[string]BandwidthUnit{"GB/s": GBps, "GBps": GBps, "gbps": GBps, "Gbit/s": Gbitps, "gbit": Gbitps} {
+		u, err := ParseBandwidthUnit(s)
+		if err != nil || u != want {
+			t.Errorf("ParseBandwidthUnit(%q) = %v, %v; want %v", s, u, err, want)
+		}
+	}
+	if _, err := ParseBandwidthUnit("MB/s"); err == nil {
+		t.Error("MB/s accepted")
+	}
+	if got := GBps.Format(12.16); got != "1.52 GB/s" {
+		t.Errorf("GBps.Format(12.16) = %q", got)
+	}
+	if got := Gbitps.Format(12.16); got != "12.2 Gbit/s" {
+		t.Errorf("Gbitps.Format(12.16) = %q", got)
+	}
+}
