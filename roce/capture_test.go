@@ -20,7 +20,16 @@ var update = flag.Bool("update", false, "rewrite golden captures in testdata/")
 
 const gbnCapture = "../testdata/roce_gbn_drop_psn104.pcapng"
 
-var verdictNames = [...]string{pass: "", drop: "inaemu fault: drop", dup: "inaemu fault: duplicate", corrupt: "inaemu fault: corrupt", hold: "inaemu fault: hold (reorder)"}
+// verdictNames are the emulator's fault comments (pcapio.FaultComment), so
+// that Wireshark and inaemu check read the harness's capture as they read
+// a run's: a dropped frame is written where it was sent, not delivered.
+var verdictNames = [...]string{
+	pass:    "",
+	drop:    pcapio.FaultComment("drop", "", 0, true),
+	dup:     pcapio.FaultComment("duplicate", "", 0, false),
+	corrupt: pcapio.FaultComment("corrupt", "", 0, false),
+	hold:    pcapio.FaultComment("hold", "", 0, false),
+}
 
 // writeCapture writes every frame the harness sent, on interface "hostA"
 // or "hostB" (the sender), at its virtual send time, with the fault as a
@@ -74,7 +83,7 @@ func TestGoBackNCapture(t *testing.T) {
 		require.NoError(t, v.Parse(r.Data))
 		require.True(t, v.ICRCOK(), "frame %d", i)
 		if len(r.Comments) > 0 {
-			assert.Equal(t, []string{"inaemu fault: drop"}, r.Comments)
+			assert.Equal(t, []string{"inaemu: fault=drop (not delivered)"}, r.Comments)
 			assert.Equal(t, uint32(104), v.PSN())
 			dropComments++
 		}
