@@ -118,6 +118,8 @@ func EstimateMemory(cfg Config) MemoryEstimate {
 		// A chunk's packets, or the window's if fewer: a rank starts
 		// step 0's messages only while its WRITEs are about a window.
 		outstanding = 2*min(ceilDiv(maxC, mtu), int64(ringWindow(cfg)+8)*int64(cfg.MsgLen)) + 2
+	case Verbs:
+		e.Buffers, e.Queues, e.Largest, outstanding = verbsMemory(cfg)
 	case WA:
 		// w ranks: w-1 workers and the aggregator. The aggregator holds
 		// every worker's tensor and the sum, each worker its result and a

@@ -60,6 +60,7 @@ func ParseMode(s string) (Mode, error) {
 type Config struct {
 	Workers     int
 	Mode        Mode
+	Verb        Verb  // what a verbs job's ranks do (job_verbs.go)
 	Window      int   // NetReduce N: messages in flight per worker
 	MsgLen      int   // packets per message (both modes)
 	MTU         int   // path MTU
@@ -134,7 +135,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Workers: 8, Mode: NetReduce, Window: 2, MsgLen: 170, MTU: 1024, TensorBytes: 16 << 20,
 		DType: tensor.F32, Transport: frames.V2IPv4, Link: fabric.LinkConfig{Rate: 10e9, Latency: time.Microsecond},
-		Timeout: 14, RetryCnt: 7, CompressRate: nic.DefaultCompressionRate, Bcast: BcastUnicast}
+		Timeout: 14, RetryCnt: 7, CompressRate: nic.DefaultCompressionRate, Bcast: BcastUnicast, Verb: VerbWrite}
 }
 
 // Bcast is the way back of a wa job's sum.
@@ -311,6 +312,10 @@ type Result struct {
 	Events          int              `json:"events"`
 	WallNS          int64            `json:"wall_ns"`
 	Wall            time.Duration    `json:"-"`
+	// DeviceLog names the file that holds a device under test's output
+	// (inaemu run --dut): kept out of the report, its last lines shown
+	// when the run fails.
+	DeviceLog string `json:"device_log,omitempty"`
 }
 
 // validateSettings is Validate's range check of one job's settings.

@@ -248,8 +248,12 @@ func printHeader(w io.Writer, cfg emu.Config) {
 		if t := cfg.Topology; t != nil && emu.IsGPUScheme(cfg.Mode) && t.Hosts()[0].GPUs > 0 {
 			who = fmt.Sprintf("%d machines × %d GPUs", cfg.Workers, t.Hosts()[0].GPUs)
 		}
-		fmt.Fprintf(w, "inaemu run: %s allreduce, %s × %s %s, %s, seed %d\n",
-			cfg.Mode, who, units.FormatSize(cfg.TensorBytes), cfg.DType, net, cfg.Seed)
+		what := string(cfg.Mode) + " allreduce"
+		if cfg.Mode == emu.Verbs {
+			what = "verbs " + cfg.Verb.String() + " (rank i to rank i+1)"
+		}
+		fmt.Fprintf(w, "inaemu run: %s, %s × %s %s, %s, seed %d\n",
+			what, who, units.FormatSize(cfg.TensorBytes), cfg.DType, net, cfg.Seed)
 		return
 	}
 	if cfg.Topology == nil {
@@ -333,6 +337,8 @@ func printSummary(w io.Writer, r *emu.Result, pcap string, runErr error) {
 	case r.Exact && len(r.Jobs) == 1 && r.Jobs[0].Compression != nil:
 		fmt.Fprintf(w, "  result    EXACT: all %d workers hold, bit for bit, the sum the compressing hops define (max |error| %.3g against the exact sum)\n",
 			r.Workers, r.Jobs[0].Compression.MaxAbsErr)
+	case r.Exact && len(r.Jobs) == 1 && r.Jobs[0].Mode == string(emu.Verbs):
+		fmt.Fprintf(w, "  result    EXACT: every rank's verbs on the next rank checked, data bit for bit, atomics in serial order\n")
 	case r.Exact:
 		fmt.Fprintf(w, "  result    EXACT: all %d workers hold the bit-exact sum\n", r.Workers)
 	default:

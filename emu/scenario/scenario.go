@@ -55,6 +55,7 @@ import (
 type Scenario struct {
 	Workers   *int     `yaml:"workers,omitempty"`
 	Mode      string   `yaml:"mode,omitempty"`
+	Verb      string   `yaml:"verb,omitempty"`
 	Window    *int     `yaml:"window,omitempty"`
 	MsgLen    *int     `yaml:"msg_len,omitempty"`
 	MTU       *int     `yaml:"mtu,omitempty"`
@@ -282,6 +283,9 @@ func (s *Scenario) Apply(cfg *emu.Config) error {
 	}
 	if s.Mode != "" {
 		set("mode", func() (e error) { cfg.Mode, e = emu.ParseMode(s.Mode); return })
+	}
+	if s.Verb != "" {
+		set("verb", func() (e error) { cfg.Verb, e = emu.ParseVerb(s.Verb); return })
 	}
 	if s.Tensor != "" {
 		set("tensor", func() (e error) { cfg.TensorBytes, e = units.ParseSize(s.Tensor); return })
