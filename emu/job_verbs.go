@@ -73,6 +73,24 @@ func (v Verb) String() string {
 	return string(v)
 }
 
+// checkVerb refuses a verb that is not one, and a verb other than the
+// default given to a run none of whose jobs is a verbs job (it would be
+// ignored without a word).
+func checkVerb(c *Config, jobs []jobConfig) error {
+	if c.Verb == "" || c.Verb == VerbWrite {
+		return nil
+	}
+	if _, err := ParseVerb(string(c.Verb)); err != nil {
+		return &ConfigError{fmt.Errorf("--verb %v", err)}
+	}
+	for _, j := range jobs {
+		if j.cfg.Mode == Verbs {
+			return nil
+		}
+	}
+	return &ConfigError{fmt.Errorf("--verb %s: only --mode verbs takes a verb (this run is %s)", c.Verb, c.Mode)}
+}
+
 func (v Verb) atomic() bool { return v == VerbFetchAdd || v == VerbCmpSwap }
 
 // verbsDepth bounds a rank's outstanding WRs: perftest's default

@@ -124,4 +124,9 @@ func TestVerbsBadConfig(t *testing.T) {
 	assert.NotContains(t, err.Error(), "\n")
 	var ce *ConfigError
 	assert.ErrorAs(t, err, &ce, fmt.Sprintf("%T", err))
+	cfg = DefaultConfig()
+	cfg.Verb = VerbRead
+	require.EqualError(t, cfg.Validate(), "--verb read: only --mode verbs takes a verb (this run is netreduce)")
+	cfg.Mode = Verbs
+	require.NoError(t, cfg.Validate())
 }

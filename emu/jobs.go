@@ -203,6 +203,9 @@ func (c *Config) Validate() error {
 	if err != nil {
 		return err
 	}
+	if err := checkVerb(c, jobs); err != nil {
+		return err
+	}
 	for _, j := range jobs {
 		if err := j.cfg.validateSettings(); err != nil {
 			if len(c.Jobs) > 0 {
