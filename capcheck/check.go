@@ -299,6 +299,15 @@ type Report struct {
 	// apart from another's: the rules that need responses were not
 	// applied to them (name them with --pair).
 	Unpaired []string `json:"unpaired"`
+	// Unchecked lists, one line each, what the checker could not decide:
+	// request streams whose responses no pairing attributes (Unpaired), a
+	// violation that holds under some of the consistent pairings of
+	// ambiguous responses but not all, opcodes outside the rules. Verdict
+	// is "violations" when a violation holds, else "undecidable" when
+	// something went unchecked, else "conforms" (inaemu check exits 1, 5
+	// and 0 on them; --allow-unchecked exits 0 on undecidable).
+	Unchecked []string `json:"unchecked"`
+	Verdict   string   `json:"verdict"`
 	// Snapped counts frames cut by the capture's snaplen: excluded from
 	// every rule.
 	Snapped int `json:"snapped"`
@@ -498,6 +507,7 @@ type checkFrame struct {
 	op             wire.Opcode
 	psn            uint32
 	qp             uint32
+	sport          uint16 // UDP source port (0 for RoCEv1)
 	syn            wire.Syndrome
 	src, dst       uint32 // addresses, as indexes into the parser's table
 }
@@ -792,7 +802,7 @@ type badPacked struct {
 func newFrameParser() *frameParser {
 	return &frameParser{
 		rep: &Report{Violations: []Violation{}, Streams: []StreamReport{}, VantagePoints: []string{},
-			InjectedKinds: map[string]int{}, Inferences: []string{}, Unpaired: []string{}},
+			InjectedKinds: map[string]int{}, Inferences: []string{}, Unpaired: []string{}, Unchecked: []string{}},
 		fs: &frameStore{}, corrupted: map[string]bool{}, duplicated: map[string]bool{}, addrIdx: map[netip.Addr]uint32{},
 	}
 }
@@ -899,7 +909,7 @@ func (p *frameParser) add(r *pcapio.Record) {
 		}
 		return
 	}
-	f.op, f.psn, f.qp = v.Opcode(), v.PSN(), v.DestQP()
+	f.op, f.psn, f.qp, f.sport = v.Opcode(), v.PSN(), v.DestQP(), v.UDPSrcPort()
 	f.payOff, f.payLen = int32(v.PayloadOffset()), int32(len(v.Payload()))
 	f.src, f.dst = p.addr(v.SrcAddr().Unmap()), p.addr(v.DstAddr().Unmap())
 	f.icrcOK = v.ICRCOK()
@@ -1034,11 +1044,13 @@ func (p *frameParser) check(opt CheckOptions, payloads func(yield func(i int, da
 			})
 	}()
 	c.discover()
-	c.pairAll()
-	c.inferVantages()
-	for _, vp := range c.vantages {
-		c.runVantage(vp)
+	alts, left := c.pairingAlternatives()
+	if len(alts) == 0 {
+		c.streamRules(nil)
+	} else {
+		c.streamRulesUnderAll(alts)
 	}
+	c.leftUnpaired(left)
 	c.countConnections()
 	aggErr := <-aggDone
 	rep.Violations = append(rep.Violations, aggViolations...)
@@ -1052,6 +1064,14 @@ func (p *frameParser) check(opt CheckOptions, payloads func(yield func(i int, da
 		return a.Rule < b.Rule
 	})
 	rep.Conforms = len(rep.Violations) == 0
+	switch {
+	case !rep.Conforms:
+		rep.Verdict = "violations"
+	case len(rep.Unchecked) > 0:
+		rep.Verdict = "undecidable"
+	default:
+		rep.Verdict = "conforms"
+	}
 	if aggErr != nil {
 		rep.AggError = aggErr.Error()
 	}

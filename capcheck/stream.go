@@ -70,6 +70,11 @@ type checker struct {
 	// ghostPSN: a fault dropped a request with this key and PSN somewhere
 	// in the capture.
 	ghostPSN map[ghostKey]bool
+	// resolvedReq and resolvedResp are the streams paired by trying
+	// every consistent pairing (streamRulesUnderAll).
+	resolvedReq, resolvedResp map[checkStreamKey]bool
+	// origin maps a fork's vantage points to the original checker's.
+	origin map[*checkVantage]*checkVantage
 }
 
 type ghostKey struct {
@@ -105,7 +110,8 @@ func newChecker(opt CheckOptions, fs *frameStore, rep *Report, clockWhy string) 
 		w, rep.InFlightWhy = inFlightDefault(opt.Clock, clockWhy, names, rep)
 	}
 	rep.InFlightNS = int64(max(w, 0))
-	c := &checker{opt: opt, fs: fs, rep: rep, ifaceNames: names, inFlight: int64(max(w, 0))}
+	c := &checker{opt: opt, fs: fs, rep: rep, ifaceNames: names, inFlight: int64(max(w, 0)),
+		resolvedReq: map[checkStreamKey]bool{}, resolvedResp: map[checkStreamKey]bool{}}
 	if fs.len() > 0 {
 		c.t0 = fs.at(0).ts
 	}
@@ -530,7 +536,9 @@ func pairKeys(reqs, resps []checkStreamKey, pairs []QPPair, spans map[checkStrea
 	return out
 }
 
-func (c *checker) pairAll() {
+// pairAll pairs the streams at every vantage point: automatically, by
+// --pair, and as alt says for what those left ambiguous.
+func (c *checker) pairAll(alt pairingAlt) {
 	for _, vp := range c.vantages {
 		var reqs, resps []checkStreamKey
 		for k := range vp.reqs {
@@ -539,7 +547,11 @@ func (c *checker) pairAll() {
 		for k := range vp.resps {
 			resps = append(resps, k)
 		}
-		for rk, sk := range pairKeys(reqs, resps, c.opt.Pairs, c.spans, c.addrIdx) {
+		pairs := pairKeys(reqs, resps, c.opt.Pairs, c.spans, c.addrIdx)
+		for rk, sk := range alt[c.originOf(vp)] {
+			pairs[rk] = sk
+		}
+		for rk, sk := range pairs {
 			r := vp.resps[sk]
 			if r == nil { // named by --pair, no response seen here
 				r = &checkResp{c: c, vp: vp, key: sk, pos: vp.reqs[rk].pos}
@@ -584,13 +596,14 @@ func (c *checker) countConnections() {
 	}
 	sort.Slice(reqs, func(i, j int) bool { return c.streamKeyLess(reqs[i], reqs[j]) })
 	for _, k := range reqs {
-		if _, ok := pairs[k]; !ok && back[[2]uint32{k.src, k.dst}] {
+		if _, ok := pairs[k]; !ok && back[[2]uint32{k.src, k.dst}] && !c.resolvedReq[k] {
 			c.rep.Unpaired = append(c.rep.Unpaired, c.keyText(k))
+			c.rep.Unchecked = append(c.rep.Unchecked, c.keyText(k)+": its responses could not be told apart from another's: nak-psn and extra-nak not applied, psn-order only loosely (name them with --pair)")
 		}
 	}
 	n := len(reqs)
 	for _, k := range resps {
-		if !paired[k] {
+		if !paired[k] && !c.resolvedResp[k] {
 			n++
 		}
 	}
@@ -849,7 +862,15 @@ func (c *checker) runVantage(vp *checkVantage) {
 	}
 }
 
-func (c *checker) finish() {
+// streamRules applies the stream rules (psn-order, nak-psn, extra-nak,
+// ack-regress) at every vantage point, the ambiguous groups paired as alt
+// says.
+func (c *checker) streamRules(alt pairingAlt) {
+	c.pairAll(alt)
+	c.inferVantages()
+	for _, vp := range c.vantages {
+		c.runVantage(vp)
+	}
 	for _, vp := range c.vantages {
 		if n := len(vp.frames); n > 0 {
 			end := c.fs.at(vp.frames[n-1]).eff
@@ -857,6 +878,170 @@ func (c *checker) finish() {
 				s.expireHoles(end)
 			}
 		}
+	}
+}
+
+// fork is a checker for another reading of the same capture: the same
+// frames, vantage points and options, fresh streams and a report of its
+// own (violations, inferences).
+func (c *checker) fork() *checker {
+	n := *c
+	n.rep = &Report{Violations: []Violation{}, Inferences: []string{}, Unpaired: []string{}, Streams: []StreamReport{}}
+	n.retrans, n.nakGen, n.nakResp = nil, nil, nil
+	n.vantages = nil
+	remap := map[*checkVantage]*checkVantage{}
+	for _, vp := range c.vantages {
+		nv := &checkVantage{name: vp.name, frames: vp.frames, reqs: map[checkStreamKey]*checkReq{}, resps: map[checkStreamKey]*checkResp{},
+			unknown: map[int]int{}, tree: vp.tree}
+		remap[vp] = nv
+		n.vantages = append(n.vantages, nv)
+	}
+	n.origin = map[*checkVantage]*checkVantage{}
+	for o, nv := range remap {
+		n.origin[nv] = o
+	}
+	n.ifaceVP = make([]*checkVantage, len(c.ifaceVP))
+	for i, vp := range c.ifaceVP {
+		if vp != nil {
+			n.ifaceVP[i] = remap[vp]
+		}
+	}
+	n.discover()
+	return &n
+}
+
+// streamRulesUnderAll applies the stream rules under every pairing in
+// alts (the consistent readings of the responses automatic pairing could
+// not attribute): the violations found under all of them are reported,
+// those found under some only are undecidable (Report.Unchecked).
+func (c *checker) streamRulesUnderAll(alts []pairingAlt) {
+	type vkey struct {
+		rule  string
+		frame int
+	}
+	base := len(c.rep.Violations)
+	c.streamRules(alts[0])
+	mine := append([]Violation(nil), c.rep.Violations[base:]...)
+	holds := map[vkey][]int{} // the readings each violation holds under
+	example := map[vkey]Violation{}
+	var order []vkey
+	note := func(alt int, vs []Violation) {
+		for _, v := range vs {
+			k := vkey{v.Rule, v.Frame}
+			if h := holds[k]; len(h) > 0 && h[len(h)-1] == alt {
+				continue
+			}
+			if _, ok := example[k]; !ok {
+				example[k] = v
+				order = append(order, k)
+			}
+			holds[k] = append(holds[k], alt)
+		}
+	}
+	note(0, mine)
+	for i, alt := range alts[1:] {
+		f := c.fork()
+		f.streamRules(alt)
+		note(i+1, f.rep.Violations)
+	}
+	kept := c.rep.Violations[:base]
+	for _, v := range mine {
+		if len(holds[vkey{v.Rule, v.Frame}]) == len(alts) {
+			kept = append(kept, v)
+		}
+	}
+	c.rep.Violations = kept
+	sort.Slice(order, func(i, j int) bool {
+		if order[i].frame != order[j].frame {
+			return order[i].frame < order[j].frame
+		}
+		return order[i].rule < order[j].rule
+	})
+	for _, k := range order {
+		h := holds[k]
+		if len(h) == len(alts) {
+			continue
+		}
+		v := example[k]
+		var under []string
+		for _, a := range h {
+			under = append(under, c.altText(alts[a]))
+		}
+		c.rep.Unchecked = append(c.rep.Unchecked, fmt.Sprintf("%s frame %d (qp %#06x psn %d): a violation under %d of the %d consistent pairings of the responses, undecidable (it holds pairing %s; name the pairing with --pair)",
+			v.Rule, v.Frame, v.QP, v.PSN, len(h), len(alts), strings.Join(under, " or ")))
+	}
+	// One line per ambiguous group, and its streams count as paired.
+	groups := map[*checkVantage]map[checkStreamKey]bool{}
+	for _, alt := range alts {
+		for vp, m := range alt {
+			if groups[vp] == nil {
+				groups[vp] = map[checkStreamKey]bool{}
+			}
+			for rk, sk := range m {
+				groups[vp][rk] = true
+				c.resolvedReq[rk], c.resolvedResp[sk] = true, true
+			}
+		}
+	}
+	for _, vp := range c.vantages {
+		if len(groups[vp]) == 0 {
+			continue
+		}
+		var texts []string
+		seen := map[string]bool{}
+		for _, alt := range alts {
+			if t := c.pairingText(alt[vp]); !seen[t] {
+				seen[t] = true
+				texts = append(texts, t)
+			}
+		}
+		if len(texts) == 1 {
+			c.rep.Inferences = append(c.rep.Inferences, fmt.Sprintf("%s: responses not attributable by PSN space, paired by the only pairing consistent with the ACKs' timing and the UDP source ports: %s",
+				vp.name, texts[0]))
+			continue
+		}
+		c.rep.Inferences = append(c.rep.Inferences, fmt.Sprintf("%s: responses not attributable by PSN space: %d consistent pairings tried (%s); a violation is reported when it holds under every one",
+			vp.name, len(texts), strings.Join(texts, " | ")))
+	}
+}
+
+// originOf is the vantage point of the checker forked from that vp
+// stands for (pairingAlt names those).
+func (c *checker) originOf(vp *checkVantage) *checkVantage {
+	if o, ok := c.origin[vp]; ok {
+		return o
+	}
+	return vp
+}
+
+// altText is one reading of every ambiguous group.
+func (c *checker) altText(alt pairingAlt) string {
+	var parts []string
+	for _, vp := range c.vantages {
+		if m := alt[vp]; len(m) > 0 {
+			parts = append(parts, c.pairingText(m))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// leftUnpaired says why the groups no pairing could be tried for stay
+// unpaired (their streams are then listed in Report.Unpaired).
+func (c *checker) leftUnpaired(left []*ambiguousGroup) {
+	for _, g := range left {
+		why := "no pairing is consistent with the ACKs' timing and PSNs"
+		switch {
+		case g.tooMany:
+			why = fmt.Sprintf("more than %d assignments to try", maxGroupPerms)
+		case len(g.assigns) > 0:
+			why = fmt.Sprintf("%d consistent pairings, more than the %d tried with the other ambiguous groups", len(g.assigns), maxPairings)
+		}
+		c.rep.Inferences = append(c.rep.Inferences, fmt.Sprintf("%s: responses %s→%s not attributable: %s", g.vp.name, c.addrs[g.reqs[0].dst], c.addrs[g.reqs[0].src], why))
+	}
+}
+
+func (c *checker) finish() {
+	for _, vp := range c.vantages {
 		var rows []StreamReport
 		for _, s := range vp.reqs {
 			rows = append(rows, s.report())

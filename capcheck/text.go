@@ -78,14 +78,19 @@ func (r *Report) WriteText(w io.Writer) error {
 	lat("NAK response latency", r.NAKRespLatency)
 	// What was not checked, so that a verdict never reads plain
 	// "conforms" of a capture part of which went unread or unjudged.
+	for _, u := range r.Unchecked {
+		fmt.Fprintf(&b, "  unchecked    %s\n", u)
+	}
 	var unchecked []string
-	if len(r.Unpaired) > 0 {
-		unchecked = append(unchecked, plural(len(r.Unpaired), "request stream")+" unchecked: unpaired")
+	if n := len(r.Unchecked); n > 0 {
+		unchecked = append(unchecked, plural(n, "item")+" unchecked, listed above")
 	}
 	if r.Truncated != "" {
 		unchecked = append(unchecked, fmt.Sprintf("the file after frame %d unchecked: cut short or damaged there", r.Frames))
 	}
-	if r.Conforms && len(unchecked) > 0 {
+	if r.Conforms && len(r.Unchecked) > 0 {
+		fmt.Fprintf(&b, "  result       undecidable: conforms as far as checked (%s)\n", strings.Join(unchecked, "; "))
+	} else if r.Conforms && len(unchecked) > 0 {
 		fmt.Fprintf(&b, "  result       conforms as far as checked (%s)\n", strings.Join(unchecked, "; "))
 	} else if r.Conforms {
 		b.WriteString("  result       conforms\n")

@@ -51,9 +51,14 @@ func checkCommand(stdout, stderr io.Writer) *cobra.Command {
 	c.Long = `Exit status: 0 the capture conforms; 1 a violation was found; 2 a usage error, an unreadable
 file, a capture with nothing to check, or a file cut short or damaged (a capture killed
 mid-write: its frames before the cut or the damage are checked and reported, as tshark reads
-them, with a warning; a violation among them still exits 1).
+them, with a warning; a violation among them still exits 1); 5 undecidable: no violation was
+found, but part of the capture went unchecked (responses no pairing attributes, a violation
+under some consistent pairings of ambiguous responses but not all, opcodes outside the rules),
+each listed on an "unchecked" line (JSON: unchecked, verdict "undecidable"), so that a CI gate
+never passes an unchecked stream by default; --allow-unchecked exits 0 on it instead.
 Frame numbers are Wireshark's (1 for the first frame); JSON gives decode's 0-based index too.`
-	f.BoolVar(&a.asJSON, "json", false, "print one JSON object (conforms, frames, roce_frames, bad_icrc, malformed, ghosts, injected, injected_kinds, reordered, reorder_window_ns, snapped, skipped, skipped_why, truncated, vantage_points, inferences, unpaired, connections, agg_checked, agg_unchecked, agg_forwarded, retransmission_latency, nak_generation_latency, nak_response_latency, streams, violations[{rule,frame,index,interface,time_ns,qp,psn,detail,inferred}])")
+	f.BoolVar(&a.asJSON, "json", false, "print one JSON object (conforms, frames, roce_frames, bad_icrc, malformed, ghosts, injected, injected_kinds, reordered, reorder_window_ns, snapped, skipped, skipped_why, truncated, vantage_points, inferences, unpaired, unchecked, verdict, clock, in_flight_ns, in_flight_why, connections, agg_checked, agg_unchecked, agg_forwarded, retransmission_latency, nak_generation_latency, nak_response_latency, streams, violations[{rule,frame,index,interface,time_ns,qp,psn,detail,inferred}])")
+	f.BoolVar(&a.allowUnchecked, "allow-unchecked", false, "exit 0, not 5, when no violation was found but part of the capture went unchecked (the report still lists what)")
 	f.Var(&a.pairs, "pair", "pair a request stream with its response stream (`SRC,DST,REQQPN=RESPQPN`): requests SRC→DST with destination QPN REQQPN are answered by ACKs DST→SRC with destination QPN RESPQPN, e.g. 10.0.0.1,10.0.0.2,0x12=0x11 (repeatable; overrides automatic pairing)")
 	f.StringVar(&a.dtype, "dtype", "f32", "element `TYPE` of NetReduce payloads for the agg-sum rule: f32, i32 or f16")
 	f.StringVar(&a.vantage, "vantage", "auto", "`WHERE` a single-interface capture (a pcap file, a mirror port, tcpdump on one host) was taken: sender (at the requester), receiver (at the responder), tap (anywhere on the path) or auto (inferred per connection from the evidence); named link directions say it themselves")
@@ -69,6 +74,7 @@ Frame numbers are Wireshark's (1 for the first frame); JSON gives decode's 0-bas
 // checkArgs are check's flags.
 type checkArgs struct {
 	asJSON, linkTaps       bool
+	allowUnchecked         bool
 	pairs                  pairFlags
 	dtype, vantage, inaTag string
 	reorder                string
@@ -156,9 +162,16 @@ func runCheck(fs *cmdEnv, file string, a checkArgs) int {
 		return exitFail
 	case rep.Truncated != "" || rep.AggError != "":
 		return exitUsage
+	case len(rep.Unchecked) > 0 && !a.allowUnchecked:
+		fmt.Fprintf(stderr, "inaemu check: undecidable: no violation found, but %d unchecked (listed in the report): exit %d (--allow-unchecked accepts it)\n", len(rep.Unchecked), exitUndecidable)
+		return exitUndecidable
 	}
 	return exitOK
 }
+
+// exitUndecidable: check found no violation, but part of the capture went
+// unchecked (capcheck.Report.Unchecked).
+const exitUndecidable = 5
 
 // parseINATag reads an InetTag: four ASCII characters ("INA1") or a
 // number ("0x494E4131", "1229869361").

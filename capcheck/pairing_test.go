@@ -1,0 +1,100 @@
+package capcheck_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/inaemu/inaemu/capcheck"
+)
+
+// Issue 33's pairing captures, built by scapy (source ports 49152+QPN,
+// not rxe's hash, so the ports decide nothing): two QPs between the same
+// hosts, both starting at PSN 1000, requests to 0x12 and 0x22 answered
+// on 0x11 and 0x21 in some order the PSNs cannot tell.
+
+// TestScapyPairingByTiming: QP 0x12 sends 1000..1005, QP 0x22 only
+// 1000..1002 before 0x11 acknowledges 1005: only 0x12 had sent 1005 by
+// then, so 0x11 is 0x12's, and 0x21 is 0x22's, whose NAK for 1004 asks
+// for a PSN after 1003, which 0x22 had not sent. Reported, exit 1 in the
+// CLI (without the timing rule both pairings would be tried and the NAK
+// be undecidable).
+func TestScapyPairingByTiming(t *testing.T) {
+	fs := write(0, 0x12, seq(1000, 1005)...)             // frames 1-6
+	fs = append(fs, write(6, 0x22, 1000, 1001, 1002)...) // 7-9
+	fs = append(fs, ack(9, 0x11, 1005, synACK))          // 10
+	fs = append(fs, ack(10, 0x21, 1004, synNAK))         // 11: wrong
+	fs = append(fs, write(11, 0x22, 1003, 1004, 1005)...)
+	fs = append(fs, ack(14, 0x21, 1005, synACK))
+	rep, err := capcheck.CheckFile(scapyCapture(t, "pair_timing", fs), capcheck.CheckOptions{})
+	require.NoError(t, err)
+	require.Len(t, rep.Violations, 1, "%v", rep.Violations)
+	assert.Equal(t, capcheck.RuleNAKPSN, rep.Violations[0].Rule)
+	assert.Equal(t, 11, rep.Violations[0].Frame)
+	assert.EqualValues(t, 0x21, rep.Violations[0].QP)
+	assert.Empty(t, rep.Unchecked)
+	assert.Equal(t, "violations", rep.Verdict)
+}
+
+// pairUndecidable: both QPs consistent with both pairings; 0x21's NAK
+// for 1004 is right if 0x21 answers 0x12 (which had sent up to 1005: 1004
+// may have been lost after the capture) and wrong if it answers 0x22
+// (which had sent up to 1002). NAK: frame 11.
+func pairUndecidable() []sf {
+	fs := write(0, 0x12, seq(1000, 1005)...)             // 1-6
+	fs = append(fs, write(6, 0x22, 1000, 1001, 1002)...) // 7-9
+	fs = append(fs, ack(9, 0x11, 1001, synACK))          // 10
+	fs = append(fs, ack(10, 0x21, 1004, synNAK))         // 11
+	fs = append(fs, write(11, 0x22, 1003, 1004, 1005)...)
+	return append(fs, ack(14, 0x11, 1005, synACK), ack(15, 0x21, 1005, synACK))
+}
+
+// TestScapyPairingUndecidable: a violation under one consistent pairing
+// only is neither reported nor passed: it is listed as unchecked, with
+// the pairing it holds under, and the verdict is undecidable (on main:
+// unpaired, "conforms as far as checked", exit 0 with --vantage
+// receiver).
+func TestScapyPairingUndecidable(t *testing.T) {
+	path := scapyCapture(t, "pair_undecidable", pairUndecidable())
+	for _, v := range []capcheck.Vantage{capcheck.VantageAuto, capcheck.VantageReceiver} {
+		rep, err := capcheck.CheckFile(path, capcheck.CheckOptions{Vantage: v})
+		require.NoError(t, err)
+		assert.Empty(t, rep.Violations, "vantage %v", v)
+		require.Len(t, rep.Unchecked, 1, "vantage %v: %v", v, rep.Unchecked)
+		assert.Contains(t, rep.Unchecked[0], "nak-psn frame 11 ")
+		assert.Contains(t, rep.Unchecked[0], "1 of the 2 consistent pairings")
+		assert.Contains(t, rep.Unchecked[0], "qp 0x000022=0x000021")
+		assert.Equal(t, "undecidable", rep.Verdict)
+		var b strings.Builder
+		require.NoError(t, rep.WriteText(&b))
+		assert.Contains(t, b.String(), "\n  unchecked    nak-psn frame 11 ")
+		assert.Contains(t, b.String(), "\n  result       undecidable: ")
+	}
+	// Named, it is decided.
+	p, err := capcheck.ParseQPPair("10.0.0.1,10.0.0.2,0x22=0x21")
+	require.NoError(t, err)
+	rep, err := capcheck.CheckFile(path, capcheck.CheckOptions{Pairs: []capcheck.QPPair{p}})
+	require.NoError(t, err)
+	require.Len(t, rep.Violations, 1, "%v", rep.Violations)
+	assert.Equal(t, 11, rep.Violations[0].Frame)
+	assert.Empty(t, rep.Unchecked)
+}
+
+// TestScapyPairingInconsistent: 0x11 acknowledges 1005 before either QP
+// sent it: no pairing is consistent, the streams stay unpaired, and that
+// is unchecked, never conforming.
+func TestScapyPairingInconsistent(t *testing.T) {
+	fs := write(0, 0x12, seq(1000, 1003)...)
+	fs = append(fs, write(4, 0x22, seq(1000, 1003)...)...)
+	fs = append(fs, ack(8, 0x11, 1005, synACK), ack(9, 0x21, 1003, synACK))
+	fs = append(fs, write(10, 0x12, 1004, 1005)...)
+	fs = append(fs, write(12, 0x22, 1004, 1005)...)
+	rep, err := capcheck.CheckFile(scapyCapture(t, "pair_none", fs), capcheck.CheckOptions{})
+	require.NoError(t, err)
+	assert.Len(t, rep.Unpaired, 2)
+	assert.Len(t, rep.Unchecked, 2)
+	assert.Equal(t, "undecidable", rep.Verdict)
+	assert.Contains(t, strings.Join(rep.Inferences, "\n"), "no pairing is consistent")
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/frames/wire"
+	"github.com/inaemu/inaemu/internal/pcapio"
+)
+
+// undecidableCapture: two QPs from 10.0.0.1 to 10.0.0.2 starting at PSN
+// 1000, with UDP source ports that are not rxe's (49152+QPN), so neither
+// PSNs nor ports tell their responses apart. 0x21's NAK for 1004 (frame
+// 11) is wrong if it answers 0x22 (which had sent up to 1002) and right
+// if it answers 0x12: undecidable.
+func undecidableCapture(t *testing.T) string {
+	ma, mb := net.HardwareAddr{2, 0, 0, 0, 0, 1}, net.HardwareAddr{2, 0, 0, 0, 0, 2}
+	ia, ib := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
+	mk := func(fwd bool, qp uint32) *frames.Builder {
+		p := frames.Path{Transport: frames.V2IPv4, SrcMAC: ma, DstMAC: mb, SrcIP: ia, DstIP: ib, DestQP: qp, SrcPort: uint16(49152 + qp)}
+		if !fwd {
+			p.SrcMAC, p.DstMAC, p.SrcIP, p.DstIP = mb, ma, ib, ia
+		}
+		b, err := frames.NewBuilder(p)
+		require.NoError(t, err)
+		return b
+	}
+	var buf bytes.Buffer
+	w, err := pcapio.NewWriter(&buf, "tap0")
+	require.NoError(t, err)
+	frame := make([]byte, 256)
+	ns := int64(1000)
+	put := func(b *frames.Builder, p frames.Packet) {
+		n, err := b.Build(frame, &p)
+		require.NoError(t, err)
+		ns += 1000
+		require.NoError(t, w.Write("tap0", ns, frame[:n]))
+	}
+	reqA, respA, reqB, respB := mk(true, 0x12), mk(false, 0x11), mk(true, 0x22), mk(false, 0x21)
+	data := func(b *frames.Builder, psns ...uint32) {
+		for _, p := range psns {
+			put(b, frames.Packet{Opcode: wire.WriteMiddle, PSN: p, Payload: []byte{1, 2, 3, 4}})
+		}
+	}
+	ack := func(b *frames.Builder, psn uint32, syn wire.Syndrome) {
+		put(b, frames.Packet{Opcode: wire.Acknowledge, PSN: psn, AETH: frames.AETHFields{Syndrome: syn}})
+	}
+	data(reqA, 1000, 1001, 1002, 1003, 1004, 1005)
+	data(reqB, 1000, 1001, 1002)
+	ack(respA, 1001, wire.SyndromeACK)
+	ack(respB, 1004, wire.SyndromeNAKPSNSeqErr) // frame 11
+	data(reqB, 1003, 1004, 1005)
+	ack(respA, 1005, wire.SyndromeACK)
+	ack(respB, 1005, wire.SyndromeACK)
+	require.NoError(t, w.Flush())
+	path := filepath.Join(t.TempDir(), "undecidable.pcapng")
+	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
+	return path
+}
+
+// TestCheckUndecidableExit: what stays undecidable exits 5, not 0, by
+// default and with --vantage receiver (a CI gate never passes it);
+// --allow-unchecked accepts it (exit 0) and the report still says what
+// went unchecked, in text and JSON; naming the pairing decides it (exit
+// 1). The help documents the status.
+func TestCheckUndecidableExit(t *testing.T) {
+	path := undecidableCapture(t)
+	for _, extra := range [][]string{nil, {"--vantage", "receiver"}} {
+		code, out, errOut := runCLI(append([]string{"check", path}, extra...)...)
+		assert.Equal(t, 5, code, "%v: %s%s", extra, out, errOut)
+		assert.Contains(t, out, "\n  unchecked    nak-psn frame 11 ")
+		assert.Contains(t, out, "\n  result       undecidable: ")
+		assert.Contains(t, errOut, "--allow-unchecked")
+		assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line")
+	}
+	code, out, errOut := runCLI("check", path, "--allow-unchecked")
+	assert.Equal(t, 0, code, out+errOut)
+	assert.Contains(t, out, "\n  unchecked    nak-psn frame 11 ")
+	assert.Empty(t, errOut)
+
+	code, out, _ = runCLI("check", path, "--json")
+	assert.Equal(t, 5, code)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &m))
+	assert.Equal(t, "undecidable", m["verdict"])
+	assert.Equal(t, true, m["conforms"], "no violation holds")
+	un := m["unchecked"].([]any)
+	require.Len(t, un, 1)
+	assert.Contains(t, un[0], "nak-psn frame 11 ")
+
+	code, out, _ = runCLI("check", path, "--pair", "10.0.0.1,10.0.0.2,0x22=0x21")
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "nak-psn frame 11 ")
+
+	code, out, _ = runCLI("check", "--help")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "5 undecidable")
+	assert.Contains(t, out, "--allow-unchecked")
+}
