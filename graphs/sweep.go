@@ -13,6 +13,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/inaemu/inaemu/internal/units"
 )
 
 // Sample is one measured point: the run's settings by name, and its
@@ -128,7 +130,8 @@ type SweepOptions struct {
 	BusBW  bool   // plot busbw instead of algbw
 	LogX   bool   // a log x axis (points at x ≤ 0 are left out)
 	Title  string
-	Format string // svg (default), png or pdf
+	Format string              // svg (default), png or pdf
+	Unit   units.BandwidthUnit // the y axis's: GB/s (default) or Gbit/s, as the reports print it
 }
 
 // WriteSweep draws bandwidth against opt.X, one line per series (the
@@ -151,9 +154,9 @@ func WriteSweep(w io.Writer, samples []Sample, o SweepOptions) error {
 		if _, seen := series[name]; !seen {
 			names = append(names, name)
 		}
-		y := s.AlgBWGbps
+		y := o.Unit.FromGbps(s.AlgBWGbps)
 		if o.BusBW {
-			y = s.BusBWGbps
+			y = o.Unit.FromGbps(s.BusBWGbps)
 		}
 		series[name] = append(series[name], plotter.XY{X: x, Y: y})
 	}
@@ -166,9 +169,9 @@ func WriteSweep(w io.Writer, samples []Sample, o SweepOptions) error {
 	if p.X.Label.Text == "" {
 		p.X.Label.Text = o.X
 	}
-	p.Y.Label.Text = "algbw (Gbit/s)"
+	p.Y.Label.Text = "algbw (" + o.Unit.String() + ")"
 	if o.BusBW {
-		p.Y.Label.Text = "busbw (Gbit/s)"
+		p.Y.Label.Text = "busbw (" + o.Unit.String() + ")"
 	}
 	if o.LogX {
 		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/inaemu/inaemu/internal/units"
 )
 
 // cmdEnv is what a subcommand's body needs besides its flags: its name
@@ -23,6 +25,7 @@ type cmdEnv struct {
 	cmd            *cobra.Command
 	stdout, stderr io.Writer
 	ctx            context.Context
+	bw             units.BandwidthUnit // --units, where the command has it
 }
 
 // usageError prints a one-line reason for a usage error on stderr.
@@ -81,6 +84,14 @@ func newCommand(use, short string, stdout, stderr io.Writer, body func(e *cmdEnv
 		e := &cmdEnv{name: commandName(c), cmd: c, stdout: stdout, stderr: stderr, ctx: c.Context()}
 		if e.ctx == nil {
 			e.ctx = context.Background()
+		}
+		if f := c.Flags().Lookup("units"); f != nil {
+			u, err := units.ParseBandwidthUnit(f.Value.String())
+			if err != nil {
+				e.usageError("%v", err)
+				return exitCode(exitUsage)
+			}
+			e.bw = u
 		}
 		if code := body(e, args); code != exitOK {
 			return exitCode(code)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/inaemu/inaemu/emu/scenario"
 	"github.com/inaemu/inaemu/internal/pcapio"
+	"github.com/inaemu/inaemu/internal/units"
 )
 
 // runCtx runs a command line with a context, as main does.
@@ -45,7 +46,7 @@ func TestRunFlagsAreTheScenarioOptions(t *testing.T) {
 		options = append(options, o.FlagName())
 		assert.Contains(t, flags, o.FlagName(), "scenario key %s has no flag on run", o.Key)
 	}
-	own := []string{"scenario", "max-memory", "pcap", "backend", "prefix", "dut", "dut-cmd", "dut-ready", "json", "help"} // not settings of a run a file describes
+	own := []string{"scenario", "max-memory", "pcap", "backend", "prefix", "dut", "dut-cmd", "dut-ready", "units", "json", "help"} // not settings of a run a file describes
 	for _, f := range flags {
 		assert.True(t, slices.Contains(options, f) || slices.Contains(own, f), "--%s is neither an option nor one of run's own flags", f)
 	}
@@ -296,11 +297,19 @@ func decodeJSON(t *testing.T, s string) map[string]any {
 }
 
 // The help says the bandwidth's unit as nccl-tests does, and the human
-// report prints GB/s: bytes/time, 10^9 bytes per second.
+// report prints GB/s: bytes/time, 10^9 bytes per second, three
+// significant digits; --units Gbit/s prints bits, and the JSON carries
+// both.
 func TestRunReportInGBps(t *testing.T) {
 	_, out, _ := runCLI("run", "--workers", "4", "--tensor", "64KiB", "--msg-len", "8", "--seed", "42")
 	m, _ := runJSON(t, "--workers", "4", "--tensor", "64KiB", "--msg-len", "8", "--seed", "42")
 	alg, bus := num(t, m, "algbw_gbytes_per_s"), num(t, m, "busbw_gbytes_per_s")
 	assert.Regexp(t, `(?m)^  time      \S+ virtual \(algbw [0-9.]+ GB/s, busbw [0-9.]+ GB/s\), `, out)
-	assert.Contains(t, out, fmt.Sprintf("algbw %.2f GB/s, busbw %.2f GB/s", alg, bus))
+	assert.Contains(t, out, fmt.Sprintf("algbw %s GB/s, busbw %s GB/s", units.Sig3(alg), units.Sig3(bus)))
+	_, out, _ = runCLI("run", "--workers", "4", "--tensor", "64KiB", "--msg-len", "8", "--seed", "42", "--units", "Gbit/s")
+	assert.Contains(t, out, fmt.Sprintf("algbw %s Gbit/s, busbw %s Gbit/s", units.Sig3(num(t, m, "algbw_gbps")), units.Sig3(num(t, m, "busbw_gbps"))))
+	code, _, errOut := runCLI("run", "--units", "MB/s")
+	oneLine(t, code, errOut, "inaemu run: ", `--units "MB/s": want GB/s`)
+	// A TAP run's bandwidth (a few MB/s) is not 0.00.
+	assert.Equal(t, "0.00123 GB/s", units.GBps.Format(0.00984))
 }

@@ -177,3 +177,10 @@ func withSchema(schema string, b []byte) []byte {
 	}
 	return append([]byte(head+","), b[1:]...)
 }
+
+// addUnitsFlag gives a command that prints bandwidths --units (read by
+// newCommand into cmdEnv.bw).
+func addUnitsFlag(c *cobra.Command) {
+	c.Flags().String("units", "GB/s", "the `UNIT` bandwidths (algbw, busbw) are printed and drawn in, three significant digits: GB/s (10^9 bytes/s, as nccl-tests prints them) or Gbit/s (10^9 bits/s, as link rates are written); --json carries both")
+	_ = c.RegisterFlagCompletionFunc("units", cobra.FixedCompletions([]string{"GB/s", "Gbit/s"}, cobra.ShellCompDirectiveNoFileComp))
+}

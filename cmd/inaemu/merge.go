@@ -36,6 +36,7 @@ its shard's: the message names the file and the field).`
 		return nil
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the merged report as one JSON object, as the run's --json does")
+	addUnitsFlag(c)
 	return c
 }
 

@@ -137,6 +137,7 @@ func plotSweepCommand(stdout, stderr io.Writer) *cobra.Command {
 	f.BoolVar(&a.bus, "busbw", false, "plot busbw instead of algbw")
 	f.BoolVar(&a.logX, "log-x", false, "a logarithmic x axis (points at 0 are left out)")
 	f.StringVar(&a.title, "title", "", "the picture's title")
+	addUnitsFlag(c)
 	_ = c.MarkFlagRequired("x")
 	_ = c.MarkFlagRequired("out")
 	_ = c.MarkFlagFilename("out", "svg", "png", "pdf")
@@ -165,7 +166,7 @@ func runPlotSweep(fs *cmdEnv, pos []string, a plotSweepArgs) int {
 		samples = append(samples, s...)
 	}
 	ioErr, err := writeFile(*out, func(w io.Writer) error {
-		return graphs.WriteSweep(w, samples, graphs.SweepOptions{X: *x, BusBW: *bus, LogX: *logX, Title: *title, Format: pictureFormat(*out)})
+		return graphs.WriteSweep(w, samples, graphs.SweepOptions{X: *x, BusBW: *bus, LogX: *logX, Title: *title, Format: pictureFormat(*out), Unit: fs.bw})
 	})
 	if ioErr != nil {
 		return ioError(stderr, fs.name, "--out "+*out, ioErr)

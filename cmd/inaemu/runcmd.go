@@ -44,6 +44,7 @@ func runCommand(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&prefix, "prefix", tap.DefaultPrefix, "with --backend tap: the interfaces' name prefix (see 'inaemu tap up')")
 	df = addDUTFlags(c)
 	f.BoolVar(&asJSON, "json", false, "print one JSON object (exact, mode, workers, bytes, virtual_ns, algbw_gbytes_per_s, busbw_gbytes_per_s, frames_sent, retransmissions, naks, timeouts, icrc_drops, fault_drops, switch{...}, seed, ...)")
+	addUnitsFlag(c)
 	completeWords(c, map[string][]string{"mode": emu.AlgorithmNames(), "dtype": {"f32", "i32", "f16"}, "pattern": {"random", "zeros", "ones", "ramp"},
 		"transport": {"v2-ipv4", "v2-ipv6", "v1"}, "release": {"safe", "paper"}, "nic": {"commodity", "rxe"}, "backend": {"emu", "tap"}})
 	return c
@@ -217,7 +218,7 @@ func reportJob(fs *cmdEnv, res *emu.Result, runErr error, pcap string, asJSON bo
 			return code
 		}
 	} else {
-		printSummary(stdout, res, pcap, runErr)
+		printSummary(stdout, fs.bw, res, pcap, runErr)
 	}
 	switch {
 	case runErr != nil:
@@ -264,7 +265,7 @@ func printHeader(w io.Writer, cfg emu.Config) {
 
 // printJobs writes one line per job: name, mode, ranks, verdict, time and
 // bandwidths, in aligned columns.
-func printJobs(w io.Writer, r *emu.Result, runErr error) {
+func printJobs(w io.Writer, bw units.BandwidthUnit, r *emu.Result, runErr error) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, j := range r.Jobs {
 		verdict := "exact"
@@ -280,8 +281,8 @@ func printJobs(w io.Writer, r *emu.Result, runErr error) {
 		if j.StartNS > 0 {
 			at += fmt.Sprintf(" from %v", time.Duration(j.StartNS))
 		}
-		fmt.Fprintf(tw, "  job       %s\t%s\t%d ranks\t%s\t%s\talgbw %.2f GB/s\tbusbw %.2f GB/s\n",
-			j.Name, j.Mode, j.Workers, verdict, at, j.AlgBWGBps, j.BusBWGBps)
+		fmt.Fprintf(tw, "  job       %s\t%s\t%d ranks\t%s\t%s\talgbw %s\tbusbw %s\n",
+			j.Name, j.Mode, j.Workers, verdict, at, bw.Format(j.AlgBWGbps), bw.Format(j.BusBWGbps))
 	}
 	_ = tw.Flush()
 }
@@ -318,10 +319,10 @@ func wrongJob(r *emu.Result) string {
 	return ""
 }
 
-func printSummary(w io.Writer, r *emu.Result, pcap string, runErr error) {
+func printSummary(w io.Writer, bw units.BandwidthUnit, r *emu.Result, pcap string, runErr error) {
 	multi := len(r.Jobs) > 1
 	if multi {
-		printJobs(w, r, runErr)
+		printJobs(w, bw, r, runErr)
 	}
 	switch {
 	case runErr != nil:
@@ -348,11 +349,11 @@ func printSummary(w io.Writer, r *emu.Result, pcap string, runErr error) {
 	case runErr == nil && topJobs(r) > 1:
 		fmt.Fprintf(w, "  time      %v virtual until the last job's end, %v wall\n", time.Duration(r.VirtualNS), r.Wall.Round(time.Millisecond))
 	case runErr == nil && r.Backend == "tap":
-		fmt.Fprintf(w, "  time      %v from start barrier to last result (algbw %.2f GB/s, busbw %.2f GB/s), %v wall in all\n",
-			time.Duration(r.VirtualNS).Round(time.Microsecond), r.AlgBWGBps, r.BusBWGBps, r.Wall.Round(time.Millisecond))
+		fmt.Fprintf(w, "  time      %v from start barrier to last result (algbw %s, busbw %s), %v wall in all\n",
+			time.Duration(r.VirtualNS).Round(time.Microsecond), bw.Format(r.AlgBWGbps), bw.Format(r.BusBWGbps), r.Wall.Round(time.Millisecond))
 	case runErr == nil:
-		fmt.Fprintf(w, "  time      %v virtual (algbw %.2f GB/s, busbw %.2f GB/s), %v wall\n",
-			time.Duration(r.VirtualNS), r.AlgBWGBps, r.BusBWGBps, r.Wall.Round(time.Millisecond))
+		fmt.Fprintf(w, "  time      %v virtual (algbw %s, busbw %s), %v wall\n",
+			time.Duration(r.VirtualNS), bw.Format(r.AlgBWGbps), bw.Format(r.BusBWGbps), r.Wall.Round(time.Millisecond))
 	}
 	fmt.Fprintf(w, "  frames    %d sent, %d retransmitted, %d NAKs, %d timeouts, %d ICRC drops (NIC profile %s)\n",
 		r.FramesSent, r.Retransmissions, r.NAKs, r.Timeouts, r.ICRCDrops, r.NIC)

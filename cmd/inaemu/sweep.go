@@ -59,7 +59,8 @@ func sweepCommand(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&a.netems, "netem", "", "further impairments: netem settings separated by ';', e.g. 'reorder 5% gap 3;duplicate 5%'")
 	f.IntVar(&a.seeds, "seeds", 3, "runs per cell, with seeds --seed, --seed+1, ...")
 	f.StringVar(&a.shard, "shard", "", "run shard `I/N` of the grid's cells (cell k when k mod N = I; or N: I from JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID); merge the --json reports with 'inaemu merge'")
-	f.BoolVar(&a.asJSON, "json", false, `print one JSON object: {"workers","tensor_bytes",...,"latency_ns","shard","points","rows":[{"point","mode","link","netem","runs","exact","failed","wrong","algbw_gbytes_per_s","busbw_gbytes_per_s","retransmissions","timeouts","seeds","errors"}]}`)
+	f.BoolVar(&a.asJSON, "json", false, `print one JSON object: {"workers","tensor_bytes",...,"latency_ns","shard","points","rows":[{"point","mode","link","netem","runs","exact","failed","wrong","algbw_gbytes_per_s","busbw_gbytes_per_s","algbw_gbps","busbw_gbps","retransmissions","timeouts","seeds","errors"}]}`)
+	addUnitsFlag(c)
 	return c
 }
 
@@ -209,15 +210,16 @@ func printSweep(e *cmdEnv, doc sweepDoc, asJSON bool) int {
 	for _, r := range rows {
 		w = max(w, len(r.Netem))
 	}
-	fmt.Fprintf(stdout, "%-10s %-6s %-*s %5s %6s %7s %6s %12s %12s %10s %9s\n",
-		"mode", "link", w, "impairment", "runs", "exact", "failed", "wrong", "algbw(GB/s)", "busbw(GB/s)", "retrans", "timeouts")
+	bw := e.bw.String()
+	fmt.Fprintf(stdout, "%-10s %-6s %-*s %5s %6s %7s %6s %13s %13s %10s %9s\n",
+		"mode", "link", w, "impairment", "runs", "exact", "failed", "wrong", "algbw("+bw+")", "busbw("+bw+")", "retrans", "timeouts")
 	for _, r := range rows {
 		n := r.Netem
 		if n == "" {
 			n = "none"
 		}
-		fmt.Fprintf(stdout, "%-10s %-6s %-*s %5d %6d %7d %6d %12.3f %12.3f %10.0f %9.0f\n",
-			r.Mode, r.Link, w, n, r.Runs, r.Exact, r.Failed, r.Wrong, r.AlgBWGBps, r.BusBWGBps, r.Retrans, r.Timeouts)
+		fmt.Fprintf(stdout, "%-10s %-6s %-*s %5d %6d %7d %6d %13s %13s %10.0f %9.0f\n",
+			r.Mode, r.Link, w, n, r.Runs, r.Exact, r.Failed, r.Wrong, units.Sig3(e.bw.FromGbps(r.AlgBWGbps)), units.Sig3(e.bw.FromGbps(r.BusBWGbps)), r.Retrans, r.Timeouts)
 		for _, e := range r.Errors {
 			fmt.Fprintf(stdout, "    %s\n", e)
 		}

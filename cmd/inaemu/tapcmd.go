@@ -262,6 +262,7 @@ func hostCommand(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&iface, "tap", "", "the TAP interface `IFACE` that is this host's NIC (e.g. ina-h0 from 'inaemu tap up')")
 	f.IntVar(&rank, "rank", -1, "this host's rank `R` (0..H-1)")
 	f.BoolVar(&asJSON, "json", false, "print the result as one JSON object (as 'inaemu run --json'; only this rank is checked)")
+	addUnitsFlag(c)
 	for _, req := range []string{"tap", "rank", "seed"} { // seed: every host of the job must draw the same tensors and PSNs
 		_ = c.MarkFlagRequired(req)
 	}
