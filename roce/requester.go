@@ -137,10 +137,10 @@ func (r *requester) buildReadAtomic(q *QP, buf []byte, w *swqe) (int, error) {
 		pkt.RETH = frames.RETHFields{VA: w.wr.RemoteVA + off, RKey: w.wr.RKey, DMALen: uint32(uint64(len(w.wr.Local)) - off)}
 	} else {
 		pkt.Opcode = wire.FetchAdd
-		if w.wr.Opcode == WRCompSwap {
-			pkt.Opcode = wire.CompareSwap
+		pkt.AtomicETH = frames.AtomicETHFields{VA: w.wr.RemoteVA, RKey: w.wr.RKey, SwapAdd: w.wr.SwapAdd}
+		if w.wr.Opcode == WRCompSwap { // a fetch-and-add's compare field is 0, as rxe leaves it
+			pkt.Opcode, pkt.AtomicETH.Compare = wire.CompareSwap, w.wr.Compare
 		}
-		pkt.AtomicETH = frames.AtomicETHFields{VA: w.wr.RemoteVA, RKey: w.wr.RKey, SwapAdd: w.wr.SwapAdd, Compare: w.wr.Compare}
 	}
 	n, err := q.bld.Build(buf, &pkt)
 	if err != nil {

@@ -3,7 +3,10 @@
 // retransmit timer, retry exhaustion), a responder (expected PSN, one NAK
 // per gap, duplicate re-ACK, rkey and bounds checks) and a completer, after
 // Linux rxe as docs/roce.md §3-5 describes it (and the IB spec where
-// that file says rxe departs from it).
+// that file says rxe departs from it). RDMA READ, compare-and-swap and
+// fetch-and-add, with the responder's resources that re-execute a
+// duplicate READ and answer a duplicate atomic from its saved result, are
+// docs/roce.md §8.
 //
 // A QP does no I/O: it is handed received frames (Receive) and asked for
 // frames to send (NextFrame), and every timer runs on an injected Clock. It
