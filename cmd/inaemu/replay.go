@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -195,6 +197,14 @@ func replayOnto(fs *cmdEnv, file, iface, from string, pc tapPacing, asJSON bool)
 		return tapFailure(fs, err)
 	}
 	defer in.Close()
+	if state, ok := waitCarrier(iface, carrierWait); !ok {
+		// Up but without a carrier (a bridge whose ports nothing holds,
+		// a TAP no process has open): every frame would be dropped
+		// there, and "50 frames out" would count frames that reached
+		// nothing.
+		fs.usageError("--tap %s: no carrier (%s): no frame sent out of it would arrive anywhere; start what reads it first (for inaemu's bridges: 'inaemu switch --tap PREFIX' holds their ports)", iface, state)
+		return exitUsage
+	}
 	rep := TapReplay{Interface: iface, Pacing: "timing", Loops: pc.loop}
 	switch {
 	case pc.topspeed:
@@ -272,4 +282,36 @@ func topologyInterface(names []string) string {
 		}
 	}
 	return ""
+}
+
+// carrierWait is how long replay --tap waits for an interface's carrier:
+// the kernel applies a just-started holder's carrier asynchronously.
+const carrierWait = 3 * time.Second
+
+// waitCarrier waits up to d for the interface to pass frames on, as
+// /sys/class/net/NAME says: operstate up, or unknown (a driver that
+// reports none) with carrier 1. state is what it last read ("operstate
+// down, carrier 0"); an interface sysfs does not describe is taken as
+// passing.
+func waitCarrier(name string, d time.Duration) (state string, ok bool) {
+	deadline := time.Now().Add(d)
+	for {
+		op, err := os.ReadFile("/sys/class/net/" + name + "/operstate")
+		if err != nil {
+			return "", true
+		}
+		c, _ := os.ReadFile("/sys/class/net/" + name + "/carrier") // unreadable while down: EINVAL
+		o, car := strings.TrimSpace(string(op)), strings.TrimSpace(string(c))
+		if o == "up" || o == "unknown" && car == "1" {
+			return "", true
+		}
+		if car == "" {
+			car = "none"
+		}
+		state = "operstate " + o + ", carrier " + car
+		if time.Now().After(deadline) {
+			return state, false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
