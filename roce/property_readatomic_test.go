@@ -42,12 +42,13 @@ type rwScenario struct {
 	MTU      int
 	StartPSN uint32
 	Profile  roce.Profile
+	RdAtomic int // max_rd_atomic and max_dest_rd_atomic of both QPs
 	Counter  uint64
 	Faults   []fault
 }
 
 func (s rwScenario) String() string {
-	return fmt.Sprintf("ops=%+v mtu=%d psn=%#x profile=%s counter=%#x faults=%+v", s.Ops, s.MTU, s.StartPSN, s.Profile, s.Counter, s.Faults)
+	return fmt.Sprintf("ops=%+v mtu=%d psn=%#x profile=%s rd_atomic=%d counter=%#x faults=%+v", s.Ops, s.MTU, s.StartPSN, s.Profile, s.RdAtomic, s.Counter, s.Faults)
 }
 
 // B's memory: READs read [0, readEnd), WRITEs write from writeAt on,
@@ -75,6 +76,7 @@ func genRWScenario() gopter.Gen {
 		"MTU":      gen.OneConstOf(256, 512, 1024),
 		"StartPSN": gen.OneConstOf(uint32(0), uint32(100), uint32(0xFFFFF0), uint32(0xFFFFFE)),
 		"Profile":  gen.OneConstOf(roce.Commodity, roce.RXE),
+		"RdAtomic": gen.OneConstOf(1, 2, 3, 16),
 		"Counter":  gen.UInt64(),
 		"Faults": gen.SliceOfN(6, gen.Struct(reflect.TypeOf(fault{}), map[string]gopter.Gen{
 			"Dir":     gen.IntRange(0, 1),
@@ -89,7 +91,8 @@ func casValue(k int) uint64 { return 0x9E3779B97F4A7C15 * uint64(k+1) }
 
 // runRW runs one scenario and returns "" or what went wrong.
 func runRW(t *testing.T, sc rwScenario) string {
-	cfg := roce.Config{MTU: sc.MTU, SQPSN: sc.StartPSN, RQPSN: sc.StartPSN, Timeout: 8, RetryCnt: 7, RNRRetry: 7, Profile: sc.Profile}
+	cfg := roce.Config{MTU: sc.MTU, SQPSN: sc.StartPSN, RQPSN: sc.StartPSN, Timeout: 8, RetryCnt: 7, RNRRetry: 7, Profile: sc.Profile,
+		MaxRdAtomic: sc.RdAtomic, MaxDestRdAtomic: sc.RdAtomic}
 	h := newHarness(t, cfg, cfg, rwMem)
 	copy(h.hosts[1].mem, pattern(readEnd, 0x5A))
 	binary.LittleEndian.PutUint64(h.hosts[1].mem[faaAt:], sc.Counter)
@@ -208,7 +211,8 @@ func countKind(ops []rwOp, k int) int {
 // READ returns B's memory bit for bit; each fetch-and-add returns the
 // value the serial order predicts and the counter ends at the start value
 // plus exactly the sum of the adds; every link of the compare-and-swap
-// chain holds; the responder executes each atomic exactly once.
+// chain holds; the responder executes each atomic exactly once, also when
+// max_rd_atomic and the responder's resources are as few as one.
 func TestPropertyReadAtomicUnderFaults(t *testing.T) {
 	params := gopter.DefaultTestParametersWithSeed(propSeed)
 	params.MinSuccessfulTests = 300
