@@ -2,7 +2,6 @@ package emu
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"strings"
 
 	"github.com/inaemu/inaemu/roce"
@@ -117,6 +116,7 @@ type verbsJob struct {
 	want     []uint64 // atomics: the original value the next completion must return
 	startVal []uint64 // atomics: the word's start value, per region owner
 	piece    []byte
+	src      []source // per rank: its tensor, read where a check needs it
 	mm       *Mismatch
 	mmRank   int
 }
@@ -138,6 +138,7 @@ func newVerbsJob(r *runner) (*verbsJob, error) {
 	j.mem, j.local, j.orig = make([][]byte, j.n), make([][]byte, j.n), make([][]byte, j.n)
 	j.next, j.want, j.startVal = make([]int, j.n), make([]uint64, j.n), make([]uint64, j.n)
 	j.piece = make([]byte, j.msgB)
+	j.src = make([]source, j.n)
 	for _, w := range r.workers {
 		if w.gpu >= 0 {
 			return nil, &ConfigError{fmt.Errorf("--mode verbs: rank %d is on a GPU (%s:gpu%d); verbs ranks are host NICs", w.rank, w.host, w.gpu)}
@@ -145,6 +146,7 @@ func newVerbsJob(r *runner) (*verbsJob, error) {
 	}
 	for _, w := range r.workers {
 		k := w.rank
+		j.src[k] = r.input(k)
 		switch {
 		case verb.atomic():
 			j.mem[k] = make([]byte, 8)
@@ -175,7 +177,7 @@ func newVerbsJob(r *runner) (*verbsJob, error) {
 
 // fill writes rank's tensor from byte off into buf.
 func (j *verbsJob) fill(rank, off int, buf []byte) {
-	s := j.r.input(rank)
+	s := j.src[rank]
 	s.MoveTo(int64(off / j.r.cfg.DType.Size()))
 	s.Fill(buf)
 }
@@ -185,19 +187,28 @@ func (j *verbsJob) atomicStart(rank int) uint64 {
 	if j.verb == VerbCmpSwap {
 		return casLink(j.r.cfg.Seed, rank, 0)
 	}
-	return rand.New(rand.NewPCG(j.r.cfg.Seed, 0xFA00+uint64(rank))).Uint64()
+	return verbsMix(j.r.cfg.Seed, 0xFA, uint64(rank))
 }
 
 // addend is the k-th fetch-and-add of rank: from the seed, never zero (a
 // lost or doubled add must move the sum).
 func addend(seed uint64, rank, k int) uint64 {
-	return rand.New(rand.NewPCG(seed^0xADD, uint64(rank)<<32|uint64(k))).Uint64N(1<<32) + 1
+	return verbsMix(seed, 0xADD, uint64(rank)<<32|uint64(k))%(1<<32) + 1
 }
 
 // casLink is the k-th value of the chain on rank's word: distinct from
 // its neighbours, so a link executed twice cannot pass for a success.
 func casLink(seed uint64, rank, k int) uint64 {
-	return rand.New(rand.NewPCG(seed^0xCA5, uint64(rank)<<32|uint64(k))).Uint64()<<1 | uint64(k&1)
+	return verbsMix(seed, 0xCA5, uint64(rank)<<32|uint64(k))<<1 | uint64(k&1)
+}
+
+// verbsMix is a value from the seed for (what, i): SplitMix64's finalizer
+// over their sum, computed where it is needed without a generator's state.
+func verbsMix(seed, what, i uint64) uint64 {
+	z := seed + what*0x9E3779B97F4A7C15 + i*0xBF58476D1CE4E5B9
+	z = (z ^ z>>30) * 0xBF58476D1CE4E5B9
+	z = (z ^ z>>27) * 0x94D049BB133111EB
+	return z ^ z>>31
 }
 
 func (j *verbsJob) start() error {

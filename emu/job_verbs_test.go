@@ -130,3 +130,28 @@ func TestVerbsBadConfig(t *testing.T) {
 	cfg.Mode = Verbs
 	require.NoError(t, cfg.Validate())
 }
+
+// TestVerbsEventLoopAllocatesNothing: once warm, a verbs job's event loop
+// (links, switch, NICs, QPs executing READs and atomics, the job posting
+// and checking) allocates nothing, for every verb.
+func TestVerbsEventLoopAllocatesNothing(t *testing.T) {
+	for _, verb := range verbsAll {
+		cfg := DefaultConfig()
+		cfg.Mode, cfg.Verb, cfg.Workers, cfg.TensorBytes, cfg.MsgLen = Verbs, verb, 4, 16<<20, 4
+		if verb.atomic() {
+			cfg.TensorBytes = 256 << 20 // 64Ki atomics per rank: the loop stays busy
+		}
+		r := startJob(t, cfg)
+		for i := 0; i < 20000; i++ {
+			require.True(t, r.fab.Clock.Step())
+		}
+		allocs := testing.AllocsPerRun(5, func() {
+			for i := 0; i < 2000; i++ {
+				r.fab.Clock.Step()
+			}
+		})
+		require.NoError(t, r.err())
+		t.Logf("%v: %.1f allocations per 2000 events", verb, allocs)
+		require.Zero(t, allocs, "%v: the warm event loop allocated", verb)
+	}
+}
