@@ -13,18 +13,19 @@ import (
 	"github.com/inaemu/inaemu/dut"
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/faults"
+	"github.com/inaemu/inaemu/internal/taptest"
 	"github.com/inaemu/inaemu/internal/testtool"
 	"github.com/inaemu/inaemu/tap"
 )
 
 // deviceUnderTest builds program pkg, makes the wired TAPs of a device
-// with ports ports, and returns the suites' options for the device the
+// with ports ports under a prefix of this run's tagged tag
+// (taptest.Prefix), and returns the suites' options for the device the
 // command (with $BIN for the program) starts.
-func deviceUnderTest(t *testing.T, prefix string, ports int, pkg, command string) SuiteOptions {
+func deviceUnderTest(t *testing.T, tag string, ports int, pkg, command string) SuiteOptions {
 	t.Helper()
-	testtool.Require(t, "tap", tap.Usable())
+	prefix := taptest.Prefix(t, tag)
 	bin := testtool.Build(t, pkg, "device")
-	t.Cleanup(func() { tap.Down(prefix) })
 	_, err := tap.Up(tap.Topology{Prefix: prefix, Workers: ports, Wired: true})
 	require.NoError(t, err)
 	d := dut.Device{Prefix: prefix, Command: strings.ReplaceAll(command, "$BIN", bin)}
@@ -35,7 +36,7 @@ func deviceUnderTest(t *testing.T, prefix string, ports int, pkg, command string
 // and attached to the TAPs like any device, passes every property that
 // runs against a device; those that cannot run say why.
 func TestSuitesHoldOnInaemuSwitch(t *testing.T) {
-	o := deviceUnderTest(t, "itcs", 4, "github.com/inaemu/inaemu/cmd/inaemu", "exec $BIN switch --tap $INAEMU_DUT_PREFIX $INAEMU_DUT_FLAGS")
+	o := deviceUnderTest(t, "cs", 4, "github.com/inaemu/inaemu/cmd/inaemu", "exec $BIN switch --tap $INAEMU_DUT_PREFIX $INAEMU_DUT_FLAGS")
 	var all []PropertyResult
 	for _, s := range Suites {
 		all = append(all, s.Run(o)...)
@@ -62,7 +63,7 @@ func TestSuitesHoldOnInaemuSwitch(t *testing.T) {
 func TestSuitesCatchFaultySwitches(t *testing.T) {
 	for _, bug := range []string{"none", "double-add", "stale-icrc", "wrong-port", "drop-nak"} {
 		t.Run(bug, func(t *testing.T) {
-			o := deviceUnderTest(t, "itfs", 4, "../dut/testdata/toyswitch", "exec $BIN --prefix $INAEMU_DUT_PREFIX $INAEMU_DUT_FLAGS --bug "+bug)
+			o := deviceUnderTest(t, "fs", 4, "../dut/testdata/toyswitch", "exec $BIN --prefix $INAEMU_DUT_PREFIX $INAEMU_DUT_FLAGS --bug "+bug)
 			if bug == "double-add" {
 				// Only a retransmission or duplicate that reaches a slot still
 				// waiting for another rank is added twice: on the wall clock
@@ -89,7 +90,7 @@ func TestSuitesCatchFaultySwitches(t *testing.T) {
 			require.Contains(t, res.Failure, "shrunk to")
 			require.NotNil(t, res.Counterexample)
 			require.FileExists(t, strings.TrimSuffix(*res.Counterexample, ".yaml")+".pcapng")
-			require.Contains(t, res.Replay, "--dut tap:itfs")
+			require.Contains(t, res.Replay, "--dut tap:"+o.DUT.Prefix)
 			switch bug {
 			case "double-add":
 				require.Contains(t, res.Failure, "WRONG RESULT", "a sum counted twice is a wrong result")
@@ -121,7 +122,9 @@ func TestGBNThroughDPDKTestpmd(t *testing.T) {
 	testtool.Require(t, "tap", tap.Usable())
 	testtool.Need(t, "dpdk-testpmd", func() bool { _, err := exec.LookPath("dpdk-testpmd"); return err == nil })
 	var log bytes.Buffer
-	d := dut.Device{Prefix: "itdp", Command: testpmdCommand, Ready: regexp.MustCompile(`forwards packets`), Log: &log}
+	prefix, err := tap.RunPrefix("dp") // testpmd makes the TAPs, and removes them when it stops (or is killed with this test)
+	require.NoError(t, err)
+	d := dut.Device{Prefix: prefix, Command: testpmdCommand, Ready: regexp.MustCompile(`forwards packets`), Log: &log}
 	for i, events := range [][]string{
 		{"drop port=0 dir=in class=data nth=5", "drop port=1 dir=out class=ack nth=2"},
 		{"corrupt port=1 dir=in class=data nth=40", "dup port=0 dir=out class=data nth=7", "hold=3 port=0 dir=in class=data nth=60"},

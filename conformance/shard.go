@@ -72,7 +72,8 @@ type Report struct {
 	Suite      string           `json:"suite"`
 	Count      int              `json:"count"`
 	Shard      *Shard           `json:"shard,omitempty"`
-	DUT        string           `json:"dut,omitempty"` // the device under test (--dut), if any
+	DUT        string           `json:"dut,omitempty"`        // the device under test (--dut), if any
+	DeviceLog  string           `json:"device_log,omitempty"` // the file that holds the device's output (--dut-cmd)
 	Properties []PropertyResult `json:"properties"`
 }
 

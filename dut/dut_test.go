@@ -9,17 +9,19 @@ import (
 	"github.com/inaemu/inaemu/dut"
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/faults"
+	"github.com/inaemu/inaemu/internal/taptest"
 	"github.com/inaemu/inaemu/internal/testtool"
 	"github.com/inaemu/inaemu/tap"
 )
 
-// ports makes the wired TAPs of a device with prefix and workers ports.
-func ports(t *testing.T, prefix string, workers int) {
+// ports makes the wired TAPs of a device with workers ports, under a
+// prefix of this run's (taptest.Prefix), and returns the prefix.
+func ports(t *testing.T, tag string, workers int) string {
 	t.Helper()
-	testtool.Require(t, "tap", tap.Usable())
-	t.Cleanup(func() { tap.Down(prefix) })
+	prefix := taptest.Prefix(t, tag)
 	_, err := tap.Up(tap.Topology{Prefix: prefix, Workers: workers, Wired: true})
 	require.NoError(t, err)
+	return prefix
 }
 
 func job(t *testing.T, workers int, events ...string) emu.Config {
@@ -37,10 +39,10 @@ func job(t *testing.T, workers int, events ...string) emu.Config {
 // the device command, aggregates exactly through a wire that drops and
 // corrupts.
 func TestInaemuSwitchAsDevice(t *testing.T) {
-	ports(t, "itdt", 3)
+	prefix := ports(t, "dt", 3)
 	bin := testtool.Build(t, "github.com/inaemu/inaemu/cmd/inaemu", "inaemu")
 	var log bytes.Buffer
-	d := dut.Device{Prefix: "itdt", Command: bin + " switch --tap $INAEMU_DUT_PREFIX $INAEMU_DUT_FLAGS", Log: &log}
+	d := dut.Device{Prefix: prefix, Command: bin + " switch --tap $INAEMU_DUT_PREFIX $INAEMU_DUT_FLAGS", Log: &log}
 	cfg := job(t, 3, "drop port=1 dir=in class=data nth=3", "corrupt port=2 dir=out class=data nth=2")
 	var capture bytes.Buffer
 	cfg.Capture = &capture
@@ -52,5 +54,5 @@ func TestInaemuSwitchAsDevice(t *testing.T) {
 	require.Equal(t, uint64(1), res.Faults.Dropped, "the run's faults are the wire's")
 	require.Equal(t, uint64(1), res.Faults.Corrupted)
 	require.Equal(t, res.Wire.QueueDrops(), res.HostQueueDrops, "the wire recorded every frame a host's full queue dropped")
-	require.Contains(t, log.String(), "ready on itdt-sw0..itdt-sw2")
+	require.Contains(t, log.String(), "ready on "+prefix+"-sw0.."+prefix+"-sw2")
 }

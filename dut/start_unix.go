@@ -21,7 +21,15 @@ import (
 func (d Device) start(cfg emu.Config, timeout time.Duration) (func(), error) {
 	cmd := exec.Command("sh", "-c", d.Command)
 	cmd.Env = append(os.Environ(), Env(cfg, d.Prefix)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // stop the shell's children too
+	// Its own process group, so stop ends the shell's children too; and
+	// killed when this process dies (Linux: even by SIGKILL), so a killed
+	// test or run leaves no device behind. Pdeathsig reaches the command
+	// itself: a device command that starts the device with exec (as the
+	// documented ones do) is the device.
+	cmd.SysProcAttr = procAttr()
+	if d.Log != nil {
+		fmt.Fprintf(d.Log, "--- inaemu: starting the device for a run: INAEMU_DUT_PREFIX=%s INAEMU_DUT_FLAGS=%s\n", d.Prefix, JobFlags(cfg))
+	}
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {

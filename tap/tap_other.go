@@ -53,3 +53,7 @@ func (in *Injector) Close() error { return nil }
 // OpenSocket would attach to an interface through a raw AF_PACKET socket,
 // which needs Linux.
 func OpenSocket(name string) (Device, error) { return nil, needLinux() }
+
+// SweepStale would remove the interfaces of runs that are gone; they
+// need Linux.
+func SweepStale() ([]string, error) { return nil, needLinux() }

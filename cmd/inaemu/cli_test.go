@@ -46,7 +46,7 @@ func TestRunFlagsAreTheScenarioOptions(t *testing.T) {
 		options = append(options, o.FlagName())
 		assert.Contains(t, flags, o.FlagName(), "scenario key %s has no flag on run", o.Key)
 	}
-	own := []string{"scenario", "max-memory", "pcap", "backend", "prefix", "dut", "dut-cmd", "dut-ready", "units", "json", "help"} // not settings of a run a file describes
+	own := []string{"scenario", "max-memory", "pcap", "backend", "prefix", "dut", "dut-cmd", "dut-ready", "dut-log", "units", "json", "help"} // not settings of a run a file describes
 	for _, f := range flags {
 		assert.True(t, slices.Contains(options, f) || slices.Contains(own, f), "--%s is neither an option nor one of run's own flags", f)
 	}

@@ -53,7 +53,7 @@ and merges them (the same report as -j 1).`
 	f.StringVar(&a.shard, "shard", "", "run shard `I/N` of the cases (or N: I from JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID); merge the --json reports with 'inaemu merge'")
 	f.IntVarP(&a.jobs, "jobs", "j", 1, "run the cases in `N` shards at once in this process (one per core) and merge them")
 	df = addDUTFlags(c)
-	f.BoolVar(&a.asJSON, "json", false, `print one JSON object: {"seed","release","suite","count","shard","dut","properties":[{"name","passed","cases","counterexample","failure","replay","notes","wall_ns","shard","skipped"},...]}`)
+	f.BoolVar(&a.asJSON, "json", false, `print one JSON object: {"seed","release","suite","count","shard","dut","device_log","properties":[{"name","passed","cases","counterexample","failure","replay","notes","wall_ns","shard","skipped"},...]}`)
 	completeWords(c, map[string][]string{"suite": append(names, "all"), "release": {"safe", "paper"}})
 	c.MarkFlagsMutuallyExclusive("shard", "jobs")
 	_ = c.MarkFlagDirname("out")
@@ -148,6 +148,10 @@ func runConformance(fs *cmdEnv, a conformanceArgs, df *dutFlags, names []string)
 			return code
 		}
 		head.DUT = df.spec
+		if l := df.logFile; l != nil {
+			head.DeviceLog = l.Path
+			defer l.Close()
+		}
 	}
 	bar := startProgress(fs, "conformance", "cases", a.asJSON)
 	var done atomic.Int64
@@ -205,6 +209,9 @@ func runConformance(fs *cmdEnv, a conformanceArgs, df *dutFlags, names []string)
 	}
 	bar.stop()
 	code := printConformance(fs, rep, a.asJSON, time.Since(start))
+	if code == exitFail {
+		logTail(stderr, fs.name, df.logFile)
+	}
 	if err, ok := writeErr.Load().(error); ok {
 		// A counterexample lost is the machine's failure: exit 74, over
 		// the failure it would have recorded (the report still names it).
@@ -252,6 +259,9 @@ func printConformance(fs *cmdEnv, rep conformance.Report, asJSON bool, elapsed t
 				}
 				fmt.Fprintf(stdout, "      replay: %s\n", r.Replay)
 			}
+		}
+		if rep.DeviceLog != "" {
+			fmt.Fprintf(stdout, "  device log: %s\n", rep.DeviceLog)
 		}
 		fmt.Fprintf(stdout, "  %d of %d properties hold (%v)\n", len(rep.Properties)-failed, len(rep.Properties), elapsed.Round(time.Millisecond))
 	}

@@ -22,7 +22,9 @@ import (
 
 // dutFlags are the flags that name a device under test (run, conformance).
 type dutFlags struct {
-	spec, command, ready string
+	spec, command, ready, log string
+	// logFile is the device's log, once openLog made it.
+	logFile *dut.LogFile
 }
 
 func addDUTFlags(c *cobra.Command) *dutFlags {
@@ -31,18 +33,19 @@ func addDUTFlags(c *cobra.Command) *dutFlags {
 	f.StringVar(&d.spec, "dut", "", "run against a device under test on `tap:PREFIX`: its ports are PREFIX-sw0, PREFIX-sw1, ... ('inaemu tap up --wired'); faults act on a wire between inaemu's hosts and it")
 	f.StringVar(&d.command, "dut-cmd", "", "with --dut: a shell `COMMAND` that starts the device for each run (env INAEMU_DUT_PREFIX, INAEMU_DUT_WORKERS, INAEMU_DUT_FLAGS); default: it is already running")
 	f.StringVar(&d.ready, "dut-ready", dut.DefaultReady.String(), "with --dut-cmd: the `REGEX` a line of the command's output matches when the device is ready")
+	f.StringVar(&d.log, "dut-log", "", "with --dut-cmd: write the device's output to `FILE` (default: a new inaemu-dut-PREFIX-*.log in the temporary directory); the report names it, and shows its last lines only when the run fails")
 	return d
 }
 
 // given reports whether any --dut flag was given (device refuses
 // --dut-cmd and --dut-ready without --dut).
 func (d *dutFlags) given(e *cmdEnv) bool {
-	return d.spec != "" || e.changed("dut-cmd") || e.changed("dut-ready")
+	return d.spec != "" || e.changed("dut-cmd") || e.changed("dut-ready") || e.changed("dut-log")
 }
 
 // device reads the flags; false after printing a usage error.
 func (d *dutFlags) device(e *cmdEnv) (dut.Device, bool) {
-	for _, f := range []string{"dut-cmd", "dut-ready"} {
+	for _, f := range []string{"dut-cmd", "dut-ready", "dut-log"} {
 		if e.changed(f) && d.spec == "" {
 			e.usageError("--%s: only with --dut tap:PREFIX", f)
 			return dut.Device{}, false
@@ -57,9 +60,46 @@ func (d *dutFlags) device(e *cmdEnv) (dut.Device, bool) {
 		e.usageError("--dut-ready %q: %v", d.ready, err)
 		return dut.Device{}, false
 	}
+	if e.changed("dut-log") && d.command == "" {
+		e.usageError("--dut-log: only with --dut-cmd (inaemu starts no device to log)")
+		return dut.Device{}, false
+	}
 	dev.Command = d.command
-	dev.Log = e.stderr
 	return dev, true
+}
+
+// openLog makes the device's log file (with --dut-cmd) and points dev at
+// it: the device's output stays out of the report. nil without a command.
+func (d *dutFlags) openLog(e *cmdEnv, dev *dut.Device) (*dut.LogFile, int) {
+	if dev.Command == "" {
+		return nil, exitOK
+	}
+	l, err := dut.CreateLog(d.log, dev.Prefix)
+	if err != nil {
+		what := "--dut-log " + d.log
+		if d.log == "" {
+			what = "the device's log"
+		}
+		return nil, ioError(e.stderr, e.name, what, err)
+	}
+	dev.Log, d.logFile = l, l
+	return l, exitOK
+}
+
+// logTail prints the last lines of the device's output, after a failure.
+func logTail(w io.Writer, name string, l *dut.LogFile) {
+	if l == nil {
+		return
+	}
+	tail := l.Tail()
+	if len(tail) == 0 {
+		fmt.Fprintf(w, "inaemu %s: the device printed nothing (%s)\n", name, l.Path)
+		return
+	}
+	fmt.Fprintf(w, "inaemu %s: the device's last %d lines of %d (all in %s):\n", name, len(tail), l.Lines(), l.Path)
+	for _, line := range tail {
+		fmt.Fprintf(w, "  | %s\n", line)
+	}
 }
 
 // replay is the flags that name the same device in a replay command.
@@ -108,6 +148,10 @@ func conformanceDUT(e *cmdEnv, d *dutFlags, jobs int, opts *conformance.SuiteOpt
 		e.usageError("--dut %s: found %d ports (%s, ...); a ring needs 2 (make them with 'inaemu tap up --wired --prefix %s --workers N')", d.spec, ports, dev.Port(0), dev.Prefix)
 		return false
 	}
+	if _, c := d.openLog(e, &dev); c != exitOK {
+		*code = c
+		return false
+	}
 	opts.DUT = &conformance.DUT{Device: dev, Ports: ports, Replay: d.replay()}
 	return true
 }
@@ -125,6 +169,15 @@ func runOnDUT(e *cmdEnv, d *dutFlags, cfg emu.Config, pcap string, asJSON bool) 
 	if !e.changed("timeout") {
 		cfg.Timeout = tapTimeout
 	}
+	log, code := d.openLog(e, &dev)
+	if code != exitOK {
+		return code
+	}
+	defer func() {
+		if log != nil {
+			_ = log.Close()
+		}
+	}()
 	capFile, err := createPcap(pcap)
 	if err != nil {
 		return ioError(e.stderr, e.name, "--pcap "+pcap, err)
@@ -147,15 +200,26 @@ func runOnDUT(e *cmdEnv, d *dutFlags, cfg emu.Config, pcap string, asJSON bool) 
 	}
 	if res == nil {
 		fmt.Fprintf(e.stderr, "inaemu run: %v\n", err)
+		logTail(e.stderr, e.name, log)
 		return exitFail
+	}
+	if log != nil {
+		res.DeviceLog = log.Path
 	}
 	if !asJSON {
 		fmt.Fprintf(e.stdout, "  wire: %s\n", wireSummary(res.Wire))
 		if n := res.HostQueueDrops; n > 0 {
 			fmt.Fprintf(e.stdout, "  host queues  %d frames the device sent were dropped: the hosts fell behind (marked not delivered in the capture)\n", n)
 		}
+		if log != nil {
+			fmt.Fprintf(e.stdout, "  device log  %s\n", log.Summary())
+		}
 	}
-	return reportCapture(e, reportJob(e, res.Result, err, capFile.written(pcap), asJSON), pcap, capErr)
+	code = reportJob(e, res.Result, err, capFile.written(pcap), asJSON)
+	if code != exitOK && code != exitInterrupted {
+		logTail(e.stderr, e.name, log)
+	}
+	return reportCapture(e, code, pcap, capErr)
 }
 
 // wireSummary is a wire report in one line.

@@ -111,8 +111,8 @@ func Build(t testing.TB, pkg, name string) string {
 		}
 		builtDir = dir
 	}
-	dir := filepath.Join(builtDir, fmt.Sprint(len(built)))
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	dir, err := os.MkdirTemp(builtDir, "") // a directory of its own, even after a failed build
+	if err != nil {
 		t.Fatalf("go build %s: %v", pkg, err)
 	}
 	p := filepath.Join(dir, name)

@@ -1,0 +1,82 @@
+// Package taptest is for tests on real interfaces (TAPs, bridges) and the
+// processes that hold them: names of the test's own, and nothing left
+// behind, even by a run that was killed.
+//
+// Prefix gives a test a prefix no other run uses (tap.RunPrefix: its tag
+// and this process's ID), removes the interfaces when the test ends, and,
+// once per process, first sweeps away the interfaces of runs whose process
+// is gone (tap.SweepStale): a test binary killed by go test's -timeout, or
+// by hand, never runs its cleanups, and its persistent TAPs would stay.
+// Command starts a helper process that the kernel kills when this one
+// dies (Pdeathsig), so a killed test leaves no switch or host running.
+package taptest
+
+import (
+	"os/exec"
+	"sync"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/inaemu/inaemu/internal/testtool"
+	"github.com/inaemu/inaemu/tap"
+)
+
+var sweep sync.Once
+
+// Prefix skips (or, under CI, fails) a test that cannot make TAPs, and
+// returns the prefix of its interfaces, tagged tag (1-4 letters or
+// digits, distinct among the package's tests). The interfaces under it
+// are removed when the test ends.
+func Prefix(t testing.TB, tag string) string {
+	t.Helper()
+	testtool.Require(t, "tap", tap.Usable())
+	sweep.Do(func() {
+		if gone, err := tap.SweepStale(); err != nil {
+			t.Logf("sweeping the interfaces of killed runs: %v", err)
+		} else if len(gone) > 0 {
+			t.Logf("removed %d interfaces that killed runs left: %v", len(gone), gone)
+		}
+	})
+	prefix, err := tap.RunPrefix(tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tap.Down(prefix); err != nil { // nothing, unless a test of this process reuses its tag
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := tap.Down(prefix); err != nil {
+			t.Errorf("tap down %s: %v", prefix, err)
+		}
+		if left := Interfaces(t, prefix); len(left) > 0 {
+			t.Errorf("interfaces left under %s: %v", prefix, left)
+		}
+	})
+	return prefix
+}
+
+// Interfaces lists the interfaces named PREFIX-*.
+func Interfaces(t testing.TB, prefix string) []string {
+	t.Helper()
+	links, err := netlink.LinkList()
+	if err != nil {
+		t.Fatalf("list interfaces: %v", err)
+	}
+	var out []string
+	for _, l := range links {
+		if n := l.Attrs().Name; len(n) > len(prefix) && n[:len(prefix)+1] == prefix+"-" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Command is exec.Command for a process that must not outlive the test:
+// the kernel kills it (SIGKILL) when the test process dies, however it
+// dies (see procattr_linux.go).
+func Command(name string, args ...string) *exec.Cmd {
+	c := exec.Command(name, args...)
+	c.SysProcAttr = procAttr()
+	return c
+}
