@@ -476,3 +476,66 @@ func TestQPReadAtomicAllocatesNothing(t *testing.T) {
 	require.Equal(t, mem[:len(dst)], dst)
 	require.Equal(t, before+3*21, le64(mem[61*1024:]), "one add per run (AllocsPerRun runs once more to warm up)")
 }
+
+// TestReadRetryExhaustion: every READ response and atomic ACK is lost;
+// with retry_cnt 3 the requester asks three times more, then completes
+// the READ with RETRY_EXC_ERR, flushes the atomic behind it, and ends in
+// ERROR, as for a WRITE (TestRetryExhaustion).
+func TestReadRetryExhaustion(t *testing.T) {
+	cfg := defaultCfg()
+	cfg.RetryCnt = 3
+	h := newHarness(t, cfg, defaultCfg(), 1<<12)
+	h.fault = func(e *wireEvent) verdict {
+		if e.dir == 1 {
+			return drop
+		}
+		return pass
+	}
+	postRead(t, h, 1, 0, 700)
+	postAtomic(t, h, 2, roce.WRFetchAdd, 1024, 1, 0)
+	h.run(10 * time.Second)
+	assert.Equal(t, roce.StateError, h.hosts[0].qp.State())
+	c := poll(h.hosts[0].cq)
+	require.Len(t, c, 2)
+	assert.Equal(t, []uint64{1, 2}, []uint64{c[0].WRID, c[1].WRID})
+	assert.Equal(t, roce.StatusRetryExcErr, c[0].Status)
+	assert.Equal(t, roce.StatusWRFlushErr, c[1].Status)
+	assert.Equal(t, uint64(4), h.hosts[0].qp.Counters.LocalAckTimeoutErr, "3 retries, the 4th expiry fails")
+	// Each round: the READ (PSNs 100..102) and the fetch-and-add (103).
+	assert.Equal(t, []uint32{100, 103, 100, 103, 100, 103, 100, 103}, psns(h.frames(0, isData)))
+	assert.Equal(t, uint64(1), h.hosts[1].qp.Counters.AtomicsExecuted, "the retried atomic was answered from the cache")
+	assert.Equal(t, uint64(3), h.hosts[1].qp.Counters.AtomicReplays)
+	assert.Equal(t, uint64(1), le64(h.hosts[1].mem[1024:]))
+	assert.Zero(t, h.clock.Pending(), "no timer left running")
+}
+
+// TestReadGapPerProfile: a READ response lost in the middle. The
+// commodity requester re-asks at once when the next response shows the gap;
+// the rxe one drops the out-of-sequence responses and its timer re-asks
+// (rxe check_psn). Both end bit-exact.
+func TestReadGapPerProfile(t *testing.T) {
+	for _, p := range roce.Profiles {
+		t.Run(p.String(), func(t *testing.T) {
+			cfg := defaultCfg()
+			cfg.Profile = p
+			h := newHarness(t, cfg, defaultCfg(), 1<<16)
+			src := pattern(8*256, 2)
+			copy(h.hosts[1].mem, src)
+			h.fault = once(1, 103, drop)
+			got := postRead(t, h, 1, 0, len(src))
+			h.run(time.Second)
+			assert.Equal(t, src, got)
+			reqs := h.frames(0, isData)
+			require.Len(t, reqs, 2)
+			assert.Equal(t, uint32(103), reqs[1].psn)
+			qc := h.hosts[0].qp.Counters
+			if p == roce.RXE {
+				assert.Equal(t, []uint64{0, 1}, []uint64{qc.ImpliedNAKSeqErr, qc.LocalAckTimeoutErr})
+				assert.GreaterOrEqual(t, reqs[1].at-reqs[0].at, roce.AckTimeout(cfg.Timeout))
+			} else {
+				assert.Equal(t, []uint64{1, 0}, []uint64{qc.ImpliedNAKSeqErr, qc.LocalAckTimeoutErr})
+				assert.Less(t, reqs[1].at-reqs[0].at, roce.AckTimeout(cfg.Timeout)/10)
+			}
+		})
+	}
+}
