@@ -46,7 +46,8 @@ func runCommand(stdout, stderr io.Writer) *cobra.Command {
 	f.BoolVar(&asJSON, "json", false, "print one JSON object (exact, mode, workers, bytes, virtual_ns, algbw_gbytes_per_s, busbw_gbytes_per_s, frames_sent, retransmissions, naks, timeouts, icrc_drops, fault_drops, switch{...}, seed, ...)")
 	addUnitsFlag(c)
 	completeWords(c, map[string][]string{"mode": emu.AlgorithmNames(), "dtype": {"f32", "i32", "f16"}, "pattern": {"random", "zeros", "ones", "ramp"},
-		"transport": {"v2-ipv4", "v2-ipv6", "v1"}, "release": {"safe", "paper"}, "nic": {"commodity", "rxe"}, "backend": {"emu", "tap"}})
+		"transport": {"v2-ipv4", "v2-ipv6", "v1"}, "release": {"safe", "paper"}, "nic": {"commodity", "rxe"}, "backend": {"emu", "tap"},
+		"verb": {"write", "read", "fetch-add", "cmp-swap"}})
 	return c
 }
 
