@@ -22,6 +22,7 @@ import (
 // conformanceArgs are conformance's flags.
 type conformanceArgs struct {
 	suite, release, out, shard string
+	junit                      string
 	count, jobs                int
 	seed                       uint64
 	asJSON                     bool
@@ -53,6 +54,7 @@ and merges them (the same report as -j 1).`
 	f.StringVar(&a.shard, "shard", "", "run shard `I/N` of the cases (or N: I from JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID); merge the --json reports with 'inaemu merge'")
 	f.IntVarP(&a.jobs, "jobs", "j", 1, "run the cases in `N` shards at once in this process (one per core) and merge them")
 	df = addDUTFlags(c)
+	f.StringVar(&a.junit, "junit", "", fmt.Sprintf(junitHelp, "a testcase per property, its failure with the counterexample and replay command"))
 	f.BoolVar(&a.asJSON, "json", false, `print one JSON object: {"seed","release","suite","count","shard","dut","device_log","properties":[{"name","passed","cases","counterexample","failure","replay","notes","wall_ns","shard","skipped"},...]}`)
 	completeWords(c, map[string][]string{"suite": append(names, "all"), "release": {"safe", "paper"}})
 	c.MarkFlagsMutuallyExclusive("shard", "jobs")
@@ -208,7 +210,11 @@ func runConformance(fs *cmdEnv, a conformanceArgs, df *dutFlags, names []string)
 		rep.Properties = runAll(opts)
 	}
 	bar.stop()
-	code := printConformance(fs, rep, a.asJSON, time.Since(start))
+	took := time.Since(start)
+	code := printConformance(fs, rep, a.asJSON, took)
+	if c := writeJUnit(fs, a.junit, conformanceJUnit(rep, took, start)); c != exitOK {
+		return c
+	}
 	if code == exitFail {
 		logTail(stderr, fs.name, df.logFile)
 	}
