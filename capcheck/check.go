@@ -78,6 +78,14 @@ type CheckOptions struct {
 	// apart by the host's MAC. Interfaces named like the TAP backend's
 	// bridges (PREFIX-brN) are taken as link taps without it.
 	LinkTaps bool
+	// MTU is the path MTU in bytes (256, 512, 1024, 2048 or 4096) that
+	// says how many PSNs a READ request occupies (its length divided by
+	// it, rounded up); 0: inferred from the capture, the payload length
+	// of its FIRST and MIDDLE packets (which carry exactly one MTU), when
+	// they all agree. Without it, a READ longer than 256 bytes (the
+	// smallest MTU) cannot be counted and its stream's PSN rules stop
+	// there, which the report lists as unchecked.
+	MTU int
 	// INATag is the InetTag of the switch's INA headers (0: inaemu's,
 	// wire.INATag); NetReduce papers leave its value open.
 	INATag uint32
@@ -308,6 +316,15 @@ type Report struct {
 	// and 0 on them; --allow-unchecked exits 0 on undecidable).
 	Unchecked []string `json:"unchecked"`
 	Verdict   string   `json:"verdict"`
+	// UncheckedOpcodes counts the good-ICRC frames per opcode the rules
+	// do not cover (each also a line of Unchecked); PathMTU is the MTU the
+	// READ rules count PSNs with (0: unknown) and PathMTUWhy where it came
+	// from.
+	UncheckedOpcodes map[string]int `json:"unchecked_opcodes,omitempty"`
+	ReadRequests     int            `json:"read_requests"`
+	AtomicRequests   int            `json:"atomic_requests"`
+	PathMTU          int            `json:"path_mtu"`
+	PathMTUWhy       string         `json:"path_mtu_why"`
 	// Snapped counts frames cut by the capture's snaplen: excluded from
 	// every rule.
 	Snapped int `json:"snapped"`
@@ -745,6 +762,12 @@ func Check(recs []pcapio.Record, opt CheckOptions) *Report {
 // duplicated, for the few frames a fault comment names): a capture is read
 // once for every rule but agg-sum, which reads the payloads again.
 type frameParser struct {
+	// What the READ and atomic rules need of a few frames (by index),
+	// the payload lengths that say the path MTU, and the frames per
+	// opcode the rules do not cover (readatomic.go).
+	ext       map[int]frameExt
+	mtuLens   map[int32]int
+	uncovered map[wire.Opcode]int
 	// clockWhy: what said the capture was taken on the wall clock.
 	clockWhy string
 	// digested: the records' Digest is frameHash of their bytes (a
@@ -803,6 +826,7 @@ func newFrameParser() *frameParser {
 	return &frameParser{
 		rep: &Report{Violations: []Violation{}, Streams: []StreamReport{}, VantagePoints: []string{},
 			InjectedKinds: map[string]int{}, Inferences: []string{}, Unpaired: []string{}, Unchecked: []string{}},
+		ext: map[int]frameExt{}, mtuLens: map[int32]int{}, uncovered: map[wire.Opcode]int{},
 		fs: &frameStore{}, corrupted: map[string]bool{}, duplicated: map[string]bool{}, addrIdx: map[netip.Addr]uint32{},
 	}
 }
@@ -941,13 +965,25 @@ func (p *frameParser) add(r *pcapio.Record) {
 	case f.op == wire.Acknowledge && v.AETH() != nil:
 		f.class = fcAck
 		f.syn = v.AETH().Syndrome()
+	case isReadResponse(f.op) || (f.op == wire.AtomicAcknowledge && v.AETH() != nil && v.AtomicAckETH() != nil):
+		// Responses too: the response stream carries them with the ACKs.
+		f.class = fcAck
+		if a := v.AETH(); a != nil {
+			f.syn = a.Syndrome()
+		}
 	default:
 		f.class = fcRoCE
+	}
+	if !f.snapped {
+		p.noteReadAtomic(i, f, v)
 	}
 	if f.ghost {
 		return
 	}
 	rep.RoCEFrames++
+	if f.icrcOK {
+		p.noteOpcode(f.op)
+	}
 	if !f.icrcOK {
 		rep.BadICRC++
 		if fault.Has("corrupt") {
@@ -1008,6 +1044,10 @@ func (p *frameParser) treeOrders() map[uint8][]uint64 {
 func (p *frameParser) check(opt CheckOptions, payloads func(yield func(i int, data []byte) bool) error) *Report {
 	fs, rep, bad := p.fs, p.rep, p.bad
 	c := newChecker(opt, fs, rep, p.clockWhy)
+	c.ext = p.ext
+	c.mtu, c.mtuWhy = p.pathMTU(opt.MTU)
+	rep.PathMTU, rep.PathMTUWhy = c.mtu, c.mtuWhy
+	p.reportUncovered(rep)
 	c.addrs, c.addrIdx = p.addrs, p.addrIdx
 	c.reorderW = reorderWindow(opt.ReorderWindow, p.maxExtra, p.held, rep)
 	for _, b := range bad {

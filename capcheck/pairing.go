@@ -211,7 +211,7 @@ func (c *checker) assignments(g *ambiguousGroup) {
 				continue
 			}
 			ports[f.key()][f.sport] = true
-			if f.syn.IsACK() {
+			if f.op == wire.Acknowledge && f.syn.IsACK() {
 				acks[f.key()] = append(acks[f.key()], ackAt{f.psn, at})
 			}
 		}

@@ -75,6 +75,11 @@ type checker struct {
 	resolvedReq, resolvedResp map[checkStreamKey]bool
 	// origin maps a fork's vantage points to the original checker's.
 	origin map[*checkVantage]*checkVantage
+	// ext, mtu and mtuWhy: what the READ and atomic rules need
+	// (readatomic.go).
+	ext    map[int]frameExt
+	mtu    int
+	mtuWhy string
 }
 
 type ghostKey struct {
@@ -1109,6 +1114,20 @@ func (r *checkResp) report() StreamReport {
 }
 
 func (r *checkResp) onAck(f *checkFrame) {
+	switch {
+	case isReadResponse(f.op):
+		r.others++
+		if r.req != nil {
+			r.req.onReadResp(f)
+		}
+		return
+	case f.op == wire.AtomicAcknowledge:
+		r.others++
+		if r.req != nil {
+			r.req.onAtomicAck(f)
+		}
+		return
+	}
 	syn := f.syn
 	switch {
 	case syn.IsACK():
@@ -1151,7 +1170,23 @@ type checkReq struct {
 	pos   checkPosition
 
 	data, retx int
-	readSeen   bool
+	// readUnknown: a READ whose PSN count the MTU does not say passed:
+	// the PSN rules stop for this stream.
+	readUnknown bool
+	lastPSN     uint32 // the previous data packet's PSN
+
+	// READ and atomic requests that passed, for the response rules
+	// (readatomic.go).
+	reqSet         bool
+	reqFirst       uint32
+	reads          []readReq
+	readsForgot    bool
+	rrCount        map[uint32]int
+	rrSet, aaSet   bool
+	rrHash, aaHash uint64
+	atomics        map[uint32]int
+	atomicAcks     map[uint32]int
+	atomicOrig     map[uint32]atomicAnswer
 
 	// Sender model: what the requester transmitted (ghosts included).
 	txStarted bool
@@ -1256,18 +1291,25 @@ func (s *checkReq) sample(dst *[]int64, all *[]int64, d int64) {
 
 // onData handles a request frame with a good ICRC (a ghost or not).
 func (s *checkReq) onData(f *checkFrame) {
-	if f.op == wire.ReadRequest {
-		s.readSeen = true
+	n, known := s.c.npkts(f)
+	if !known && !s.readUnknown {
+		s.readUnknown = true
+		s.c.uncheckedRead(s, f)
+	}
+	if known && (f.op == wire.ReadRequest || isAtomicReq(f.op)) {
+		s.noteRequest(f, n)
+	} else if known && !s.reqSet {
+		s.reqFirst, s.reqSet = f.psn, true
 	}
 	if !f.ghost {
 		s.data++
 	}
-	if s.pos.judgesSender() && !s.readSeen {
-		s.senderStep(f)
-	} else if s.pos.isTap() && !s.readSeen && !f.ghost && !f.dupCopy {
+	if s.pos.judgesSender() && !s.readUnknown {
+		s.senderStep(f, n)
+	} else if s.pos.isTap() && !s.readUnknown && !f.ghost && !f.dupCopy {
 		s.resumeStep(f)
 	}
-	if f.ghost {
+	if f.ghost || s.readUnknown {
 		return
 	}
 	// Responder model: an upper bound on its expected PSN.
@@ -1276,14 +1318,17 @@ func (s *checkReq) onData(f *checkFrame) {
 		s.up, s.upSet = p, true
 	}
 	if s.seqSim() {
-		// It receives what passed here, in this order: replay go-back-N.
+		// It receives what passed here, in this order: replay go-back-N
+		// (a READ moves it past the READ's range).
 		if p == s.up {
-			s.up = wire.PSNAdd(s.up, 1)
+			s.up = wire.PSNAdd(s.up, int(n))
 		}
 	} else {
 		// It may receive them in another order (a NetReduce switch emits
 		// results as aggregators complete): the first PSN never seen.
-		s.seen[p] = true
+		for k := range min(n, 1<<12) {
+			s.seen[wire.PSNAdd(p, int(k))] = true
+		}
 		for s.seen[s.up] {
 			delete(s.seen, s.up) // the bound never goes back
 			s.up = wire.PSNAdd(s.up, 1)
@@ -1427,7 +1472,7 @@ func (s *checkReq) hasNAK(psn uint32) bool {
 
 // senderStep judges one transmission (psn-order) at a vantage point that
 // watches the sender.
-func (s *checkReq) senderStep(f *checkFrame) {
+func (s *checkReq) senderStep(f *checkFrame, n uint32) {
 	p, c, t := f.psn, s.c, f.eff
 	unknown := s.vp.unknown[f.iface]
 	if f.iface == s.unkIface {
@@ -1435,7 +1480,7 @@ func (s *checkReq) senderStep(f *checkFrame) {
 	}
 	s.unkIface, s.unkMark = f.iface, s.vp.unknown[f.iface]
 	s.expireHoles(t)
-	if s.txStarted && p == wire.PSNAdd(s.next, -1) {
+	if s.txStarted && p == s.lastPSN {
 		return // a network duplicate of the previous packet
 	}
 	if s.fillHole(p, t) {
@@ -1459,9 +1504,10 @@ func (s *checkReq) senderStep(f *checkFrame) {
 		delete(s.nakWait, p)
 		s.sample(&s.nakResp, &c.nakResp, t-tn)
 	}
+	end := wire.PSNAdd(p, int(n)-1) // a READ occupies n PSNs
 	if !s.txStarted {
 		s.serveNAK(p)
-		s.txStarted, s.next, s.hi, s.first = true, wire.PSNAdd(p, 1), p, p
+		s.txStarted, s.next, s.hi, s.first, s.lastPSN = true, wire.PSNAdd(end, 1), end, p, p
 		return
 	}
 	bad := s.judge(p, t)
@@ -1480,9 +1526,9 @@ func (s *checkReq) senderStep(f *checkFrame) {
 		s.violation(RulePSNOrder, f, "%s", bad)
 	}
 	s.lastTx[p] = t
-	s.next = wire.PSNAdd(p, 1)
-	if wire.PSNDiff(p, s.hi) > 0 {
-		s.hi = p
+	s.next, s.lastPSN = wire.PSNAdd(end, 1), p
+	if wire.PSNDiff(end, s.hi) > 0 {
+		s.hi = end
 	}
 }
 
@@ -1697,7 +1743,7 @@ func (s *checkReq) onRNR(f *checkFrame) {
 func (s *checkReq) onNAK(f *checkFrame) {
 	e, c := f.psn, s.c
 	switch {
-	case s.upSet && !s.readSeen && wire.PSNDiff(e, s.up) > 0:
+	case s.upSet && !s.readUnknown && wire.PSNDiff(e, s.up) > 0:
 		s.violation(RuleNAKPSN, f, "NAK asks for PSN %d, but PSN %d never passed this vantage point in sequence: the responder cannot have received it, so it is the first missing PSN", e, s.up)
 		s.rememberNAK(e, f.idx, false)
 		return

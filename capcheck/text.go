@@ -47,6 +47,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Reordered > 0 {
 		fmt.Fprintf(&b, "  reordered    %s overtaken on the way (reorder window %v), not violations\n", plural(r.Reordered, "frame"), time.Duration(r.ReorderWindowNS))
 	}
+	if r.ReadRequests+r.AtomicRequests > 0 {
+		fmt.Fprintf(&b, "  read/atomic  %s (path MTU %s), %s\n", plural(r.ReadRequests, "READ request"), r.PathMTUWhy, plural(r.AtomicRequests, "atomic request"))
+	}
 	if r.Clock == "wall" {
 		fmt.Fprintf(&b, "  clock        %s\n", r.InFlightWhy)
 	}

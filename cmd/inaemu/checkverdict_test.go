@@ -107,3 +107,39 @@ func TestCheckUndecidableExit(t *testing.T) {
 	assert.Contains(t, out, "5 undecidable")
 	assert.Contains(t, out, "--allow-unchecked")
 }
+
+// TestCheckUncoveredOpcodeExit: frames of an opcode the rules do not
+// cover (UC SEND ONLY) make the verdict undecidable, exit 5 (0 with
+// --allow-unchecked); --mtu accepts only the MTUs IBTA allows.
+func TestCheckUncoveredOpcodeExit(t *testing.T) {
+	ma, mb := net.HardwareAddr{2, 0, 0, 0, 0, 1}, net.HardwareAddr{2, 0, 0, 0, 0, 2}
+	ia, ib := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
+	b, err := frames.NewBuilder(frames.Path{Transport: frames.V2IPv4, SrcMAC: ma, DstMAC: mb, SrcIP: ia, DstIP: ib, DestQP: 0x12})
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	w, err := pcapio.NewWriter(&buf, "tap0")
+	require.NoError(t, err)
+	frame := make([]byte, 256)
+	for i, op := range []wire.Opcode{wire.ClassUC | wire.SendOnly, wire.ClassUC | wire.SendOnly} {
+		n, err := b.Build(frame, &frames.Packet{Opcode: op, PSN: uint32(7 + i), Payload: []byte{1, 2, 3, 4}})
+		require.NoError(t, err)
+		require.NoError(t, w.Write("tap0", int64(1000*(i+1)), frame[:n]))
+	}
+	require.NoError(t, w.Flush())
+	path := filepath.Join(t.TempDir(), "uc.pcapng")
+	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
+
+	code, out, _ := runCLI("check", path)
+	assert.Equal(t, 5, code, out)
+	assert.Contains(t, out, "\n  unchecked    opcode UC_SEND_ONLY (0x24): 2 frames outside the rules\n")
+	code, _, _ = runCLI("check", path, "--allow-unchecked")
+	assert.Equal(t, 0, code)
+	code, out, _ = runCLI("check", path, "--json")
+	assert.Equal(t, 5, code)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &m))
+	assert.Equal(t, map[string]any{"UC_SEND_ONLY": 2.0}, m["unchecked_opcodes"])
+
+	code, _, errOut := runGuarded("check", path, "--mtu", "300")
+	oneLine(t, code, errOut, "inaemu check: ", "--mtu 300")
+}

@@ -1,0 +1,369 @@
+package capcheck
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/frames/wire"
+)
+
+// RDMA READ and atomics (IBTA Vol. 1 §9.4.3-9.4.5, §9.5, §9.7.4-9.7.5;
+// docs/check.md lists the sources).
+//
+// A READ request of N bytes occupies ceil(N/PMTU) PSNs (one for N = 0):
+// the next request carries the PSN after its range, and the responder's
+// expected PSN moves past the range when it executes it. Its responses
+// carry the PSNs of that range in order: READ RESPONSE ONLY for a
+// one-packet READ, else FIRST at its first PSN, MIDDLE, LAST at its last.
+// A duplicate READ (a PSN inside a range already executed) is executed
+// again, its responses starting at the duplicate's own PSN; a requester
+// that lost responses re-issues the READ from the first missing response
+// PSN, its RETH VA and length moved on by the PSNs already received times
+// the MTU (Linux rxe: rxe_req.c req_retry, rxe_resp.c
+// duplicate_request). A READ response acknowledges every PSN up to its
+// own. A compare-and-swap or fetch-and-add occupies one PSN and is
+// answered by an Atomic Acknowledge with its PSN, carrying the value the
+// target held before (AtomicAckETH); a duplicate atomic is not executed
+// again but answered from the responder's replay cache, with the same
+// original value.
+//
+// Rules, sound on any vantage point on the path (a response is generated
+// after its request reached the responder, so the request passed every
+// vantage point on the way first; a loss only removes frames):
+//
+//   - read-psn: a READ response whose PSN lies in no range of a READ
+//     request that passed the vantage point; a response whose opcode does
+//     not fit its place in every READ covering it (FIRST or ONLY not at a
+//     READ's first PSN, ONLY for a READ of several packets, LAST not at
+//     the last PSN, MIDDLE at the first or last); more responses for a PSN
+//     than READ requests covering it passed (a response nobody asked for:
+//     re-execution follows a duplicate READ). An exact copy of the
+//     previous response frame is taken as the network's duplicate.
+//   - atomic-psn: an Atomic Acknowledge with a PSN no compare-and-swap or
+//     fetch-and-add carried, or more of them for a PSN than atomic
+//     requests with it passed.
+//   - atomic-replay: an Atomic Acknowledge for a PSN already answered,
+//     with another original value: a duplicate atomic was executed again
+//     instead of answered from the replay cache.
+//
+// psn-order and nak-psn count a READ's PSNs; READ responses and Atomic
+// Acknowledges acknowledge their PSN for psn-order (a READ re-issued from
+// the first missing response PSN is a restart there). A READ whose PSN
+// count the MTU does not say (CheckOptions.MTU) stops its stream's PSN
+// rules from there on, and the report lists it as unchecked.
+const (
+	RuleReadPSN      = "read-psn"
+	RuleAtomicPSN    = "atomic-psn"
+	RuleAtomicReplay = "atomic-replay"
+)
+
+// frameExt is what the READ and atomic rules keep of a frame: a READ
+// request's RETH, an Atomic Acknowledge's original value.
+type frameExt struct {
+	va     uint64
+	length uint32
+	orig   uint64
+}
+
+func isReadResponse(op wire.Opcode) bool {
+	return op >= wire.ReadResponseFirst && op <= wire.ReadResponseOnly
+}
+
+func isAtomicReq(op wire.Opcode) bool { return op == wire.CompareSwap || op == wire.FetchAdd }
+
+// noteReadAtomic keeps a READ request's RETH and an Atomic Acknowledge's
+// value, and the payload length of a FIRST or MIDDLE packet (one MTU).
+func (p *frameParser) noteReadAtomic(i int, f *checkFrame, v *frames.View) {
+	if f.icrcOK && !f.ghost {
+		switch {
+		case f.op == wire.ReadRequest:
+			p.rep.ReadRequests++
+		case isAtomicReq(f.op):
+			p.rep.AtomicRequests++
+		}
+	}
+	switch {
+	case f.op == wire.ReadRequest:
+		if r := v.RETH(); r != nil {
+			p.ext[i] = frameExt{va: r.VA(), length: r.DMALen()}
+		}
+	case f.op == wire.AtomicAcknowledge:
+		if a := v.AtomicAckETH(); len(a) >= 8 {
+			p.ext[i] = frameExt{orig: uint64(a[0])<<56 | uint64(a[1])<<48 | uint64(a[2])<<40 | uint64(a[3])<<32 |
+				uint64(a[4])<<24 | uint64(a[5])<<16 | uint64(a[6])<<8 | uint64(a[7])}
+		}
+	}
+	if op := f.op; f.icrcOK && !f.ghost && op.Class() == wire.ClassRC && op.Known() && !op.IsLast() &&
+		(op.IsSend() || op.IsWrite() || isReadResponse(op)) {
+		p.mtuLens[f.payLen]++ // FIRST and MIDDLE packets carry exactly one MTU
+	}
+}
+
+// ibMTUs are the path MTUs IBTA allows (§9.7.7 ... PMTU 256 to 4096).
+var ibMTUs = map[int32]bool{256: true, 512: true, 1024: true, 2048: true, 4096: true}
+
+// pathMTU is the MTU the READ rules count with, and where it came from.
+func (p *frameParser) pathMTU(given int) (int, string) {
+	if given > 0 {
+		return given, fmt.Sprintf("%d bytes, given (--mtu)", given)
+	}
+	var lens []int32
+	for l := range p.mtuLens {
+		lens = append(lens, l)
+	}
+	sort.Slice(lens, func(i, j int) bool { return lens[i] < lens[j] })
+	if len(lens) == 1 && ibMTUs[lens[0]] {
+		return int(lens[0]), fmt.Sprintf("%d bytes, inferred: the payload of every FIRST and MIDDLE packet (%d)", lens[0], p.mtuLens[lens[0]])
+	}
+	if len(lens) == 0 {
+		return 0, "unknown: no FIRST or MIDDLE packet (READs of at most 256 bytes, one PSN, are counted; give --mtu for longer ones)"
+	}
+	return 0, fmt.Sprintf("unknown: FIRST and MIDDLE payloads of %v bytes do not name one MTU (give --mtu)", lens)
+}
+
+// covered says whether the rules judge frames of opcode op; note says
+// why not, for the report.
+func covered(op wire.Opcode) bool {
+	switch {
+	case op.Class() == wire.ClassRC && (op.IsSend() || op.IsWrite()) && op.Known():
+		return true
+	case op == wire.ReadRequest, isReadResponse(op), op == wire.Acknowledge, op == wire.AtomicAcknowledge, isAtomicReq(op):
+		return true
+	case op == wire.CNP, op.Class() == wire.ClassUD:
+		// No PSN rules apply by design: a CNP is a congestion
+		// notification, UD is unreliable (counted, not unchecked).
+		return true
+	case op == wire.OpINAPartial || op == wire.OpINATotal || op == wire.OpINANotify:
+		return true // agg-sum's
+	}
+	return false
+}
+
+// noteOpcode counts a good-ICRC frame whose opcode the rules do not cover.
+func (p *frameParser) noteOpcode(op wire.Opcode) {
+	if !covered(op) {
+		p.uncovered[op]++
+	}
+}
+
+// reportUncovered lists the uncovered opcodes as unchecked.
+func (p *frameParser) reportUncovered(rep *Report) {
+	if len(p.uncovered) == 0 {
+		return
+	}
+	ops := make([]wire.Opcode, 0, len(p.uncovered))
+	for op := range p.uncovered {
+		ops = append(ops, op)
+	}
+	sort.Slice(ops, func(i, j int) bool { return ops[i] < ops[j] })
+	rep.UncheckedOpcodes = map[string]int{}
+	for _, op := range ops {
+		name := op.String()
+		rep.UncheckedOpcodes[name] = p.uncovered[op]
+		rep.Unchecked = append(rep.Unchecked, fmt.Sprintf("opcode %s (%#02x): %s outside the rules", name, uint8(op), plural(p.uncovered[op], "frame")))
+	}
+}
+
+// npkts is how many PSNs request f occupies; ok is false for a READ whose
+// count the MTU does not say.
+func (c *checker) npkts(f *checkFrame) (uint32, bool) {
+	if f.op != wire.ReadRequest {
+		return 1, true
+	}
+	e, ok := c.ext[f.idx]
+	switch {
+	case !ok:
+		return 0, false
+	case e.length == 0:
+		return 1, true
+	case c.mtu > 0:
+		return (e.length + uint32(c.mtu) - 1) / uint32(c.mtu), true
+	case e.length <= 256:
+		return 1, true
+	}
+	return 0, false
+}
+
+// readReq is a READ request that passed a vantage point: PSNs start ..
+// start+n-1.
+type readReq struct {
+	start, n uint32
+	frame    int
+	va       uint64
+	length   uint32
+}
+
+func (r readReq) covers(q uint32) bool {
+	d := wire.PSNDiff(q, r.start)
+	return d >= 0 && d < int32(r.n)
+}
+
+func (r readReq) last() uint32 { return wire.PSNAdd(r.start, int(r.n)-1) }
+
+// maxReads bounds the READ requests a stream remembers.
+const maxReads = 256
+
+// noteRequest records a READ or atomic request for the response rules
+// (ghosts too: more requests only make the rules more lenient).
+func (s *checkReq) noteRequest(f *checkFrame, n uint32) {
+	if !s.reqSet || wire.PSNDiff(f.psn, s.reqFirst) < 0 {
+		s.reqFirst, s.reqSet = f.psn, true
+	}
+	switch {
+	case f.op == wire.ReadRequest:
+		e := s.c.ext[f.idx]
+		if len(s.reads) == maxReads {
+			s.reads, s.readsForgot = s.reads[1:], true
+		}
+		s.reads = append(s.reads, readReq{start: f.psn, n: n, frame: f.idx, va: e.va, length: e.length})
+	case isAtomicReq(f.op):
+		if s.atomics == nil {
+			s.atomics, s.atomicAcks, s.atomicOrig = map[uint32]int{}, map[uint32]int{}, map[uint32]atomicAnswer{}
+		}
+		s.atomics[f.psn]++
+	}
+}
+
+type atomicAnswer struct {
+	orig  uint64
+	frame int
+}
+
+// responseBeforeCapture: a response for PSN q may answer a request sent
+// before the capture began (or forgotten): it is not judged.
+func (s *checkReq) responseBeforeCapture(q uint32) bool {
+	return !s.reqSet || wire.PSNDiff(q, s.reqFirst) < 0
+}
+
+// onReadResp judges a READ response (read-psn) and takes it as an
+// acknowledgement.
+func (s *checkReq) onReadResp(f *checkFrame) {
+	q := f.psn
+	// In sequence it acknowledges its PSN; after a gap (responses lost)
+	// the requester takes it as a sequence error and re-issues the READ
+	// from the first missing one, so only what precedes its READ is
+	// acknowledged (rxe_comp.c check_psn).
+	exp, inSeq := wire.PSNAdd(s.acked, 1), s.ackSet
+	for _, r := range s.reads {
+		if !inSeq && r.covers(q) {
+			exp, inSeq = r.start, true
+		}
+	}
+	if inSeq && wire.PSNDiff(q, exp) <= 0 {
+		s.acknowledge(q, f.idx, f.eff)
+	} else {
+		for _, r := range s.reads {
+			if r.covers(q) {
+				s.acknowledge(wire.PSNAdd(r.start, -1), f.idx, f.eff)
+			}
+		}
+	}
+	s.raiseUp(wire.PSNAdd(q, 1))
+	copyOfPrev := s.rrSet && s.rrHash == f.hash
+	s.rrSet, s.rrHash = true, f.hash
+	if s.readUnknown || f.dupCopy || copyOfPrev || s.responseBeforeCapture(q) {
+		return
+	}
+	var cover []readReq
+	for _, r := range s.reads {
+		if r.covers(q) {
+			cover = append(cover, r)
+		}
+	}
+	name := f.op.String()
+	if len(cover) == 0 {
+		if s.readsForgot && len(s.reads) > 0 && wire.PSNDiff(q, s.reads[0].start) < 0 {
+			return
+		}
+		s.violation(RuleReadPSN, f, "%s carries PSN %d, in the range of no READ request that passed here%s", name, q, s.lastReadText())
+		return
+	}
+	fits := false
+	for _, r := range cover {
+		first, last := q == r.start, q == r.last()
+		switch f.op {
+		case wire.ReadResponseOnly:
+			fits = fits || (first && r.n == 1)
+		case wire.ReadResponseFirst:
+			fits = fits || (first && r.n > 1)
+		case wire.ReadResponseMiddle:
+			fits = fits || (!first && !last)
+		case wire.ReadResponseLast:
+			fits = fits || (!first && last)
+		}
+	}
+	if !fits {
+		r := cover[len(cover)-1]
+		s.violation(RuleReadPSN, f, "%s at PSN %d does not fit the READ of frame %d (%d bytes, PSNs %d..%d): %s", name, q, r.frame+1, r.length, r.start, r.last(), placeText(f.op, r.n))
+		return
+	}
+	if s.rrCount == nil {
+		s.rrCount = map[uint32]int{}
+	}
+	s.rrCount[q]++
+	if k := s.rrCount[q]; k > len(cover) {
+		s.violation(RuleReadPSN, f, "%s for PSN %d is response %d to it, but only %d READ request(s) covering it passed here (a READ is executed again only for a duplicate READ, from the duplicate's PSN)", name, q, k, len(cover))
+	}
+}
+
+func placeText(op wire.Opcode, n uint32) string {
+	switch op {
+	case wire.ReadResponseOnly:
+		return fmt.Sprintf("ONLY answers a one-packet READ at its PSN; this READ takes %d", n)
+	case wire.ReadResponseFirst:
+		return "FIRST belongs at a READ's first PSN, of a READ of several packets"
+	case wire.ReadResponseLast:
+		return "LAST belongs at a READ's last PSN"
+	}
+	return "MIDDLE belongs strictly between a READ's first and last PSNs"
+}
+
+func (s *checkReq) lastReadText() string {
+	if len(s.reads) == 0 {
+		return " (none did)"
+	}
+	r := s.reads[len(s.reads)-1]
+	return fmt.Sprintf(" (the last, frame %d, covers PSNs %d..%d)", r.frame+1, r.start, r.last())
+}
+
+// onAtomicAck judges an Atomic Acknowledge (atomic-psn, atomic-replay)
+// and takes it as the acknowledgement of its PSN.
+func (s *checkReq) onAtomicAck(f *checkFrame) {
+	q := f.psn
+	s.acknowledge(q, f.idx, f.eff)
+	s.raiseUp(wire.PSNAdd(q, 1))
+	copyOfPrev := s.aaSet && s.aaHash == f.hash
+	s.aaSet, s.aaHash = true, f.hash
+	if f.dupCopy || copyOfPrev || s.responseBeforeCapture(q) {
+		return
+	}
+	reqs := s.atomics[q]
+	if reqs == 0 {
+		s.violation(RuleAtomicPSN, f, "Atomic Acknowledge for PSN %d, but no compare-and-swap or fetch-and-add with PSN %d passed here", q, q)
+		return
+	}
+	s.atomicAcks[q]++
+	if k := s.atomicAcks[q]; k > reqs {
+		s.violation(RuleAtomicPSN, f, "Atomic Acknowledge %d for PSN %d, but only %d atomic request(s) with it passed here", k, q, reqs)
+	}
+	orig := s.c.ext[f.idx].orig
+	if a, ok := s.atomicOrig[q]; ok && a.orig != orig {
+		s.violation(RuleAtomicReplay, f, "Atomic Acknowledge for PSN %d carries original value %#x, but frame %d answered the same request with %#x: a duplicate atomic is answered from the replay cache, not executed again", q, orig, a.frame+1, a.orig)
+	} else if !ok {
+		s.atomicOrig[q] = atomicAnswer{orig: orig, frame: f.idx}
+	}
+}
+
+// uncheckedRead lists a READ whose PSN count the MTU does not say.
+func (c *checker) uncheckedRead(s *checkReq, f *checkFrame) {
+	key := c.keyText(s.key)
+	for _, u := range c.rep.Unchecked {
+		if strings.HasPrefix(u, key+": ") {
+			return
+		}
+	}
+	c.rep.Unchecked = append(c.rep.Unchecked, fmt.Sprintf("%s: the READ of frame %d (%d bytes) takes a number of PSNs the path MTU says, and the MTU is %s: psn-order, nak-psn and read-psn stop for this stream there",
+		key, f.idx+1, c.ext[f.idx].length, c.mtuWhy))
+}
