@@ -626,14 +626,19 @@ func isRequestOp(op wire.Opcode) bool {
 // Connections. A request stream is (source address, destination address,
 // destination QPN) of RC request frames (SEND, WRITE, READ request,
 // atomics); a response stream is the RC Acknowledge frames (ACK, NAK, RNR
-// NAK) going the other way, keyed the same way. At each vantage point a
+// NAK), READ responses and Atomic Acknowledges going the other way, keyed
+// the same way. At each vantage point a
 // request stream S→D is paired with the response stream D→S when it is
 // the only request stream S→D and that is the only response stream D→S
 // there (streams named by a --pair are left out of that count);
 // otherwise by PSN space (several QPs between the same hosts: see
-// pairFar), unless a QPPair names its response stream. A request stream
-// left unpaired while responses came back its way is listed in unpaired:
-// the rules that need responses were not applied to it.
+// pairFar), unless a QPPair names its response stream. What PSN spaces
+// leave ambiguous is paired every consistent way (pairing.go): a
+// violation is reported when it holds under all of them, and listed in
+// Report.Unchecked when under some only. A request stream left unpaired
+// while responses came back its way (no consistent pairing, or too many)
+// is listed in unpaired and unchecked: the rules that need responses were
+// not applied to it.
 // The connection count pairs the same way over the whole capture: every
 // request stream counts once, with its response stream, and a response
 // stream nobody pairs with counts on its own.
@@ -682,9 +687,13 @@ func isRequestOp(op wire.Opcode) bool {
 // pending until its PSN is sent or acknowledged. The window exists because
 // the packet may have left the requester before the responses captured
 // just before it reached the requester. Unpaired: any PSN up to the
-// highest sent plus one. READ requests consume PSNs the capture cannot
-// count: psn-order and the upper bound of nak-psn stop for a stream once
-// it carries one.
+// highest sent plus one. A READ request occupies ceil(length/MTU) PSNs
+// (CheckOptions.MTU; readatomic.go): the next PSN is the one after its
+// range, and READ responses and Atomic Acknowledges acknowledge their PSN
+// (a READ response after a gap in the responses only what precedes its
+// READ: the requester re-issues the READ from the first missing one). A
+// READ whose PSN count the MTU does not say stops psn-order and nak-psn's
+// upper bound for its stream, and the report lists it as unchecked.
 //
 // nak-psn. A NAK-sequence-error carries the responder's expected PSN, the
 // first PSN it is missing. The responder only receives what passed the

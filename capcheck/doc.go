@@ -10,11 +10,27 @@
 //     PSN, nor a retransmission starting at a pending NAK's PSN, nor (with
 //     no NAK pending) a timeout retransmission from an unacknowledged PSN;
 //     from a capture downstream of loss, only a retransmission after a NAK
-//     that does not start at its PSN.
+//     that does not start at its PSN. A READ request occupies
+//     ceil(length/MTU) PSNs (one for length 0), every other request one.
 //   - nak-psn: a NAK-sequence-error that does not carry the first missing
-//     PSN, as far as the capture proves it.
+//     PSN, as far as the capture proves it (the responder's expected PSN
+//     moves past a READ's whole range).
 //   - extra-nak: a second NAK for a gap not yet repaired.
 //   - ack-regress: an ACK behind an earlier ACK of the same connection.
+//   - read-psn: a READ response (FIRST, MIDDLE, LAST, ONLY) whose PSN lies
+//     in no range of a READ request that passed the vantage point, whose
+//     opcode does not fit its place in the READ (ONLY for a one-packet
+//     READ at its PSN, FIRST at a READ's first PSN, LAST at its last,
+//     MIDDLE between), or that answers a PSN more often than READ
+//     requests covering it passed (a duplicate READ is executed again
+//     from its own PSN; a requester re-issues a READ from the first
+//     missing response PSN).
+//   - atomic-psn: an Atomic Acknowledge whose PSN no compare-and-swap or
+//     fetch-and-add carried, or more of them for a PSN than atomic
+//     requests with it.
+//   - atomic-replay: an Atomic Acknowledge for a PSN already answered with
+//     another original value (a duplicate atomic must be answered from
+//     the responder's replay cache, not executed again).
 //   - agg-sum: a NetReduce result that is not the rank-order sum of the
 //     contributions seen at the switch; for a multi-rack ring (its
 //     switch-to-switch partials seen), the tree-order sum: each leaf's
@@ -25,9 +41,40 @@
 //     (DSCP 10, INCEPTIONN's ToS 0x28) whose good-ICRC payload does not
 //     unpack (frames/inceptionn's packed form).
 //
+// Which opcodes each rule covers (IBTA Vol. 1 §9.2 opcode numbers, RC
+// unless named):
+//
+//	rule           judges                                  uses as evidence
+//	icrc           every RoCE frame                        -
+//	psn-order      SEND, WRITE (0-11), READ request (12),  ACK/NAK/RNR NAK (17), READ
+//	               CmpSwap (19), FetchAdd (20)             responses (13-16), Atomic ACK (18)
+//	nak-psn        NAK-sequence-error (17, syndrome 0x60)  requests 0-12, 19, 20
+//	extra-nak      NAK-sequence-error (17)                 requests 0-12, 19, 20
+//	ack-regress    ACK (17)                                -
+//	read-psn       READ responses (13-16)                  READ requests (12)
+//	atomic-psn     Atomic Acknowledge (18)                 CmpSwap, FetchAdd (19, 20)
+//	atomic-replay  Atomic Acknowledge (18)                 -
+//	agg-sum        inaemu's NetReduce WRITEs (6-11), INA   -
+//	               partials and totals (0xE0-0xE2)
+//	packed         SEND and WRITE marked DSCP 10           -
+//
+// No rule applies to CNPs (0x81: congestion notifications carry no
+// transport state) or UD (0x64, 0x65: unreliable by design); they are
+// counted as RoCE frames. Every other opcode (UC, RD, XRC, RC FLUSH,
+// ATOMIC WRITE, an unknown one) is counted per opcode in
+// Report.UncheckedOpcodes and listed in Report.Unchecked: the verdict
+// is then undecidable (inaemu check exits 5), never conforming by
+// silence.
+//
 // Where a single-interface capture was taken (at the requester, at the
 // responder, mid-path) is inferred per connection from the evidence
-// unless given, several QPs between two hosts pair by their PSN spaces,
+// unless given (receiver-side evidence is shared by the connections
+// between the same hosts in one direction), several QPs between two hosts
+// pair by their PSN spaces (where those overlap, every pairing consistent
+// with the ACKs' timing and the UDP source ports is tried, and what holds
+// under some only is undecidable), the in-flight tolerance follows the
+// capture's clock (the wall clock of faultwire and the TAP backend, a
+// data centre's otherwise),
 // frames the emulator's faults acted on are counted as injected rather
 // than judged as violations, reordering the capture shows is allowed
 // within a window, and snaplen-cut frames are counted and left out of
