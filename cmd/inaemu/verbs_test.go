@@ -42,7 +42,7 @@ func verbsCaptureOps(t *testing.T, fn string) map[wire.Opcode]int {
 // duplication and reordering ends exact (exit 0), its capture carries the
 // verb's opcodes; tshark names them as Wireshark shows them (the names
 // written here from tshark 4.0's InfiniBand dissector); and `inaemu
-// check` finds the capture conforming.
+// check` judges its READs and atomics and finds the capture conforming.
 func TestRunVerbsWithFaults(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct {
@@ -69,9 +69,18 @@ func TestRunVerbsWithFaults(t *testing.T) {
 				assert.NotZero(t, ops[op], "%s in the capture", op)
 			}
 
-			code, out, errOut = runCLI("check", pcap)
-			assert.Equal(t, 0, code, "check: %s%s", out, errOut)
-			assert.Contains(t, out, "conforms")
+			// check judges the READs and atomics (its read-psn, atomic-psn
+			// and atomic-replay rules), leaving nothing unchecked.
+			code, out, errOut = runCLI("check", pcap, "--json")
+			require.Equal(t, 0, code, "check: %s%s", out, errOut)
+			rep := decodeJSON(t, out)
+			assert.Equal(t, "conforms", rep["verdict"], out)
+			assert.Empty(t, rep["unchecked"], out)
+			assert.Empty(t, rep["violations"], out)
+			judged := map[string]string{"read": "read_requests", "fetch-add": "atomic_requests", "cmp-swap": "atomic_requests"}[c.verb]
+			if judged != "" {
+				assert.NotZero(t, num(t, rep, judged), "check counted the %s", judged)
+			}
 
 			testtool.Need(t, "tshark", testtool.HaveTshark)
 			info, stderr, err := testtool.Run(t, "tshark", "-r", pcap, "-n", "-T", "fields", "-e", "_ws.col.Info")
