@@ -4,7 +4,7 @@ BIN      := bin/inaemu
 PKGS     := ./...
 FUZZTIME ?= 30s
 
-.PHONY: all build demo test vet bench fuzz clean
+.PHONY: all build demo test vet docs bench fuzz clean
 
 all: build
 
@@ -28,6 +28,14 @@ test: vet
 
 vet:
 	$(GO) vet $(PKGS)
+
+# The CLI reference (docs/cli/*.md) and the man pages (docs/man/*.1),
+# generated from the command tree by cobra's generators (spf13/cobra/doc).
+# Run it after changing a command or a flag: TestCLIReference (in make
+# test) fails while the checked-in pages differ from the code.
+# man -l docs/man/inaemu.1 reads one without installing it.
+docs:
+	$(GO) test ./cmd/inaemu -count=1 -run '^TestCLIReference$$' -args -update-docs
 
 # Benchmarks with their raw limits measured in the same run: BENCHCOUNT
 # interleaved rounds, then one table of figures, raw limits and median

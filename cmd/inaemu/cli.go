@@ -147,7 +147,7 @@ const helpTemplate = `{{.UsageString}}{{with .Long}}
 func rootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "inaemu COMMAND",
-		Short: "inaemu - emulator and test harness for in-network aggregation over RoCE",
+		Short: "emulator and test harness for in-network aggregation over RoCE",
 		Long:  rootLong,
 		// --version: the module version and VCS revision of the build.
 		Version: versionString(),
