@@ -58,6 +58,7 @@ each listed on an "unchecked" line (JSON: unchecked, verdict "undecidable"), so 
 never passes an unchecked stream by default; --allow-unchecked exits 0 on it instead.
 Frame numbers are Wireshark's (1 for the first frame); JSON gives decode's 0-based index too.`
 	f.BoolVar(&a.asJSON, "json", false, "print one JSON object (conforms, frames, roce_frames, bad_icrc, malformed, ghosts, injected, injected_kinds, reordered, reorder_window_ns, snapped, skipped, skipped_why, truncated, vantage_points, inferences, unpaired, unchecked, verdict, unchecked_opcodes, read_requests, atomic_requests, path_mtu, path_mtu_why, clock, in_flight_ns, in_flight_why, connections, agg_checked, agg_unchecked, agg_forwarded, retransmission_latency, nak_generation_latency, nak_response_latency, streams, violations[{rule,frame,index,interface,time_ns,qp,psn,detail,inferred}])")
+	f.StringVar(&a.junit, "junit", "", fmt.Sprintf(junitHelp, "a testcase per rule, a failure per violation with its frame number, a testcase unchecked"))
 	f.IntVar(&a.mtu, "mtu", 0, "the path MTU in `BYTES` (256, 512, 1024, 2048 or 4096) that says how many PSNs a READ request occupies (its length / MTU, rounded up); default: inferred from the capture's FIRST and MIDDLE payloads, which carry exactly one MTU (the report's read/atomic line says which)")
 	f.BoolVar(&a.allowUnchecked, "allow-unchecked", false, "exit 0, not 5, when no violation was found but part of the capture went unchecked (the report still lists what)")
 	f.Var(&a.pairs, "pair", "pair a request stream with its response stream (`SRC,DST,REQQPN=RESPQPN`): requests SRC→DST with destination QPN REQQPN are answered by ACKs DST→SRC with destination QPN RESPQPN, e.g. 10.0.0.1,10.0.0.2,0x12=0x11 (repeatable; overrides automatic pairing)")
@@ -79,7 +80,7 @@ type checkArgs struct {
 	mtu                    int
 	pairs                  pairFlags
 	dtype, vantage, inaTag string
-	reorder                string
+	reorder, junit         string
 	inFlight               time.Duration
 	inFlightSet            bool // --in-flight given: it wins over the capture's clock
 }
@@ -132,6 +133,7 @@ func runCheck(fs *cmdEnv, file string, a checkArgs) int {
 		}
 	}
 	debug.SetGCPercent(capcheck.GCPercent)
+	start := time.Now()
 	rep, err := capcheck.CheckFile(file, capcheck.CheckOptions{Pairs: a.pairs, DType: dt, Vantage: vt, InFlight: w, LinkTaps: a.linkTaps, INATag: tag, ReorderWindow: rw, MTU: a.mtu})
 	if err != nil {
 		fmt.Fprintf(stderr, "inaemu check: %v\n", err)
@@ -164,6 +166,9 @@ func runCheck(fs *cmdEnv, file string, a checkArgs) int {
 	}
 	if rep.AggError != "" {
 		fmt.Fprintf(stderr, "inaemu check: warning: agg-sum stopped: %s\n", rep.AggError)
+	}
+	if code := writeJUnit(fs, a.junit, checkJUnit(file, rep, rep.Unchecked, a.allowUnchecked, time.Since(start), start)); code != exitOK {
+		return code
 	}
 	switch {
 	case !rep.Conforms:
