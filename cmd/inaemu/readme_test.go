@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/inaemu/inaemu/internal/taptest"
 	"github.com/inaemu/inaemu/internal/testtool"
 	"github.com/inaemu/inaemu/tap"
 )
@@ -195,13 +196,19 @@ func TestReadmeExamples(t *testing.T) {
 				}
 				ran++
 				t.Run(fmt.Sprintf("line%d", b.line), func(t *testing.T) {
+					cmd := exec.Command("bash", "-c", readmeScript(b.body))
 					if strings.Contains(b.body, "inaemu tap up") {
 						testtool.Require(t, "the TAP example at "+page+fmt.Sprintf(":%d", b.line), tap.Usable())
+						// Its interfaces (the default prefix ina) and
+						// background switch in namespaces of their own: no
+						// clash with another run, nothing left if killed.
+						c, err := taptest.Isolated("bash", "-c", readmeScript(b.body))
+						testtool.Require(t, "the TAP example at "+page+fmt.Sprintf(":%d", b.line), err)
+						cmd = c
 					}
 					if strings.Contains(b.body, "tshark ") && !haveTshark {
 						testtool.Need(t, "tshark", testtool.HaveTshark)
 					}
-					cmd := exec.Command("bash", "-c", readmeScript(b.body))
 					cmd.Dir, cmd.Env = work, env
 					out, err := cmd.Output()
 					var stderr string

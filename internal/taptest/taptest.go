@@ -80,3 +80,21 @@ func Command(name string, args ...string) *exec.Cmd {
 	c.SysProcAttr = procAttr()
 	return c
 }
+
+// Isolated is Command for a program that makes interfaces under names it
+// does not choose (an example that runs `inaemu tap up` with the default
+// prefix ina): it runs in network, mount and PID namespaces of its own
+// (unshare(1), with /sys mounted afresh so /sys/class/net shows the new
+// network namespace). Its interfaces are seen by nobody else, and when it
+// ends, or this process dies (Pdeathsig on unshare, --kill-child on the
+// namespace's first process), every process in it is killed and its
+// interfaces go with the namespace. Without unshare the error says so.
+func Isolated(name string, args ...string) (*exec.Cmd, error) {
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		return nil, err
+	}
+	inner := append([]string{"--net", "--mount", "--pid", "--fork", "--kill-child", "--",
+		"sh", "-c", `mount -t sysfs sysfs /sys && ip link set lo up 2>/dev/null; exec "$@"`, "sh", name}, args...)
+	return Command(unshare, inner...), nil
+}
