@@ -115,7 +115,7 @@ func (p *frameParser) pathMTU(given int) (int, string) {
 	}
 	sort.Slice(lens, func(i, j int) bool { return lens[i] < lens[j] })
 	if len(lens) == 1 && ibMTUs[lens[0]] {
-		return int(lens[0]), fmt.Sprintf("%d bytes, inferred: the payload of every FIRST and MIDDLE packet (%d)", lens[0], p.mtuLens[lens[0]])
+		return int(lens[0]), fmt.Sprintf("%d bytes, inferred: the payload of every FIRST and MIDDLE packet, %s", lens[0], plural(p.mtuLens[lens[0]], "packet"))
 	}
 	if len(lens) == 0 {
 		return 0, "unknown: no FIRST or MIDDLE packet (READs of at most 256 bytes, one PSN, are counted; give --mtu for longer ones)"
@@ -277,7 +277,7 @@ func (s *checkReq) onReadResp(f *checkFrame) {
 		if s.readsForgot && len(s.reads) > 0 && wire.PSNDiff(q, s.reads[0].start) < 0 {
 			return
 		}
-		s.violation(RuleReadPSN, f, "%s carries PSN %d, in the range of no READ request that passed here%s", name, q, s.lastReadText())
+		s.c.violation(RuleReadPSN, f, "%s carries PSN %d, in the range of no READ request that passed here%s", name, q, s.lastReadText())
 		return
 	}
 	fits := false
@@ -296,7 +296,7 @@ func (s *checkReq) onReadResp(f *checkFrame) {
 	}
 	if !fits {
 		r := cover[len(cover)-1]
-		s.violation(RuleReadPSN, f, "%s at PSN %d does not fit the READ of frame %d (%d bytes, PSNs %d..%d): %s", name, q, r.frame+1, r.length, r.start, r.last(), placeText(f.op, r.n))
+		s.c.violation(RuleReadPSN, f, "%s at PSN %d does not fit the READ of frame %d (%d bytes, PSNs %d..%d): %s", name, q, r.frame+1, r.length, r.start, r.last(), placeText(f.op, r.n))
 		return
 	}
 	if s.rrCount == nil {
@@ -304,7 +304,7 @@ func (s *checkReq) onReadResp(f *checkFrame) {
 	}
 	s.rrCount[q]++
 	if k := s.rrCount[q]; k > len(cover) {
-		s.violation(RuleReadPSN, f, "%s for PSN %d is response %d to it, but only %d READ request(s) covering it passed here (a READ is executed again only for a duplicate READ, from the duplicate's PSN)", name, q, k, len(cover))
+		s.c.violation(RuleReadPSN, f, "%s for PSN %d is response %d to it, but only %d READ request(s) covering it passed here (a READ is executed again only for a duplicate READ, from the duplicate's PSN)", name, q, k, len(cover))
 	}
 }
 
@@ -341,16 +341,16 @@ func (s *checkReq) onAtomicAck(f *checkFrame) {
 	}
 	reqs := s.atomics[q]
 	if reqs == 0 {
-		s.violation(RuleAtomicPSN, f, "Atomic Acknowledge for PSN %d, but no compare-and-swap or fetch-and-add with PSN %d passed here", q, q)
+		s.c.violation(RuleAtomicPSN, f, "Atomic Acknowledge for PSN %d, but no compare-and-swap or fetch-and-add with PSN %d passed here", q, q)
 		return
 	}
 	s.atomicAcks[q]++
 	if k := s.atomicAcks[q]; k > reqs {
-		s.violation(RuleAtomicPSN, f, "Atomic Acknowledge %d for PSN %d, but only %d atomic request(s) with it passed here", k, q, reqs)
+		s.c.violation(RuleAtomicPSN, f, "Atomic Acknowledge %d for PSN %d, but only %d atomic request(s) with it passed here", k, q, reqs)
 	}
 	orig := s.c.ext[f.idx].orig
 	if a, ok := s.atomicOrig[q]; ok && a.orig != orig {
-		s.violation(RuleAtomicReplay, f, "Atomic Acknowledge for PSN %d carries original value %#x, but frame %d answered the same request with %#x: a duplicate atomic is answered from the replay cache, not executed again", q, orig, a.frame+1, a.orig)
+		s.c.violation(RuleAtomicReplay, f, "Atomic Acknowledge for PSN %d carries original value %#x, but frame %d answered the same request with %#x: a duplicate atomic is answered from the replay cache, not executed again", q, orig, a.frame+1, a.orig)
 	} else if !ok {
 		s.atomicOrig[q] = atomicAnswer{orig: orig, frame: f.idx}
 	}
