@@ -280,7 +280,7 @@ type Report struct {
 	// compressed payload (DSCP 10) with a good ICRC.
 	Compressed int `json:"compressed"`
 	Malformed  int `json:"malformed"`
-	Ghosts     int `json:"ghosts"`
+	Ghosts     int `json:"not_delivered"` // text: "not delivered"
 	// Injected counts the frames whose comments say a fault of the
 	// emulator acted on them (ghosts included), InjectedKinds per kind
 	// ("corrupt", "duplicate", "delay", ...): they are the faults, not

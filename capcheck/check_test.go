@@ -754,7 +754,7 @@ func TestCheckJSONShape(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &m))
 	assert.Equal(t, []any{}, m["violations"], "no violations is [], not null")
 	assert.Equal(t, true, m["conforms"])
-	for _, k := range []string{"frames", "roce_frames", "bad_icrc", "malformed", "ghosts", "connections", "agg_checked",
+	for _, k := range []string{"frames", "roce_frames", "bad_icrc", "malformed", "not_delivered", "connections", "agg_checked",
 		"agg_unchecked", "agg_forwarded", "retransmission_latency", "nak_generation_latency", "nak_response_latency", "streams", "vantage_points"} {
 		assert.Contains(t, m, k)
 	}

@@ -122,7 +122,7 @@ func TestCheckJSON(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(out, "\n"), "one line")
 	var m map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &m))
-	for _, k := range []string{"file", "conforms", "frames", "roce_frames", "bad_icrc", "malformed", "ghosts", "vantage_points",
+	for _, k := range []string{"file", "conforms", "frames", "roce_frames", "bad_icrc", "malformed", "not_delivered", "vantage_points",
 		"connections", "agg_checked", "agg_unchecked", "agg_forwarded", "retransmission_latency", "nak_generation_latency",
 		"nak_response_latency", "streams", "violations", "injected", "injected_kinds", "reordered", "reorder_window_ns"} {
 		assert.Contains(t, m, k)
