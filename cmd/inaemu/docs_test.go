@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,4 +62,23 @@ func TestDissectorInstallLoadsInTshark(t *testing.T) {
 	assert.True(t, strings.HasPrefix(path, home), "installed into %s, not under HOME %s", path, home)
 	assert.FileExists(t, path)
 	assert.True(t, hasINA(protocols()), "tshark does not load the installed dissector from %s", path)
+}
+
+// TestReadmeExitStatusTable: the README's exit status table lists every
+// status the CLI exits with, and no other.
+func TestReadmeExitStatusTable(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	_, table, ok := strings.Cut(string(text), "## Exit status")
+	require.True(t, ok, "the README has no Exit status section")
+	table, _, _ = strings.Cut(table, "\n## ")
+	var listed []int
+	for _, l := range strings.Split(table, "\n") {
+		var code int
+		if _, err := fmt.Sscanf(l, "| %d |", &code); err == nil {
+			listed = append(listed, code)
+		}
+	}
+	want := []int{exitOK, exitFail, exitUsage, exitJobFailed, exitNoPrivilege, exitUndecidable, exitSoftware, exitIO, exitInterrupted}
+	assert.ElementsMatch(t, want, listed)
 }
