@@ -17,8 +17,7 @@ import (
 // port, the bridge has its carrier and the frames go out.
 func TestReplayTapRefusesNoCarrier(t *testing.T) {
 	needTAPs(t) // root (CI): skips elsewhere, saying why
-	const prefix = "irnc"
-	topology(t, prefix, 1)
+	prefix := topology(t, "rnc", 1).Prefix
 	capture := checkGolden("icrc.pcap")
 
 	start := time.Now()

@@ -26,6 +26,7 @@ import (
 	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/internal/pcapio"
+	"github.com/inaemu/inaemu/internal/taptest"
 	"github.com/inaemu/inaemu/internal/testtool"
 	"github.com/inaemu/inaemu/tap"
 	"github.com/stretchr/testify/require"
@@ -38,17 +39,13 @@ func needTAPs(t *testing.T) {
 	testtool.Require(t, "tap", tap.Usable())
 }
 
-// topology makes the TAPs and bridges of a test under its own prefix and
-// removes them when the test ends, whatever happens.
-func topology(t *testing.T, prefix string, workers int) tap.Topology {
+// topology makes the TAPs and bridges of a test under a prefix of its
+// own, unique to this run (taptest.Prefix, tagged tag), and removes them
+// when the test ends, whatever happens (a killed run's are swept by the
+// next).
+func topology(t *testing.T, tag string, workers int) tap.Topology {
 	t.Helper()
-	topo := tap.Topology{Prefix: prefix, Workers: workers}
-	t.Cleanup(func() {
-		if _, err := tap.Down(prefix); err != nil {
-			t.Errorf("tap down %s: %v", prefix, err)
-		}
-		requireNoInterfaces(t, prefix)
-	})
+	topo := tap.Topology{Prefix: taptest.Prefix(t, tag), Workers: workers}
 	_, err := tap.Up(topo)
 	require.NoError(t, err)
 	return topo
@@ -79,7 +76,7 @@ type process struct {
 // stderr line containing ready; it is killed when the test ends.
 func start(t *testing.T, ready string, name string, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(name, args...), lines: make(chan string, 100), done: make(chan error, 1)}
+	p := &process{cmd: taptest.Command(name, args...), lines: make(chan string, 100), done: make(chan error, 1)}
 	p.cmd.Stdout = &p.stdout
 	errPipe, err := p.cmd.StderrPipe()
 	require.NoError(t, err)
@@ -270,8 +267,8 @@ print(json.dumps(out))
 func TestSwitchOnTAPsAggregatesScapyFrames(t *testing.T) {
 	needTAPs(t)
 	testtool.Need(t, "scapy", testtool.HaveScapy)
-	const prefix, workers, msgs = "itsc", 3, 3
-	topology(t, prefix, workers)
+	const workers, msgs = 3, 3
+	prefix := topology(t, "sc", workers).Prefix
 	sw := start(t, "ready", inaemuBinary(t), "switch", "--tap", prefix, "--workers", fmt.Sprint(workers),
 		"--msg-len", "2", "--mtu", "256", "--dtype", "i32", "--window", "2", "--json")
 	out, errOut, err := testtool.Run(t, testtool.SystemPython, "-c", scapyINASender, prefix, fmt.Sprint(workers), "7", fmt.Sprint(msgs))
@@ -321,8 +318,8 @@ func TestSwitchOnTAPsAggregatesScapyFrames(t *testing.T) {
 func TestMultiProcessJobOverTAPs(t *testing.T) {
 	needTAPs(t)
 	testtool.Need(t, "tshark", testtool.HaveTshark)
-	const prefix, workers = "itmp", 3
-	topo := topology(t, prefix, workers)
+	const workers = 3
+	topo := topology(t, "mp", workers)
 	bin := inaemuBinary(t)
 	// tshark says "Capturing on" before every interface is open, so the
 	// job starts only once a probe frame shows up from every bridge
@@ -370,7 +367,7 @@ func multiProcessJobOverTAPs(t *testing.T, topo tap.Topology, bin string, retry 
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, bin, append([]string{"host", "--tap", topo.Host(r), "--rank", fmt.Sprint(r), "--json"}, job...)...)
+			cmd := taptest.Tie(exec.CommandContext(ctx, bin, append([]string{"host", "--tap", topo.Host(r), "--rank", fmt.Sprint(r), "--json"}, job...)...))
 			var o, e strings.Builder
 			cmd.Stdout, cmd.Stderr = &o, &e
 			err := cmd.Run()
@@ -436,16 +433,16 @@ func multiProcessJobOverTAPs(t *testing.T, topo tap.Topology, bin string, retry 
 func TestRunBackendTAP(t *testing.T) {
 	needTAPs(t)
 	for _, tc := range []struct {
-		prefix string
-		args   []string
+		tag  string
+		args []string
 	}{
-		{"itrn", []string{"--mode", "netreduce", "--dtype", "f16"}},
-		{"itrr", []string{"--mode", "ring", "--transport", "v2-ipv6"}},
-		{"itrv", []string{"--mode", "netreduce", "--transport", "v1", "--mtu", "4096", "--msg-len", "4"}},
+		{"rn", []string{"--mode", "netreduce", "--dtype", "f16"}},
+		{"rr", []string{"--mode", "ring", "--transport", "v2-ipv6"}},
+		{"rv", []string{"--mode", "netreduce", "--transport", "v1", "--mtu", "4096", "--msg-len", "4"}},
 	} {
-		t.Run(tc.prefix, func(t *testing.T) {
-			t.Cleanup(func() { tap.Down(tc.prefix) })
-			args := append([]string{"run", "--backend", "tap", "--prefix", tc.prefix, "--workers", "3", "--tensor", "512KiB",
+		t.Run(tc.tag, func(t *testing.T) {
+			prefix := taptest.Prefix(t, tc.tag)
+			args := append([]string{"run", "--backend", "tap", "--prefix", prefix, "--workers", "3", "--tensor", "512KiB",
 				"--msg-len", "16", "--seed", "4", "--json"}, tc.args...)
 			code, stdout, stderr := runCLI(args...)
 			require.Equal(t, 0, code, stderr)
@@ -454,12 +451,12 @@ func TestRunBackendTAP(t *testing.T) {
 			require.True(t, res.Exact)
 			require.Equal(t, "tap", res.Backend)
 			require.Positive(t, res.FramesSent)
-			requireNoInterfaces(t, tc.prefix) // it made them, it removed them
+			requireNoInterfaces(t, prefix) // it made them, it removed them
 		})
 	}
 	t.Run("keeps what tap up made", func(t *testing.T) {
-		topo := topology(t, "itrk", 2)
-		code, _, stderr := runCLI("run", "--backend", "tap", "--prefix", "itrk", "--workers", "2", "--tensor", "64KiB", "--msg-len", "4", "--seed", "1")
+		topo := topology(t, "rk", 2)
+		code, _, stderr := runCLI("run", "--backend", "tap", "--prefix", topo.Prefix, "--workers", "2", "--tensor", "64KiB", "--msg-len", "4", "--seed", "1")
 		require.Equal(t, 0, code, stderr)
 		for r := 0; r < 2; r++ {
 			for _, n := range []string{topo.Host(r), topo.SwitchPort(r), topo.Bridge(r)} {
@@ -472,8 +469,7 @@ func TestRunBackendTAP(t *testing.T) {
 
 func TestTapUpDownCommands(t *testing.T) {
 	needTAPs(t)
-	const prefix = "itud"
-	t.Cleanup(func() { tap.Down(prefix) })
+	prefix := taptest.Prefix(t, "ud")
 	code, out, stderr := runCLI("tap", "up", "--workers", "2", "--prefix", prefix, "--json")
 	require.Equal(t, 0, code, stderr)
 	var made struct {
@@ -554,8 +550,7 @@ func TestTAPCommandsWithoutPrivilegeExit4(t *testing.T) {
 // interface of the capture, byte for byte and in order, at the pace asked.
 func TestReplayOntoTAP(t *testing.T) {
 	needTAPs(t)
-	const prefix = "itrp"
-	topo := topology(t, prefix, 1)
+	topo := topology(t, "rp", 1)
 	dir := t.TempDir()
 	capture := filepath.Join(dir, "run.pcapng")
 	code, _, stderr := runCLI("run", "--workers", "2", "--tensor", "16KiB", "--msg-len", "4", "--seed", "2", "--loss", "2%", "--pcap", capture)
@@ -670,7 +665,7 @@ func TestReplayOntoTAPLoopLimitRates(t *testing.T) {
 		oneLine(t, code, errOut, "inaemu replay: ", c.want)
 	}
 	needTAPs(t)
-	topo := topology(t, "itrl", 1)
+	topo := topology(t, "rl", 1)
 	recs, names, err := pcapio.ReadAllNamed(capture)
 	require.NoError(t, err)
 	sent := 0

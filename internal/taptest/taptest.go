@@ -98,3 +98,10 @@ func Isolated(name string, args ...string) (*exec.Cmd, error) {
 		"sh", "-c", `mount -t sysfs sysfs /sys && ip link set lo up 2>/dev/null; exec "$@"`, "sh", name}, args...)
 	return Command(unshare, inner...), nil
 }
+
+// Tie makes cmd (not yet started) die with the test process, as Command's
+// processes do.
+func Tie(cmd *exec.Cmd) *exec.Cmd {
+	cmd.SysProcAttr = procAttr()
+	return cmd
+}
