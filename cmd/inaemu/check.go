@@ -56,7 +56,13 @@ found, but part of the capture went unchecked (responses no pairing attributes, 
 under some consistent pairings of ambiguous responses but not all, opcodes outside the rules),
 each listed on an "unchecked" line (JSON: unchecked, verdict "undecidable"), so that a CI gate
 never passes an unchecked stream by default; --allow-unchecked exits 0 on it instead.
-Frame numbers are Wireshark's (1 for the first frame); JSON gives decode's 0-based index too.`
+Frame numbers are Wireshark's (1 for the first frame); JSON gives decode's 0-based index too.
+Latencies are n, min, median, max over the capture (JSON {count,min_ns,median_ns,max_ns}; per
+connection in streams[]): retransmission latency, from the frame that first carried a PSN to its
+first retransmission, where the requester's frames are seen; NAK generation latency, from the
+first out-of-sequence data packet to the responder's NAK for it; NAK response latency, from a NAK
+to the first data packet with the PSN it asks for. "not delivered" (not_delivered): frames a
+fault dropped before the capture point, excluded from the rules. Every field: docs/reports.md.`
 	f.BoolVar(&a.asJSON, "json", false, "print one JSON object (conforms, frames, roce_frames, bad_icrc, malformed, not_delivered, injected, injected_kinds, reordered, reorder_window_ns, snapped, skipped, skipped_why, truncated, vantage_points, inferences, unpaired, unchecked, verdict, unchecked_opcodes, read_requests, atomic_requests, path_mtu, path_mtu_why, clock, in_flight_ns, in_flight_why, connections, agg_checked, agg_unchecked, agg_forwarded, retransmission_latency, nak_generation_latency, nak_response_latency, streams, violations[{rule,frame,index,interface,time_ns,qp,psn,detail,inferred}])")
 	f.StringVar(&a.junit, "junit", "", fmt.Sprintf(junitHelp, "a testcase per rule, a failure per violation with its frame number, a testcase unchecked"))
 	f.IntVar(&a.mtu, "mtu", 0, "the path MTU in `BYTES` (256, 512, 1024, 2048 or 4096) that says how many PSNs a READ request occupies (its length / MTU, rounded up); default: inferred from the capture's FIRST and MIDDLE payloads, which carry exactly one MTU (the report's read/atomic line says which)")

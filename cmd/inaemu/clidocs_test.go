@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -42,8 +43,19 @@ func TestCLIReference(t *testing.T) {
 		sort.Strings(names)
 		for _, n := range names {
 			h, ok := have[n]
-			if assert.True(t, ok, "%s/%s is missing: run 'make docs'", d.want, n) {
-				assert.Equal(t, string(gen[n]), string(h), "%s/%s differs from the code: run 'make docs'", d.want, n)
+			if assert.True(t, ok, "%s/%s is missing: run 'make docs'", d.want, n) && string(gen[n]) != string(h) {
+				g, w := strings.Split(string(gen[n]), "\n"), strings.Split(string(h), "\n")
+				i := 0
+				for i < len(g) && i < len(w) && g[i] == w[i] {
+					i++
+				}
+				line := func(l []string) string {
+					if i < len(l) {
+						return l[i]
+					}
+					return "(end of file)"
+				}
+				t.Errorf("%s/%s differs from the code at line %d: run 'make docs'\n  code:       %.200s\n  checked in: %.200s", d.want, n, i+1, line(g), line(w))
 			}
 		}
 		for n := range have {

@@ -44,7 +44,12 @@ report what 'inaemu merge' needs to turn the N shard reports into exactly the re
 unsharded run with the same seed (wall times are summed). --shard N takes I from the batch
 system: JOB_COMPLETION_INDEX (a Kubernetes Indexed Job), else SLURM_ARRAY_TASK_ID minus
 SLURM_ARRAY_TASK_MIN (a Slurm job array). -j N runs N shards in this process, one per core,
-and merges them (the same report as -j 1).`
+and merges them (the same report as -j 1).
+
+Report: a line per property, holds or FAILS, with its cases and wall time (--json
+properties[]{name,passed,cases,wall_ns}); for a failure the first failing case and what it shrank
+to (failure), the shrunk case as a scenario file with its pcapng (counterexample) and the command
+that replays it (replay). --junit writes the same as JUnit XML. Every field: docs/reports.md.`
 	f := c.Flags()
 	f.StringVar(&a.suite, "suite", "all", "which property suite: "+strings.Join(names, ", ")+" or all")
 	f.IntVar(&a.count, "count", 100, "generated cases per property")

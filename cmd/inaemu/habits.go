@@ -184,3 +184,26 @@ func addUnitsFlag(c *cobra.Command) {
 	c.Flags().String("units", "GB/s", "the `UNIT` bandwidths (algbw, busbw) are printed and drawn in, three significant digits: GB/s (10^9 bytes/s, as nccl-tests prints them) or Gbit/s (10^9 bits/s, as link rates are written); --json carries both")
 	_ = c.RegisterFlagCompletionFunc("units", cobra.FixedCompletions([]string{"GB/s", "Gbit/s"}, cobra.ShellCompDirectiveNoFileComp))
 }
+
+// runLong defines the fields of run's report in its help (every field,
+// with the JSON keys: docs/reports.md).
+const runLong = "Report (--json keys in brackets; every field in docs/reports.md):\n\n" +
+	"    result  EXACT when every rank holds the bit-exact sum [exact]; else the first\n" +
+	"            element that differs [mismatch] or the transport error [error]\n" +
+	"    time    from the job's start to its last rank's last result, virtual time\n" +
+	"            [virtual_ns] (on TAPs and devices: wall clock from the start barrier);\n" +
+	"            algbw = the bytes of a rank / time, busbw = algbw × 2(n-1)/n (nccl-tests'),\n" +
+	"            in --units [algbw_gbytes_per_s, algbw_gbps, busbw_...]; wall: the\n" +
+	"            process's time [wall_ns]\n" +
+	"    frames  RoCE frames the NICs sent [frames_sent]; data packets sent again by\n" +
+	"            go-back-N [retransmissions]; NAK-sequence-errors responders sent [naks];\n" +
+	"            requester ACK timeouts that fired [timeouts]; frames dropped for a bad ICRC\n" +
+	"            by the switch and the NICs [icrc_drops]\n" +
+	"    faults  what the fault stages did [faults{lost,dropped,duplicated,corrupted,\n" +
+	"            delayed,reordered,held,spoofed}]; frames full link queues dropped\n" +
+	"            [queue_drops]\n" +
+	"    switch  aggregators completed [switch.aggregations]; results sent again\n" +
+	"            [result_resends]; packets of no known connection [clt_misses]; packets of\n" +
+	"            a message whose first packet was not seen [first_lost_drops]; duplicates of\n" +
+	"            released messages forwarded [stale_forwards]; a member's frames from\n" +
+	"            another port [port_drops]"

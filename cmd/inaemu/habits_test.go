@@ -116,3 +116,32 @@ func TestJSONOneStyle(t *testing.T) {
 	assert.Equal(t, `{"schema":"x/1"}`, string(withSchema("x/1", []byte("{}"))))
 	assert.Equal(t, `[1]`, string(withSchema("x/1", []byte("[1]"))))
 }
+
+// docs/reports.md names every key of the run, check, sweep and
+// conformance JSON reports (the text labels beside them), and each
+// command's --help points there.
+func TestReportsDocumentsEveryKey(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/reports.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := []string{"--workers", "2", "--tensor", "4KiB", "--seed", "1", "--json"}
+	for _, args := range [][]string{
+		append([]string{"run"}, small...),
+		{"check", checkGolden("psn_order.pcapng"), "--vantage", "sender", "--json"},
+		append([]string{"sweep", "--loss", "0", "--seeds", "1", "--modes", "ring"}, small...),
+		{"conformance", "--suite", "gbn", "--count", "2", "--seed", "1", "--json"},
+	} {
+		_, out, _ := runGuarded(args...)
+		m := decodeJSON(t, out)
+		var missing []string
+		for k := range m {
+			if !strings.Contains(string(doc), "`"+k+"`") && !strings.Contains(string(doc), "`"+k+"{") && !strings.Contains(string(doc), "`"+k+"[]") {
+				missing = append(missing, k)
+			}
+		}
+		assert.Empty(t, missing, "%s --json keys not in docs/reports.md", args[0])
+		_, help, _ := runGuarded(args[0], "--help")
+		assert.Contains(t, help, "docs/reports.md", args[0])
+	}
+}

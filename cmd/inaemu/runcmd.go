@@ -30,6 +30,7 @@ func runCommand(stdout, stderr io.Writer) *cobra.Command {
 	c := newCommand("run", "emulate an allreduce (NetReduce or Ring) through the aggregating switch, with faults", stdout, stderr,
 		func(e *cmdEnv, _ []string) int { return runRun(e, jf, df, pcap, backend, prefix, asJSON) })
 	c.Args = noArgs
+	c.Long = runLong
 	jf = addJobFlags(c, scenario.JobGroup, scenario.LinkGroup, scenario.FaultGroup)
 	jf.addScenarioFlag()
 	jf.addMemoryFlag()

@@ -49,6 +49,11 @@ func sweepCommand(stdout, stderr io.Writer) *cobra.Command {
 	c := newCommand("sweep", "run a job over a grid of algorithms, link rates and impairments (goodput against loss, ...)", stdout, stderr,
 		func(e *cmdEnv, _ []string) int { return runSweep(e, jf, a) })
 	c.Args = noArgs
+	c.Long = `Report: a row per cell (mode, link, impairment; --json rows[], its grid index point) with its runs
+(one per seed), how many ended exact, failed (a transport error) and wrong (a result that
+differs), and medians over the exact runs of algbw and busbw (in --units; JSON both
+algbw_gbytes_per_s and algbw_gbps, ...), retrans (data packets sent again) and timeouts (ACK
+timeouts that fired). Every field: docs/reports.md.`
 	jf = addJobFlags(c, scenario.JobGroup)
 	jf.addMemoryFlag()
 	f := c.Flags()
