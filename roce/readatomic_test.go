@@ -539,3 +539,26 @@ func TestReadGapPerProfile(t *testing.T) {
 		})
 	}
 }
+
+// TestReadReorderedResponsesOneReissue: READ responses 101 and 102 of
+// 100..107 swap places. 102 first is a gap: the READ is asked for again
+// from 101; 101 then lands, and the re-asking moves on to 102, the first
+// response still missing (102 itself was dropped as out of sequence). The
+// later responses 103.. of the first asking are out of sequence too, but
+// the READ is being asked for again from 102 already: exactly one new READ
+// request goes out, at 102.
+func TestReadReorderedResponsesOneReissue(t *testing.T) {
+	h := newHarness(t, defaultCfg(), defaultCfg(), 1<<16)
+	src := pattern(8*256, 6)
+	copy(h.hosts[1].mem, src)
+	h.fault = once(1, 101, hold)
+	got := postRead(t, h, 1, 0, len(src))
+	h.run(time.Second)
+	assert.Equal(t, src, got)
+	reqs := h.frames(0, isData)
+	assert.Equal(t, []uint32{100, 102}, psns(reqs), "the READ, then once more from 102")
+	va, _, n := reth(reqs[1].frame)
+	assert.Equal(t, []uint64{memVA + 2*256, 6 * 256}, []uint64{va, uint64(n)})
+	assert.Equal(t, uint64(1), h.hosts[0].qp.Counters.ImpliedNAKSeqErr)
+	assert.Zero(t, h.hosts[0].qp.Counters.LocalAckTimeoutErr)
+}

@@ -40,7 +40,12 @@ type requester struct {
 	rnrWaiting bool
 	maxRd      int // MaxRdAtomic
 	rdOut      int // READs and atomics among sq[0:idx]: sent, not completed
-	rto        rto // the wall clock's adaptive timer (rto.go)
+	// resendPSN is where the latest rewind resent from (resendOn: one has
+	// happened): while it is still comp.psn, responses missing there are
+	// already being asked for again.
+	resendPSN uint32
+	resendOn  bool
+	rto       rto // the wall clock's adaptive timer (rto.go)
 }
 
 func (r *requester) init(cfg Config) {
@@ -235,6 +240,7 @@ func (r *requester) retry(q *QP) bool {
 // rewind sets req.psn back to comp.psn and finds its WQE.
 func (r *requester) rewind() {
 	r.psn = r.compPSN
+	r.resendPSN, r.resendOn = r.psn, true
 	r.idx, r.rdOut = 0, 0
 	for r.idx < r.sq.len() && wire.PSNDiff(r.sq.at(r.idx).lastPSN, r.psn) < 0 {
 		if r.sq.at(r.idx).wr.Opcode.ReadOrAtomic() {
@@ -336,9 +342,13 @@ func (r *requester) nakAck(q *QP, psn uint32) {
 // impliedNAK: the responses of the oldest READ or atomic from comp.psn on
 // are missing (a later response, or an ACK past it, arrived): retry from
 // comp.psn, as for a sequence-error NAK — once: a retry already running
-// covers it (and the counter counts the retries it starts).
+// covers it, and so does a resend from comp.psn itself, even when
+// responses to the requests before it ended that retry (a READ asked for
+// again from its first missing response is not asked for again because
+// late responses of the first asking arrive). The counter counts the
+// retries it starts.
 func (r *requester) impliedNAK(q *QP) {
-	if r.started {
+	if r.started || r.resendOn && r.resendPSN == r.compPSN {
 		return
 	}
 	q.Counters.ImpliedNAKSeqErr++
