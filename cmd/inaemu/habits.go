@@ -17,7 +17,8 @@ const rootLong = `Run 'inaemu' alone or 'inaemu --help' for this help (exit 0), 
 
 Exit status: 0 success; 1 a check failed (a result differs, a capture violates a rule); 2 a usage
 error or unreadable input; 3 the emulated job failed (transport error); 4 TAP devices cannot be
-used here; 70 an internal error (a bug); 74 an output could not be created or written; 130
+used here; 5 check could not decide (no violation, part of the capture unchecked:
+--allow-unchecked accepts it); 70 an internal error (a bug); 74 an output could not be created or written; 130
 interrupted.
 
 Bandwidths (algbw, busbw) are printed with three significant digits in GB/s (10^9 bytes per

@@ -7,7 +7,8 @@
 // Exit codes: 0 success, 1 a check failed (a result differs), 2 usage
 // error or unreadable input, 3 the emulated job failed (transport error),
 // 4 TAP devices cannot be used here (no /dev/net/tun or no CAP_NET_ADMIN),
-// 70 an internal error (a bug: a panic, reported in one line), 74 an
+// 5 check's verdict is undecidable (no violation, but part of the capture
+// went unchecked; check --allow-unchecked exits 0 on it), 70 an internal error (a bug: a panic, reported in one line), 74 an
 // output could not be created or written (a --pcap capture, an --out
 // picture, the report on standard output: a full disk, ...), 130
 // interrupted (SIGINT or SIGTERM: the run stopped cleanly, said how far it
