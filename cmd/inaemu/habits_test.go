@@ -2,11 +2,13 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Bare 'inaemu' prints the help on stdout and exits 0, listing 'help'
@@ -143,5 +145,32 @@ func TestReportsDocumentsEveryKey(t *testing.T) {
 		assert.Empty(t, missing, "%s --json keys not in docs/reports.md", args[0])
 		_, help, _ := runGuarded(args[0], "--help")
 		assert.Contains(t, help, "docs/reports.md", args[0])
+	}
+}
+
+// The sweep table and the plot name the unit --units chose (GB/s by
+// default), three significant digits.
+func TestSweepAndPlotUnits(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"sweep", "--workers", "2", "--tensor", "4KiB", "--seed", "1", "--loss", "0", "--seeds", "1", "--modes", "ring"}
+	_, out, _ := runGuarded(args...)
+	assert.Contains(t, out, " algbw(GB/s)   busbw(GB/s) ")
+	_, bits, _ := runGuarded(append(args, "--units", "Gbit/s")...)
+	assert.Contains(t, bits, " algbw(Gbit/s) busbw(Gbit/s) ")
+	assert.Regexp(t, `(?m)^ring .* \d\.\d\d +\d\.\d\d +0 +0$`, bits)
+	_, js, _ := runGuarded(append(args, "--json")...)
+	res := filepath.Join(dir, "s.json")
+	require.NoError(t, os.WriteFile(res, []byte(js), 0o644))
+	for unit, label := range map[string]string{"": "algbw (GB/s)", "Gbit/s": "algbw (Gbit/s)"} {
+		svg := filepath.Join(dir, "p.svg")
+		a := []string{"plot", "sweep", res, "--x", "loss", "--out", svg}
+		if unit != "" {
+			a = append(a, "--units", unit)
+		}
+		code, _, errOut := runGuarded(a...)
+		require.Equal(t, 0, code, errOut)
+		b, err := os.ReadFile(svg)
+		require.NoError(t, err)
+		assert.Contains(t, string(b), label)
 	}
 }
