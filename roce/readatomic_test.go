@@ -562,3 +562,44 @@ func TestReadReorderedResponsesOneReissue(t *testing.T) {
 	assert.Equal(t, uint64(1), h.hosts[0].qp.Counters.ImpliedNAKSeqErr)
 	assert.Zero(t, h.hosts[0].qp.Counters.LocalAckTimeoutErr)
 }
+
+// TestDuplicateAtomicMustBeIdentical: a duplicate atomic is answered from
+// the replay cache only if it is the atomic executed at its PSN in all
+// respects; one with another operand, address, key or opcode gets no
+// reply and changes nothing.
+func TestDuplicateAtomicMustBeIdentical(t *testing.T) {
+	r := newRespRig(t)
+	readRig(t, r)
+	binary.LittleEndian.PutUint64(r.mem[8:], 10)
+	atomic := func(op wire.Opcode, va uint64, key uint32, add, cmp uint64) {
+		r.in(t, frames.Packet{Opcode: op, PSN: 100, AckReq: true,
+			AtomicETH: frames.AtomicETHFields{VA: va, RKey: key, SwapAdd: add, Compare: cmp}}, nil, false)
+	}
+	atomic(wire.FetchAdd, memVA+8, memKey, 5, 0)
+	got := r.readOut(t)
+	require.Equal(t, []wire.Opcode{wire.AtomicAcknowledge}, got.ops)
+	for _, c := range []struct {
+		name string
+		f    func()
+	}{
+		{"another operand", func() { atomic(wire.FetchAdd, memVA+8, memKey, 6, 0) }},
+		{"another address", func() { atomic(wire.FetchAdd, memVA+16, memKey, 5, 0) }},
+		{"another key", func() { atomic(wire.FetchAdd, memVA+8, memKey+1, 5, 0) }},
+		{"another opcode", func() { atomic(wire.CompareSwap, memVA+8, memKey, 5, 0) }},
+		{"another compare", func() { atomic(wire.FetchAdd, memVA+8, memKey, 5, 1) }},
+	} {
+		c.f()
+		assert.Empty(t, r.readOut(t).ops, c.name)
+	}
+	atomic(wire.FetchAdd, memVA+8, memKey, 5, 0) // the same again: answered from the cache
+	n, ok := r.qp.NextFrame(r.buf)
+	require.True(t, ok)
+	var v frames.View
+	require.NoError(t, v.Parse(r.buf[:n]))
+	assert.Equal(t, wire.AtomicAcknowledge, v.Opcode())
+	assert.Equal(t, uint64(10), binary.BigEndian.Uint64(v.AtomicAckETH()), "the original value")
+	assert.Equal(t, uint64(15), le64(r.mem[8:]), "added once")
+	assert.Equal(t, uint64(1), r.qp.Counters.AtomicsExecuted)
+	assert.Equal(t, uint64(1), r.qp.Counters.AtomicReplays)
+	assert.Equal(t, roce.StateRTS, r.qp.State())
+}

@@ -33,9 +33,13 @@ type rdRes struct {
 	valid       bool
 	atomic      bool
 	first, last uint32
-	va, length  uint64 // READ: the range first asked for
+	va, length  uint64 // READ: the range first asked for; atomic: its VA
 	rkey        uint32
 	orig        uint64 // atomic: the value returned
+	// An atomic's request as it was executed: a duplicate must be the
+	// same in all respects to be answered from the resource.
+	op               wire.Opcode
+	swapAdd, compare uint64
 }
 
 // responder is the receive side (rxe_resp.c).
@@ -101,7 +105,7 @@ func (s *responder) onRequest(q *QP, v *frames.View) {
 		case wire.ReadRequest:
 			s.replayRead(q, v)
 		case wire.CompareSwap, wire.FetchAdd:
-			s.replayAtomic(q, psn)
+			s.replayAtomic(q, v, op)
 		default:
 			s.queue(wire.SyndromeACK, wire.PSNAdd(s.epsn, -1))
 		}
@@ -194,7 +198,8 @@ func (s *responder) readAtomic(q *QP, v *frames.View, op wire.Opcode) (wire.Synd
 	mr.Write(a.VA()-mr.Addr, cur[:])
 	q.Counters.AtomicsExecuted++
 	s.msn = (s.msn + 1) & wire.PSNMask
-	s.remember(rdRes{atomic: true, first: psn, last: psn, orig: orig})
+	s.remember(rdRes{atomic: true, first: psn, last: psn, orig: orig, va: a.VA(), rkey: a.RKey(), op: op,
+		swapAdd: a.SwapAdd(), compare: a.Compare()})
 	s.out.push(respDesc{kind: respAtomic, psn: psn, msn: s.msn, orig: orig})
 	s.epsn = wire.PSNAdd(psn, 1)
 	return 0, 0
@@ -244,10 +249,15 @@ func (s *responder) replayRead(q *QP, v *frames.View) {
 }
 
 // replayAtomic answers a duplicate atomic with the original value saved
-// when it was executed; the memory is not touched again.
-func (s *responder) replayAtomic(q *QP, psn uint32) {
+// when it was executed; the memory is not touched again. The duplicate
+// must be the atomic executed at its PSN in all respects (opcode, VA,
+// R_Key, swap/add and compare data); one that is not, or has no resource,
+// is dropped without a reply.
+func (s *responder) replayAtomic(q *QP, v *frames.View, op wire.Opcode) {
+	psn, a := v.PSN(), v.AtomicETH()
 	res := s.find(psn)
-	if res == nil || !res.atomic {
+	if res == nil || !res.atomic || res.op != op || res.va != a.VA() || res.rkey != a.RKey() ||
+		res.swapAdd != a.SwapAdd() || res.compare != a.Compare() {
 		q.Counters.RxDropped++
 		return
 	}
