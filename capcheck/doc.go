@@ -23,8 +23,9 @@
 //     READ at its PSN, FIRST at a READ's first PSN, LAST at its last,
 //     MIDDLE between), or that answers a PSN more often than READ
 //     requests covering it passed (a duplicate READ is executed again
-//     from its own PSN; a requester re-issues a READ from the first
-//     missing response PSN).
+//     from its own PSN); and a READ request the requester re-issued inside
+//     an earlier READ's range whose RETH is not the rest of that READ (VA
+//     and length moved on by the PSNs skipped times the MTU).
 //   - atomic-psn: an Atomic Acknowledge whose PSN no compare-and-swap or
 //     fetch-and-add carried, or more of them for a PSN than atomic
 //     requests with it.
@@ -51,7 +52,8 @@
 //	nak-psn        NAK-sequence-error (17, syndrome 0x60)  requests 0-12, 19, 20
 //	extra-nak      NAK-sequence-error (17)                 requests 0-12, 19, 20
 //	ack-regress    ACK (17)                                -
-//	read-psn       READ responses (13-16)                  READ requests (12)
+//	read-psn       READ responses (13-16), re-issued READ  READ requests (12)
+//	               requests (12)
 //	atomic-psn     Atomic Acknowledge (18)                 CmpSwap, FetchAdd (19, 20)
 //	atomic-replay  Atomic Acknowledge (18)                 -
 //	agg-sum        inaemu's NetReduce WRITEs (6-11), INA   -

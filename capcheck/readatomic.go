@@ -40,7 +40,11 @@ import (
 //     the last PSN, MIDDLE at the first or last); more responses for a PSN
 //     than READ requests covering it passed (a response nobody asked for:
 //     re-execution follows a duplicate READ). An exact copy of the
-//     previous response frame is taken as the network's duplicate.
+//     previous response frame is taken as the network's duplicate. And
+//     against the requester: a READ request inside an earlier READ's
+//     range whose RETH is not the rest of that READ (a duplicate at the
+//     same PSN carries the same VA and length; one re-issued k PSNs in,
+//     VA + k×MTU and length - k×MTU).
 //   - atomic-psn: an Atomic Acknowledge with a PSN no compare-and-swap or
 //     fetch-and-add carried, or more of them for a PSN than atomic
 //     requests with it passed.
@@ -214,6 +218,7 @@ func (s *checkReq) noteRequest(f *checkFrame, n uint32) {
 	switch {
 	case f.op == wire.ReadRequest:
 		e := s.c.ext[f.idx]
+		s.checkReissue(f, e)
 		if len(s.reads) == maxReads {
 			s.reads, s.readsForgot = s.reads[1:], true
 		}
@@ -223,6 +228,43 @@ func (s *checkReq) noteRequest(f *checkFrame, n uint32) {
 			s.atomics, s.atomicAcks, s.atomicOrig = map[uint32]int{}, map[uint32]int{}, map[uint32]atomicAnswer{}
 		}
 		s.atomics[f.psn]++
+	}
+}
+
+// checkReissue judges a READ request whose PSN lies in the range of an
+// earlier READ of the stream: a duplicate (the same PSN) carries the same
+// RETH; one re-issued from the first missing response PSN, k PSNs into
+// the range, reads what is left: VA moved on by k×MTU, length less by as
+// much (read-psn, against the requester; IBTA Vol. 1 §9.4.4; rxe_req.c
+// req_retry).
+func (s *checkReq) checkReissue(f *checkFrame, e frameExt) {
+	if f.ghost || f.dupCopy {
+		return
+	}
+	for i := len(s.reads) - 1; i >= 0; i-- {
+		r := s.reads[i]
+		if !r.covers(f.psn) {
+			continue
+		}
+		k := uint64(wire.PSNDiff(f.psn, r.start))
+		if k > 0 && s.c.mtu == 0 {
+			return // a READ of several PSNs without a known MTU is not counted at all
+		}
+		step := k * uint64(s.c.mtu)
+		if step >= uint64(r.length) && k > 0 {
+			return
+		}
+		wantVA, wantLen := r.va+step, r.length-uint32(step)
+		if e.va != wantVA || e.length != wantLen {
+			what := fmt.Sprintf("a duplicate of the READ of frame %d (PSNs %d..%d) carries VA %#x length %d, not the original's VA %#x length %d",
+				r.frame+1, r.start, r.last(), e.va, e.length, wantVA, wantLen)
+			if k > 0 {
+				what = fmt.Sprintf("re-issued %d PSNs into the READ of frame %d (PSNs %d..%d), it carries VA %#x length %d, not the rest of that READ: VA %#x length %d",
+					k, r.frame+1, r.start, r.last(), e.va, e.length, wantVA, wantLen)
+			}
+			s.c.violation(RuleReadPSN, f, "READ request at PSN %d: %s", f.psn, what)
+		}
+		return
 	}
 }
 

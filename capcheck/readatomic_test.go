@@ -195,6 +195,15 @@ func TestScapyReadGoBackN(t *testing.T) {
 	bad := append(append([]rf{}, good[:4]...), rf{Op: "rmiddle", PSN: 101, Len: 256}) // frame 5: nobody asked
 	rep = raCheck(t, raCapture(t, "ra_gbn_bad", bad), capcheck.CheckOptions{})
 	assert.Equal(t, []string{"read-psn 5"}, raRules(rep))
+
+	// A requester that re-issues from PSN 102 without moving its RETH on
+	// (VA and length of the whole READ) asks for the wrong bytes.
+	unmoved := append([]rf{}, good...)
+	unmoved[4] = rf{Op: "read", PSN: 102, VA: 0x20000, Len: 1024}
+	rep = raCheck(t, raCapture(t, "ra_gbn_unmoved", unmoved), capcheck.CheckOptions{})
+	assert.Equal(t, []string{"read-psn 5"}, raRules(rep))
+	assert.Contains(t, rep.Violations[0].Detail, "VA 0x20200 length 512")
+	assert.EqualValues(t, 0x12, rep.Violations[0].QP, "the requester's READ")
 }
 
 // TestScapyReadPSNCount: the request after a READ of 1024 bytes (4 PSNs
