@@ -115,3 +115,32 @@ func TestScapyBlameSharedVantage(t *testing.T) {
 	require.Len(t, rep.Violations, 1, "%v", rep.Violations)
 	assert.Equal(t, capcheck.RulePSNOrder, rep.Violations[0].Rule)
 }
+
+// TestCheckBlameWrongNAKFrames: the same scenario built with the frames
+// package (SEND ONLY packets, a pcapng interface named like a mirror
+// port), QP 0x22's clean proof first: the wrong NAK of QP 0x12's
+// responder is the one violation, the requester's gap at PSN 102 none.
+func TestCheckBlameWrongNAKFrames(t *testing.T) {
+	c := chkNewCapture("mirror0")
+	a := chkNewConn(t, 1, 2, 0x12, 0x11)
+	b := chkNewConn(t, 1, 2, 0x22, 0x21)
+	for _, p := range []uint32{5000, 5001, 5003} {
+		c.add("mirror0", us, b.data(p, false)) // 0-2: 5002 lost upstream
+	}
+	c.add("mirror0", us, b.nak(5002))         // 3: right
+	c.add("mirror0", us, b.data(5002, false)) // 4
+	c.add("mirror0", us, b.data(5003, true))  // 5
+	c.add("mirror0", us, b.ack(5003))         // 6
+	for _, p := range []uint32{100, 101, 103, 104, 105} {
+		c.add("mirror0", us, a.data(p, false)) // 7-11: 102 lost upstream
+	}
+	c.add("mirror0", us, a.nak(104)) // 12: wrong, 102 is missing
+	for p := uint32(102); p <= 105; p++ {
+		c.add("mirror0", 100*us, a.data(p, p == 105)) // 13-16: timeout resend
+	}
+	c.add("mirror0", us, a.ack(105)) // 17
+	recs, names := chkRecords(t, c)
+	rep := capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names})
+	assert.Equal(t, []chkWant{{"nak-psn", 12, 104}}, chkViolations(rep))
+	assert.Equal(t, "violations", rep.Verdict)
+}
