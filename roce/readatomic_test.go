@@ -603,3 +603,31 @@ func TestDuplicateAtomicMustBeIdentical(t *testing.T) {
 	assert.Equal(t, uint64(1), r.qp.Counters.AtomicReplays)
 	assert.Equal(t, roce.StateRTS, r.qp.State())
 }
+
+// TestReadResponsesKeepTheTimer: four READs of 64 packets are in flight
+// (256 KiB, about 21 µs of responses at 100 Gb/s) when response 101 is
+// lost. The requester asks again from 101 at once (and for the three READs
+// after it), but the answers wait behind the first asking's responses,
+// longer than the ACK timeout (8.192 µs). Those responses, out of sequence
+// as they are, show the responder at work and keep the retransmit timer
+// from firing: no timeout, one implied NAK, each READ asked for twice.
+func TestReadResponsesKeepTheTimer(t *testing.T) {
+	cfg := defaultCfg()
+	cfg.MTU, cfg.Timeout = 1024, 1
+	h := newHarness(t, cfg, cfg, 1<<19)
+	src := pattern(4*64*1024, 3)
+	copy(h.hosts[1].mem, src)
+	h.fault = once(1, 101, drop)
+	var got [][]byte
+	for i := 0; i < 4; i++ {
+		got = append(got, postRead(t, h, uint64(i), uint64(i*64*1024), 64*1024))
+	}
+	h.run(time.Second)
+	for i := range got {
+		assert.Equal(t, src[i*64*1024:(i+1)*64*1024], got[i], "READ %d", i)
+	}
+	qc := h.hosts[0].qp.Counters
+	assert.Zero(t, qc.LocalAckTimeoutErr)
+	assert.Equal(t, uint64(1), qc.ImpliedNAKSeqErr)
+	assert.Equal(t, []uint32{100, 164, 228, 292, 101, 164, 228, 292}, psns(h.frames(0, isData)))
+}

@@ -469,6 +469,14 @@ func (r *requester) onRNRTimer(q *QP) {
 // missing and the READ is asked for again from the first of them
 // (docs/roce.md §8). A response behind comp.psn is a duplicate, dropped.
 func (r *requester) onData(q *QP, v *frames.View, op wire.Opcode, psn uint32) {
+	// Any response data that arrives, in sequence or not, shows the
+	// responder working through the requests: the retransmit timer runs
+	// from it, as rxe's completer pushes the timer on every response it
+	// takes (docs/roce.md §8). Without this a READ asked for again waits
+	// behind the responses of the first asking and the timer asks again.
+	if r.timerOn {
+		r.armTimer(q)
+	}
 	if wire.PSNDiff(psn, r.compPSN) < 0 {
 		q.Counters.RxDropped++
 		return
