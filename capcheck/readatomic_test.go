@@ -63,7 +63,7 @@ for f in spec:
 w.close()
 `
 
-// rf is one frame for scapyRAWriter: time in µs, opcode name, PSN, and
+// rf is one frame for scapyRAWriter (frame i at 100·i µs): opcode name, PSN, and
 // the READ's VA and length, a response's payload length, an Atomic
 // Acknowledge's original value, an ACK's syndrome.
 type rf struct {
@@ -80,7 +80,7 @@ func raCapture(t *testing.T, name string, fs []rf) string {
 	t.Helper()
 	testtool.Need(t, "scapy", testtool.HaveScapy)
 	for i := range fs {
-		fs[i].T = i
+		fs[i].T = 100 * i // µs: beyond the in-flight tolerance of one another
 	}
 	dir := t.TempDir()
 	spec, err := json.Marshal(fs)
@@ -269,4 +269,20 @@ func TestScapyReadMTUUnknown(t *testing.T) {
 	assert.Equal(t, "conforms", rep.Verdict, "%v", rep.Violations)
 	rep = raCheck(t, path, capcheck.CheckOptions{MTU: 256})
 	assert.Equal(t, []string{"read-psn 2"}, raRules(rep))
+}
+
+// TestScapyReadNoFalseGap: the PSNs a READ occupies are no gap. A READ
+// of 4 PSNs (100..103) and its responses, WRITEs 104 and 105, a NAK for
+// 104 (which passed: lost after the capture, so the capture is the
+// requester's side), and the requester going back to PSN 102 instead of
+// 104: psn-order. Were the READ's PSNs taken for a gap, the NAK after it
+// would say loss before the capture too, and the wrong resume would be
+// judged only as a tap's (which cannot tell).
+func TestScapyReadNoFalseGap(t *testing.T) {
+	fs := append(readOf4(), rf{Op: "write", PSN: 104, Len: 64}, rf{Op: "write", PSN: 105, Len: 64},
+		rf{Op: "ack", PSN: 104, Syn: synNAK}, rf{Op: "write", PSN: 102, Len: 64})
+	rep := raCheck(t, raCapture(t, "ra_nogap", fs), capcheck.CheckOptions{})
+	assert.Equal(t, []string{"psn-order 9"}, raRules(rep))
+	require.Len(t, rep.Inferences, 1)
+	assert.Contains(t, rep.Inferences[0], "the sender side")
 }

@@ -746,10 +746,16 @@ func (c *checker) inferVantages() {
 						}
 					}
 				}
-				e.seen[f.psn] = true
-				delete(e.holes, f.psn)
-				if !e.hiSet || wire.PSNDiff(f.psn, e.hi) > 0 {
-					e.hi, e.hiSet = f.psn, true
+				// A READ passes once for all the PSNs it occupies.
+				n, _ := c.npkts(f)
+				n = max(min(n, maxGapHoles), 1)
+				for k := range n {
+					q := wire.PSNAdd(f.psn, int(k))
+					e.seen[q] = true
+					delete(e.holes, q)
+				}
+				if last := wire.PSNAdd(f.psn, int(n)-1); !e.hiSet || wire.PSNDiff(last, e.hi) > 0 {
+					e.hi, e.hiSet = last, true
 				}
 			case fcAck:
 				r := vp.resps[f.key()]
