@@ -224,7 +224,9 @@ func copyModule(t *testing.T, from, to string) {
 			}
 			return os.MkdirAll(filepath.Join(to, rel), 0o755)
 		}
-		if !strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, ".s") && !strings.HasSuffix(p, ".csv") && rel != "go.mod" && rel != "go.sum" {
+		// Sources, and the files they embed (the CSV model files, the
+		// Lua dissector the CLI installs).
+		if !strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, ".s") && !strings.HasSuffix(p, ".csv") && !strings.HasSuffix(p, ".lua") && rel != "go.mod" && rel != "go.sum" {
 			return nil
 		}
 		b, err := os.ReadFile(p)
