@@ -200,8 +200,11 @@ func (c *checker) assignments(g *ambiguousGroup) {
 			if _, ok := firstPSN[f.key()]; !ok {
 				firstPSN[f.key()] = f.psn
 			}
-			if _, ok := firstAt[f.key()][f.psn]; !ok {
-				firstAt[f.key()][f.psn] = at
+			n, _ := c.npkts(f) // a READ passes once for all its PSNs
+			for k := range max(min(n, 1<<12), 1) {
+				if q := wire.PSNAdd(f.psn, int(k)); !hasKey(firstAt[f.key()], q) {
+					firstAt[f.key()][q] = at
+				}
 			}
 			if !f.ghost {
 				ports[f.key()][f.sport] = true
@@ -294,4 +297,9 @@ func (c *checker) pairingText(m map[checkStreamKey]checkStreamKey) string {
 		s += fmt.Sprintf("qp %#06x=%#06x", k.qp, m[k].qp)
 	}
 	return s
+}
+
+func hasKey[K comparable, V any](m map[K]V, k K) bool {
+	_, ok := m[k]
+	return ok
 }
