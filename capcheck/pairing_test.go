@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/capcheck"
+	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/frames/wire"
 )
 
 // Issue 33's pairing captures, built by scapy (source ports 49152+QPN,
@@ -97,4 +99,31 @@ func TestScapyPairingInconsistent(t *testing.T) {
 	assert.Len(t, rep.Unchecked, 2)
 	assert.Equal(t, "undecidable", rep.Verdict)
 	assert.Contains(t, strings.Join(rep.Inferences, "\n"), "no pairing is consistent")
+}
+
+// TestCheckPairingReadRange: two QPs from PSN 1000 with source ports that
+// decide nothing; QP 0x12 READs 1024 bytes (PSNs 1000..1003 at the
+// 256-byte MTU its responses show) and its responder later acknowledges
+// PSN 1003 with a plain ACK; QP 0x22 WRITEs 1000 and 1001. The ACK for
+// 1003 fits 0x12's READ, which passed before it, and no PSN 0x22 sent:
+// one pairing is consistent, and the capture conforms (were a READ's
+// range not its PSNs, no pairing would be, and it would be undecidable).
+func TestCheckPairingReadRange(t *testing.T) {
+	c := chkNewCapture("tap0")
+	a, b := robustConn(t, 0x12, 0x11), robustConn(t, 0x22, 0x21)
+	step := 100 * us
+	c.add("tap0", step, a.build(a.req, &frames.Packet{Opcode: wire.ReadRequest, PSN: 1000, RETH: frames.RETHFields{VA: 0x1000, RKey: 1, DMALen: 1024}}))
+	c.add("tap0", step, b.build(b.req, &frames.Packet{Opcode: wire.WriteOnly, PSN: 1000, RETH: frames.RETHFields{VA: 0x1000, RKey: 1, DMALen: 64}, Payload: make([]byte, 64)}))
+	c.add("tap0", step, b.build(b.req, &frames.Packet{Opcode: wire.WriteOnly, PSN: 1001, RETH: frames.RETHFields{VA: 0x1040, RKey: 1, DMALen: 64}, Payload: make([]byte, 64), AckReq: true}))
+	for i, op := range []wire.Opcode{wire.ReadResponseFirst, wire.ReadResponseMiddle, wire.ReadResponseMiddle, wire.ReadResponseLast} {
+		c.add("tap0", step, a.build(a.resp, &frames.Packet{Opcode: op, PSN: uint32(1000 + i), Payload: make([]byte, 256)}))
+	}
+	c.add("tap0", step, b.ack(1001))
+	c.add("tap0", step, a.ack(1003))
+	recs, names := chkRecords(t, c)
+	rep := capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names})
+	assert.Empty(t, rep.Violations)
+	assert.Empty(t, rep.Unpaired)
+	assert.Equal(t, "conforms", rep.Verdict, "%v", rep.Unchecked)
+	assert.Contains(t, strings.Join(rep.Inferences, "\n"), "paired by the only pairing consistent")
 }
