@@ -127,3 +127,29 @@ func TestCheckPairingReadRange(t *testing.T) {
 	assert.Equal(t, "conforms", rep.Verdict, "%v", rep.Unchecked)
 	assert.Contains(t, strings.Join(rep.Inferences, "\n"), "paired by the only pairing consistent")
 }
+
+// TestCheckPairingOtherVantageKept: the readings of an ambiguous group on
+// one interface are tried there only; a violation on another interface,
+// where nothing is ambiguous, is reported as it is (and the ambiguous
+// NAK, wrong under one reading only, is unchecked).
+func TestCheckPairingOtherVantageKept(t *testing.T) {
+	c := chkNewCapture("tap0", "tap1")
+	a, b := robustConn(t, 0x12, 0x11), robustConn(t, 0x22, 0x21)
+	step := 100 * us
+	for p := uint32(1000); p <= 1005; p++ {
+		c.add("tap0", step, a.data(p, false))
+	}
+	for p := uint32(1000); p <= 1002; p++ {
+		c.add("tap0", step, b.data(p, false))
+	}
+	c.add("tap0", step, a.ack(1001))
+	c.add("tap0", step, b.nak(1004)) // frame index 10: wrong only if it answers 0x22
+	d := chkNewConn(t, 3, 4, 0x32, 0x31)
+	c.add("tap1", step, d.data(300, false))
+	c.add("tap1", step, d.data(302, false)) // 12: skips 301
+	recs, names := chkRecords(t, c)
+	rep := capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names})
+	assert.Equal(t, []chkWant{{"psn-order", 12, 302}}, chkViolations(rep))
+	require.Len(t, rep.Unchecked, 1, "%v", rep.Unchecked)
+	assert.Contains(t, rep.Unchecked[0], "nak-psn frame 11 ")
+}

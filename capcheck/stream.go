@@ -343,7 +343,7 @@ func (c *checker) discover() {
 			sp.add(f.psn)
 		}
 		vp := c.ifaceVP[f.iface]
-		if vp.tree {
+		if vp == nil || vp.tree { // nil: a fork's vantage point it does not judge
 			continue
 		}
 		side := c.ifaceSide[f.iface]
@@ -453,11 +453,17 @@ func (a *psnSpan) distance(b *psnSpan) int64 {
 // PSN of its own connection's space (ACK: the last PSN acknowledged, NAK:
 // the one expected). A response stream goes with the request stream whose
 // span is nearest its own when that one is much nearer than any other
-// (pairFar times) and within pairNear; two response streams choosing one
-// request stream leave all of them unpaired.
+// (pairFar times), every other at least pairApart away, and it is within
+// pairNear; two response streams choosing one request stream leave all
+// of them unpaired. pairApart keeps overlapping or nearby spaces (two QPs
+// that started at the same PSN) out of it: there a wrong NAK, beyond its
+// own QP's PSNs but within the other's, would choose the other QP and
+// pass, so those are left to trying every consistent pairing
+// (pairing.go).
 const (
-	pairFar  = 16
-	pairNear = 1 << 20
+	pairFar   = 16
+	pairNear  = 1 << 20
+	pairApart = 1 << 16
 )
 
 // pairing works on key sets so that the vantage points and the connection
@@ -528,7 +534,7 @@ func pairKeys(reqs, resps []checkStreamKey, pairs []QPPair, spans map[checkStrea
 					secondD = dd
 				}
 			}
-			if bestD < pairNear && (secondD == math.MaxInt64 || bestD*pairFar < secondD) {
+			if bestD < pairNear && (secondD == math.MaxInt64 || (bestD*pairFar < secondD && secondD >= pairApart)) {
 				chosen[best] = append(chosen[best], sk)
 			}
 		}
@@ -892,16 +898,19 @@ func (c *checker) streamRules(alt pairingAlt) {
 	}
 }
 
-// fork is a checker for another reading of the same capture: the same
-// frames, vantage points and options, fresh streams and a report of its
-// own (violations, inferences).
-func (c *checker) fork() *checker {
+// fork is a checker for another reading of the same capture at the
+// vantage points in only: the same frames and options, fresh streams and
+// a report of its own (violations, inferences).
+func (c *checker) fork(only map[*checkVantage]bool) *checker {
 	n := *c
 	n.rep = &Report{Violations: []Violation{}, Inferences: []string{}, Unpaired: []string{}, Streams: []StreamReport{}}
 	n.retrans, n.nakGen, n.nakResp = nil, nil, nil
 	n.vantages = nil
 	remap := map[*checkVantage]*checkVantage{}
 	for _, vp := range c.vantages {
+		if !only[vp] {
+			continue
+		}
 		nv := &checkVantage{name: vp.name, frames: vp.frames, reqs: map[checkStreamKey]*checkReq{}, resps: map[checkStreamKey]*checkResp{},
 			unknown: map[int]int{}, tree: vp.tree}
 		remap[vp] = nv
@@ -949,15 +958,30 @@ func (c *checker) streamRulesUnderAll(alts []pairingAlt) {
 			holds[k] = append(holds[k], alt)
 		}
 	}
-	note(0, mine)
+	// The other readings differ only at the vantage points of the
+	// ambiguous groups: only those are judged again.
+	ambiguous := map[*checkVantage]bool{}
+	for _, alt := range alts {
+		for vp := range alt {
+			ambiguous[vp] = true
+		}
+	}
+	vpOf := func(v Violation) *checkVantage { return c.ifaceVP[c.fs.at(v.Index).iface] }
+	var others []Violation
+	for _, v := range mine {
+		if ambiguous[vpOf(v)] {
+			others = append(others, v)
+		}
+	}
+	note(0, others)
 	for i, alt := range alts[1:] {
-		f := c.fork()
+		f := c.fork(ambiguous)
 		f.streamRules(alt)
 		note(i+1, f.rep.Violations)
 	}
 	kept := c.rep.Violations[:base]
 	for _, v := range mine {
-		if len(holds[vkey{v.Rule, v.Frame}]) == len(alts) {
+		if !ambiguous[vpOf(v)] || len(holds[vkey{v.Rule, v.Frame}]) == len(alts) {
 			kept = append(kept, v)
 		}
 	}
