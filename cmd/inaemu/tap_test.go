@@ -666,6 +666,11 @@ func TestReplayOntoTAPLoopLimitRates(t *testing.T) {
 	}
 	needTAPs(t)
 	topo := topology(t, "rl", 1)
+	// The bridge passes frames on once a port of it is held (replay
+	// refuses an interface without a carrier).
+	port, err := tap.Open(topo.SwitchPort(0))
+	require.NoError(t, err)
+	defer port.Close()
 	recs, names, err := pcapio.ReadAllNamed(capture)
 	require.NoError(t, err)
 	sent := 0
