@@ -357,7 +357,7 @@ func printSummary(w io.Writer, bw units.BandwidthUnit, r *emu.Result, pcap strin
 		fmt.Fprintf(w, "  time      %v virtual (algbw %s, busbw %s), %v wall\n",
 			time.Duration(r.VirtualNS), bw.Format(r.AlgBWGbps), bw.Format(r.BusBWGbps), r.Wall.Round(time.Millisecond))
 	}
-	fmt.Fprintf(w, "  frames    %d sent, %d retransmitted, %d NAKs, %d timeouts, %d ICRC drops (NIC profile %s)\n",
+	fmt.Fprintf(w, "  frames    %d sent, %d retransmissions, %d NAKs, %d timeouts, %d ICRC drops (NIC profile %s)\n",
 		r.FramesSent, r.Retransmissions, r.NAKs, r.Timeouts, r.ICRCDrops, r.NIC)
 	if hint := queueingHint(r); hint != "" {
 		fmt.Fprintf(w, "  note      %s\n", hint)
