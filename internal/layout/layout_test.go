@@ -23,7 +23,7 @@ var levels = map[string]int{
 	// the capture checker judges wire formats only, never the emulator
 	"capcheck": 3, "graphs": 3,
 	"emu/topo": 3, "emu/netreduce": 3,
-	"emu/nic": 4, "emu/switching": 4, "internal/wallloop": 4,
+	"emu/nic": 4, "emu/switching": 4, "internal/wallloop": 4, "internal/taptest": 4,
 	"emu/fabric": 5, "faultwire": 5,
 	"emu/live": 6,
 	"emu":      7, "emu/replay": 7,
