@@ -776,6 +776,7 @@ type frameParser struct {
 	// opcode the rules do not cover (readatomic.go).
 	ext       map[int]frameExt
 	mtuLens   map[int32]int
+	maxPay    int32
 	uncovered map[wire.Opcode]int
 	// clockWhy: what said the capture was taken on the wall clock.
 	clockWhy string
@@ -1055,6 +1056,7 @@ func (p *frameParser) check(opt CheckOptions, payloads func(yield func(i int, da
 	c := newChecker(opt, fs, rep, p.clockWhy)
 	c.ext = p.ext
 	c.mtu, c.mtuWhy = p.pathMTU(opt.MTU)
+	c.mtuFloor = p.mtuFloor()
 	rep.PathMTU, rep.PathMTUWhy = c.mtu, c.mtuWhy
 	p.reportUncovered(rep)
 	c.addrs, c.addrIdx = p.addrs, p.addrIdx

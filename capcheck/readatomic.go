@@ -52,11 +52,16 @@ import (
 //     with another original value: a duplicate atomic was executed again
 //     instead of answered from the replay cache.
 //
-// psn-order and nak-psn count a READ's PSNs; READ responses and Atomic
-// Acknowledges acknowledge their PSN for psn-order (a READ re-issued from
-// the first missing response PSN is a restart there). A READ whose PSN
-// count the MTU does not say (CheckOptions.MTU) stops its stream's PSN
-// rules from there on, and the report lists it as unchecked.
+// psn-order and nak-psn count a READ's PSNs. For psn-order a READ
+// response acknowledges its PSN when it arrives in sequence (after a gap
+// the requester retries instead: rxe_comp.c check_psn), an Atomic
+// Acknowledge its PSN; and a READ or atomic whose responses have not all
+// arrived may be asked for again, whole or from its first missing
+// response, whatever a NAK for a later PSN says (pendReq). A READ whose
+// PSN count the MTU does not say (CheckOptions.MTU; a READ no longer than
+// the largest payload in the capture takes one PSN whatever the MTU)
+// stops its stream's PSN rules from there on, and the report lists it as
+// unchecked.
 const (
 	RuleReadPSN      = "read-psn"
 	RuleAtomicPSN    = "atomic-psn"
@@ -99,11 +104,17 @@ func (p *frameParser) noteReadAtomic(i int, f *checkFrame, v *frames.View) {
 				uint64(a[4])<<24 | uint64(a[5])<<16 | uint64(a[6])<<8 | uint64(a[7])}
 		}
 	}
-	if op := f.op; f.icrcOK && !f.ghost && op.Class() == wire.ClassRC && op.Known() && !op.IsLast() &&
-		(op.IsSend() || op.IsWrite() || isReadResponse(op)) {
-		p.mtuLens[f.payLen]++ // FIRST and MIDDLE packets carry exactly one MTU
+	if op := f.op; f.icrcOK && !f.ghost && op.Class() == wire.ClassRC && op.Known() && (op.IsSend() || op.IsWrite() || isReadResponse(op)) {
+		if !op.IsLast() {
+			p.mtuLens[f.payLen]++ // FIRST and MIDDLE packets carry exactly one MTU
+		}
+		p.maxPay = max(p.maxPay, f.payLen) // no packet carries more than one
 	}
 }
+
+// mtuFloor is what the MTU is at least: the smallest IBTA allows, or the
+// largest payload any packet carried.
+func (p *frameParser) mtuFloor() int { return max(256, int(p.maxPay)) }
 
 // ibMTUs are the path MTUs IBTA allows (§9.7.7 ... PMTU 256 to 4096).
 var ibMTUs = map[int32]bool{256: true, 512: true, 1024: true, 2048: true, 4096: true}
@@ -121,10 +132,11 @@ func (p *frameParser) pathMTU(given int) (int, string) {
 	if len(lens) == 1 && ibMTUs[lens[0]] {
 		return int(lens[0]), fmt.Sprintf("%d bytes, inferred: the payload of every FIRST and MIDDLE packet, %s", lens[0], plural(p.mtuLens[lens[0]], "packet"))
 	}
+	floor := max(256, int(p.maxPay))
 	if len(lens) == 0 {
-		return 0, "unknown: no FIRST or MIDDLE packet (READs of at most 256 bytes, one PSN, are counted; give --mtu for longer ones)"
+		return 0, fmt.Sprintf("unknown: no FIRST or MIDDLE packet; at least %d bytes, the largest payload, so READs up to that length take one PSN (give --mtu for longer ones)", floor)
 	}
-	return 0, fmt.Sprintf("unknown: FIRST and MIDDLE payloads of %v bytes do not name one MTU (give --mtu)", lens)
+	return 0, fmt.Sprintf("unknown: FIRST and MIDDLE payloads of %v bytes do not name one MTU; at least %d bytes, so READs up to that length take one PSN (give --mtu)", lens, floor)
 }
 
 // covered says whether the rules judge frames of opcode op; note says
@@ -184,8 +196,8 @@ func (c *checker) npkts(f *checkFrame) (uint32, bool) {
 		return 1, true
 	case c.mtu > 0:
 		return (e.length + uint32(c.mtu) - 1) / uint32(c.mtu), true
-	case e.length <= 256:
-		return 1, true
+	case int(e.length) <= c.mtuFloor:
+		return 1, true // within one MTU whatever it is
 	}
 	return 0, false
 }
@@ -215,6 +227,7 @@ func (s *checkReq) noteRequest(f *checkFrame, n uint32) {
 	if !s.reqSet || wire.PSNDiff(f.psn, s.reqFirst) < 0 {
 		s.reqFirst, s.reqSet = f.psn, true
 	}
+	s.addPending(f.psn, n, isAtomicReq(f.op))
 	switch {
 	case f.op == wire.ReadRequest:
 		e := s.c.ext[f.idx]
@@ -268,6 +281,63 @@ func (s *checkReq) checkReissue(f *checkFrame, e frameExt) {
 	}
 }
 
+// pendReq is a READ or atomic request waiting for its responses (PSNs
+// start..last; next is the first response PSN not yet seen in sequence).
+// Until they all arrive the requester may ask for it again, whole or from
+// its first missing response, whatever a NAK for a later PSN says (IBTA
+// Vol. 1 §9.7.5; rxe_comp.c check_psn: a pending READ or atomic is
+// retried): psn-order accepts going back into its range.
+type pendReq struct {
+	start, last, next uint32
+	atomic            bool
+}
+
+// maxPending bounds a stream's pending READs and atomics (an initiator
+// depth is a handful; a capture that lost the responses drops the oldest).
+const maxPending = 4096
+
+func (s *checkReq) addPending(p, n uint32, atomic bool) {
+	last := wire.PSNAdd(p, int(n)-1)
+	for _, q := range s.pend {
+		if q.start == p && q.last == last {
+			return // asked again: still the one
+		}
+	}
+	if len(s.pend) == maxPending {
+		s.pend = s.pend[1:]
+	}
+	s.pend = append(s.pend, pendReq{start: p, last: last, next: p, atomic: atomic})
+}
+
+// pendingCovers: p is the PSN of a pending READ's missing responses or of
+// a pending atomic.
+func (s *checkReq) pendingCovers(p uint32) bool {
+	for _, q := range s.pend {
+		if wire.PSNDiff(p, q.start) >= 0 && wire.PSNDiff(p, q.last) <= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// responded: a response with PSN q arrived; READs whose next response it
+// is move on, and those it completes (and an atomic it answers) stop
+// pending.
+func (s *checkReq) responded(q uint32, atomic bool) {
+	k := 0
+	for _, r := range s.pend {
+		if r.atomic == atomic && r.next == q && wire.PSNDiff(q, r.last) <= 0 {
+			r.next = wire.PSNAdd(q, 1)
+			if wire.PSNDiff(r.next, r.last) > 0 {
+				continue // complete
+			}
+		}
+		s.pend[k] = r
+		k++
+	}
+	s.pend = s.pend[:k]
+}
+
 type atomicAnswer struct {
 	orig  uint64
 	frame int
@@ -283,23 +353,20 @@ func (s *checkReq) responseBeforeCapture(q uint32) bool {
 // acknowledgement.
 func (s *checkReq) onReadResp(f *checkFrame) {
 	q := f.psn
-	// In sequence it acknowledges its PSN; after a gap (responses lost)
-	// the requester takes it as a sequence error and re-issues the READ
-	// from the first missing one, so only what precedes its READ is
-	// acknowledged (rxe_comp.c check_psn).
-	exp, inSeq := wire.PSNAdd(s.acked, 1), s.ackSet
-	for _, r := range s.reads {
-		if !inSeq && r.covers(q) {
-			exp, inSeq = r.start, true
+	// In sequence (at most one past what is acknowledged: responses
+	// arrive in PSN order) it acknowledges its PSN. After a gap (an
+	// earlier READ's responses lost, or this READ's) the requester takes
+	// it as a sequence error and asks again from the first missing PSN
+	// (rxe_comp.c check_psn): nothing more is acknowledged, not even what
+	// precedes this READ, since an earlier READ may still miss responses.
+	s.responded(q, false)
+	if s.ackSet || s.reqSet {
+		exp := s.reqFirst
+		if s.ackSet {
+			exp = wire.PSNAdd(s.acked, 1)
 		}
-	}
-	if inSeq && wire.PSNDiff(q, exp) <= 0 {
-		s.acknowledge(q, f.idx, f.eff)
-	} else {
-		for _, r := range s.reads {
-			if r.covers(q) {
-				s.acknowledge(wire.PSNAdd(r.start, -1), f.idx, f.eff)
-			}
+		if wire.PSNDiff(q, exp) <= 0 {
+			s.acknowledge(q, f.idx, f.eff)
 		}
 	}
 	s.raiseUp(wire.PSNAdd(q, 1))
@@ -374,6 +441,7 @@ func (s *checkReq) lastReadText() string {
 // and takes it as the acknowledgement of its PSN.
 func (s *checkReq) onAtomicAck(f *checkFrame) {
 	q := f.psn
+	s.responded(q, true)
 	s.acknowledge(q, f.idx, f.eff)
 	s.raiseUp(wire.PSNAdd(q, 1))
 	copyOfPrev := s.aaSet && s.aaHash == f.hash

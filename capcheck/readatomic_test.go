@@ -250,25 +250,32 @@ func TestScapyUncoveredOpcodeUnchecked(t *testing.T) {
 	assert.Contains(t, rep.Unchecked[0], "UC_SEND_ONLY (0x24): 2 frames outside the rules")
 }
 
-// TestScapyReadMTUUnknown: READ responses of one packet only say nothing
-// of the MTU; a READ of 1024 bytes then takes an unknown number of PSNs:
-// listed as unchecked (undecidable), until --mtu says it.
+// TestScapyReadMTUUnknown: a READ of 1024 bytes whose responses the
+// capture lacks, then a WRITE at PSN 104: with no FIRST or MIDDLE packet
+// the MTU is unknown and the largest payload (64) says only that it is at
+// least 256, so the READ's PSN count is unknown: listed as unchecked
+// (undecidable), until --mtu says it: at 256 the READ takes 100..103 and
+// all conforms, at 1024 it takes 100 alone and the WRITE skips 101..103.
+// A READ of 1024 bytes answered by one ONLY of 1024 bytes takes one PSN
+// whatever the MTU (no packet carries more than one).
 func TestScapyReadMTUUnknown(t *testing.T) {
-	fs := []rf{{Op: "read", PSN: 100, Len: 1024}, {Op: "ronly", PSN: 100, Len: 1024}, {Op: "write", PSN: 101, Len: 64}}
+	fs := []rf{{Op: "read", PSN: 100, Len: 1024}, {Op: "write", PSN: 104, Len: 64}}
 	path := raCapture(t, "ra_mtu", fs)
 	rep := raCheck(t, path, capcheck.CheckOptions{})
 	assert.Empty(t, rep.Violations)
 	assert.Equal(t, "undecidable", rep.Verdict)
 	require.Len(t, rep.Unchecked, 1)
 	assert.Contains(t, rep.Unchecked[0], "READ of frame 1 (1024 bytes)")
-	// With a 1024-byte MTU it is one PSN and all conforms; with 256 the
-	// READ takes four PSNs, which one ONLY cannot answer (the WRITE at
-	// 101 is then a retransmission from the first unacknowledged PSN,
-	// which go-back-N allows).
-	rep = raCheck(t, path, capcheck.CheckOptions{MTU: 1024})
-	assert.Equal(t, "conforms", rep.Verdict, "%v", rep.Violations)
+	assert.Contains(t, rep.PathMTUWhy, "at least 256 bytes")
 	rep = raCheck(t, path, capcheck.CheckOptions{MTU: 256})
-	assert.Equal(t, []string{"read-psn 2"}, raRules(rep))
+	assert.Equal(t, "conforms", rep.Verdict, "%v", rep.Violations)
+	rep = raCheck(t, path, capcheck.CheckOptions{MTU: 1024})
+	assert.Equal(t, []string{"psn-order 2"}, raRules(rep))
+
+	only := []rf{{Op: "read", PSN: 100, Len: 1024}, {Op: "ronly", PSN: 100, Len: 1024}, {Op: "write", PSN: 101, Len: 64}}
+	rep = raCheck(t, raCapture(t, "ra_mtu_only", only), capcheck.CheckOptions{})
+	assert.Equal(t, "conforms", rep.Verdict, "%v %v", rep.Violations, rep.Unchecked)
+	assert.Contains(t, rep.PathMTUWhy, "at least 1024 bytes")
 }
 
 // TestScapyReadNoFalseGap: the PSNs a READ occupies are no gap. A READ
@@ -285,4 +292,38 @@ func TestScapyReadNoFalseGap(t *testing.T) {
 	assert.Equal(t, []string{"psn-order 9"}, raRules(rep))
 	require.Len(t, rep.Inferences, 1)
 	assert.Contains(t, rep.Inferences[0], "the sender side")
+}
+
+// TestScapyReadPendingRetried: a READ (PSNs 100..103) whose LAST response
+// was lost stays pending: a later READ's responses and a NAK for PSN 108
+// acknowledge it not, and the requester re-issues it from PSN 103 (the
+// rest of it, 256 bytes at VA + 768) before going back to 108, as rxe's
+// completer retries a pending READ. Conforms; on the transport's first
+// lossy READ runs the checker called the re-issue a retransmission that
+// did not start at the NAK's PSN.
+func TestScapyReadPendingRetried(t *testing.T) {
+	fs := []rf{
+		{Op: "read", PSN: 100, Len: 1024},
+		{Op: "rfirst", PSN: 100, Len: 256}, {Op: "rmiddle", PSN: 101, Len: 256}, {Op: "rmiddle", PSN: 102, Len: 256}, // 103 lost
+		{Op: "read", PSN: 104, VA: 0x30000, Len: 1024},
+		{Op: "rfirst", PSN: 104, Len: 256}, {Op: "rmiddle", PSN: 105, Len: 256}, {Op: "rmiddle", PSN: 106, Len: 256}, {Op: "rlast", PSN: 107, Len: 256},
+		{Op: "write", PSN: 108, Len: 64}, {Op: "write", PSN: 109, Len: 64}, // 108 lost after the capture
+		{Op: "ack", PSN: 108, Syn: synNAK},
+		{Op: "read", PSN: 103, VA: 0x20000 + 768, Len: 256}, // frame 13
+		{Op: "write", PSN: 108, Len: 64}, {Op: "write", PSN: 109, Len: 64},
+		{Op: "ronly", PSN: 103, Len: 256}, {Op: "ack", PSN: 109},
+	}
+	rep := raCheck(t, raCapture(t, "ra_pending", fs), capcheck.CheckOptions{})
+	assert.Empty(t, raRules(rep), "%v", rep.Violations)
+	assert.Equal(t, "conforms", rep.Verdict)
+
+	// A requester may ask for the whole READ again instead (a duplicate,
+	// the same RETH), answered whole again: conforms too, although its
+	// first three responses had arrived.
+	whole := append([]rf{}, fs[:12]...)
+	whole = append(whole, rf{Op: "read", PSN: 100, Len: 1024},
+		rf{Op: "rfirst", PSN: 100, Len: 256}, rf{Op: "rmiddle", PSN: 101, Len: 256}, rf{Op: "rmiddle", PSN: 102, Len: 256}, rf{Op: "rlast", PSN: 103, Len: 256},
+		rf{Op: "write", PSN: 104, Len: 64})
+	rep = raCheck(t, raCapture(t, "ra_pending_whole", whole), capcheck.CheckOptions{})
+	assert.Empty(t, raRules(rep), "%v", rep.Violations)
 }

@@ -77,9 +77,10 @@ type checker struct {
 	origin map[*checkVantage]*checkVantage
 	// ext, mtu and mtuWhy: what the READ and atomic rules need
 	// (readatomic.go).
-	ext    map[int]frameExt
-	mtu    int
-	mtuWhy string
+	ext      map[int]frameExt
+	mtu      int
+	mtuWhy   string
+	mtuFloor int
 }
 
 type ghostKey struct {
@@ -1217,6 +1218,7 @@ type checkReq struct {
 	atomics        map[uint32]int
 	atomicAcks     map[uint32]int
 	atomicOrig     map[uint32]atomicAnswer
+	pend           []pendReq
 
 	// Sender model: what the requester transmitted (ghosts included).
 	txStarted bool
@@ -1428,6 +1430,11 @@ func (s *checkReq) judge(p uint32, t int64) string {
 	switch {
 	case d == 0, s.hasNAK(p):
 		// in order, or a NAK retransmission
+	case d < 0 && s.pendingCovers(p):
+		// a READ re-issued from its first missing response PSN, or an
+		// atomic resent, while it waits for its responses: a NAK for a
+		// later PSN acknowledges neither (rxe_comp.c: a READ or atomic
+		// still pending is retried)
 	case s.resp == nil:
 		// No responses at this vantage point: any NAK may ask for any PSN
 		// sent so far; only a PSN beyond all of them is wrong.
