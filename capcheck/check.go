@@ -665,7 +665,9 @@ func isRequestOp(op wire.Opcode) bool {
 // the EtherType, IP protocol or UDP port makes one) may have been any
 // frame: when k unreadable frames were seen there since the stream's
 // previous data packet, a packet is accepted if one of the k PSNs before
-// it would have been (they may have been its predecessors). A data packet that
+// it would have been (they may have been its predecessors), and, in a
+// capture that carries READs, any packet ahead (one may have been a READ
+// of any number of PSNs). A data packet that
 // repeats the PSN of the stream's previous data packet is taken as a
 // network duplicate. Without a reorder window (CheckOptions.ReorderWindow;
 // auto opens one when the emulator's fault comments show frames held back)

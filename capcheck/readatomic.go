@@ -39,15 +39,18 @@ import (
 //     READ's first PSN, ONLY for a READ of several packets, LAST not at
 //     the last PSN, MIDDLE at the first or last); more responses for a PSN
 //     than READ requests covering it passed (a response nobody asked for:
-//     re-execution follows a duplicate READ). An exact copy of the
-//     previous response frame is taken as the network's duplicate. And
+//     re-execution follows a duplicate READ; a READ counts as often as
+//     any one interface of the capture saw it, since a network that
+//     duplicates it after this vantage point has it executed twice). An
+//     exact copy of the previous response frame is taken as the network's
+//     duplicate. And
 //     against the requester: a READ request inside an earlier READ's
 //     range whose RETH is not the rest of that READ (a duplicate at the
 //     same PSN carries the same VA and length; one re-issued k PSNs in,
 //     VA + k×MTU and length - k×MTU).
 //   - atomic-psn: an Atomic Acknowledge with a PSN no compare-and-swap or
 //     fetch-and-add carried, or more of them for a PSN than atomic
-//     requests with it passed.
+//     requests with it passed (counted as READs are).
 //   - atomic-replay: an Atomic Acknowledge for a PSN already answered,
 //     with another original value: a duplicate atomic was executed again
 //     instead of answered from the replay cache.
@@ -412,8 +415,62 @@ func (s *checkReq) onReadResp(f *checkFrame) {
 		s.rrCount = map[uint32]int{}
 	}
 	s.rrCount[q]++
-	if k := s.rrCount[q]; k > len(cover) {
+	if k := s.rrCount[q]; k > len(cover) && k > s.c.readsReaching(s.key, cover) {
 		s.c.violation(RuleReadPSN, f, "%s for PSN %d is response %d to it, but only %d READ request(s) covering it passed here (a READ is executed again only for a duplicate READ, from the duplicate's PSN)", name, q, k, len(cover))
+	}
+}
+
+// readsReaching bounds how many of the READs in cover (those covering a
+// PSN that passed one vantage point) reached the responder: each as often
+// as it was seen on any one interface of the capture. A network that
+// duplicates a READ after this vantage point (the emulator's duplicate
+// fault on the responder's link) makes the responder execute it twice.
+func (c *checker) readsReaching(k checkStreamKey, cover []readReq) int {
+	n := 0
+	seen := map[uint32]int{}
+	for _, r := range cover {
+		seen[r.start]++
+	}
+	for start, here := range seen {
+		n += max(here, c.readMax[readAt{k, start}])
+	}
+	return n
+}
+
+// readAt names a READ request: its stream and PSN.
+type readAt struct {
+	k   checkStreamKey
+	psn uint32
+}
+
+// countReads finds, per READ request and per atomic (stream and PSN), the
+// most times one interface saw it (readsReaching; an atomic duplicated
+// after the vantage point is answered twice, from the replay cache).
+func (c *checker) countReads() {
+	type at struct {
+		r     readAt
+		iface int
+	}
+	per := map[at]int{}
+	for i := range c.fs.len() {
+		f := c.fs.at(i)
+		if f.op == wire.ReadRequest && f.class == fcRequest && f.icrcOK && !f.ghost && !f.notForHost {
+			per[at{readAt{f.key(), f.psn}, f.iface}]++
+		}
+	}
+	c.readMax, c.atomicMax = map[readAt]int{}, map[readAt]int{}
+	for a, n := range per {
+		c.readMax[a.r] = max(c.readMax[a.r], n)
+	}
+	clear(per)
+	for i := range c.fs.len() {
+		f := c.fs.at(i)
+		if isAtomicReq(f.op) && f.class == fcRequest && f.icrcOK && !f.ghost && !f.notForHost {
+			per[at{readAt{f.key(), f.psn}, f.iface}]++
+		}
+	}
+	for a, n := range per {
+		c.atomicMax[a.r] = max(c.atomicMax[a.r], n)
 	}
 }
 
@@ -455,7 +512,7 @@ func (s *checkReq) onAtomicAck(f *checkFrame) {
 		return
 	}
 	s.atomicAcks[q]++
-	if k := s.atomicAcks[q]; k > reqs {
+	if k := s.atomicAcks[q]; k > reqs && k > s.c.atomicMax[readAt{s.key, q}] {
 		s.c.violation(RuleAtomicPSN, f, "Atomic Acknowledge %d for PSN %d, but only %d atomic request(s) with it passed here", k, q, reqs)
 	}
 	orig := s.c.ext[f.idx].orig

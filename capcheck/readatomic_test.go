@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/capcheck"
+	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/frames/wire"
 	"github.com/inaemu/inaemu/internal/testtool"
 )
 
@@ -326,4 +328,69 @@ func TestScapyReadPendingRetried(t *testing.T) {
 		rf{Op: "write", PSN: 104, Len: 64})
 	rep = raCheck(t, raCapture(t, "ra_pending_whole", whole), capcheck.CheckOptions{})
 	assert.Empty(t, raRules(rep), "%v", rep.Violations)
+}
+
+// TestCheckReadDuplicatedDownstream: a READ the network duplicated after
+// one vantage point (seen once at the requester's tap, twice at the
+// responder's) is executed twice: its responses come twice to the
+// requester, and that is no read-psn. Likewise an atomic duplicated
+// there is answered twice, from the replay cache.
+func TestCheckReadDuplicatedDownstream(t *testing.T) {
+	c := chkNewCapture("near", "far")
+	a := chkNewConn(t, 1, 2, 0x12, 0x11)
+	read := a.build(a.req, &frames.Packet{Opcode: wire.ReadRequest, PSN: 100, AckReq: true, RETH: frames.RETHFields{VA: 0x1000, RKey: 1, DMALen: 512}})
+	faa := a.build(a.req, &frames.Packet{Opcode: wire.FetchAdd, PSN: 102, AckReq: true, AtomicETH: frames.AtomicETHFields{VA: 0x2000, RKey: 1, SwapAdd: 1}})
+	c.add("near", us, read)
+	c.add("far", us, read)
+	c.add("far", us, read) // the network's copy
+	c.add("near", us, faa)
+	c.add("far", us, faa)
+	c.add("far", us, faa)
+	for range 2 {
+		c.add("near", 100*us, a.build(a.resp, &frames.Packet{Opcode: wire.ReadResponseFirst, PSN: 100, Payload: make([]byte, 256)}))
+		c.add("near", us, a.build(a.resp, &frames.Packet{Opcode: wire.ReadResponseLast, PSN: 101, Payload: make([]byte, 256)}))
+		c.add("near", us, a.build(a.resp, &frames.Packet{Opcode: wire.AtomicAcknowledge, PSN: 102, AtomicAck: 41}))
+	}
+	recs, names := chkRecords(t, c)
+	rep := capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names})
+	assert.Equal(t, []chkWant{}, chkViolations(rep))
+	assert.Equal(t, 256, rep.PathMTU)
+}
+
+// TestCheckReadHiddenByCorruption: a READ request whose bits a fault
+// flipped (bad ICRC: unreadable) may have been a READ of any number of
+// PSNs: the next READ after it skips none as far as the capture proves.
+func TestCheckReadHiddenByCorruption(t *testing.T) {
+	c := chkNewCapture("tap0")
+	a := chkNewConn(t, 1, 2, 0x12, 0x11)
+	rd := func(psn uint32, n uint32) []byte {
+		return a.build(a.req, &frames.Packet{Opcode: wire.ReadRequest, PSN: psn, AckReq: true, RETH: frames.RETHFields{VA: 0x1000, RKey: 1, DMALen: 256 * n}})
+	}
+	c.add("tap0", us, rd(100, 4))
+	bad := rd(104, 9)
+	bad[len(bad)-6] ^= 0x40 // in the RETH: unreadable
+	c.add("tap0", us, bad)
+	c.add("tap0", us, rd(113, 2))
+	c.add("tap0", us, a.build(a.resp, &frames.Packet{Opcode: wire.ReadResponseMiddle, PSN: 101, Payload: make([]byte, 256)}))
+	recs, names := chkRecords(t, c)
+	rep := capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names})
+	assert.Equal(t, []chkWant{{"icrc", 1, 104}}, chkViolations(rep))
+}
+
+// TestCheckReadOvertaken: within a reorder window a READ overtaken by
+// the next one fills the hole of every PSN it occupies.
+func TestCheckReadOvertaken(t *testing.T) {
+	c := chkNewCapture("tap0")
+	a := chkNewConn(t, 1, 2, 0x12, 0x11)
+	rd := func(psn uint32, n uint32) []byte {
+		return a.build(a.req, &frames.Packet{Opcode: wire.ReadRequest, PSN: psn, AckReq: true, RETH: frames.RETHFields{VA: 0x1000, RKey: 1, DMALen: 256 * n}})
+	}
+	c.add("tap0", us, rd(100, 4))
+	c.add("tap0", us, rd(108, 2)) // overtook the READ at 104
+	c.add("tap0", us, rd(104, 4))
+	c.add("tap0", 100*us, a.build(a.resp, &frames.Packet{Opcode: wire.ReadResponseFirst, PSN: 100, Payload: make([]byte, 256)})) // past the window
+	recs, names := chkRecords(t, c)
+	rep := capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names, ReorderWindow: 20 * us})
+	assert.Equal(t, []chkWant{}, chkViolations(rep))
+	assert.Positive(t, rep.Reordered)
 }
