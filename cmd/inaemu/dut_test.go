@@ -119,11 +119,13 @@ func TestDUTOutputStaysInItsLog(t *testing.T) {
 	require.Contains(t, out, `"device_log":"`+log+`"`)
 	require.NotContains(t, out+errOut, "noise")
 
-	// A device that serves two ports of three: the job cannot start. The
-	// failure shows the output's last 20 lines, no more.
-	code, out, errOut = runCLI("run", "--dut", "tap:"+prefix, "--dut-cmd", noisy(75, "--workers 2"), "--dut-log", log,
-		"--workers", "3", "--tensor", "16KiB", "--seed", "2", "--max-time", "2s")
-	require.Equal(t, exitJobFailed, code, "%s\n%s", out, errOut)
+	// A device that only forwards (a ring switch for a NetReduce job): each
+	// rank's gradient comes back as its "result", a wrong one. The failure
+	// shows the output's last 20 lines, no more.
+	code, out, errOut = runCLI("run", "--dut", "tap:"+prefix, "--dut-cmd", noisy(75, "$INAEMU_DUT_FLAGS --mode ring"), "--dut-log", log,
+		"--workers", "3", "--tensor", "16KiB", "--seed", "2")
+	require.Equal(t, exitFail, code, "%s\n%s", out, errOut)
+	require.Contains(t, errOut, "RESULT DIFFERS")
 	require.NotContains(t, out, "noise")
 	require.Contains(t, errOut, "inaemu run: the device's last 20 lines of ")
 	require.Contains(t, errOut, "(all in "+log+")")
