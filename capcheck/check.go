@@ -463,6 +463,42 @@ const (
 // for the checker to read it as such (jumbo frames fit).
 const maxFrameLen = 65535
 
+// packetKey names the packet a frame carries the way the ICRC sees it: the
+// frame less its Ethernet header and VLAN tags (a switch gives a copy other
+// MAC addresses on the next link), with the fields the ICRC leaves out
+// zeroed (IPv4 ToS, TTL and header checksum, IPv6 traffic class, flow
+// label and hop limit, the UDP checksum: a fault may flip a bit there and
+// the receiver still takes the packet). A copy a duplicate fault made is
+// the same packet on every link it crosses.
+func packetKey(b []byte) string {
+	if len(b) < 14 {
+		return string(b)
+	}
+	off := 12
+	for off+4 <= len(b) {
+		et := binary.BigEndian.Uint16(b[off:])
+		if et != frames.EtherTypeDot1Q && et != frames.EtherTypeQinQ {
+			break
+		}
+		off += 4
+	}
+	et := binary.BigEndian.Uint16(b[off:])
+	k := append([]byte(nil), b[min(off+2, len(b)):]...)
+	udp := -1
+	switch {
+	case et == frames.EtherTypeIPv4 && len(k) >= 20 && k[0]>>4 == 4:
+		k[1], k[8], k[10], k[11] = 0, 0, 0, 0
+		udp = int(k[0]&0x0F) * 4
+	case et == frames.EtherTypeIPv6 && len(k) >= 40 && k[0]>>4 == 6:
+		k[0], k[1], k[2], k[3], k[7] = 0x60, 0, 0, 0, 0
+		udp = 40
+	}
+	if udp >= 0 && len(k) >= udp+8 {
+		k[udp+6], k[udp+7] = 0, 0
+	}
+	return string(k)
+}
+
 // otherTraffic: a frame that is plainly not RoCE (ARP, LLDP, TCP). Any
 // other frame that does not parse as RoCE may be a RoCE frame whose
 // EtherType, IP protocol or UDP port a bit error changed.
@@ -603,7 +639,9 @@ func isRequestOp(op wire.Opcode) bool {
 // injected_kinds. A corrupted frame's bad ICRC is the fault, not an icrc
 // violation, and so is that of a byte-identical copy a switch forwarded
 // further on; a copy of a frame a duplicate fault copied is the network's
-// (never a second NAK of its responder). Everything the transport did
+// (never a second NAK of its responder), wherever it is seen: the same
+// packet as the ICRC sees it (packetKey: other MAC addresses, or a bit
+// flipped in a field the ICRC leaves out, make no other packet). Everything the transport did
 // about the faults is judged as usual.
 //
 // Reordering. On an interface watched from its link's sending end (X-in,
@@ -910,9 +948,9 @@ func (p *frameParser) add(r *pcapio.Record) {
 	p.maxExtra = max(p.maxExtra, fault.ExtraDelay.Nanoseconds())
 	p.held = p.held || fault.Has("hold") || fault.Has("reorder")
 	if fault.Has("duplicate") {
-		p.duplicated[string(r.Data)] = true
+		p.duplicated[packetKey(r.Data)] = true
 	}
-	f.dupCopy = len(p.duplicated) > 0 && p.duplicated[string(r.Data)]
+	f.dupCopy = len(p.duplicated) > 0 && p.duplicated[packetKey(r.Data)]
 	if f.injected {
 		rep.Injected++
 		for k := range strings.SplitSeq(fault.Kinds, ",") {
