@@ -26,11 +26,14 @@ import (
 //
 // The configured timeout is the floor: a quiet machine recovers from a
 // loss as fast as the emulator does. Each expiry doubles the period (the
-// backoff) until a fresh sample arrives, so a stalled machine's retries
-// spread out instead of feeding its queues; the period never exceeds
-// rtoCeiling floors. The retry budget (RetryCnt) is unchanged: a device
-// that really stopped answering still fails, after about 2^(RetryCnt+1)
-// floors instead of RetryCnt+1.
+// backoff, at most 2^rtoMaxBackoff times) until a fresh sample arrives,
+// so a stalled machine's retries spread out instead of feeding its
+// queues; the period never exceeds rtoCeiling floors. The retry budget
+// (RetryCnt) is unchanged: a device that really stopped answering still
+// fails, with RetryCnt 7 after 1+2+4+8+16·4 = 79 floors (5.3 s at the
+// 67 ms floor) instead of 8. The backoff's bound is that cost: doubling
+// to RFC 6298's minute would make each run against a mute device (a
+// conformance case and every step of its shrinking) last minutes.
 type rto struct {
 	on           bool
 	srtt, rttvar time.Duration
@@ -44,8 +47,9 @@ type rto struct {
 // rtoCeiling bounds the adaptive period, in floors (AckTimeout(Timeout)).
 const rtoCeiling = 64
 
-// rtoMaxBackoff bounds the backoff's doublings (2^6 = rtoCeiling).
-const rtoMaxBackoff = 6
+// rtoMaxBackoff bounds the backoff's doublings: 16 periods, a second at
+// the 67 ms floor, outlast a stalled machine's round trip.
+const rtoMaxBackoff = 4
 
 // period is the timer's next period for a floor of AckTimeout(Timeout).
 func (t *rto) period(floor time.Duration) time.Duration {

@@ -98,3 +98,30 @@ func TestAdaptiveTimeoutFloorIsTheConfiguredTimeout(t *testing.T) {
 		require.Equal(t, logs[0][k].frame, logs[1][k].frame, "frame %d", k)
 	}
 }
+
+// A responder that never answers still fails the WR, after a bounded
+// time: the backoff doubles the period four times at most, so retry_cnt 7
+// gives up after 1+2+4+8+16·4 = 79 floors (the fixed timer: 8).
+func TestAdaptiveTimeoutGivesUpOnAMuteResponder(t *testing.T) {
+	for _, adaptive := range []bool{false, true} {
+		cfg := defaultCfg()
+		cfg.AdaptiveTimeout = adaptive
+		h := newHarness(t, cfg, defaultCfg(), 1<<16)
+		h.fault = func(e *wireEvent) verdict {
+			if e.dir == 1 {
+				return drop
+			}
+			return pass
+		}
+		postWrite(t, h, 1, pattern(8*256, 1), 0)
+		h.run(time.Minute)
+		require.Equal(t, []roce.Completion{{WRID: 1, Status: roce.StatusRetryExcErr, Opcode: roce.WRWrite, QPN: qpnA}}, poll(h.hosts[0].cq))
+		floors := time.Duration(8)
+		if adaptive {
+			floors = 79
+		}
+		floor := roce.AckTimeout(cfg.Timeout)
+		require.GreaterOrEqual(t, h.clock.Now(), floors*floor)
+		require.Less(t, h.clock.Now(), floors*floor+time.Millisecond, "gave up after %v", h.clock.Now())
+	}
+}
