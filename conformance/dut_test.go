@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -28,7 +29,7 @@ func deviceUnderTest(t *testing.T, tag string, ports int, pkg, command string) S
 	bin := testtool.Build(t, pkg, "device")
 	_, err := tap.Up(tap.Topology{Prefix: prefix, Workers: ports, Wired: true})
 	require.NoError(t, err)
-	d := dut.Device{Prefix: prefix, Command: strings.ReplaceAll(command, "$BIN", bin)}
+	d := dut.Device{Prefix: prefix, Command: strings.ReplaceAll(command, "$BIN", bin), StartTimeout: testtool.Budget(30 * time.Second)}
 	return SuiteOptions{Count: 6, Seed: 11, OutDir: t.TempDir(), DUT: &DUT{Device: d, Ports: ports, Replay: "--dut tap:" + prefix}}
 }
 

@@ -3,6 +3,7 @@ package dut_test
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -42,7 +43,7 @@ func TestInaemuSwitchAsDevice(t *testing.T) {
 	prefix := ports(t, "dt", 3)
 	bin := testtool.Build(t, "github.com/inaemu/inaemu/cmd/inaemu", "inaemu")
 	var log bytes.Buffer
-	d := dut.Device{Prefix: prefix, Command: bin + " switch --tap $INAEMU_DUT_PREFIX $INAEMU_DUT_FLAGS", Log: &log}
+	d := dut.Device{Prefix: prefix, Command: bin + " switch --tap $INAEMU_DUT_PREFIX $INAEMU_DUT_FLAGS", Log: &log, StartTimeout: testtool.Budget(30 * time.Second)}
 	cfg := job(t, 3, "drop port=1 dir=in class=data nth=3", "corrupt port=2 dir=out class=data nth=2")
 	var capture bytes.Buffer
 	cfg.Capture = &capture

@@ -47,7 +47,7 @@ func TestKilledRunLeavesNothing(t *testing.T) {
 
 	// Wait for the helper to say what it made (or to fail).
 	var made []string
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testtool.Budget(2*time.Minute))
 	defer cancel()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
@@ -57,7 +57,7 @@ func TestKilledRunLeavesNothing(t *testing.T) {
 			t.Fatalf("the helper ended before it was killed (%v):\n%s", err, out.String())
 		case <-ctx.Done():
 			_ = helper.Process.Kill()
-			t.Fatalf("the helper made nothing within 2 minutes:\n%s", out.String())
+			t.Fatalf("the helper made nothing within %v:\n%s", testtool.Budget(2*time.Minute), out.String())
 		case <-tick.C:
 			if b, err := os.ReadFile(report); err == nil && strings.HasSuffix(string(b), "\n") {
 				made = strings.Fields(string(b))

@@ -9,6 +9,7 @@ import (
 	"github.com/inaemu/inaemu/emu/live"
 	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/emu/tensor"
+	"github.com/inaemu/inaemu/internal/testtool"
 	"github.com/inaemu/inaemu/tap"
 	"github.com/stretchr/testify/require"
 )
@@ -41,7 +42,7 @@ func liveConfig(mode Mode, n int) Config {
 	cfg.Timeout = liveTimeout
 	// The wall-clock bound: a loaded -race run takes a few seconds, and
 	// even a lost frame would be resent (one timeout) well within it.
-	cfg.MaxVirtual = time.Minute
+	cfg.MaxVirtual = testtool.Budget(time.Minute)
 	return cfg
 }
 

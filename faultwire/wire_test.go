@@ -16,6 +16,7 @@ import (
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
 	"github.com/inaemu/inaemu/internal/pcapio"
+	"github.com/inaemu/inaemu/internal/testtool"
 	"github.com/inaemu/inaemu/tap"
 )
 
@@ -84,8 +85,8 @@ func expect(t *testing.T, d tap.Device) []byte {
 	case f := <-got:
 		require.NotNil(t, f, "read failed")
 		return f
-	case <-time.After(10 * time.Second):
-		t.Fatal("no frame within 10 s")
+	case <-time.After(testtool.Budget(10 * time.Second)):
+		t.Fatalf("no frame within %v", testtool.Budget(10*time.Second))
 		return nil
 	}
 }
@@ -219,7 +220,7 @@ func TestWireRecordsWhatAFullHostQueueDrops(t *testing.T) {
 	for psn := uint32(0); psn < 5; psn++ {
 		require.NoError(t, d.WriteFrame(roce(t, psn, true)))
 	}
-	require.Eventually(t, func() bool { return hw.(tap.Dropper).Dropped() == 3 }, 10*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return hw.(tap.Dropper).Dropped() == 3 }, testtool.Budget(10*time.Second), time.Millisecond,
 		"the host's queue holds 2 of the 5 ACKs")
 	for psn := uint32(0); psn < 2; psn++ {
 		require.Equal(t, psn, psnOf(t, expect(t, h)))

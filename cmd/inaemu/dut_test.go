@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/internal/taptest"
+	"github.com/inaemu/inaemu/internal/testtool"
 	"github.com/inaemu/inaemu/tap"
 )
 
@@ -56,7 +57,7 @@ func TestWireBetweenProcesses(t *testing.T) {
 	_, err := tap.Up(tap.Topology{Prefix: prefix, Workers: 3, Wired: true})
 	require.NoError(t, err)
 	pcap := filepath.Join(t.TempDir(), "wire.pcapng")
-	job := []string{"--workers", "3", "--tensor", "256KiB", "--seed", "5", "--max-time", "60s"}
+	job := []string{"--workers", "3", "--tensor", "256KiB", "--seed", "5", "--max-time", fmt.Sprintf("%ds", int(testtool.Budget(time.Minute).Seconds()))}
 	sw := taptest.Command(bin, append([]string{"switch", "--tap", prefix}, job...)...)
 	require.NoError(t, sw.Start())
 	wire := taptest.Command(bin, "wire", "--prefix", prefix, "--workers", "3", "--seed", "4", "--json", "--pcap", pcap,

@@ -98,7 +98,7 @@ func start(t *testing.T, ready string, name string, args ...string) *process {
 		close(p.lines)
 		p.done <- p.cmd.Wait()
 	}()
-	deadline := time.After(time.Minute)
+	deadline := time.After(testtool.Budget(time.Minute))
 	var seen []string
 	for {
 		select {
@@ -138,7 +138,7 @@ func waitCapturing(t *testing.T, pcap string, topo tap.Topology) {
 	}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	for deadline := time.Now().Add(30 * time.Second); ; <-tick.C {
+	for deadline := time.Now().Add(testtool.Budget(30 * time.Second)); ; <-tick.C {
 		require.True(t, time.Now().Before(deadline), "the capture of %v shows no probe on every bridge within 30 s", bridges)
 		seen := map[string]bool{}
 		if r, err := pcapio.Open(pcap); err == nil {
@@ -174,8 +174,8 @@ func (p *process) stop(t *testing.T, sig os.Signal) {
 	require.NoError(t, p.cmd.Process.Signal(sig))
 	select {
 	case <-p.done:
-	case <-time.After(time.Minute):
-		t.Fatalf("%v: still running a minute after %v", p.cmd.Args, sig)
+	case <-time.After(testtool.Budget(time.Minute)):
+		t.Fatalf("%v: still running %v after %v", p.cmd.Args, testtool.Budget(time.Minute), sig)
 	}
 }
 
@@ -399,7 +399,7 @@ func multiProcessJobOverTAPs(t *testing.T, topo tap.Topology, bin string, retry 
 	// asserts nothing about time.
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); <-tick.C {
+	for deadline := time.Now().Add(testtool.Budget(20 * time.Second)); time.Now().Before(deadline); <-tick.C {
 		if c, err := capcheck.CheckFile(pcap, capcheck.CheckOptions{}); err == nil && c.AggChecked >= int(rep.Switch.ResultPackets) {
 			break
 		}
