@@ -9,29 +9,28 @@ import (
 // Wall-clock tests wait for events (a line of output, an interface up, a
 // process gone) up to a deadline. A deadline fit for a quiet machine is
 // too short for one whose cores are shared eightfold, so deadlines are
-// given for a quiet machine and stretched by how late this machine's
-// timers fire now: Budget.
+// given for a quiet machine and stretched by how little of a core this
+// process gets now: Budget.
 
 var (
 	slowOnce sync.Once
 	slow     float64
 )
 
-// Slowdown is how many times longer than asked this machine takes to wake
-// a waiting goroutine, measured once per test process: the median of 15
-// timers of 2 ms each, over 2 ms, between 1 and 20. Quiet: 1; a 2-core
-// machine at load 8: several.
+// Slowdown is how many times longer than on an idle core work takes here
+// now, measured once per test process: a thread spins for 10 ms of wall
+// time and the kernel says how much CPU time it was given (Linux's
+// per-thread rusage); the median of five such wall/CPU ratios, between 1
+// and 20. Idle: 1; two cores shared with eight busy processes: about 4.
+// Elsewhere it is 1.
 func Slowdown() float64 {
 	slowOnce.Do(func() {
-		const want = 2 * time.Millisecond
-		var took []time.Duration
-		for range 15 {
-			start := time.Now()
-			<-time.After(want)
-			took = append(took, time.Since(start))
+		var r []float64
+		for range 5 {
+			r = append(r, wallPerCPU(10*time.Millisecond))
 		}
-		sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
-		slow = min(max(float64(took[len(took)/2])/float64(want), 1), 20)
+		sort.Float64s(r)
+		slow = min(max(r[len(r)/2], 1), 20)
 	})
 	return slow
 }
