@@ -165,7 +165,12 @@ func TestReadmeExamples(t *testing.T) {
 	for name, text := range shim {
 		require.NoError(t, os.WriteFile(filepath.Join(shims, name), []byte(text), 0o755))
 	}
-	env := append(os.Environ(), "PATH="+shims+string(os.PathListSeparator)+os.Getenv("PATH"))
+	// A home of their own: an example that installs into the user's
+	// folders (inaemu dissector --install) must not change the machine's,
+	// where tshark in other tests would load the dissector twice.
+	home := t.TempDir()
+	env := append(os.Environ(), "PATH="+shims+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"))
 
 	ran := 0
 	for _, page := range docPages(t) {

@@ -64,6 +64,13 @@ func Run(t testing.TB, name string, args ...string) (string, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
+	if name == "tshark" {
+		// tshark as installed, without the user's profile and personal
+		// plugins: a user who ran inaemu dissector --install would have
+		// the dissector loaded twice by the tests that give it with -X.
+		home := t.TempDir()
+		cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"))
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
