@@ -271,11 +271,13 @@ type StreamReport struct {
 // Report is what Check found; it marshals to what `inaemu check --json`
 // prints.
 type Report struct {
-	File       string `json:"file,omitempty"`
-	Conforms   bool   `json:"conforms"`
-	Frames     int    `json:"frames"`
-	RoCEFrames int    `json:"roce_frames"`
-	BadICRC    int    `json:"bad_icrc"`
+	File string `json:"file,omitempty"`
+	// Conforms: the verdict is "conforms" (no violation, nothing
+	// unchecked).
+	Conforms   bool `json:"conforms"`
+	Frames     int  `json:"frames"`
+	RoCEFrames int  `json:"roce_frames"`
+	BadICRC    int  `json:"bad_icrc"`
 	// Compressed counts the frames marked as carrying an INCEPTIONN
 	// compressed payload (DSCP 10) with a good ICRC.
 	Compressed int `json:"compressed"`
@@ -1154,15 +1156,16 @@ func (p *frameParser) check(opt CheckOptions, payloads func(yield func(i int, da
 		}
 		return a.Rule < b.Rule
 	})
-	rep.Conforms = len(rep.Violations) == 0
 	switch {
-	case !rep.Conforms:
+	case len(rep.Violations) > 0:
 		rep.Verdict = "violations"
 	case len(rep.Unchecked) > 0:
 		rep.Verdict = "undecidable"
 	default:
 		rep.Verdict = "conforms"
 	}
+	// A CI gate reading conforms must not pass what went unchecked.
+	rep.Conforms = rep.Verdict == "conforms"
 	if aggErr != nil {
 		rep.AggError = aggErr.Error()
 	}

@@ -91,11 +91,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Truncated != "" {
 		unchecked = append(unchecked, fmt.Sprintf("the file after frame %d unchecked: cut short or damaged there", r.Frames))
 	}
-	if r.Conforms && len(r.Unchecked) > 0 {
+	clean := len(r.Violations) == 0
+	if clean && len(r.Unchecked) > 0 {
 		fmt.Fprintf(&b, "  result       undecidable: conforms as far as checked (%s)\n", strings.Join(unchecked, "; "))
-	} else if r.Conforms && len(unchecked) > 0 {
+	} else if clean && len(unchecked) > 0 {
 		fmt.Fprintf(&b, "  result       conforms as far as checked (%s)\n", strings.Join(unchecked, "; "))
-	} else if r.Conforms {
+	} else if clean {
 		b.WriteString("  result       conforms\n")
 	} else {
 		counts := r.RuleCounts()

@@ -177,7 +177,7 @@ func runCheck(fs *cmdEnv, file string, a checkArgs) int {
 		return code
 	}
 	switch {
-	case !rep.Conforms:
+	case len(rep.Violations) > 0:
 		return exitFail
 	case rep.Truncated != "" || rep.AggError != "":
 		return exitUsage
