@@ -27,7 +27,7 @@ func runCommand(stdout, stderr io.Writer) *cobra.Command {
 	var asJSON bool
 	var jf *jobFlags
 	var df *dutFlags
-	c := newCommand("run", "emulate an allreduce (NetReduce or Ring) through the aggregating switch, with faults", stdout, stderr,
+	c := newCommand("run", "emulate a job through the switches, with faults: NetReduce, Ring, the GPU schemes, worker-aggregator, RDMA verbs", stdout, stderr,
 		func(e *cmdEnv, _ []string) int { return runRun(e, jf, df, pcap, backend, prefix, asJSON) })
 	c.Args = noArgs
 	c.Long = runLong
