@@ -48,7 +48,7 @@ const (
 	VerbCmpSwap  Verb = "cmp-swap"
 )
 
-// Verbs lists the verbs in the order help names them.
+// verbsAll lists the verbs in the order help names them.
 var verbsAll = []Verb{VerbWrite, VerbRead, VerbFetchAdd, VerbCmpSwap}
 
 // ParseVerb reads write, read, fetch-add or cmp-swap.

@@ -53,7 +53,7 @@ func runDissector(e *cmdEnv, install bool, dir string) int {
 		var err error
 		if dir, err = luaPluginDir(); err != nil {
 			fmt.Fprintf(e.stderr, "inaemu %s: %v; name a folder with --dir\n", e.name, err)
-			return exitFail
+			return exitUsage
 		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {

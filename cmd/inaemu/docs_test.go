@@ -82,3 +82,20 @@ func TestReadmeExitStatusTable(t *testing.T) {
 	want := []int{exitOK, exitFail, exitUsage, exitJobFailed, exitNoPrivilege, exitUndecidable, exitSoftware, exitIO, exitInterrupted}
 	assert.ElementsMatch(t, want, listed)
 }
+
+// TestDissectorInstallWithoutHome: with no home folder and no tshark to
+// ask, --install says so in one line and exits 2 (name a folder with
+// --dir), not 1, which is for a failure a command was asked to find.
+func TestDissectorInstallWithoutHome(t *testing.T) {
+	bin := inaemuBinary(t)
+	cmd := exec.Command(bin, "dissector", "--install")
+	cmd.Env = []string{"PATH=" + t.TempDir()}
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	err := cmd.Run()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, exitUsage, ee.ExitCode())
+	assert.Equal(t, 1, strings.Count(errOut.String(), "\n"), errOut.String())
+	assert.Contains(t, errOut.String(), "--dir")
+}
