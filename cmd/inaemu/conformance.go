@@ -147,8 +147,8 @@ func runConformance(fs *cmdEnv, a conformanceArgs, df *dutFlags, names []string)
 	}
 	head := conformance.Report{Seed: seed, Release: rel.String(), Suite: a.suite, Count: a.count}
 	opts := conformance.SuiteOptions{Count: a.count, Seed: seed, Release: rel, OutDir: a.out, Shard: shard}
-	var writeErr atomic.Value // the first counterexample that could not be written
-	opts.WriteFailed = func(err error) { writeErr.CompareAndSwap(nil, err) }
+	var writeErr firstError // the first counterexample that could not be written
+	opts.WriteFailed = writeErr.set
 	if df.given(fs) {
 		var code int
 		if !conformanceDUT(fs, df, a.jobs, &opts, &code) {
@@ -223,7 +223,7 @@ func runConformance(fs *cmdEnv, a conformanceArgs, df *dutFlags, names []string)
 	if code == exitFail {
 		logTail(stderr, fs.name, df.logFile)
 	}
-	if err, ok := writeErr.Load().(error); ok {
+	if err := writeErr.get(); err != nil {
 		// A counterexample lost is the machine's failure: exit 74, over
 		// the failure it would have recorded (the report still names it).
 		what := "--out " + a.out
@@ -280,4 +280,26 @@ func printConformance(fs *cmdEnv, rep conformance.Report, asJSON bool, elapsed t
 		return exitFail
 	}
 	return exitOK
+}
+
+// firstError keeps the first of the errors set, from any goroutine, of
+// whatever types (an atomic.Value panics when a later value's concrete
+// type differs from the first's).
+type firstError struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (f *firstError) set(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err == nil {
+		f.err = err
+	}
+}
+
+func (f *firstError) get() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
 }

@@ -2,9 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -82,4 +86,33 @@ func TestConformanceOutUnwritable(t *testing.T) {
 	assert.NotContains(t, out, "      counterexample: ")
 	assert.Equal(t, 1, strings.Count(errOut, "\n"), errOut)
 	assert.True(t, strings.HasPrefix(errOut, "inaemu conformance: --out "+notDir), errOut)
+}
+
+// The first counterexample write error is kept, whatever the types of the
+// errors after it (atomic.Value panicked on a second error of another
+// concrete type), and from many goroutines at once.
+func TestConformanceFirstWriteError(t *testing.T) {
+	var f firstError
+	require.NoError(t, f.get())
+	first := &os.PathError{Op: "open", Path: "/out/x.json", Err: syscall.ENOSPC}
+	f.set(first)
+	require.NotPanics(t, func() { f.set(errors.New("another kind")) })
+	require.NotPanics(t, func() { f.set(syscall.EIO) })
+	require.Same(t, first, f.get())
+
+	var g firstError
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i%2 == 0 {
+				g.set(fmt.Errorf("write %d", i))
+			} else {
+				g.set(&os.PathError{Op: "write", Path: fmt.Sprint(i), Err: syscall.ENOSPC})
+			}
+		}()
+	}
+	wg.Wait()
+	require.Error(t, g.get())
 }
