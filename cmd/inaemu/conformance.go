@@ -157,7 +157,7 @@ func runConformance(fs *cmdEnv, a conformanceArgs, df *dutFlags, names []string)
 		head.DUT = df.spec
 		if l := df.logFile; l != nil {
 			head.DeviceLog = l.Path
-			defer l.Close()
+			defer closeLog(stderr, fs.name, l)
 		}
 	}
 	bar := startProgress(fs, "conformance", "cases", a.asJSON)

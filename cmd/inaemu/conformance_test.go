@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/inaemu/inaemu/dut"
 )
 
 func TestConformanceCLI(t *testing.T) {
@@ -115,4 +117,27 @@ func TestConformanceFirstWriteError(t *testing.T) {
 	}
 	wg.Wait()
 	require.Error(t, g.get())
+}
+
+// A device log whose writes failed (/dev/full) is named in one warning
+// line when it is closed (conformance and run --dut close it so); a log
+// written whole, or none, says nothing.
+func TestConformanceDeviceLogWriteErrorWarns(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skipf("no /dev/full to fill: %v", err)
+	}
+	l, err := dut.CreateLog("/dev/full", "x")
+	require.NoError(t, err)
+	_, _ = l.Write([]byte("ready\n"))
+	var w strings.Builder
+	closeLog(&w, "conformance", l)
+	require.Equal(t, "inaemu conformance: warning: device log /dev/full: no space left on device\n", w.String())
+
+	w.Reset()
+	l, err = dut.CreateLog(filepath.Join(t.TempDir(), "d.log"), "x")
+	require.NoError(t, err)
+	_, _ = l.Write([]byte("ready\n"))
+	closeLog(&w, "run", l)
+	closeLog(&w, "run", nil)
+	require.Empty(t, w.String())
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -102,6 +103,23 @@ func logTail(w io.Writer, name string, l *dut.LogFile) {
 	}
 }
 
+// closeLog closes the device's log (nil: none). A write that failed (a
+// full disk) left the log the report names short: one warning line says
+// so; the run's exit status stays its own.
+func closeLog(w io.Writer, name string, l *dut.LogFile) {
+	if l == nil {
+		return
+	}
+	err := l.Close()
+	if err == nil {
+		return
+	}
+	if pe := (*os.PathError)(nil); errors.As(err, &pe) {
+		err = pe.Err // the path is said already
+	}
+	fmt.Fprintf(w, "inaemu %s: warning: device log %s: %v\n", name, l.Path, err)
+}
+
 // replay is the flags that name the same device in a replay command.
 func (d *dutFlags) replay() string {
 	s := "--dut " + d.spec
@@ -173,11 +191,7 @@ func runOnDUT(e *cmdEnv, d *dutFlags, cfg emu.Config, pcap string, asJSON bool) 
 	if code != exitOK {
 		return code
 	}
-	defer func() {
-		if log != nil {
-			_ = log.Close()
-		}
-	}()
+	defer closeLog(e.stderr, e.name, log)
 	capFile, err := createPcap(pcap)
 	if err != nil {
 		return ioError(e.stderr, e.name, "--pcap "+pcap, err)
