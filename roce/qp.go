@@ -181,7 +181,9 @@ func (q *QP) HasFrame() bool {
 // NextFrame writes the next frame the QP wants to send into buf and
 // returns its length, or false when there is nothing to send. Responses
 // (ACKs, NAKs, READ responses, atomic ACKs) go before requests. buf must
-// hold MTU plus headers (MTU+128).
+// hold MTU plus headers (MTU+128): a response that does not fit is
+// dropped (Counters.ResponsesDropped), as if lost on the wire, so that it
+// never holds the queue; a request that does not fit stays to be sent.
 func (q *QP) NextFrame(buf []byte) (int, bool) {
 	if q.resp.out.len() > 0 {
 		n, err := q.resp.next(q, buf)

@@ -298,6 +298,7 @@ func (s *responder) next(q *QP, buf []byte) (int, error) {
 		}
 		k, err := q.bld.Build(buf, &pkt)
 		if err != nil {
+			s.drop(q) // the READ's remaining responses: the requester asks again
 			return 0, err
 		}
 		q.Counters.ReadResponses++
@@ -309,10 +310,20 @@ func (s *responder) next(q *QP, buf []byte) (int, error) {
 	}
 	k, err := q.bld.Build(buf, &pkt)
 	if err != nil {
+		s.drop(q)
 		return 0, err
 	}
 	s.out.pop()
 	return k, nil
+}
+
+// drop removes the response at the head of the queue, whose frame could
+// not be built: kept, it would be first in line for ever (HasFrame true,
+// no request sent). Lost, it is what a response lost on the wire is; the
+// requester's timer or implied NAK recovers it.
+func (s *responder) drop(q *QP) {
+	s.out.pop()
+	q.Counters.ResponsesDropped++
 }
 
 // execute checks and performs one in-sequence request. It returns a

@@ -197,3 +197,54 @@ func TestResponderWriteTouchesMemoryOnlyWhenValid(t *testing.T) {
 }
 
 func withPSN(p frames.Packet, psn uint32) frames.Packet { p.PSN = psn; return p }
+
+// A response whose frame cannot be built is dropped, not left queued: the
+// only way Build fails from a QP's state is a buffer below NextFrame's
+// MTU-plus-headers contract, and a response kept at the head of the queue
+// would keep HasFrame true and hold every request behind it (the QP
+// wedged). A dropped ACK is what a lost one is: the requester's timer
+// asks again.
+func TestResponseThatCannotBeBuiltIsDropped(t *testing.T) {
+	dst := make([]byte, 256)
+	p, _ := newPipe(t, 1024, dst)
+	require.NoError(t, p.a.PostSend(roce.SendWR{ID: 1, Opcode: roce.WRWrite, Local: pattern(100, 1), RemoteVA: memVA, RKey: memKey, Signaled: true}))
+	n, ok := p.a.NextFrame(p.buf)
+	require.True(t, ok)
+	var v frames.View
+	require.NoError(t, v.Parse(p.buf[:n]))
+	p.b.Receive(&v)
+	require.True(t, p.b.HasFrame(), "B owes A an ACK")
+
+	tiny := make([]byte, 16)
+	_, ok = p.b.NextFrame(tiny)
+	require.False(t, ok, "no ACK fits 16 bytes")
+	require.False(t, p.b.HasFrame(), "the ACK that could not be built is dropped")
+	require.Equal(t, uint64(1), p.b.Counters.ResponsesDropped)
+
+	// B's own request is sent next, not held behind the ACK.
+	require.NoError(t, p.b.PostSend(roce.SendWR{ID: 2, Opcode: roce.WRWrite, Local: pattern(8, 2), RemoteVA: memVA, RKey: memKey}))
+	require.True(t, p.b.HasFrame())
+	_, ok = p.b.NextFrame(tiny)
+	require.False(t, ok)
+	n, ok = p.b.NextFrame(p.buf)
+	require.True(t, ok)
+	require.NoError(t, v.Parse(p.buf[:n]))
+	require.False(t, v.Opcode().IsAck(), "B sends its WRITE: %v", v.Opcode())
+
+	// A READ's responses that cannot be built go all at once.
+	require.NoError(t, p.a.PostSend(roce.SendWR{ID: 3, Opcode: roce.WRRead, Local: make([]byte, 200), RemoteVA: memVA, RKey: memKey, Signaled: true}))
+	for p.b.HasFrame() { // B's WRITE's other packets, if any
+		_, ok = p.b.NextFrame(p.buf)
+		require.True(t, ok)
+	}
+	n, ok = p.a.NextFrame(p.buf)
+	require.True(t, ok)
+	require.NoError(t, v.Parse(p.buf[:n]))
+	require.Equal(t, wire.ReadRequest, v.Opcode())
+	p.b.Receive(&v)
+	require.True(t, p.b.HasFrame(), "B owes A the READ's response")
+	_, ok = p.b.NextFrame(tiny)
+	require.False(t, ok)
+	require.False(t, p.b.HasFrame())
+	require.Equal(t, uint64(2), p.b.Counters.ResponsesDropped)
+}

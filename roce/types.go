@@ -290,6 +290,7 @@ type Counters struct {
 	AtomicReplays       uint64 // duplicate atomics answered from the replay cache
 	RetryExceededErr    uint64 // RETRY_EXC_ERR completions
 	RNRRetryExceededErr uint64 // RNR_RETRY_EXC_ERR completions
+	ResponsesDropped    uint64 // responses dropped because their frame could not be built (a NextFrame buffer below MTU plus headers)
 }
 
 // Config is what a QP is connected with (ibv_modify_qp to RTR and RTS).
