@@ -21,7 +21,7 @@ var (
 // now, measured once per test process: a thread spins for 10 ms of wall
 // time and the kernel says how much CPU time it was given (Linux's
 // per-thread rusage); the median of five such wall/CPU ratios, between 1
-// and 20. Idle: 1; two cores shared with eight busy processes: about 4.
+// and 20 (maxSlowdown). Idle: 1; two cores shared with eight busy processes: about 4.
 // Elsewhere it is 1.
 func Slowdown() float64 {
 	slowOnce.Do(func() {
@@ -30,13 +30,22 @@ func Slowdown() float64 {
 			r = append(r, wallPerCPU(10*time.Millisecond))
 		}
 		sort.Float64s(r)
-		slow = min(max(r[len(r)/2], 1), 20)
+		slow = clampSlowdown(r[len(r)/2])
 	})
 	return slow
 }
 
 // Budget is a wall-clock deadline of d on a quiet machine, stretched by
 // Slowdown.
-func Budget(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * Slowdown())
+func Budget(d time.Duration) time.Duration { return budget(d, Slowdown()) }
+
+// maxSlowdown caps Slowdown, and so a Budget at maxSlowdown times its
+// base: a machine slower than that fails the test rather than hang it.
+const maxSlowdown = 20
+
+func clampSlowdown(s float64) float64 { return min(max(s, 1), maxSlowdown) }
+
+// budget is d stretched by slowdown s (taken within 1..maxSlowdown).
+func budget(d time.Duration, s float64) time.Duration {
+	return time.Duration(float64(d) * clampSlowdown(s))
 }
