@@ -15,9 +15,11 @@ func alive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// SweepStale removes the interfaces inaemu made (Alias) under a run
-// prefix (RunPrefix) whose process is gone: what a killed run left. It
-// returns the names removed.
+// SweepStale removes the interfaces a run made under its prefix
+// (RunPrefix; they carry RunAlias, with its process ID) whose process is
+// gone: what a killed run left. Interfaces with the plain Alias stay,
+// whatever their prefix looks like: a user made them. It returns the
+// names removed.
 func SweepStale() ([]string, error) {
 	if err := Usable(); err != nil {
 		return nil, err
@@ -29,10 +31,11 @@ func SweepStale() ([]string, error) {
 	stale := map[string]bool{}
 	for _, l := range links {
 		a := l.Attrs()
-		if a.Alias != Alias {
+		pid, ok := runAliasPID(a.Alias)
+		if !ok {
 			continue
 		}
-		if prefix, pid, ok := RunOwner(a.Name); ok && !alive(pid) && ownedName(prefix, a.Name) {
+		if prefix, owner, ok := RunOwner(a.Name); ok && owner == pid && !alive(pid) && ownedName(prefix, a.Name) {
 			stale[prefix] = true
 		}
 	}

@@ -34,4 +34,20 @@ func TestRunPrefixNamesItsProcess(t *testing.T) {
 	_, pid, ok := RunOwner(mine + "-sw0")
 	require.Equal(t, os.Getpid(), pid)
 	require.True(t, ok)
+
+	// RunPrefix marks its prefix: Up gives a run's interfaces RunAlias,
+	// which the sweep reads the PID from; anything else gets Alias.
+	require.Equal(t, RunAlias(os.Getpid()), aliasFor(mine))
+	require.Equal(t, Alias, aliasFor("lab_x1"), "a user's prefix, shaped as a run's")
+	require.Equal(t, Alias, aliasFor("ina"))
+	got, ok := runAliasPID(RunAlias(4711))
+	require.True(t, ok)
+	require.Equal(t, 4711, got)
+	require.True(t, ours(RunAlias(4711)))
+	require.True(t, ours(Alias))
+	for _, a := range []string{Alias, "", "inaemu test run", "inaemu test run 0", "inaemu test run 012", "inaemu test run x1", "other test run 12"} {
+		_, ok := runAliasPID(a)
+		require.False(t, ok, a)
+	}
+	require.False(t, ours("other"))
 }

@@ -26,13 +26,14 @@ func Up(t Topology) ([]string, error) {
 	if err := Usable(); err != nil {
 		return nil, err
 	}
+	alias := aliasFor(t.Prefix)
 	var made []string
 	for r := 0; r < t.Workers; r++ {
 		var br netlink.Link
 		if !t.Wired {
 			var created bool
 			var err error
-			br, created, err = ensureBridge(t.Bridge(r))
+			br, created, err = ensureBridge(t.Bridge(r), alias)
 			if created { // even when a later step failed: the caller removes it
 				made = append(made, t.Bridge(r))
 			}
@@ -41,7 +42,7 @@ func Up(t Topology) ([]string, error) {
 			}
 		}
 		for _, name := range []string{t.SwitchPort(r), t.Host(r)} {
-			created, err := ensureTAP(name, br)
+			created, err := ensureTAP(name, br, alias)
 			if created {
 				made = append(made, name)
 			}
@@ -54,7 +55,7 @@ func Up(t Topology) ([]string, error) {
 }
 
 // Down removes the topology's interfaces that inaemu made (those with
-// Alias), whatever their number; it is idempotent and returns the names it
+// Alias, or a run's RunAlias), whatever their number; it is idempotent and returns the names it
 // removed.
 func Down(prefix string) ([]string, error) {
 	if err := Usable(); err != nil {
@@ -69,7 +70,7 @@ func Down(prefix string) ([]string, error) {
 	for _, wantBridge := range []bool{false, true} {
 		for _, l := range links {
 			a := l.Attrs()
-			if a.Alias != Alias || !ownedName(prefix, a.Name) {
+			if !ours(a.Alias) || !ownedName(prefix, a.Name) {
 				continue
 			}
 			if _, isBridge := l.(*netlink.Bridge); isBridge != wantBridge {
@@ -84,7 +85,7 @@ func Down(prefix string) ([]string, error) {
 	return removed, nil
 }
 
-func ensureBridge(name string) (netlink.Link, bool, error) {
+func ensureBridge(name, alias string) (netlink.Link, bool, error) {
 	created := false
 	l, err := netlink.LinkByName(name)
 	if err != nil {
@@ -102,7 +103,7 @@ func ensureBridge(name string) (netlink.Link, bool, error) {
 		if l, err = netlink.LinkByName(name); err != nil {
 			return nil, created, fmt.Errorf("look up %s: %w", name, err)
 		}
-		if err := netlink.LinkSetAlias(l, Alias); err != nil { // first, so Down finds it whatever fails next
+		if err := netlink.LinkSetAlias(l, alias); err != nil { // first, so Down finds it whatever fails next
 			return nil, created, fmt.Errorf("%s: set alias: %w", name, err)
 		}
 	} else if _, ok := l.(*netlink.Bridge); !ok {
@@ -115,15 +116,15 @@ func ensureBridge(name string) (netlink.Link, bool, error) {
 			return nil, created, fmt.Errorf("%s: set %s %s: %w", name, set[0], set[1], err)
 		}
 	}
-	if err := quiet(l); err != nil {
+	if err := quiet(l, alias); err != nil {
 		return nil, created, err
 	}
 	return l, created, nil
 }
 
 // ensureTAP makes the TAP name (if missing) and puts it in bridge br, or
-// in none when br is nil.
-func ensureTAP(name string, br netlink.Link) (bool, error) {
+// in none when br is nil; a TAP it makes gets alias.
+func ensureTAP(name string, br netlink.Link, alias string) (bool, error) {
 	created := false
 	l, err := netlink.LinkByName(name)
 	if err != nil {
@@ -141,7 +142,7 @@ func ensureTAP(name string, br netlink.Link) (bool, error) {
 		if l, err = netlink.LinkByName(name); err != nil {
 			return created, fmt.Errorf("look up %s: %w", name, err)
 		}
-		if err := netlink.LinkSetAlias(l, Alias); err != nil {
+		if err := netlink.LinkSetAlias(l, alias); err != nil {
 			return created, fmt.Errorf("%s: set alias: %w", name, err)
 		}
 	} else if l.Type() != "tuntap" {
@@ -160,16 +161,16 @@ func ensureTAP(name string, br netlink.Link) (bool, error) {
 			return created, fmt.Errorf("%s: join bridge %s: %w", name, br.Attrs().Name, err)
 		}
 	}
-	return created, quiet(l)
+	return created, quiet(l, alias)
 }
 
 // quiet marks an interface as inaemu's, sets its MTU, turns IPv6 off (no
 // router solicitations, DAD or MLD reports: the kernel's chatter) and
 // brings it up. It has no IPv4 address, so the kernel sends no ARP either.
-func quiet(l netlink.Link) error {
+func quiet(l netlink.Link, alias string) error {
 	name := l.Attrs().Name
 	if l.Attrs().Alias == "" {
-		if err := netlink.LinkSetAlias(l, Alias); err != nil {
+		if err := netlink.LinkSetAlias(l, alias); err != nil {
 			return fmt.Errorf("%s: set alias: %w", name, err)
 		}
 	}
