@@ -3,6 +3,7 @@ package capcheck
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/inaemu/inaemu/emu/tensor"
@@ -60,6 +61,50 @@ func isLinkTap(name string, all bool) bool {
 	}
 	i := strings.LastIndex(name, "-br")
 	return i > 0 && len(name) > i+3 && strings.Trim(name[i+3:], "0123456789") == ""
+}
+
+// tapBridgeSet reports whether names are the bridges `inaemu tap up`
+// makes for one topology, all of them (a capture on each, tshark -i
+// PREFIX-brR ...): PREFIX-br0 .. PREFIX-br(k-1) for k names, one PREFIX,
+// each once, in any order. Interfaces merely named like bridges (a
+// user's ovs-br1, or a set with a gap) are not.
+func tapBridgeSet(names []string) bool {
+	prefix := ""
+	seen := make([]bool, len(names))
+	for i, n := range names {
+		j := strings.LastIndex(n, "-br")
+		if j <= 0 || i > 0 && n[:j] != prefix {
+			return false
+		}
+		prefix = n[:j]
+		r, err := strconv.Atoi(n[j+3:])
+		if err != nil || r < 0 || r >= len(names) || seen[r] || strconv.Itoa(r) != n[j+3:] {
+			return false
+		}
+		seen[r] = true
+	}
+	return len(names) > 0
+}
+
+// bridgeClock settles ClockAuto for a capture whose interfaces are all
+// named like bridges (PREFIX-brN): the wall clock when they are the TAP
+// backend's whole set (tapBridgeSet), else a data centre's clock (a
+// user's bridges: the name is no evidence). Any other capture keeps
+// clock and why (newChecker reads faultwire's names), as does one with
+// frames on an interface past names (newChecker names it ifN).
+func bridgeClock(clock Clock, why string, names []string, fs *frameStore) (Clock, string) {
+	if clock != ClockAuto || !allNames(names, func(n string) bool { return isLinkTap(n, false) }) {
+		return clock, why
+	}
+	for i := range fs.len() {
+		if fs.at(i).iface >= len(names) {
+			return clock, why
+		}
+	}
+	if tapBridgeSet(names) {
+		return ClockWall, "its interfaces are the TAP backend's bridges (PREFIX-br0 to PREFIX-br" + strconv.Itoa(len(names)-1) + ", every one of a topology)"
+	}
+	return ClockNIC, why
 }
 
 // linkHostMACs learns, for each link-tap interface, its host's MAC: the

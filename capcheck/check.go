@@ -61,11 +61,13 @@ type CheckOptions struct {
 	// Clock says how the capture's timestamps were taken. ClockAuto (the
 	// default): CheckFile reads the capture's own marker (a Section Header
 	// Block comment pcapio.WallClockComment, written by faultwire), and
-	// interface names that only wall-clock captures carry (every
-	// interface a TAP backend bridge PREFIX-brN, or every one faultwire's
-	// hR-wR, wR-hR, wR-swR, swR-wR) say the wall clock too; anything else
-	// is taken as a clock whose in-flight times are a data centre's
-	// (the emulator's virtual clock, a capture next to a NIC).
+	// interface names that only wall-clock captures carry (the TAP
+	// backend's bridges of one topology, all of them: PREFIX-br0 to
+	// PREFIX-br(k-1), one PREFIX; or every one faultwire's hR-wR, wR-hR,
+	// wR-swR, swR-wR) say the wall clock too; anything else (a user's
+	// ovs-br1 among them) is taken as a clock whose in-flight times are a
+	// data centre's (the emulator's virtual clock, a capture next to a
+	// NIC).
 	Clock Clock
 	// ReorderWindow is how far apart in time two frames may be for the
 	// later one to have overtaken the earlier on the way (0: from the
@@ -82,9 +84,11 @@ type CheckOptions struct {
 	// says how many PSNs a READ request occupies (its length divided by
 	// it, rounded up); 0: inferred from the capture, the payload length
 	// of its FIRST and MIDDLE packets (which carry exactly one MTU), when
-	// they all agree. Without it, a READ longer than 256 bytes (the
-	// smallest MTU) cannot be counted and its stream's PSN rules stop
-	// there, which the report lists as unchecked.
+	// they all agree. Without it, a READ no longer than the largest
+	// payload in the capture (at least 256 bytes, the smallest MTU) takes
+	// one PSN, since no packet carries more than one MTU; a longer one
+	// cannot be counted and its stream's PSN rules stop there, which the
+	// report lists as unchecked.
 	MTU int
 	// INATag is the InetTag of the switch's INA headers (0: inaemu's,
 	// wire.INATag); NetReduce papers leave its value open.
@@ -273,7 +277,7 @@ type StreamReport struct {
 type Report struct {
 	File string `json:"file,omitempty"`
 	// Conforms: the verdict is "conforms" (no violation, nothing
-	// unchecked).
+	// unchecked, the whole file read).
 	Conforms   bool `json:"conforms"`
 	Frames     int  `json:"frames"`
 	RoCEFrames int  `json:"roce_frames"`
@@ -314,8 +318,9 @@ type Report struct {
 	// violation that holds under some of the consistent pairings of
 	// ambiguous responses but not all, opcodes outside the rules. Verdict
 	// is "violations" when a violation holds, else "undecidable" when
-	// something went unchecked, else "conforms" (inaemu check exits 1, 5
-	// and 0 on them; --allow-unchecked exits 0 on undecidable).
+	// something went unchecked or unread (Truncated, AggError), else
+	// "conforms" (inaemu check exits 1, 5 and 0 on them, 2 on a file cut
+	// short or damaged; --allow-unchecked exits 0 on undecidable).
 	Unchecked []string `json:"unchecked"`
 	Verdict   string   `json:"verdict"`
 	// UncheckedOpcodes counts the good-ICRC frames per opcode the rules
@@ -439,6 +444,7 @@ func CheckFile(path string, opt CheckOptions) (*Report, error) {
 	rep.File = path
 	if damage != nil {
 		rep.Truncated = damage.Error()
+		rep.decide()
 	}
 	return rep, nil
 }
@@ -471,11 +477,10 @@ const maxFrameLen = 65535
 // zeroed (IPv4 ToS, TTL and header checksum, IPv6 traffic class, flow
 // label and hop limit, the UDP checksum: a fault may flip a bit there and
 // the receiver still takes the packet). A copy a duplicate fault made is
-// the same packet on every link it crosses.
-func packetKey(b []byte) string {
-	if len(b) < 14 {
-		return string(b)
-	}
+// the same packet on every link it crosses. The key is built in buf
+// (reused: look it up as m[string(key)], which copies nothing); a frame
+// too short for an EtherType after its tags is its own key.
+func packetKey(buf, b []byte) []byte {
 	off := 12
 	for off+4 <= len(b) {
 		et := binary.BigEndian.Uint16(b[off:])
@@ -484,8 +489,11 @@ func packetKey(b []byte) string {
 		}
 		off += 4
 	}
+	if off+2 > len(b) {
+		return append(buf[:0], b...)
+	}
 	et := binary.BigEndian.Uint16(b[off:])
-	k := append([]byte(nil), b[min(off+2, len(b)):]...)
+	k := append(buf[:0], b[off+2:]...)
 	udp := -1
 	switch {
 	case et == frames.EtherTypeIPv4 && len(k) >= 20 && k[0]>>4 == 4:
@@ -498,7 +506,25 @@ func packetKey(b []byte) string {
 	if udp >= 0 && len(k) >= udp+8 {
 		k[udp+6], k[udp+7] = 0, 0
 	}
-	return string(k)
+	return k
+}
+
+// dupCopy says whether data is a copy of a packet a duplicate fault
+// copied; dup says data's own comment names that fault (its packet is
+// then remembered). Once one has been seen every frame is looked up;
+// only a new duplicated packet allocates.
+func (p *frameParser) dupCopy(data []byte, dup bool) bool {
+	if !dup && len(p.duplicated) == 0 {
+		return false
+	}
+	p.key = packetKey(p.key, data)
+	if p.duplicated[string(p.key)] {
+		return true
+	}
+	if dup {
+		p.duplicated[string(p.key)] = true
+	}
+	return dup
 }
 
 // otherTraffic: a frame that is plainly not RoCE (ARP, LLDP, TCP). Any
@@ -839,6 +865,7 @@ type frameParser struct {
 	// duplicated holds the bytes of frames a duplicate fault copied: the
 	// copies, wherever seen, are the network's, not their sender's.
 	duplicated map[string]bool
+	key        []byte // packetKey's scratch
 	padded     []byte
 	// addrs interns the addresses frames carry (a frame keeps an index).
 	addrs   []netip.Addr
@@ -949,10 +976,7 @@ func (p *frameParser) add(r *pcapio.Record) {
 	f.eff = f.ts - fault.ExtraDelay.Nanoseconds()
 	p.maxExtra = max(p.maxExtra, fault.ExtraDelay.Nanoseconds())
 	p.held = p.held || fault.Has("hold") || fault.Has("reorder")
-	if fault.Has("duplicate") {
-		p.duplicated[packetKey(r.Data)] = true
-	}
-	f.dupCopy = len(p.duplicated) > 0 && p.duplicated[packetKey(r.Data)]
+	f.dupCopy = p.dupCopy(r.Data, fault.Has("duplicate"))
 	if f.injected {
 		rep.Injected++
 		for k := range strings.SplitSeq(fault.Kinds, ",") {
@@ -1095,7 +1119,9 @@ func (p *frameParser) treeOrders() map[uint8][]uint64 {
 // records' bytes again, in capture order, for agg-sum.
 func (p *frameParser) check(opt CheckOptions, payloads func(yield func(i int, data []byte) bool) error) *Report {
 	fs, rep, bad := p.fs, p.rep, p.bad
-	c := newChecker(opt, fs, rep, p.clockWhy)
+	var clockWhy string
+	opt.Clock, clockWhy = bridgeClock(opt.Clock, p.clockWhy, opt.Interfaces, fs)
+	c := newChecker(opt, fs, rep, clockWhy)
 	c.ext = p.ext
 	c.mtu, c.mtuWhy = p.pathMTU(opt.MTU)
 	c.mtuFloor = p.mtuFloor()
@@ -1156,18 +1182,24 @@ func (p *frameParser) check(opt CheckOptions, payloads func(yield func(i int, da
 		}
 		return a.Rule < b.Rule
 	})
+	if aggErr != nil {
+		rep.AggError = aggErr.Error()
+	}
+	rep.decide()
+	return rep
+}
+
+// decide sets the verdict, once what went unchecked or unread is known
+// (CheckFile sets Truncated after check and decides again).
+func (rep *Report) decide() {
 	switch {
 	case len(rep.Violations) > 0:
 		rep.Verdict = "violations"
-	case len(rep.Unchecked) > 0:
+	case len(rep.Unchecked) > 0 || rep.Truncated != "" || rep.AggError != "":
 		rep.Verdict = "undecidable"
 	default:
 		rep.Verdict = "conforms"
 	}
 	// A CI gate reading conforms must not pass what went unchecked.
 	rep.Conforms = rep.Verdict == "conforms"
-	if aggErr != nil {
-		rep.AggError = aggErr.Error()
-	}
-	return rep
 }

@@ -1,9 +1,12 @@
 package capcheck_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/capcheck"
 )
@@ -36,4 +39,29 @@ func TestCheckDuplicateKnownAcrossLinks(t *testing.T) {
 	rep := capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names})
 	assert.Equal(t, []chkWant{}, chkViolations(rep))
 	assert.Zero(t, rep.BadICRC, "the UDP checksum is outside the ICRC")
+}
+
+// TestCheckDuplicateWithShortVLANFrame: once a frame carries a duplicate
+// fault's comment every frame's packet is looked up among the duplicated
+// ones; frames of 16 and 17 bytes whose EtherType says a VLAN tag follows
+// (nothing, or one byte, after the tag) are read as they are, without a
+// panic, and checked as not RoCE.
+func TestCheckDuplicateWithShortVLANFrame(t *testing.T) {
+	c := chkNewCapture("tap0")
+	a := chkNewConn(t, 1, 2, 0x12, 0x11)
+	c.add("tap0", us, a.data(100, true), "inaemu: fault=duplicate")
+	c.add("tap0", 0, a.data(100, true), "inaemu: fault=duplicate")
+	for _, n := range []int{16, 17} {
+		short := make([]byte, n)
+		copy(short, []byte{2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x81, 0x00, 0, 5, 0x08})
+		c.add("tap0", us, short)
+	}
+	c.add("tap0", us, a.ack(100))
+	path := filepath.Join(t.TempDir(), "c.pcapng")
+	require.NoError(t, os.WriteFile(path, c.pcapng(t), 0o644))
+	rep, err := capcheck.CheckFile(path, capcheck.CheckOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, 5, rep.Frames)
+	assert.Equal(t, 3, rep.RoCEFrames)
+	assert.Equal(t, []chkWant{}, chkViolations(rep))
 }

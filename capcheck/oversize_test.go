@@ -66,7 +66,9 @@ func TestOversizeRecordNotConforms(t *testing.T) {
 	require.Equal(t, rep.Frames, bad.Frames, "every frame before the claim is checked")
 	require.Equal(t, path+": frame "+strconv.Itoa(rep.Frames+1)+": damaged at or after byte "+strconv.Itoa(len(data))+
 		": Enhanced Packet Block claims a 1610612736-byte frame, more than the 262144 bytes a frame may hold", bad.Truncated)
-	require.True(t, bad.Conforms, "no violation among the frames checked")
+	require.Empty(t, bad.Violations, "no violation among the frames checked")
+	require.False(t, bad.Conforms, "the file after the claim is unread")
+	require.Equal(t, "undecidable", bad.Verdict)
 	require.Contains(t, text, "  result       conforms as far as checked (the file after frame "+strconv.Itoa(rep.Frames)+" unchecked: cut short or damaged there)\n")
 	require.NotContains(t, text, "  result       conforms\n")
 }

@@ -144,3 +144,42 @@ func TestCheckUncoveredOpcodeExit(t *testing.T) {
 	code, _, errOut := runGuarded("check", path, "--mtu", "300")
 	oneLine(t, code, errOut, "inaemu check: ", "--mtu 300")
 }
+
+// TestCheckTruncatedVerdict: a capture cut short is not a capture that
+// conforms, to a gate reading the JSON or the JUnit report either: with
+// no violation before the cut its verdict is undecidable, conforms false,
+// and the JUnit report's testcase unread fails naming the cut (exit 2);
+// with one, the verdict is violations (exit 1) and unread fails too.
+func TestCheckTruncatedVerdict(t *testing.T) {
+	pcap, pcapng := truncatedCopies(t)
+	xmlOut := filepath.Join(t.TempDir(), "check.xml")
+	for _, c := range []struct {
+		args    []string
+		code    int
+		verdict string
+	}{
+		{[]string{"check", pcap}, 2, "undecidable"},
+		{[]string{"check", pcapng, "--vantage", "sender"}, 1, "violations"},
+	} {
+		code, out, errOut := runGuarded(append(c.args, "--json")...)
+		require.Equal(t, c.code, code, errOut)
+		var j map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &j))
+		assert.Equal(t, false, j["conforms"], c.args)
+		assert.Equal(t, c.verdict, j["verdict"], c.args)
+		require.NotEmpty(t, j["truncated"])
+
+		code, _, errOut = runGuarded(append(c.args, "--junit", xmlOut)...)
+		require.Equal(t, c.code, code, errOut)
+		var unread []string
+		for _, tc := range readJUnit(t, xmlOut).Suites[0].Cases {
+			if tc.Name == "unread" {
+				for _, f := range tc.Failures {
+					unread = append(unread, f.Type+": "+f.Message)
+				}
+			}
+		}
+		require.Len(t, unread, 1, c.args)
+		assert.Contains(t, unread[0], "truncated: "+j["truncated"].(string)+": the file after frame ")
+	}
+}

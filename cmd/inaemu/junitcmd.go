@@ -39,8 +39,10 @@ var checkRules = []string{capcheck.RuleICRC, capcheck.RulePacked, capcheck.RuleP
 
 // checkJUnit is check's report as JUnit: a testcase per rule, a failure
 // per violation (its message the violation's line, with the frame
-// number), and a testcase "unchecked" that fails with a failure per
-// unchecked item, or is skipped with --allow-unchecked.
+// number), a testcase "unchecked" that fails with a failure per
+// unchecked item, or is skipped with --allow-unchecked, and for a file cut
+// short or damaged (or payloads agg-sum could not read again) a testcase
+// "unread" that fails.
 func checkJUnit(file string, rep *capcheck.Report, unchecked []string, allowUnchecked bool, took time.Duration, start time.Time) junit.Report {
 	byRule := map[string][]junit.Failure{}
 	rules := append([]string{}, checkRules...)
@@ -68,6 +70,19 @@ func checkJUnit(file string, rep *capcheck.Report, unchecked []string, allowUnch
 			for _, u := range unchecked {
 				c.Failures = append(c.Failures, junit.Failure{Message: u, Type: "unchecked"})
 			}
+		}
+		s.Cases = append(s.Cases, c)
+	}
+	// What was never read is not a pass, whatever else the report says
+	// (check exits 2 on it, or 1 with a violation before the cut).
+	if rep.Truncated != "" || rep.AggError != "" {
+		c := junit.Case{Name: "unread", Classname: "inaemu.check"}
+		if rep.Truncated != "" {
+			c.Failures = append(c.Failures, junit.Failure{Type: "truncated",
+				Message: fmt.Sprintf("%s: the file after frame %d was not read (the frames before it were checked)", rep.Truncated, rep.Frames)})
+		}
+		if rep.AggError != "" {
+			c.Failures = append(c.Failures, junit.Failure{Type: "agg-error", Message: "agg-sum stopped: " + rep.AggError})
 		}
 		s.Cases = append(s.Cases, c)
 	}
