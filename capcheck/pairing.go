@@ -180,6 +180,12 @@ func (c *checker) assignments(g *ambiguousGroup) {
 		at  int
 	}
 	firstAt := map[checkStreamKey]map[uint32]int{}
+	type runSeen struct {
+		psnRun
+		at int
+	}
+	runAt := map[checkStreamKey][]runSeen{}
+	const maxPSNMarks = 1 << 12 // PSNs of one READ marked one by one
 	firstPSN := map[checkStreamKey]uint32{}
 	ports := map[checkStreamKey]map[uint16]bool{}
 	acks := map[checkStreamKey][]ackAt{}
@@ -201,10 +207,15 @@ func (c *checker) assignments(g *ambiguousGroup) {
 				firstPSN[f.key()] = f.psn
 			}
 			n, _ := c.npkts(f) // a READ passes once for all its PSNs
-			for k := range max(min(n, 1<<12), 1) {
+			n = max(n, 1)
+			for k := range min(n, maxPSNMarks) {
 				if q := wire.PSNAdd(f.psn, int(k)); !hasKey(firstAt[f.key()], q) {
 					firstAt[f.key()][q] = at
 				}
+			}
+			if n > maxPSNMarks {
+				// the rest of a long READ is kept as a range
+				runAt[f.key()] = append(runAt[f.key()], runSeen{psnRun{f.psn, n}, at})
 			}
 			if !f.ghost {
 				ports[f.key()][f.sport] = true
@@ -228,7 +239,16 @@ func (c *checker) assignments(g *ambiguousGroup) {
 			if wire.PSNDiff(a.psn, first) < 0 {
 				continue
 			}
-			if at, ok := firstAt[r][a.psn]; !ok || at > a.at {
+			at, ok := firstAt[r][a.psn]
+			for _, x := range runAt[r] { // the rest of long READs, when the PSN is not marked or marked late
+				if ok && at <= a.at {
+					break
+				}
+				if x.covers(a.psn) && (!ok || x.at < at) {
+					at, ok = x.at, true
+				}
+			}
+			if !ok || at > a.at {
 				return false
 			}
 		}

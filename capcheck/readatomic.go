@@ -123,10 +123,23 @@ func (p *frameParser) mtuFloor() int { return max(256, int(p.maxPay)) }
 var ibMTUs = map[int32]bool{256: true, 512: true, 1024: true, 2048: true, 4096: true}
 
 // pathMTU is the MTU the READ rules count with, and where it came from.
+// A given MTU that is no IBTA path MTU (CheckOptions.MTU is not checked
+// by Check, which returns no error) is ignored, as if none were given,
+// and the why says so: counting PSNs with it would judge READs by an MTU
+// no link has.
 func (p *frameParser) pathMTU(given int) (int, string) {
-	if given > 0 {
+	if given > 0 && given <= 4096 && ibMTUs[int32(given)] {
 		return given, fmt.Sprintf("%d bytes, given (--mtu)", given)
 	}
+	mtu, why := p.inferMTU()
+	if given != 0 {
+		why = fmt.Sprintf("the %d bytes given are no IBTA path MTU (256, 512, 1024, 2048 or 4096) and were ignored; %s", given, why)
+	}
+	return mtu, why
+}
+
+// inferMTU is the MTU the capture's FIRST and MIDDLE payloads say.
+func (p *frameParser) inferMTU() (int, string) {
 	var lens []int32
 	for l := range p.mtuLens {
 		lens = append(lens, l)
@@ -185,6 +198,10 @@ func (p *frameParser) reportUncovered(rep *Report) {
 	}
 }
 
+// maxReadLen is the longest message IBTA allows (2^31 bytes, Vol. 1
+// §9.4.x DMA Length); a READ claiming more is not counted.
+const maxReadLen = 1 << 31
+
 // npkts is how many PSNs request f occupies; ok is false for a READ whose
 // count the MTU does not say.
 func (c *checker) npkts(f *checkFrame) (uint32, bool) {
@@ -197,8 +214,10 @@ func (c *checker) npkts(f *checkFrame) (uint32, bool) {
 		return 0, false
 	case e.length == 0:
 		return 1, true
+	case e.length > maxReadLen:
+		return 0, false // longer than any message: unchecked (uncheckedRead)
 	case c.mtu > 0:
-		return (e.length + uint32(c.mtu) - 1) / uint32(c.mtu), true
+		return uint32((uint64(e.length) + uint64(c.mtu) - 1) / uint64(c.mtu)), true
 	case int(e.length) <= c.mtuFloor:
 		return 1, true // within one MTU whatever it is
 	}
@@ -236,6 +255,7 @@ func (s *checkReq) noteRequest(f *checkFrame, n uint32) {
 		e := s.c.ext[f.idx]
 		s.checkReissue(f, e)
 		if len(s.reads) == maxReads {
+			delete(s.rrCount, s.reads[0].frame) // its responses' counts go with it
 			s.reads, s.readsForgot = s.reads[1:], true
 		}
 		s.reads = append(s.reads, readReq{start: f.psn, n: n, frame: f.idx, va: e.va, length: e.length})
@@ -299,17 +319,33 @@ type pendReq struct {
 // depth is a handful; a capture that lost the responses drops the oldest).
 const maxPending = 4096
 
+// pendKey names a pending request by its range; pendIdx counts the
+// entries of pend with each, so that a request asked again is found
+// without scanning pend.
+type pendKey struct{ start, last uint32 }
+
 func (s *checkReq) addPending(p, n uint32, atomic bool) {
 	last := wire.PSNAdd(p, int(n)-1)
-	for _, q := range s.pend {
-		if q.start == p && q.last == last {
-			return // asked again: still the one
-		}
+	k := pendKey{p, last}
+	if s.pendIdx[k] > 0 {
+		return // asked again: still the one
+	}
+	if s.pendIdx == nil {
+		s.pendIdx = map[pendKey]int{}
 	}
 	if len(s.pend) == maxPending {
+		s.unindexPending(s.pend[0])
 		s.pend = s.pend[1:]
 	}
 	s.pend = append(s.pend, pendReq{start: p, last: last, next: p, atomic: atomic})
+	s.pendIdx[k]++
+}
+
+func (s *checkReq) unindexPending(r pendReq) {
+	k := pendKey{r.start, r.last}
+	if s.pendIdx[k]--; s.pendIdx[k] <= 0 {
+		delete(s.pendIdx, k)
+	}
 }
 
 // pendingCovers: p is the PSN of a pending READ's missing responses or of
@@ -332,6 +368,7 @@ func (s *checkReq) responded(q uint32, atomic bool) {
 		if r.atomic == atomic && r.next == q && wire.PSNDiff(q, r.last) <= 0 {
 			r.next = wire.PSNAdd(q, 1)
 			if wire.PSNDiff(r.next, r.last) > 0 {
+				s.unindexPending(r)
 				continue // complete
 			}
 		}
@@ -378,12 +415,13 @@ func (s *checkReq) onReadResp(f *checkFrame) {
 	if s.readUnknown || f.dupCopy || copyOfPrev || s.responseBeforeCapture(q) {
 		return
 	}
-	var cover []readReq
+	cover := s.coverBuf[:0] // reused: one slice per stream, not per response
 	for _, r := range s.reads {
 		if r.covers(q) {
 			cover = append(cover, r)
 		}
 	}
+	s.coverBuf = cover
 	name := f.op.String()
 	if len(cover) == 0 {
 		if s.readsForgot && len(s.reads) > 0 && wire.PSNDiff(q, s.reads[0].start) < 0 {
@@ -411,11 +449,20 @@ func (s *checkReq) onReadResp(f *checkFrame) {
 		s.c.violation(RuleReadPSN, f, "%s at PSN %d does not fit the READ of frame %d (%d bytes, PSNs %d..%d): %s", name, q, r.frame+1, r.length, r.start, r.last(), placeText(f.op, r.n))
 		return
 	}
+	// Responses are counted per READ: the oldest remembered READ covering
+	// q (a duplicate's responses add to its count). A READ covering the
+	// same PSN value later (after the 24-bit PSN wraps) counts afresh, and
+	// the counts of a READ go when it is forgotten (noteRequest).
 	if s.rrCount == nil {
-		s.rrCount = map[uint32]int{}
+		s.rrCount = map[int]map[uint32]int{}
 	}
-	s.rrCount[q]++
-	if k := s.rrCount[q]; k > len(cover) && k > s.c.readsReaching(s.key, cover) {
+	per := s.rrCount[cover[0].frame]
+	if per == nil {
+		per = map[uint32]int{}
+		s.rrCount[cover[0].frame] = per
+	}
+	per[q]++
+	if k := per[q]; k > len(cover) && k > s.c.readsReaching(s.key, cover) {
 		s.c.violation(RuleReadPSN, f, "%s for PSN %d is response %d to it, but only %d READ request(s) covering it passed here (a READ is executed again only for a duplicate READ, from the duplicate's PSN)", name, q, k, len(cover))
 	}
 }
@@ -530,6 +577,11 @@ func (c *checker) uncheckedRead(s *checkReq, f *checkFrame) {
 		if strings.HasPrefix(u, key+": ") {
 			return
 		}
+	}
+	if e, ok := c.ext[f.idx]; ok && e.length > maxReadLen {
+		c.rep.Unchecked = append(c.rep.Unchecked, fmt.Sprintf("%s: the READ of frame %d claims %d bytes, more than the 2^31 a message may carry, so the PSNs it occupies are unknown: psn-order, nak-psn and read-psn stop for this stream there",
+			key, f.idx+1, e.length))
+		return
 	}
 	c.rep.Unchecked = append(c.rep.Unchecked, fmt.Sprintf("%s: the READ of frame %d (%d bytes) takes a number of PSNs the path MTU says, and the MTU is %s: psn-order, nak-psn and read-psn stop for this stream there",
 		key, f.idx+1, c.ext[f.idx].length, c.mtuWhy))

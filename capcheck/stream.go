@@ -707,6 +707,7 @@ func (c *checker) inferVantages() {
 	}
 	type evidence struct {
 		seen  map[uint32]bool
+		runs  []psnRun // READs longer than maxGapHoles PSNs that passed
 		hiSet bool
 		hi    uint32
 		// holes: PSNs a packet skipped that have not passed since, each
@@ -753,18 +754,29 @@ func (c *checker) inferVantages() {
 						e.skipSet, e.skipPSN, e.skipFrame = true, first, f.idx
 					}
 					for q, n := first, 0; q != f.psn && n < maxGapHoles && len(e.holes) < maxGapHoles; q, n = wire.PSNAdd(q, 1), n+1 {
-						if !e.seen[q] {
+						if !e.seen[q] && !inRuns(e.runs, q) {
 							e.holes[q] = f.idx
 						}
 					}
 				}
-				// A READ passes once for all the PSNs it occupies.
+				// A READ passes once for all the PSNs it occupies: the
+				// whole range counts (hi, seen), however long; beyond
+				// maxGapHoles PSNs it is kept as a range, not PSN by PSN.
 				n, _ := c.npkts(f)
-				n = max(min(n, maxGapHoles), 1)
-				for k := range n {
+				n = max(n, 1)
+				for k := range min(n, maxGapHoles) {
 					q := wire.PSNAdd(f.psn, int(k))
 					e.seen[q] = true
 					delete(e.holes, q)
+				}
+				if n > maxGapHoles {
+					r := psnRun{start: f.psn, n: n}
+					e.runs = addRun(e.runs, r)
+					for q := range e.holes {
+						if r.covers(q) {
+							delete(e.holes, q)
+						}
+					}
 				}
 				if last := wire.PSNAdd(f.psn, int(n)-1); !e.hiSet || wire.PSNDiff(last, e.hi) > 0 {
 					e.hi, e.hiSet = last, true
@@ -778,10 +790,11 @@ func (c *checker) inferVantages() {
 				if e == nil || !e.hiSet {
 					continue
 				}
+				seen := e.seen[f.psn] || inRuns(e.runs, f.psn)
 				switch {
-				case e.seen[f.psn] && !e.down:
+				case seen && !e.down:
 					e.down, e.dnFrame, e.dnPSN = true, f.idx, f.psn
-				case !e.seen[f.psn] && wire.PSNDiff(f.psn, e.hi) < 0 && !e.up:
+				case !seen && wire.PSNDiff(f.psn, e.hi) < 0 && !e.up:
 					e.up, e.upFrame, e.upPSN = true, f.idx, f.psn
 				}
 				if !e.up && len(e.holes) > 0 {
@@ -1217,13 +1230,15 @@ type checkReq struct {
 	reqFirst       uint32
 	reads          []readReq
 	readsForgot    bool
-	rrCount        map[uint32]int
+	rrCount        map[int]map[uint32]int // per READ (its frame), per PSN: responses seen
+	coverBuf       []readReq
 	rrSet, aaSet   bool
 	rrHash, aaHash uint64
 	atomics        map[uint32]int
 	atomicAcks     map[uint32]int
 	atomicOrig     map[uint32]atomicAnswer
 	pend           []pendReq
+	pendIdx        map[pendKey]int
 
 	// Sender model: what the requester transmitted (ghosts included).
 	txStarted bool
@@ -1244,12 +1259,14 @@ type checkReq struct {
 	ackAt    int64
 
 	// Responder model: an upper bound on its expected PSN.
-	upSet  bool
-	up     uint32
-	seen   map[uint32]bool
-	hasGap bool
-	gapAt  int64
-	gapFor uint32
+	upSet bool
+	up    uint32
+	seen  map[uint32]bool
+	// seenRuns: READ ranges seen ahead of up (out of order).
+	seenRuns []psnRun
+	hasGap   bool
+	gapAt    int64
+	gapFor   uint32
 
 	nakSet       bool
 	lastNAK      uint32
@@ -1362,14 +1379,18 @@ func (s *checkReq) onData(f *checkFrame) {
 		}
 	} else {
 		// It may receive them in another order (a NetReduce switch emits
-		// results as aggregators complete): the first PSN never seen.
-		for k := range min(n, 1<<12) {
-			s.seen[wire.PSNAdd(p, int(k))] = true
+		// results as aggregators complete): the first PSN never seen. A
+		// READ at the bound moves it past its whole range; one elsewhere
+		// is kept as a range (however many PSNs it occupies).
+		switch {
+		case p == s.up:
+			s.up = wire.PSNAdd(s.up, int(max(n, 1)))
+		case n <= 1:
+			s.seen[p] = true
+		default:
+			s.seenRuns = addRun(s.seenRuns, psnRun{start: p, n: n})
 		}
-		for s.seen[s.up] {
-			delete(s.seen, s.up) // the bound never goes back
-			s.up = wire.PSNAdd(s.up, 1)
-		}
+		s.advanceUp()
 	}
 	if s.hasGap && wire.PSNDiff(s.up, s.gapFor) > 0 {
 		s.hasGap = false // repaired
@@ -1772,9 +1793,68 @@ func (s *checkReq) ackedBefore(t int64) (checkAck, bool) {
 func (s *checkReq) raiseUp(psn uint32) {
 	if !s.upSet || wire.PSNDiff(psn, s.up) > 0 {
 		s.up, s.upSet, s.hasGap = psn, true, false
-		for !s.seqSim() && s.seen[s.up] {
-			delete(s.seen, s.up)
+		if !s.seqSim() {
+			s.advanceUp()
+		}
+	}
+}
+
+// psnRun is a range of PSNs (start .. start+n-1) a READ occupies.
+type psnRun struct{ start, n uint32 }
+
+func (r psnRun) covers(q uint32) bool {
+	d := wire.PSNDiff(q, r.start)
+	return d >= 0 && int64(d) < int64(r.n)
+}
+
+// maxRuns bounds the PSN ranges kept per stream (the oldest go first;
+// READs that follow one another merge into one range).
+const maxRuns = 4096
+
+func addRun(runs []psnRun, r psnRun) []psnRun {
+	if k := len(runs) - 1; k >= 0 && wire.PSNAdd(runs[k].start, int(runs[k].n)) == r.start && uint64(runs[k].n)+uint64(r.n) < 1<<23 {
+		runs[k].n += r.n // contiguous with the last: one range
+		return runs
+	}
+	if len(runs) == maxRuns {
+		runs = append(runs[:0], runs[1:]...)
+	}
+	return append(runs, r)
+}
+
+func inRuns(runs []psnRun, q uint32) bool {
+	for _, r := range runs {
+		if r.covers(q) {
+			return true
+		}
+	}
+	return false
+}
+
+// advanceUp moves the responder bound past every PSN seen at it, single
+// ones and READ ranges; ranges wholly below it are dropped.
+func (s *checkReq) advanceUp() {
+	for {
+		for s.seen[s.up] {
+			delete(s.seen, s.up) // the bound never goes back
 			s.up = wire.PSNAdd(s.up, 1)
+		}
+		moved, k := false, 0
+		for _, r := range s.seenRuns {
+			end := wire.PSNAdd(r.start, int(r.n))
+			if r.covers(s.up) {
+				s.up, moved = end, true
+				continue
+			}
+			if wire.PSNDiff(end, s.up) <= 0 {
+				continue // wholly below the bound
+			}
+			s.seenRuns[k] = r
+			k++
+		}
+		s.seenRuns = s.seenRuns[:k]
+		if !moved {
+			return
 		}
 	}
 }

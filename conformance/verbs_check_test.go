@@ -1,6 +1,7 @@
 package conformance_test
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -11,7 +12,88 @@ import (
 
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/faults"
+	"github.com/inaemu/inaemu/internal/pcapio"
 )
+
+// verbsCorrupted is the set of the capture's frames (indexes from 0, as
+// Violation.Index) a fault corrupted: those whose comment says corrupt,
+// and byte-exact copies of them further on (a switch forwards a frame
+// unchanged), as TestCheckEmulatorCaptures collects them.
+func verbsCorrupted(t *testing.T, b []byte) map[int]bool {
+	t.Helper()
+	recs, err := pcapio.NewReader("run.pcapng", bytes.NewReader(b))
+	require.NoError(t, err)
+	out := map[int]bool{}
+	var bad [][]byte
+	for i := 0; ; i++ {
+		r, err := recs.Next()
+		if err != nil {
+			break
+		}
+		if pcapio.IsGhost(r.Comments) {
+			continue
+		}
+		said := false
+		for _, c := range r.Comments {
+			said = said || strings.Contains(c, "corrupt")
+		}
+		if said {
+			out[i] = true
+			bad = append(bad, bytes.Clone(r.Data))
+			continue
+		}
+		for _, c := range bad {
+			if bytes.Equal(c, r.Data) {
+				out[i] = true
+				break
+			}
+		}
+	}
+	return out
+}
+
+// TestCheckVerbsCorruptedFrames: the bad ICRCs the faults made are
+// found by verbsCorrupted and are no violations, while a bit flipped in
+// the ICRC of a frame no fault touched (by this test, in the file) is an
+// icrc violation that verbsCorrupted does not excuse.
+func TestCheckVerbsCorruptedFrames(t *testing.T) {
+	cfg := emu.DefaultConfig()
+	cfg.Mode, cfg.Verb, cfg.Workers, cfg.MTU, cfg.MsgLen, cfg.TensorBytes, cfg.Seed = emu.Verbs, emu.VerbRead, 3, 256, 4, 64<<10, 7
+	ev, err := faults.Parse("corrupt port=1 dir=in class=data nth=3")
+	require.NoError(t, err)
+	cfg.Events = append(cfg.Events, ev)
+	b := ckCapture(t, cfg, "")
+	corrupted := verbsCorrupted(t, b)
+	require.NotEmpty(t, corrupted)
+	rep := ckReport(t, b)
+	assert.Empty(t, rep.Violations)
+	assert.Positive(t, rep.BadICRC)
+	assert.LessOrEqual(t, rep.BadICRC, len(corrupted))
+
+	// Flip the last ICRC bit of the 40th frame, unless a fault touched it
+	// (then the next one), where its bytes lie in the file.
+	recs, err := pcapio.NewReader("run.pcapng", bytes.NewReader(b))
+	require.NoError(t, err)
+	var at int
+	var data []byte
+	for i := 0; ; i++ {
+		r, err := recs.Next()
+		require.NoError(t, err)
+		if i >= 40 && !corrupted[i] && !pcapio.IsGhost(r.Comments) && len(r.Comments) == 0 {
+			at, data = i, bytes.Clone(r.Data)
+			break
+		}
+	}
+	off := bytes.Index(b, data)
+	require.GreaterOrEqual(t, off, 0)
+	flipped := bytes.Clone(b)
+	flipped[off+len(data)-1] ^= 1
+	rep = ckReport(t, flipped)
+	require.Len(t, rep.Violations, 1, "%v", rep.Violations)
+	assert.Equal(t, "icrc", rep.Violations[0].Rule)
+	assert.Equal(t, at, rep.Violations[0].Index)
+	assert.False(t, verbsCorrupted(t, flipped)[at], "not a frame a fault corrupted")
+}
 
 // TestCheckVerbsCapturesUnderFaults: the capture checker judges the
 // emulator's RDMA WRITE, READ, fetch-and-add and compare-and-swap traffic
@@ -21,7 +103,7 @@ import (
 // would fail a user's CI on correct NIC traffic.
 //
 // Cases are drawn from a seed (printed): 2 to 4 ranks, messages of 1 to
-// 16 packets (long READs), MTU 256 to 4096, netem loss, duplication,
+// 16 packets (long READs; and 4 cases of READs of 128 to 255 packets), MTU 256 to 4096, netem loss, duplication,
 // reordering and corruption at rates up to a few percent, deterministic
 // drops of requests, responses and ACKs, and ACK timeouts from 262 µs
 // (shorter than a long READ's round trip under loss: spurious retries) to
@@ -37,7 +119,11 @@ func TestCheckVerbsCapturesUnderFaults(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	verbs := []emu.Verb{emu.VerbWrite, emu.VerbRead, emu.VerbFetchAdd, emu.VerbCmpSwap}
 	mtus := []int{256, 1024, 4096}
-	for i := 0; i < cases; i++ {
+	// Then 4 READs as long as the job makes them: MsgLen 128..255 (its
+	// INA-header bound) at MTU 256, up to 255 PSNs per READ. (Longer ones,
+	// 8192 PSNs, are capcheck's readlong_test.go, built frame by frame.)
+	const long = 4
+	for i := 0; i < cases+long; i++ {
 		cfg := emu.DefaultConfig()
 		cfg.Mode = emu.Verbs
 		cfg.Verb = verbs[i%len(verbs)]
@@ -50,6 +136,11 @@ func TestCheckVerbsCapturesUnderFaults(t *testing.T) {
 		}
 		cfg.Seed = rng.Uint64()
 		cfg.Timeout = []uint8{6, 8, 10, 14}[rng.IntN(4)]
+		if i >= cases {
+			cfg.Verb, cfg.MTU, cfg.MsgLen = emu.VerbRead, 256, 128+rng.IntN(128)
+			cfg.TensorBytes = int64(cfg.MTU*cfg.MsgLen) * int64(2+rng.IntN(3))
+			cfg.Timeout = []uint8{10, 14}[rng.IntN(2)]
+		}
 		netem := fmt.Sprintf("loss %.2f%% duplicate %.2f%% corrupt %.2f%% reorder %.2f%% gap 3",
 			rng.Float64()*4, rng.Float64()*3, rng.Float64()*1, rng.Float64()*5)
 		events := []string{
@@ -65,10 +156,14 @@ func TestCheckVerbsCapturesUnderFaults(t *testing.T) {
 				require.NoError(t, err)
 				cfg.Events = append(cfg.Events, ev)
 			}
-			rep := ckReport(t, ckCapture(t, cfg, netem))
+			b := ckCapture(t, cfg, netem)
+			rep := ckReport(t, b)
+			corrupted := verbsCorrupted(t, b)
 			var wrong []string
 			for _, v := range rep.Violations {
-				if v.Rule != "icrc" { // a corrupted frame's ICRC is checked elsewhere
+				// A bad ICRC is right only on a frame a fault corrupted
+				// (its comment says so) or a byte-exact copy of one.
+				if v.Rule != "icrc" || !corrupted[v.Index] {
 					wrong = append(wrong, fmt.Sprintf("%s frame %d (%s) qp %#x psn %d: %s", v.Rule, v.Frame, v.Interface, v.QP, v.PSN, v.Detail))
 				}
 			}
@@ -77,6 +172,8 @@ func TestCheckVerbsCapturesUnderFaults(t *testing.T) {
 			for _, e := range events {
 				replay += fmt.Sprintf(" --fault '%s'", e)
 			}
+			// A bad ICRC the checker counts lies on a corrupted frame.
+			assert.LessOrEqual(t, rep.BadICRC, len(corrupted), "bad ICRCs beyond the frames the faults corrupted")
 			assert.Empty(t, wrong, "false violations on correct traffic; replay: %s --pcap c.pcapng && inaemu check c.pcapng", replay)
 			assert.Empty(t, rep.Unchecked, "left unchecked: %s", strings.Join(rep.Unchecked, "; "))
 		})
