@@ -88,7 +88,9 @@ type CheckOptions struct {
 	// payload in the capture (at least 256 bytes, the smallest MTU) takes
 	// one PSN, since no packet carries more than one MTU; a longer one
 	// cannot be counted and its stream's PSN rules stop there, which the
-	// report lists as unchecked.
+	// report lists as unchecked. A value IBTA does not allow (anything but
+	// those five) is ignored, the MTU inferred instead, and
+	// Report.PathMTUWhy says so.
 	MTU int
 	// INATag is the InetTag of the switch's INA headers (0: inaemu's,
 	// wire.INATag); NetReduce papers leave its value open.
