@@ -54,7 +54,7 @@ type chkConn struct {
 	buf       []byte
 }
 
-func chkNewConn(t *testing.T, a, b int, reqQP, respQP uint32) *chkConn {
+func chkNewConn(t testing.TB, a, b int, reqQP, respQP uint32) *chkConn {
 	ma, ia := chkHost(a)
 	mb, ib := chkHost(b)
 	req, err := frames.NewBuilder(frames.Path{Transport: frames.V2IPv4, SrcMAC: ma, DstMAC: mb, SrcIP: ia, DstIP: ib,
@@ -113,7 +113,7 @@ func (c *chkCapture) add(iface string, dt time.Duration, frame []byte, comments 
 	c.recs = append(c.recs, chkRec{iface, c.now, frame, comments})
 }
 
-func (c *chkCapture) pcapng(t *testing.T) []byte {
+func (c *chkCapture) pcapng(t testing.TB) []byte {
 	var buf bytes.Buffer
 	w, err := pcapio.NewWriter(&buf, c.names...)
 	require.NoError(t, err)
@@ -535,7 +535,7 @@ func TestCheckGoldenAggSum(t *testing.T) {
 
 // ---- options and corner cases (in memory) ----
 
-func chkRecords(t *testing.T, c *chkCapture) ([]pcapio.Record, []string) {
+func chkRecords(t testing.TB, c *chkCapture) ([]pcapio.Record, []string) {
 	path := filepath.Join(t.TempDir(), "c.pcapng")
 	require.NoError(t, os.WriteFile(path, c.pcapng(t), 0o644))
 	recs, err := pcapio.ReadAll(path)
