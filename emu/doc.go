@@ -4,7 +4,8 @@
 // QPs and buffers, runs the jobs' algorithms on the virtual clock and
 // checks each rank's result bit for bit against a reference computed
 // outside the network. Algorithms are an open set registered by name
-// (netreduce and ring today). Sweep runs a job over a grid of settings;
+// (netreduce, ring, wa, verbs; the schemes over multi-GPU machines fr, pn,
+// pr and ta run their stages as jobs of these). Sweep runs a job over a grid of settings;
 // EstimateMemory says what a job will hold. On the TAP backend (package
 // live) the same jobs run on real interfaces in wall-clock time.
 package emu

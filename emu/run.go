@@ -44,8 +44,9 @@ func (m Mode) String() string {
 	return string(m)
 }
 
-// ParseMode reads the name of a registered algorithm (netreduce, ring) or
-// of a scheme over multi-GPU machines (fr, pn, pr, ta).
+// ParseMode reads the name of a registered algorithm (AlgorithmNames:
+// netreduce, ring, wa, verbs, ...) or of a scheme over multi-GPU machines
+// (fr, pn, pr, ta).
 func ParseMode(s string) (Mode, error) {
 	_, alg := algorithms[Mode(s)]
 	if _, sch := schemeModes[Mode(s)]; alg || sch {

@@ -448,18 +448,3 @@ func TestTransports(t *testing.T) {
 		})
 	}
 }
-
-// TestWallClock: the wall clock runs callbacks under its mutex.
-func TestWallClock(t *testing.T) {
-	w := roce.NewWallClock()
-	done := make(chan time.Duration, 1)
-	w.AfterFunc(0, func() { done <- w.Now() })
-	select {
-	case d := <-done:
-		assert.GreaterOrEqual(t, d, time.Duration(0))
-	case <-time.After(10 * time.Second):
-		t.Fatal("wall-clock callback never ran")
-	}
-	tm := w.AfterFunc(time.Hour, func() { t.Error("stopped timer fired") })
-	assert.True(t, tm.Stop())
-}
