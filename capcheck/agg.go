@@ -86,27 +86,6 @@ func tapBridgeSet(names []string) bool {
 	return len(names) > 0
 }
 
-// bridgeClock settles ClockAuto for a capture whose interfaces are all
-// named like bridges (PREFIX-brN): the wall clock when they are the TAP
-// backend's whole set (tapBridgeSet), else a data centre's clock (a
-// user's bridges: the name is no evidence). Any other capture keeps
-// clock and why (newChecker reads faultwire's names), as does one with
-// frames on an interface past names (newChecker names it ifN).
-func bridgeClock(clock Clock, why string, names []string, fs *frameStore) (Clock, string) {
-	if clock != ClockAuto || !allNames(names, func(n string) bool { return isLinkTap(n, false) }) {
-		return clock, why
-	}
-	for i := range fs.len() {
-		if fs.at(i).iface >= len(names) {
-			return clock, why
-		}
-	}
-	if tapBridgeSet(names) {
-		return ClockWall, "its interfaces are the TAP backend's bridges (PREFIX-br0 to PREFIX-br" + strconv.Itoa(len(names)-1) + ", every one of a topology)"
-	}
-	return ClockNIC, why
-}
-
 // linkHostMACs learns, for each link-tap interface, its host's MAC: the
 // unicast address in the most frames there (every frame on a host's link
 // is from or to it), preferring an address seen on no other link (the

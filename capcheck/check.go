@@ -1122,7 +1122,7 @@ func (p *frameParser) treeOrders() map[uint8][]uint64 {
 func (p *frameParser) check(opt CheckOptions, payloads func(yield func(i int, data []byte) bool) error) *Report {
 	fs, rep, bad := p.fs, p.rep, p.bad
 	var clockWhy string
-	opt.Clock, clockWhy = bridgeClock(opt.Clock, p.clockWhy, opt.Interfaces, fs)
+	opt.Clock, clockWhy = clockFromNames(opt.Clock, p.clockWhy, opt.Interfaces, fs)
 	c := newChecker(opt, fs, rep, clockWhy)
 	c.ext = p.ext
 	c.mtu, c.mtuWhy = p.pathMTU(opt.MTU)

@@ -97,14 +97,7 @@ func (c *checker) pairingAlternatives() ([]pairingAlt, []*ambiguousGroup) {
 // ambiguousGroups are vp's groups of request and response streams that
 // automatic pairing (and --pair) left unpaired between the same two hosts.
 func (c *checker) ambiguousGroups(vp *checkVantage) []*ambiguousGroup {
-	var reqs, resps []checkStreamKey
-	for k := range vp.reqs {
-		reqs = append(reqs, k)
-	}
-	for k := range vp.resps {
-		resps = append(resps, k)
-	}
-	paired := pairKeys(reqs, resps, c.opt.Pairs, c.spans, c.addrIdx)
+	reqs, resps, paired := c.autoPairs(vp)
 	claimed := map[checkStreamKey]bool{}
 	for _, sk := range paired {
 		claimed[sk] = true

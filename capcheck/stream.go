@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/netip"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -115,7 +116,7 @@ func newChecker(opt CheckOptions, fs *frameStore, rep *Report, clockWhy string) 
 	w := opt.InFlight
 	rep.InFlightWhy = "given"
 	if w == 0 {
-		w, rep.InFlightWhy = inFlightDefault(opt.Clock, clockWhy, names, rep)
+		w, rep.InFlightWhy = inFlightDefault(opt.Clock, clockWhy, rep)
 	}
 	rep.InFlightNS = int64(max(w, 0))
 	c := &checker{opt: opt, fs: fs, rep: rep, ifaceNames: names, inFlight: int64(max(w, 0)),
@@ -128,16 +129,9 @@ func newChecker(opt CheckOptions, fs *frameStore, rep *Report, clockWhy string) 
 
 // inFlightDefault is the in-flight tolerance when none is given, and why:
 // WallClockInFlight for a capture taken on the wall clock between
-// software hosts (CheckOptions.Clock), DefaultInFlight otherwise.
-func inFlightDefault(clock Clock, why string, names []string, rep *Report) (time.Duration, string) {
-	if clock == ClockAuto {
-		switch {
-		case allNames(names, func(n string) bool { return isLinkTap(n, false) }):
-			clock, why = ClockWall, "its interfaces are the TAP backend's bridges (PREFIX-brN)"
-		case allNames(names, faultwireName):
-			clock, why = ClockWall, "its interfaces are faultwire's (hR-wR, wR-hR, wR-swR, swR-wR: inaemu wire, run --dut)"
-		}
-	}
+// software hosts (CheckOptions.Clock, settled by clockFromNames),
+// DefaultInFlight otherwise.
+func inFlightDefault(clock Clock, why string, rep *Report) (time.Duration, string) {
 	switch {
 	case clock == ClockWall && why == "":
 		why = "CheckOptions.Clock says so"
@@ -146,6 +140,33 @@ func inFlightDefault(clock Clock, why string, names []string, rep *Report) (time
 	}
 	rep.Clock = "wall"
 	return WallClockInFlight, fmt.Sprintf("wall-clock capture (%s): in-flight tolerance %v instead of %v (--in-flight overrides)", why, WallClockInFlight, DefaultInFlight)
+}
+
+// clockFromNames settles ClockAuto from the capture's interface names,
+// the one place they are evidence of the clock: faultwire's (hR-wR,
+// wR-hR, wR-swR, swR-wR) and the TAP backend's whole bridge set
+// (tapBridgeSet) say wall clock; names merely like bridges (a user's
+// ovs-br1, a set with a gap) say a data centre's clock. Any other
+// capture, or one with frames on an interface past names, keeps clock
+// and why.
+func clockFromNames(clock Clock, why string, names []string, fs *frameStore) (Clock, string) {
+	if clock != ClockAuto {
+		return clock, why
+	}
+	for i := range fs.len() {
+		if fs.at(i).iface >= len(names) {
+			return clock, why
+		}
+	}
+	switch {
+	case allNames(names, faultwireName):
+		return ClockWall, "its interfaces are faultwire's (hR-wR, wR-hR, wR-swR, swR-wR: inaemu wire, run --dut)"
+	case !allNames(names, func(n string) bool { return isLinkTap(n, false) }):
+		return clock, why
+	case tapBridgeSet(names):
+		return ClockWall, "its interfaces are the TAP backend's bridges (PREFIX-br0 to PREFIX-br" + strconv.Itoa(len(names)-1) + ", every one of a topology)"
+	}
+	return ClockNIC, why
 }
 
 // allNames: there are names and every one satisfies ok.
@@ -553,18 +574,23 @@ func pairKeys(reqs, resps []checkStreamKey, pairs []QPPair, spans map[checkStrea
 	return out
 }
 
+// autoPairs is vp's request and response streams and what automatic
+// pairing and --pair make of them (pairKeys).
+func (c *checker) autoPairs(vp *checkVantage) (reqs, resps []checkStreamKey, pairs map[checkStreamKey]checkStreamKey) {
+	for k := range vp.reqs {
+		reqs = append(reqs, k)
+	}
+	for k := range vp.resps {
+		resps = append(resps, k)
+	}
+	return reqs, resps, pairKeys(reqs, resps, c.opt.Pairs, c.spans, c.addrIdx)
+}
+
 // pairAll pairs the streams at every vantage point: automatically, by
 // --pair, and as alt says for what those left ambiguous.
 func (c *checker) pairAll(alt pairingAlt) {
 	for _, vp := range c.vantages {
-		var reqs, resps []checkStreamKey
-		for k := range vp.reqs {
-			reqs = append(reqs, k)
-		}
-		for k := range vp.resps {
-			resps = append(resps, k)
-		}
-		pairs := pairKeys(reqs, resps, c.opt.Pairs, c.spans, c.addrIdx)
+		_, _, pairs := c.autoPairs(vp)
 		for rk, sk := range alt[c.originOf(vp)] {
 			pairs[rk] = sk
 		}
