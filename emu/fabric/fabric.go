@@ -265,7 +265,7 @@ func New(cfg Config) (*Fabric, error) {
 			d.stage.OnSpoof = func(frame []byte, from int, ev *faults.Event) {
 				if from >= 0 && from < len(f.Hosts) {
 					if up := f.uplink(f.Hosts[from]); up != nil {
-						up.fly(frame, 0, 0, faults.NoteSpoof, ev)
+						up.inject(frame, faults.NoteSpoof, ev)
 					}
 				}
 			}

@@ -267,6 +267,27 @@ func (d *linkDir) fly(frame []byte, delay, extra time.Duration, note faults.Note
 	}
 }
 
+// inject delivers a forgery (a spoof event's) at the far end after the
+// propagation delay, on a timer of its own rather than through inflight:
+// queued there it would re-arm rxTimer, and so move the link's next real
+// delivery behind another link's delivery due at the same instant. A
+// forgery entering by a host's port would then reorder that host's own
+// frames at the switch, and one tenant's timing would depend on frames
+// forged of another. Forgeries are rare one-shot events; the closure is
+// no hot-path allocation.
+func (d *linkDir) inject(frame []byte, note faults.Note, ev *faults.Event) {
+	b := d.getBuf()[:len(frame)]
+	copy(b, frame)
+	d.fab.Clock.AfterFunc(d.prop, func() {
+		if d.fab.capture != nil {
+			d.fab.capture.record(d, d.fab.Clock.Now(), b, note, ev, 0, false)
+		}
+		d.Stats.Delivered++
+		d.recv(b)
+		d.putBuf(b)
+	})
+}
+
 // onArrive delivers every frame due now, in order.
 func (d *linkDir) onArrive() {
 	now := d.fab.Clock.Now()
