@@ -20,7 +20,7 @@ import (
 	"github.com/inaemu/inaemu/roce"
 )
 
-func reviewTopo(t *testing.T, spec string) *topo.Topology {
+func parseTopo(t *testing.T, spec string) *topo.Topology {
 	t.Helper()
 	s, err := topo.ParseFlag(spec)
 	require.NoError(t, err)
@@ -29,7 +29,7 @@ func reviewTopo(t *testing.T, spec string) *topo.Topology {
 	return tp
 }
 
-func reviewFault(t *testing.T, s string) faults.Event {
+func parseFault(t *testing.T, s string) faults.Event {
 	t.Helper()
 	ev, err := faults.Parse(s)
 	require.NoError(t, err)
@@ -56,10 +56,10 @@ func requireExactOrRefused(t *testing.T, cfg Config, what string) {
 // link "joins" them), the frames go to the switch, which filters them
 // (destination = ingress port), and the job dies with RETRY_EXC_ERR.
 // Random placements (TestRandomPlacementsAreExact) can draw exactly this.
-func TestReviewNICAndGPURanksOfOneHost(t *testing.T) {
+func TestRingOnAHostsNICAndItsGPUIsExactOrRefused(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Mode, cfg.TensorBytes, cfg.Workers = Ring, 64<<10, 2
-	cfg.Topology = reviewTopo(t, "star:hosts=2,gpus=2,intra=100G,alpha=1us")
+	cfg.Topology = parseTopo(t, "star:hosts=2,gpus=2,intra=100G,alpha=1us")
 	cfg.Timeout, cfg.RetryCnt, cfg.MaxVirtual = 4, 1, time.Second
 	for _, ranks := range [][]string{{"h0", "h0:gpu0"}, {"h0", "h0:gpu0", "h1"}, {"h1:gpu1", "h0", "h1"}} {
 		cfg.Jobs = []JobSpec{{Name: "mixed", Ranks: ranks}}
@@ -71,10 +71,10 @@ func TestReviewNICAndGPURanksOfOneHost(t *testing.T) {
 // the busy time is kept per (sender, receiver) link of a job, so two jobs
 // whose rings use the same GPUs each run as fast as alone: the GPU sends
 // two transfers at once.
-func TestReviewJobsSharingAGPUShareItsTime(t *testing.T) {
+func TestJobsSharingAGPUShareItsSendTime(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Mode, cfg.TensorBytes, cfg.Workers = Ring, 1<<20, 1
-	cfg.Topology = reviewTopo(t, "star:hosts=1,gpus=2,intra=100G,alpha=100us")
+	cfg.Topology = parseTopo(t, "star:hosts=1,gpus=2,intra=100G,alpha=100us")
 	a := JobSpec{Name: "a", Ranks: []string{"h0:gpu0", "h0:gpu1"}}
 	b := JobSpec{Name: "b", Ranks: []string{"h0:gpu0", "h0:gpu1"}}
 	cfg.Jobs = []JobSpec{a}
@@ -95,11 +95,11 @@ func TestReviewJobsSharingAGPUShareItsTime(t *testing.T) {
 // port=R names "host hR's first link", but the fabric only gives a port to
 // a host's first link when it leads to a switch. On a dims ring (host-host
 // links) Validate accepts port=0, and the fault never fires.
-func TestReviewPortFaultOnHostHostLink(t *testing.T) {
+func TestPortFaultOnAHostHostLinkFiresOrIsRefused(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Mode, cfg.TensorBytes, cfg.Workers = Ring, 64<<10, 2
-	cfg.Topology = reviewTopo(t, "dims:2,kinds=ring")
-	cfg.Events = []faults.Event{reviewFault(t, "drop port=0 class=data nth=1")}
+	cfg.Topology = parseTopo(t, "dims:2,kinds=ring")
+	cfg.Events = []faults.Event{parseFault(t, "drop port=0 class=data nth=1")}
 	res, err := Run(cfg)
 	var ce *ConfigError
 	if errors.As(err, &ce) {
@@ -113,10 +113,10 @@ func TestReviewPortFaultOnHostHostLink(t *testing.T) {
 // each other through it, but Fabric.Reachable takes any link of the
 // target's host as "the link between them" and says no: the job is refused
 // with "no path".
-func TestReviewRanksOnTwoNICsOfOneHost(t *testing.T) {
+func TestRanksOnTwoNICsOfOneHostReachEachOtherViaTheSwitch(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Mode, cfg.TensorBytes = Ring, 64<<10
-	cfg.Topology = reviewTopo(t, "dims:2,kinds=switch,links_per_host=2")
+	cfg.Topology = parseTopo(t, "dims:2,kinds=switch,links_per_host=2")
 	cfg.Jobs = []JobSpec{{Name: "x", Ranks: []string{"h0", "h0:nic1", "h1"}}}
 	runOK(t, cfg)
 	cfg.Jobs = []JobSpec{{Name: "y", Mode: NetReduce, Ranks: []string{"h0", "h0:nic1", "h1", "h1:nic1"}}}
@@ -128,7 +128,7 @@ func TestReviewRanksOnTwoNICsOfOneHost(t *testing.T) {
 // of one host's GPUs there is no QP at all, and on 2 hosts × 4 GPUs placed
 // by host only 0x12 and 0x17 exist. qp=0x13 passes Validate and never
 // fires.
-func TestReviewQPFaultOnGPURanks(t *testing.T) {
+func TestQPFaultOnGPURanksFiresOrIsRefused(t *testing.T) {
 	for _, c := range []struct {
 		spec  string
 		ranks []string
@@ -138,9 +138,9 @@ func TestReviewQPFaultOnGPURanks(t *testing.T) {
 	} {
 		cfg := DefaultConfig()
 		cfg.Mode, cfg.TensorBytes, cfg.Workers = Ring, 256<<10, 1
-		cfg.Topology = reviewTopo(t, c.spec)
+		cfg.Topology = parseTopo(t, c.spec)
 		cfg.Jobs = []JobSpec{{Name: "g", Ranks: c.ranks}}
-		cfg.Events = []faults.Event{reviewFault(t, "drop qp=0x13 nth=1")}
+		cfg.Events = []faults.Event{parseFault(t, "drop qp=0x13 nth=1")}
 		res, err := Run(cfg)
 		var ce *ConfigError
 		if errors.As(err, &ce) {
@@ -154,7 +154,7 @@ func TestReviewQPFaultOnGPURanks(t *testing.T) {
 // checkEvent's switch returns after the link= case, so a code-built delay
 // event with link= skips the delay range check (the same event with port=
 // is refused, see TestValidate...).
-func TestReviewDelayWithLinkIsRangeChecked(t *testing.T) {
+func TestDelayFaultOnALinkIsRangeChecked(t *testing.T) {
 	for _, d := range []time.Duration{3 * time.Hour, -time.Microsecond} {
 		c := DefaultConfig()
 		c.Workers, c.TensorBytes = 2, 64<<10
@@ -169,20 +169,20 @@ func TestReviewDelayWithLinkIsRangeChecked(t *testing.T) {
 // whose links have 10 ms of latency is estimated as if they had the
 // default 1 µs, ~30x less link memory than the same star given with
 // --latency 10ms, so the guard lets through runs it exists to refuse.
-func TestReviewMemoryEstimateUsesTopologyLinks(t *testing.T) {
+func TestMemoryEstimateSizesLinksFromTheTopology(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Mode, cfg.TensorBytes = Ring, 64<<20
 	flag := cfg
 	flag.Link.Latency = 10 * time.Millisecond
 	want := EstimateRunMemory(flag)
-	cfg.Topology = reviewTopo(t, "star:hosts=8,latency=10ms")
+	cfg.Topology = parseTopo(t, "star:hosts=8,latency=10ms")
 	got := EstimateRunMemory(cfg)
 	assert.GreaterOrEqual(t, got.Links, want.Links, "links of 10ms: estimate %d B via the topology, %d B via --latency", got.Links, want.Links)
 }
 
 // With one job given in Jobs, the memory error still describes the
 // run's top-level Workers and TensorBytes, not the job's.
-func TestReviewMemoryErrorDescribesTheJob(t *testing.T) {
+func TestMemoryErrorDescribesTheJobNotTheTopLevel(t *testing.T) {
 	cfg := DefaultConfig() // 8 workers × 16 MiB at the top
 	cfg.Mode, cfg.MaxMemory = Ring, 1<<20
 	cfg.Jobs = []JobSpec{{Name: "x", Ranks: []string{"h0", "h1"}, TensorBytes: 256 << 20}}
@@ -195,7 +195,7 @@ func TestReviewMemoryErrorDescribesTheJob(t *testing.T) {
 // the live fabric and its start barrier take rank r to be host hr: a job
 // on [h1, h0] never starts ("no gratuitous ARP ..."), although the same job on
 // [h0, h1] runs.
-func TestReviewLiveJobPlacement(t *testing.T) {
+func TestLiveJobOnAnyPlacementRunsOrIsRefused(t *testing.T) {
 	cfg := liveConfig(Ring, 3)
 	cfg.MaxVirtual = 2 * time.Second
 	hosts, ports := pipeStar(3)
@@ -208,7 +208,7 @@ func TestReviewLiveJobPlacement(t *testing.T) {
 // immediate RNR_RETRY_EXC_ERR, although the job's QPs are set up with
 // RNRRetry 7 (retry forever): "completions as a QP gives them" would have
 // it wait and land once the receive is posted.
-func TestReviewIntraLinkRNRRetries(t *testing.T) {
+func TestIntraLinkWaitsForTheReceiveOnRNR(t *testing.T) {
 	clock := vclock.New()
 	h := nic.New(clock, "h0", 0, 0, frames.V2IPv4)
 	buf := make([]byte, 64)
@@ -232,10 +232,10 @@ func TestReviewIntraLinkRNRRetries(t *testing.T) {
 // placeRank reads the GPU index with Atoi, so "h0:gpu00" (or "h0:gpu+0")
 // is GPU 0 under another name and passes the "holds two ranks" check,
 // which compares the strings: two ranks run on one GPU.
-func TestReviewOneGPUUnderTwoNames(t *testing.T) {
+func TestOneGPUUnderTwoNamesIsRefused(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Mode, cfg.TensorBytes, cfg.Workers = Ring, 64<<10, 1
-	cfg.Topology = reviewTopo(t, "star:hosts=1,gpus=2,intra=100G,alpha=1us")
+	cfg.Topology = parseTopo(t, "star:hosts=1,gpus=2,intra=100G,alpha=1us")
 	cfg.Jobs = []JobSpec{{Name: "g", Ranks: []string{"h0:gpu0", "h0:gpu00"}}}
 	_, err := Run(cfg)
 	var ce *ConfigError
@@ -246,7 +246,7 @@ func TestReviewOneGPUUnderTwoNames(t *testing.T) {
 // checking any job, so a job that finished every rank's work is reported
 // exact=false with no error and no mismatch: --json's jobs say it failed
 // without saying why.
-func TestReviewFinishedJobIsCheckedWhenAnotherFails(t *testing.T) {
+func TestFinishedJobIsCheckedWhenAnotherFails(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.TensorBytes = 256 << 10
 	cfg.MaxVirtual = 300 * time.Microsecond
@@ -266,7 +266,7 @@ func TestReviewFinishedJobIsCheckedWhenAnotherFails(t *testing.T) {
 
 // A job whose start lies beyond --max-time can never finish, yet Validate
 // accepts it and the run fails after a minute of virtual time.
-func TestReviewStartBeyondMaxTimeRefused(t *testing.T) {
+func TestJobStartingAfterMaxTimeIsRefused(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.TensorBytes = 64 << 10
 	cfg.MaxVirtual = time.Millisecond
