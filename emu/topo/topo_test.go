@@ -310,6 +310,19 @@ func TestParseFlag(t *testing.T) {
 	}
 }
 
+// README ("Topologies and jobs"): "Every form takes link=, latency=,
+// queue=". The dims form refuses link= (it only knows the per-dimension
+// links=), so `--topology dims:4x4,link=25G` is an error.
+func TestDimsFlagTakesLink(t *testing.T) {
+	s, err := ParseFlag("dims:2x2,link=25G")
+	require.NoError(t, err)
+	tp, err := s.Build(LinkParams{Rate: 10e9})
+	require.NoError(t, err)
+	for _, l := range tp.Links {
+		require.Equal(t, 25e9, l.Rate, "%s", l.AB)
+	}
+}
+
 func TestYAML(t *testing.T) {
 	def := LinkParams{Rate: 10e9, Latency: time.Microsecond}
 	for text, want := range map[string]string{
