@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames/wire"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // The agg-sum rule: NetReduce results leaving the switch (X-out) against

@@ -12,11 +12,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/inceptionn"
 	"github.com/inaemu/inaemu/frames/wire"
 	"github.com/inaemu/inaemu/internal/pcapio"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // Rule names carried by violations.

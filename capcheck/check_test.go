@@ -20,11 +20,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/capcheck"
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/inceptionn"
 	"github.com/inaemu/inaemu/frames/wire"
 	"github.com/inaemu/inaemu/internal/pcapio"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // Golden captures of the checker live in testdata/check. Rewrite the

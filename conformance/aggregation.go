@@ -15,11 +15,11 @@ import (
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/scenario"
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/internal/pcapio"
 	"github.com/inaemu/inaemu/roce"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // aggCase is one generated NetReduce job and its fault schedule.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/scenario"
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/emu/topo"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // fuzzChoices draws a scenario's choices from fuzz bytes, one byte a

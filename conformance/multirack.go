@@ -9,9 +9,9 @@ import (
 
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/scenario"
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/frames/wire"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // rackNet is a multi-rack case's fabric: leaves leaf0.. with hosts under

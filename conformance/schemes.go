@@ -7,9 +7,9 @@ import (
 	"github.com/leanovate/gopter"
 
 	"github.com/inaemu/inaemu/emu/scenario"
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/frames/wire"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // schemeCase is one all-reduce scheme over multi-GPU machines (fr, pn,

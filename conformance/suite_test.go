@@ -15,11 +15,11 @@ import (
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/scenario"
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
 	"github.com/inaemu/inaemu/roce"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // The suites at a bounded count, as `make test` runs them; the

@@ -11,8 +11,8 @@ import (
 
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/scenario"
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/emu/topo"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // tenantJob is one tenant's job: NetReduce (Mode ""), Ring-AllReduce,

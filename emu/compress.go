@@ -8,9 +8,10 @@ import (
 
 	"github.com/inaemu/inaemu/emu/fabric"
 	"github.com/inaemu/inaemu/emu/nic"
-	"github.com/inaemu/inaemu/emu/tensor"
+	"github.com/inaemu/inaemu/emu/workload"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/inceptionn"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // In-NIC gradient compression (INCEPTIONN, MICRO '18): a job with
@@ -244,24 +245,24 @@ func maxAbsDiff(got, want []byte, m float64) float64 {
 	return m
 }
 
-// ParsePattern reads a tensor pattern: tensor.ParsePattern's, or
+// ParsePattern reads a tensor pattern: workload.ParsePattern's, or
 // table3:NET[,K], values whose codec classes have the shares Table III
 // gives for NET (alexnet, hdc, resnet50, vgg16) at the bound 2^-K (6, 8
 // or 10; without K, the job's --compress bound).
-func ParsePattern(s string) (tensor.Pattern, error) {
+func ParsePattern(s string) (workload.Pattern, error) {
 	rest, ok := strings.CutPrefix(s, "table3:")
 	if !ok {
-		return tensor.ParsePattern(s)
+		return workload.ParsePattern(s)
 	}
 	net, k, hasK := strings.Cut(rest, ",")
 	if _, ok := inceptionn.Table3[net]; !ok {
-		return tensor.Pattern{}, fmt.Errorf("tensor pattern %q: Table III has alexnet, hdc, resnet50 and vgg16", s)
+		return workload.Pattern{}, fmt.Errorf("tensor pattern %q: Table III has alexnet, hdc, resnet50 and vgg16", s)
 	}
-	p := tensor.Pattern{Kind: tensor.KindClasses, Name: net}
+	p := workload.Pattern{Kind: workload.KindClasses, Name: net}
 	if hasK {
 		b, err := inceptionn.ParseBound(k)
 		if err != nil {
-			return tensor.Pattern{}, fmt.Errorf("tensor pattern %q: %v", s, err)
+			return workload.Pattern{}, fmt.Errorf("tensor pattern %q: %v", s, err)
 		}
 		p.Bound = b
 	}
@@ -276,7 +277,7 @@ func (c *Config) ResolvePattern() error {
 	if p.Gradient() && c.DType != tensor.F32 {
 		return fmt.Errorf("--pattern %s: gradient patterns are float32, not %s", p, c.DType)
 	}
-	if p.Kind != tensor.KindClasses {
+	if p.Kind != workload.KindClasses {
 		return nil
 	}
 	if p.Bound == 0 {

@@ -9,11 +9,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/inaemu/inaemu/emu/tensor"
+	"github.com/inaemu/inaemu/emu/workload"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/inceptionn"
 	"github.com/inaemu/inaemu/internal/inceptionnref"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // The compressing ring is checked here against a reference of the
@@ -87,7 +88,7 @@ func inputs(cfg Config) [][]float32 {
 	in := make([][]float32, cfg.Workers)
 	buf := make([]byte, cfg.TensorBytes)
 	for r := range in {
-		tensor.NewStream(tensor.F32, cfg.Pattern, r, cfg.Seed).Fill(buf)
+		workload.NewStream(tensor.F32, cfg.Pattern, r, cfg.Seed).Fill(buf)
 		in[r] = make([]float32, cfg.TensorBytes/4)
 		for i := range in[r] {
 			in[r][i] = math.Float32frombits(binary.LittleEndian.Uint32(buf[4*i:]))
@@ -108,7 +109,7 @@ func TestCompressedRingIsTheReference(t *testing.T) {
 	cases := 0
 	for _, n := range []int{2, 3, 4, 5} {
 		for _, k := range []int{6, 8, 10} {
-			for _, pat := range []tensor.Pattern{tensor.Random, tensor.Ones} {
+			for _, pat := range []workload.Pattern{workload.Random, workload.Ones} {
 				cfg := DefaultConfig()
 				cfg.Mode, cfg.Workers, cfg.Compress, cfg.Pattern, cfg.Seed = Ring, n, k, pat, uint64(10*n+k)
 				// Chunks of 1000+ floats in messages of 192: last packets of
@@ -131,7 +132,7 @@ func TestCompressedRingIsTheReference(t *testing.T) {
 				}
 				c := res.Jobs[0].Compression
 				require.NotNil(t, c, name)
-				if pat == tensor.Ones {
+				if pat == workload.Ones {
 					assert.Zero(t, c.Compressed, "%s: 1.0 takes 32 bits: no packet shrinks", name)
 					assert.Positive(t, c.Uncompressed, name)
 					assert.Zero(t, c.MaxAbsErr, "%s: sent as they were, exact", name)
@@ -154,7 +155,7 @@ func TestCompressedRingErrorBound(t *testing.T) {
 	for _, k := range []int{6, 8, 10} {
 		cfg := DefaultConfig()
 		cfg.Mode, cfg.Workers, cfg.Compress, cfg.Seed, cfg.TensorBytes = Ring, 4, k, 3, 64<<10
-		cfg.Pattern = tensor.Random
+		cfg.Pattern = workload.Random
 		res, got := ringResults(t, cfg)
 		require.True(t, res.Exact)
 		in := inputs(cfg)

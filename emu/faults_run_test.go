@@ -11,10 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/emu/netreduce"
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/internal/pcapio"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // smallJob is a quick job: 8 workers × 128 KiB in 8 KiB messages (16 per

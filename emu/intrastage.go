@@ -3,9 +3,9 @@ package emu
 import (
 	"time"
 
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/internal/vclock"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // An intra-machine stage of a scheme (reduce-scatter, gather, scatter,

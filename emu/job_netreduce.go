@@ -10,9 +10,9 @@ import (
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/nic"
 	"github.com/inaemu/inaemu/emu/switching"
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames/wire"
 	"github.com/inaemu/inaemu/roce"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // netReduceJob is NetReduce's allreduce (ASPLOS '23 §3.1-3.2): every

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames/inceptionn"
 	"github.com/inaemu/inaemu/roce"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // ringJob is Ring-AllReduce over the same RC connections (the switch only

@@ -5,9 +5,9 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames/inceptionn"
 	"github.com/inaemu/inaemu/roce"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // waJob is INCEPTIONN's worker-aggregator baseline (MICRO '18 §II-B,

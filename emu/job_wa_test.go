@@ -10,9 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/emu/commmodel"
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/emu/topo"
+	"github.com/inaemu/inaemu/emu/workload"
 	"github.com/inaemu/inaemu/faults"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // waResults runs cfg (a wa job) and collects every worker's sum as it
@@ -46,7 +47,7 @@ func refWASum(cfg Config, msgB int) []byte {
 	in := make([][]byte, cfg.Workers)
 	for r := range in {
 		in[r] = make([]byte, n)
-		tensor.NewStream(d, cfg.Pattern, r, cfg.Seed).Fill(in[r])
+		workload.NewStream(d, cfg.Pattern, r, cfg.Seed).Fill(in[r])
 		if cfg.Compress != 0 {
 			for lo := 0; lo < n; lo += msgB {
 				v := make([]float32, (min(lo+msgB, n)-lo)/4)

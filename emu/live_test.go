@@ -8,9 +8,9 @@ import (
 
 	"github.com/inaemu/inaemu/emu/live"
 	"github.com/inaemu/inaemu/emu/switching"
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/internal/testtool"
 	"github.com/inaemu/inaemu/tap"
+	"github.com/inaemu/inaemu/tensor"
 	"github.com/stretchr/testify/require"
 )
 

@@ -11,7 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/inaemu/inaemu/emu/fabric"
-	"github.com/inaemu/inaemu/emu/tensor"
+	"github.com/inaemu/inaemu/emu/workload"
 	"github.com/inaemu/inaemu/internal/units"
 	"github.com/inaemu/inaemu/roce"
 )
@@ -137,7 +137,7 @@ func EstimateMemory(cfg Config) MemoryEstimate {
 		// expected sums, one per ring slot.
 		slots := min(msgs, int64(netReduceSlots(cfg)))
 		size := slots * msgB
-		e.Buffers = 2*w*size + size + msgB + w*tensor.AheadBytes
+		e.Buffers = 2*w*size + size + msgB + w*workload.AheadBytes
 		e.Queues = w * 2 * (msgs + 1) * wrBytes
 		aggs := 2 * int64(cfg.Window) * int64(cfg.MsgLen)
 		used := min(msgs, 2*int64(cfg.Window)) * int64(cfg.MsgLen)

@@ -8,10 +8,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/emu/netreduce"
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // multiRack is a NetReduce job on leaves × perLeaf hosts under one spine,

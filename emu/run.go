@@ -19,12 +19,13 @@ import (
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/nic"
 	"github.com/inaemu/inaemu/emu/switching"
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/emu/topo"
+	"github.com/inaemu/inaemu/emu/workload"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/inceptionn"
 	"github.com/inaemu/inaemu/roce"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // Mode names a job's collective algorithm: netreduce, ring, or any other
@@ -67,7 +68,7 @@ type Config struct {
 	MTU         int   // path MTU
 	TensorBytes int64 // per worker
 	DType       tensor.DType
-	Pattern     tensor.Pattern
+	Pattern     workload.Pattern
 	Transport   frames.Transport
 	Link        fabric.LinkConfig
 	Timing      switching.Timing // zero: switching.DefaultTiming
@@ -474,7 +475,7 @@ type runner struct {
 }
 
 // source is a rank's input tensor, read front to back a piece at a time:
-// generated (tensor.Stream) or, in a scheme's inter-machine job, a GPU's
+// generated (workload.Stream) or, in a scheme's inter-machine job, a GPU's
 // buffer an earlier stage filled.
 type source interface {
 	MoveTo(elem int64)
@@ -486,7 +487,7 @@ func (r *runner) input(rank int) source {
 	if r.io != nil {
 		return r.io.input(rank)
 	}
-	return tensor.NewStream(r.cfg.DType, r.cfg.Pattern, rank, r.cfg.Seed)
+	return workload.NewStream(r.cfg.DType, r.cfg.Pattern, rank, r.cfg.Seed)
 }
 
 // inputAhead is rank's input tensor for a reader that takes it front to
@@ -497,7 +498,7 @@ func (r *runner) inputAhead(rank int) source {
 	if r.io != nil || runtime.GOMAXPROCS(0) < 2 {
 		return r.input(rank)
 	}
-	a := tensor.NewAhead(tensor.NewStream(r.cfg.DType, r.cfg.Pattern, rank, r.cfg.Seed), r.cfg.TensorBytes)
+	a := workload.NewAhead(workload.NewStream(r.cfg.DType, r.cfg.Pattern, rank, r.cfg.Seed), r.cfg.TensorBytes)
 	r.run.aheads = append(r.run.aheads, a)
 	return a
 }
@@ -540,7 +541,7 @@ type run struct {
 	// engines are the NICs given compression engines, and by which job.
 	engines map[*nic.NIC]engineUse
 	// aheads are the inputs generated ahead of the loop (inputAhead).
-	aheads []*tensor.Ahead
+	aheads []*workload.Ahead
 }
 
 // closeAheads stops the goroutines generating inputs ahead.

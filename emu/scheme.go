@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/emu/topo"
+	"github.com/inaemu/inaemu/emu/workload"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // The parallel all-reduce schemes over machines with several GPUs each
@@ -167,7 +168,7 @@ func planScheme(j jobConfig) ([]jobConfig, error) {
 }
 
 // bufSource reads a stage's input from a GPU's working tensor, front to
-// back like a tensor.Stream.
+// back like a workload.Stream.
 type bufSource struct {
 	b    []byte
 	at   int
@@ -202,7 +203,7 @@ func newSchemeJob(r *runner, s *scheme) *schemeJob {
 	s.work, s.res = make([][]byte, len(r.workers)), make([][]byte, len(r.workers))
 	for g, w := range r.workers {
 		s.work[g] = make([]byte, s.bytes)
-		tensor.NewStream(r.cfg.DType, r.cfg.Pattern, w.rank, r.cfg.Seed).Fill(s.work[g])
+		workload.NewStream(r.cfg.DType, r.cfg.Pattern, w.rank, r.cfg.Seed).Fill(s.work[g])
 		s.res[g] = make([]byte, s.bytes)
 		w.recvWant = 1
 	}
@@ -319,7 +320,7 @@ func (j *schemeJob) reference() []byte {
 	mach := make([][]byte, m) // per machine, its first stage's sums
 	for h, gpus := range s.gpus {
 		for i, g := range gpus {
-			tensor.NewStream(d, j.r.cfg.Pattern, g, j.r.cfg.Seed).Fill(x[i])
+			workload.NewStream(d, j.r.cfg.Pattern, g, j.r.cfg.Seed).Fill(x[i])
 		}
 		mach[h] = make([]byte, s.bytes)
 		for c := range s.n {

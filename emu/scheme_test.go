@@ -10,9 +10,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/emu/topo"
+	"github.com/inaemu/inaemu/emu/workload"
 	"github.com/inaemu/inaemu/faults"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // schemeTopo is a star of hosts machines with gpus GPUs each.
@@ -83,7 +84,7 @@ func schemeReference(mode Mode, d tensor.DType, m, n, elems int, seed uint64) []
 	x := make([][]byte, P) // GPU h*n+i is GPU i of machine h
 	for g := range x {
 		x[g] = make([]byte, elems*4)
-		tensor.Fill(d, tensor.Random, x[g], g, seed)
+		workload.Fill(d, workload.Random, x[g], g, seed)
 	}
 	val := func(g, e int) uint32 { return binary.LittleEndian.Uint32(x[g][4*e:]) }
 	add := func(a, b uint32) uint32 {
@@ -162,7 +163,7 @@ func TestSchemeOrdersDiffer(t *testing.T) {
 	flat := make([]byte, elems*4)
 	for g := range 16 {
 		b := make([]byte, elems*4)
-		tensor.Fill(tensor.F32, tensor.Random, b, g, 7)
+		workload.Fill(tensor.F32, workload.Random, b, g, 7)
 		if g == 0 {
 			copy(flat, b)
 		} else {

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/inaemu/inaemu/capcheck"
-	"github.com/inaemu/inaemu/emu/tensor"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // pairFlags collects repeated --pair values.

@@ -13,9 +13,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/inaemu/inaemu/emu"
-	"github.com/inaemu/inaemu/emu/tensor"
+	"github.com/inaemu/inaemu/emu/workload"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/inceptionn"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // codecArgs are 'inaemu codec' flags.
@@ -184,7 +185,7 @@ func genStream(pattern string, k int, seed uint64, buf []byte) error {
 	if err := cfg.ResolvePattern(); err != nil {
 		return err
 	}
-	tensor.NewStream(tensor.F32, cfg.Pattern, 0, seed).Fill(buf)
+	workload.NewStream(tensor.F32, cfg.Pattern, 0, seed).Fill(buf)
 	return nil
 }
 

@@ -14,10 +14,10 @@ import (
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/replay"
 	"github.com/inaemu/inaemu/emu/scenario"
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/internal/pcapio"
 	"github.com/inaemu/inaemu/internal/units"
 	"github.com/inaemu/inaemu/tap"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // replayArgs are replay's flags.

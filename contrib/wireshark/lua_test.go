@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/emu"
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/emu/topo"
+	"github.com/inaemu/inaemu/emu/workload"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/inceptionn"
 	"github.com/inaemu/inaemu/internal/pcapio"
@@ -210,8 +210,8 @@ func TestLuaDissectorShowsCompressedPayloads(t *testing.T) {
 	testtool.Need(t, "tshark", testtool.HaveTshark)
 	for _, c := range []struct {
 		tr  frames.Transport
-		pat tensor.Pattern
-	}{{frames.V2IPv4, tensor.Random}, {frames.V2IPv6, tensor.Random}, {frames.V1, tensor.Random}, {frames.V2IPv4, tensor.Ones}} {
+		pat workload.Pattern
+	}{{frames.V2IPv4, workload.Random}, {frames.V2IPv6, workload.Random}, {frames.V1, workload.Random}, {frames.V2IPv4, workload.Ones}} {
 		fn := filepath.Join(t.TempDir(), "compressed.pcapng")
 		f, err := os.Create(fn)
 		require.NoError(t, err)
@@ -257,7 +257,7 @@ func TestLuaDissectorShowsCompressedPayloads(t *testing.T) {
 			}
 			require.Equal(t, want[i], got, "%s %s frame %d", c, cfg.Transport, i+1)
 		}
-		if c.pat == tensor.Ones {
+		if c.pat == workload.Ones {
 			require.Zero(t, marked, "1.0 takes 32 bits: every packet goes as it is, unmarked")
 		} else {
 			require.Greater(t, marked, 20, "%s: data frames are compressed", c.tr)

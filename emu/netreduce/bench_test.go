@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/emu/netreduce"
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/internal/benchratio"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // benchStream is a lock-step stream of 8 workers sending 256 messages of 4

@@ -49,9 +49,9 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // Release is the rule that frees an aggregator for a later message.

@@ -28,10 +28,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/emu/netreduce"
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
 	"github.com/inaemu/inaemu/internal/f16ref"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 const destQP = 0x12

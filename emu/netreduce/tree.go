@@ -66,9 +66,9 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // Role is a switch's place in a ring.

@@ -14,10 +14,10 @@ import (
 	"github.com/inaemu/inaemu/emu/fabric"
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/switching"
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
 	"github.com/inaemu/inaemu/internal/pcapio"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // Options configure feeding a capture through the switch offline.

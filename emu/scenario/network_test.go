@@ -12,8 +12,8 @@ import (
 
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/netreduce"
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/emu/topo"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // apply parses text and applies it to the default configuration.

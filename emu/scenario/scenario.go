@@ -39,13 +39,13 @@ import (
 
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/netreduce"
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/inceptionn"
 	"github.com/inaemu/inaemu/internal/units"
 	"github.com/inaemu/inaemu/roce"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // Scenario is a run written down: the settings `inaemu run` takes as

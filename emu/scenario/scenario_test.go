@@ -15,9 +15,10 @@ import (
 
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/netreduce"
-	"github.com/inaemu/inaemu/emu/tensor"
+	"github.com/inaemu/inaemu/emu/workload"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 func writeScenario(t *testing.T, text string) string {
@@ -75,7 +76,7 @@ func TestLoadScenarioEveryField(t *testing.T) {
 	assert.Equal(t, 2048, cfg.MTU)
 	assert.Equal(t, int64(3<<20), cfg.TensorBytes)
 	assert.Equal(t, tensor.F16, cfg.DType)
-	wantPat, err := tensor.ParsePattern("ramp")
+	wantPat, err := workload.ParsePattern("ramp")
 	require.NoError(t, err)
 	assert.Equal(t, wantPat, cfg.Pattern)
 	assert.Equal(t, frames.V2IPv6, cfg.Transport)

@@ -25,10 +25,10 @@ import (
 
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/switching"
-	"github.com/inaemu/inaemu/emu/tensor"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
 	"github.com/inaemu/inaemu/internal/units"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // ---- fakes ----

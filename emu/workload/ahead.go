@@ -1,4 +1,4 @@
-package tensor
+package workload
 
 import "sync"
 

@@ -1,4 +1,4 @@
-package tensor_test
+package workload_test
 
 import (
 	"bytes"
@@ -8,7 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/inaemu/inaemu/emu/tensor"
+	"github.com/inaemu/inaemu/emu/workload"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // An Ahead read in pieces of any size gives the bytes Fill gives, for
@@ -18,15 +19,15 @@ import (
 func TestAheadIsFill(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, d := range []tensor.DType{tensor.F32, tensor.I32, tensor.F16} {
-		for _, p := range []tensor.Pattern{tensor.Random, tensor.Ones, tensor.Ramp, {Kind: tensor.KindLogNormal, Mu: -9, Sigma: 2}} {
+		for _, p := range []workload.Pattern{workload.Random, workload.Ones, workload.Ramp, {Kind: workload.KindLogNormal, Mu: -9, Sigma: 2}} {
 			if p.Gradient() && d != tensor.F32 {
 				continue
 			}
 			const total = 300_000 // bytes read ahead: several blocks and a short one
 			whole := make([]byte, total+40_000)
-			tensor.Fill(d, p, whole, 4, 55)
+			workload.Fill(d, p, whole, 4, 55)
 			for trial := range 6 {
-				a := tensor.NewAhead(tensor.NewStream(d, p, 4, 55), total)
+				a := workload.NewAhead(workload.NewStream(d, p, 4, 55), total)
 				off := 0
 				for off < len(whole) {
 					k := d.Size() * (1 + rng.IntN(30_000))
@@ -60,9 +61,9 @@ func TestAheadIsFill(t *testing.T) {
 // meanwhile (under -race).
 func TestAheadCloseStops(t *testing.T) {
 	require.Zero(t, generating(), "before the test")
-	var as []*tensor.Ahead
+	var as []*workload.Ahead
 	for i := range 8 {
-		a := tensor.NewAhead(tensor.NewStream(tensor.F32, tensor.Random, i, 1), 64<<20)
+		a := workload.NewAhead(workload.NewStream(tensor.F32, workload.Random, i, 1), 64<<20)
 		as = append(as, a)
 		if i%4 != 0 { // some never start
 			a.Fill(make([]byte, 1000))
@@ -87,5 +88,5 @@ func TestAheadCloseStops(t *testing.T) {
 func generating() int {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
-	return bytes.Count(buf, []byte("tensor.(*Ahead).generate("))
+	return bytes.Count(buf, []byte("workload.(*Ahead).generate("))
 }

@@ -1,6 +1,6 @@
 // Package f16ref is an independent binary16 reference for tests: values
 // from the IEEE 754 definition and rounding by brute-force search, written
-// without looking at emu/tensor, so tests of that package (and of the
+// without looking at package tensor, so tests of that package (and of the
 // switch's float16 sums) never compare it with itself.
 package f16ref
 

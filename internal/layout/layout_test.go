@@ -16,8 +16,8 @@ const module = "github.com/inaemu/inaemu/"
 // same picture.
 var levels = map[string]int{
 	// wire formats and leaves
-	"frames/wire": 0, "frames/inceptionn": 0, "contrib/wireshark": 0, "emu/tensor": 0, "emu/commmodel": 0, "internal/units": 0, "internal/junit": 0, "internal/f16ref": 0, "internal/inceptionnref": 0, "internal/layout": 0, "internal/benchratio": 0,
-	"frames": 1,
+	"frames/wire": 0, "frames/inceptionn": 0, "contrib/wireshark": 0, "tensor": 0, "emu/commmodel": 0, "internal/units": 0, "internal/junit": 0, "internal/f16ref": 0, "internal/inceptionnref": 0, "internal/layout": 0, "internal/benchratio": 0,
+	"frames": 1, "emu/workload": 1,
 	"roce":   2, "faults": 2, "internal/pcapio": 2, "internal/testtool": 2,
 	"internal/vclock": 3, "internal/testvec": 3, "tap": 3,
 	// the capture checker judges wire formats only, never the emulator
@@ -38,7 +38,7 @@ var levels = map[string]int{
 // bugs they could otherwise share.
 var wireOnly = map[string]bool{"capcheck": true, "graphs": true}
 
-var wireFormats = map[string]bool{"frames": true, "frames/wire": true, "frames/inceptionn": true, "internal/pcapio": true, "emu/tensor": true,
+var wireFormats = map[string]bool{"frames": true, "frames/wire": true, "frames/inceptionn": true, "internal/pcapio": true, "tensor": true,
 	// how quantities are written (graphs labels its axes in the reports' units)
 	"internal/units": true}
 
