@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/internal/units"
 )
 
@@ -120,7 +119,7 @@ func checkFlag(key, v string) error {
 	case "link", "links", "uplink", "intra":
 		_, err = units.ParseRate(v)
 	case "latency", "uplink_latency", "alpha":
-		_, err = faults.ParseDuration(v)
+		_, err = units.ParseDuration(v)
 	case "kinds":
 		if v != "ring" && v != "fc" && v != "switch" {
 			err = fmt.Errorf("kind %q: want ring, fc or switch", v)

@@ -12,7 +12,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/internal/units"
 )
 
@@ -358,7 +357,7 @@ func params(def LinkParams, prefix, rate, latency string, queue int) (LinkParams
 		}
 	}
 	if latency != "" {
-		if p.Latency, err = faults.ParseDuration(latency); err != nil {
+		if p.Latency, err = units.ParseDuration(latency); err != nil {
 			return p, fmt.Errorf("%slatency: %v", prefix, err)
 		}
 	}
@@ -377,7 +376,7 @@ func intraOf(def Intra, prefix, rate, alpha string) (Intra, error) {
 		}
 	}
 	if alpha != "" {
-		if in.Alpha, err = faults.ParseDuration(alpha); err != nil {
+		if in.Alpha, err = units.ParseDuration(alpha); err != nil {
 			return in, fmt.Errorf("%salpha: %v", prefix, err)
 		}
 	}

@@ -1,4 +1,4 @@
-// Package units reads and writes the quantities inaemu's flags and files use: link rates the tc way, byte sizes.
+// Package units reads and writes the quantities inaemu's flags and files use: link rates and durations the tc way, byte sizes.
 package units
 
 import (
