@@ -12,7 +12,7 @@ func startJob(t testing.TB, cfg Config) *run {
 	u, err := newRun(cfg)
 	require.NoError(t, err)
 	for _, r := range u.jobs {
-		require.NoError(t, r.job.start())
+		require.NoError(t, r.Alg.Start())
 		r.started = true
 	}
 	return u

@@ -69,9 +69,9 @@ type HopReport struct {
 	WireBytes    int64 `json:"wire_payload_bytes"`
 }
 
-// add counts a message's payload (packets of mtu bytes) as the engines
+// Add counts a message's payload (packets of mtu bytes) as the engines
 // will see it.
-func (h *HopReport) add(c *inceptionn.Codec, mtu int, p []byte) {
+func (h *HopReport) Add(c *inceptionn.Codec, mtu int, p []byte) {
 	for lo := 0; lo < len(p); lo += mtu {
 		pkt := p[lo:min(lo+mtu, len(p))]
 		packed, e := c.Measure(pkt, &h.Classes)
@@ -139,34 +139,34 @@ func PerPacketBytes(t frames.Transport) int64 {
 // sum (a compressing job).
 type errorMeter interface{ maxAbsErr() float64 }
 
-// codec is the job's codec (the settings were validated).
-func (r *runner) codec() *inceptionn.Codec {
-	if r.cfg.Compress == 0 {
+// Codec is the job's Codec (the settings were validated).
+func (r *Job) Codec() *inceptionn.Codec {
+	if r.Cfg.Compress == 0 {
 		return nil
 	}
-	c, _ := inceptionn.New(r.cfg.Compress)
+	c, _ := inceptionn.New(r.Cfg.Compress)
 	return &c
 }
 
 // enableCompression gives the job's NICs their engines; a NIC two jobs
 // would compress on with different bounds is refused.
-func (u *run) enableCompression(r *runner) error {
-	if r.cfg.Compress == 0 {
+func (u *run) enableCompression(r *Job) error {
+	if r.Cfg.Compress == 0 {
 		return nil
 	}
-	c := r.codec()
-	for _, w := range r.workers {
-		if k, ok := u.engines[w.h]; ok {
-			if k.bound != r.cfg.Compress || k.rate != r.cfg.CompressRate {
+	c := r.Codec()
+	for _, w := range r.Workers {
+		if k, ok := u.engines[w.NIC]; ok {
+			if k.bound != r.Cfg.Compress || k.rate != r.Cfg.CompressRate {
 				return fmt.Errorf("job %s: %s already compresses for job %s with bound 2^-%d at %g bit/s: a NIC has one pair of engines",
-					r.name, w.h.Name, k.job, k.bound, k.rate)
+					r.Name, w.NIC.Name, k.job, k.bound, k.rate)
 			}
 			continue
 		}
-		if err := w.h.EnableCompression(nic.Compression{Codec: *c, Rate: r.cfg.CompressRate}); err != nil {
-			return fmt.Errorf("job %s: %v", r.name, err)
+		if err := w.NIC.EnableCompression(nic.Compression{Codec: *c, Rate: r.Cfg.CompressRate}); err != nil {
+			return fmt.Errorf("job %s: %v", r.Name, err)
 		}
-		u.engines[w.h] = engineUse{job: r.name, bound: r.cfg.Compress, rate: r.cfg.CompressRate}
+		u.engines[w.NIC] = engineUse{job: r.Name, bound: r.Cfg.Compress, rate: r.Cfg.CompressRate}
 	}
 	return nil
 }
@@ -178,35 +178,35 @@ type engineUse struct {
 	rate  float64
 }
 
-// markPath marks a path for compression.
-func markPath(p frames.Path) frames.Path {
+// MarkPath marks a path for compression.
+func MarkPath(p frames.Path) frames.Path {
 	p.TClass = frames.CompressedDSCP<<2 | p.TClass&3
 	return p
 }
 
 // compressionReport sums the engines of the job's NICs.
-func (r *runner) compressionReport() *CompressionReport {
+func (r *Job) compressionReport() *CompressionReport {
 	var s nic.CompressionStats
 	seen := map[*nic.NIC]bool{}
-	for _, w := range r.workers {
-		if seen[w.h] || w.h.Stats.Compression == nil {
+	for _, w := range r.Workers {
+		if seen[w.NIC] || w.NIC.Stats.Compression == nil {
 			continue
 		}
-		seen[w.h] = true
-		s.Add(w.h.Stats.Compression)
+		seen[w.NIC] = true
+		s.Add(w.NIC.Stats.Compression)
 	}
-	rep := &CompressionReport{K: r.cfg.Compress, Compressed: s.TxCompressed, Uncompressed: s.TxUncompressed, Classes: s.TxClasses}
+	rep := &CompressionReport{K: r.Cfg.Compress, Compressed: s.TxCompressed, Uncompressed: s.TxUncompressed, Classes: s.TxClasses}
 	if s.TxWirePayload > 0 {
 		rep.PayloadRatio = float64(s.TxPayload) / float64(s.TxWirePayload)
 		pkts := s.TxCompressed + s.TxUncompressed
 		rep.WireRatio = float64(s.TxRawFrameBytes+pkts*fabric.WireOverhead) / float64(s.TxFrameBytes+pkts*fabric.WireOverhead)
 	}
-	if m, ok := r.job.(errorMeter); ok {
+	if m, ok := r.Alg.(errorMeter); ok {
 		rep.MaxAbsErr = m.maxAbsErr()
 	}
-	if m, ok := r.job.(hopMeter); ok {
+	if m, ok := r.Alg.(hopMeter); ok {
 		rep.Hops = m.hopReports()
-		per := PerPacketBytes(r.cfg.Transport)
+		per := PerPacketBytes(r.Cfg.Transport)
 		for i := range rep.Hops {
 			rep.Hops[i].finish(per)
 		}
@@ -215,10 +215,10 @@ func (r *runner) compressionReport() *CompressionReport {
 	return rep
 }
 
-// packetTrip is what a message of payload p (packets of mtu bytes from
+// PacketTrip is what a message of payload p (packets of mtu bytes from
 // its start) is after one trip through the engines: each packet's values
 // projected when its packed form is shorter, left as they are when not.
-func packetTrip(c *inceptionn.Codec, mtu int, p []byte) {
+func PacketTrip(c *inceptionn.Codec, mtu int, p []byte) {
 	for lo := 0; lo < len(p); lo += mtu {
 		pkt := p[lo:min(lo+mtu, len(p))]
 		if c.PackedLen(pkt) < len(pkt) {
@@ -227,9 +227,9 @@ func packetTrip(c *inceptionn.Codec, mtu int, p []byte) {
 	}
 }
 
-// maxAbsDiff is the largest |got[i] - want[i]| of two float32 slices
+// MaxAbsDiff is the largest |got[i] - want[i]| of two float32 slices
 // (little-endian), Inf when one of a pair is NaN and the other not.
-func maxAbsDiff(got, want []byte, m float64) float64 {
+func MaxAbsDiff(got, want []byte, m float64) float64 {
 	for i := 0; i+4 <= len(got); i += 4 {
 		g := float64(math.Float32frombits(binary.LittleEndian.Uint32(got[i:])))
 		w := float64(math.Float32frombits(binary.LittleEndian.Uint32(want[i:])))

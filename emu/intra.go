@@ -9,11 +9,11 @@ import (
 	"github.com/inaemu/inaemu/roce"
 )
 
-// endpoint is one end of a rank's hop to its neighbour: an RC queue pair
+// Endpoint is one end of a rank's hop to its neighbour: an RC queue pair
 // on the rank's NIC, or, between two GPUs of one host, the host's GPU
 // interconnect. Algorithms post work and poll completions the same way on
 // both.
-type endpoint interface {
+type Endpoint interface {
 	PostSend(wr roce.SendWR) error
 	PostRecv(wr roce.RecvWR) error
 	SendCQ() *roce.CQ
@@ -22,7 +22,7 @@ type endpoint interface {
 }
 
 // counters is a QP's counters (zero for a hop that is not RoCE).
-func counters(e endpoint) roce.Counters {
+func counters(e Endpoint) roce.Counters {
 	if q, ok := e.(*roce.QP); ok {
 		return q.Counters
 	}
@@ -40,7 +40,7 @@ func counters(e endpoint) roce.Counters {
 type intraLink struct {
 	clock   *vclock.Clock
 	intra   topo.Intra
-	dst     *worker // the receiving rank (its region, once set up)
+	dst     *Worker // the receiving rank (its region, once set up)
 	sendCQ  *roce.CQ
 	recvCQ  *roce.CQ
 	idle    *roce.CQ      // the unused CQ of each side
@@ -53,8 +53,8 @@ type intraLink struct {
 	timer   roce.Timer
 }
 
-func newIntraLink(c *vclock.Clock, in topo.Intra, busy *time.Duration, src, dst *worker) *intraLink {
-	l := &intraLink{clock: c, intra: in, busy: busy, dst: dst, sendCQ: src.h.NewCQ(), recvCQ: dst.h.NewCQ(), idle: roce.NewCQ(1)}
+func newIntraLink(c *vclock.Clock, in topo.Intra, busy *time.Duration, src, dst *Worker) *intraLink {
+	l := &intraLink{clock: c, intra: in, busy: busy, dst: dst, sendCQ: src.NIC.NewCQ(), recvCQ: dst.NIC.NewCQ(), idle: roce.NewCQ(1)}
 	l.timer = c.AfterFunc(0, l.deliver)
 	l.timer.Stop()
 	return l
@@ -82,7 +82,7 @@ func (l *intraLink) deliver() {
 	for l.phead < len(l.pending) && l.pending[l.phead].done <= now {
 		wr := l.pending[l.phead].wr
 		st := roce.StatusSuccess
-		mr := l.dst.recvMR
+		mr := l.dst.RecvMR
 		bad := mr == nil || mr.RKey != wr.RKey || wr.RemoteVA < mr.Addr || wr.RemoteVA-mr.Addr+uint64(len(wr.Local)) > mr.Size()
 		if !bad && l.rhead == len(l.recvs) {
 			l.waiting = true // until PostRecv

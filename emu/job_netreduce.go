@@ -3,6 +3,8 @@ package emu
 import (
 	"bytes"
 	"fmt"
+	"github.com/inaemu/inaemu/emu/workload"
+	"github.com/inaemu/inaemu/internal/units"
 	"net/netip"
 	"slices"
 	"strings"
@@ -30,19 +32,19 @@ import (
 // against a rank-order sum generated once per message for all workers.
 // Within a ring's slots a job behaves exactly as with whole buffers.
 type netReduceJob struct {
-	r      *runner
+	r      *Job
 	msgs   int      // M messages per worker
 	stride int      // MsgLen × MTU: a message slot in the buffers
 	chunk  int      // tensor bytes per full message (stride - INA header)
 	slots  int      // messages a send ring and a receive ring hold
 	send   [][]byte // per rank: the send ring (INA header + tensor chunk per slot)
-	sendSt []source
+	sendSt []Source
 	out    [][]byte // per rank: where its result is kept (nil: checked only)
 	next   []int    // per rank: next message to post
 	// The rank-order sum of message k, made when the first worker
 	// completes k from the ranks' message k (piece0) and dropped once
 	// every local worker checked it.
-	expSt    []source
+	expSt    []Source
 	expected []expectedMsg        // message k at k mod slots (workers are at most a window apart)
 	extra    map[int]*expectedMsg // a sum whose place is still taken (never seen; kept for safety)
 	expNext  int                  // the next message whose sum is made
@@ -67,16 +69,63 @@ type expectedMsg struct {
 	left  int    // local workers yet to check it
 }
 
+// NetReduce is the NetReduce job's mode: the ring of RC WRITEs through
+// the aggregating switch.
+const NetReduce Mode = "netreduce"
+
 func init() {
-	RegisterAlgorithm(NetReduce, func(r *runner) (collective, error) { return newNetReduceJob(r) })
+	Register(Algorithm{Mode: NetReduce, New: func(r *Job) (Collective, error) { return newNetReduceJob(r) },
+		InSwitch: true, Streams: true, StreamsLive: true, StreamsWindow: true,
+		Validate: func(c *Config) error {
+			if c.Window < 1 || c.Window > netreduce.MaxWindow {
+				return &ConfigError{fmt.Errorf("--window %d: want 1..%d", c.Window, netreduce.MaxWindow)}
+			}
+			return nil
+		},
+		ValidateJob: func(j JobConfig) error {
+			// The switch tells a packet's message by its signed 24-bit PSN
+			// distance, exact while a connection spans fewer than 2^23 PSNs.
+			if n := netReduceMessages(j.Cfg) * int64(j.Cfg.MsgLen); n >= 1<<23 {
+				return fmt.Errorf("--tensor %s at --mtu %d: each ring connection would carry %d packets; the 24-bit PSN space allows fewer than 2^23 (%d) for the switch to place every packet: use a larger --mtu or a smaller --tensor",
+					units.FormatSize(j.Cfg.TensorBytes), j.Cfg.MTU, n, 1<<23)
+			}
+			return nil
+		},
+		Memory: netReduceMemory,
+		ServeSwitch: func(c Config, sw *switching.Switch) error {
+			return sw.AddRing(NetReduceRing(c, nil))
+		},
+	})
 }
 
-func newNetReduceJob(r *runner) (*netReduceJob, error) {
-	cfg := r.cfg
+// netReduceMemory: send and receive rings of a few windows per worker
+// (the tensor is generated and checked as it goes), the expected sums,
+// one per ring slot, and the switch's aggregators (the ring's own
+// MemoryBytes: the window's slots in use).
+func netReduceMemory(cfg Config, e *MemoryEstimate) (int64, bool) {
+	w, mtu := int64(cfg.Workers), int64(cfg.MTU)
+	msgB := int64(cfg.MsgLen) * mtu
+	msgs := netReduceMessages(cfg)
+	slots := min(msgs, int64(netReduceSlots(cfg)))
+	size := slots * msgB
+	e.Buffers = 2*w*size + size + msgB + w*workload.AheadBytes
+	e.Queues = w * 2 * (msgs + 1) * WRBytes
+	aggs := 2 * int64(cfg.Window) * int64(cfg.MsgLen)
+	used := min(msgs, 2*int64(cfg.Window)) * int64(cfg.MsgLen)
+	// The ring's aggregator array as the program counts it; the pages
+	// touched are those of the aggregators in use.
+	ring := NetReduceRing(cfg, nil).MemoryBytes()
+	e.Switch = used*(ring/aggs) + aggs*w*(24+8) + aggs*64
+	e.Largest = max(size, ring)
+	return 4*int64(cfg.Window)*int64(cfg.MsgLen) + 2, false
+}
+
+func newNetReduceJob(r *Job) (*netReduceJob, error) {
+	cfg := r.Cfg
 	j := &netReduceJob{r: r, stride: cfg.MsgLen * cfg.MTU}
 	j.chunk = j.stride - wire.INALen
 	j.msgs = int(netReduceMessages(cfg))
-	j.groups = [][]int{make([]int, len(r.workers))}
+	j.groups = [][]int{make([]int, len(r.Workers))}
 	for i := range j.groups[0] {
 		j.groups[0][i] = i
 	}
@@ -90,17 +139,17 @@ func newNetReduceJob(r *runner) (*netReduceJob, error) {
 	}
 	j.piece = make([]byte, j.chunk)
 	j.mmAt = [2]int{j.msgs, 0}
-	for _, w := range r.workers {
-		j.sendSt = append(j.sendSt, r.inputAhead(w.rank))
-		j.expSt = append(j.expSt, r.input(w.rank))
-		j.out = append(j.out, r.output(w.rank))
+	for _, w := range r.Workers {
+		j.sendSt = append(j.sendSt, r.InputAhead(w.Rank))
+		j.expSt = append(j.expSt, r.Input(w.Rank))
+		j.out = append(j.out, r.Output(w.Rank))
 		j.send = append(j.send, make([]byte, j.slots*j.stride))
 		res := make([]byte, j.slots*j.stride)
-		w.recvMR = &roce.MR{Addr: r.recvVA, Buf: res, Len: uint64(j.msgs * j.stride), RKey: r.rkey(w.rank), Access: roce.AccessLocalWrite | roce.AccessRemoteWrite}
-		if err := w.h.PD.Register(w.recvMR); err != nil {
+		w.RecvMR = &roce.MR{Addr: r.RecvVA, Buf: res, Len: uint64(j.msgs * j.stride), RKey: r.RKey(w.Rank), Access: roce.AccessLocalWrite | roce.AccessRemoteWrite}
+		if err := w.NIC.PD.Register(w.RecvMR); err != nil {
 			return nil, err
 		}
-		w.sendWant, w.recvWant = j.msgs, j.msgs
+		w.SendWant, w.RecvWant = j.msgs, j.msgs
 	}
 	j.next = make([]int, cfg.Workers)
 	return j, nil
@@ -117,7 +166,7 @@ func netReduceSlots(cfg Config) int { return 4*cfg.Window + 8 }
 // msgLen is message k's length: header plus data (the last is short).
 func (j *netReduceJob) msgLen(k int) int {
 	if k == j.msgs-1 {
-		return int(j.r.cfg.TensorBytes-int64(k)*int64(j.chunk)) + wire.INALen
+		return int(j.r.Cfg.TensorBytes-int64(k)*int64(j.chunk)) + wire.INALen
 	}
 	return j.stride
 }
@@ -127,7 +176,7 @@ func (j *netReduceJob) header(h wire.INA, k, rank int) {
 	h.SetTag(wire.INATag)
 	h.SetRingID(j.ringID)
 	h.SetMsgID(uint8(k))
-	h.SetMsgLen(uint8((j.msgLen(k) + j.r.cfg.MTU - 1) / j.r.cfg.MTU))
+	h.SetMsgLen(uint8((j.msgLen(k) + j.r.Cfg.MTU - 1) / j.r.Cfg.MTU))
 	h.SetRank(uint8(rank))
 }
 
@@ -144,41 +193,41 @@ func netReduceMessages(cfg Config) int64 {
 // spine that joins them (multi-rack aggregation, netreduce/tree.go).
 func (j *netReduceJob) installRing() error {
 	r := j.r
-	if r.fab.Live() {
-		if r.fab.Switch != nil {
-			return r.fab.Switch.AddRing(NetReduceRing(r.cfg, r.psns.send))
+	if r.Fab.Live() {
+		if r.Fab.Switch != nil {
+			return r.Fab.Switch.AddRing(NetReduceRing(r.Cfg, r.PSNs.Send))
 		}
 		return nil
 	}
-	sws := make([]*switching.Switch, len(r.workers))
-	ports := make([]int, len(r.workers))
+	sws := make([]*switching.Switch, len(r.Workers))
+	ports := make([]int, len(r.Workers))
 	var leaves []*switching.Switch // in the order of their lowest rank: the tree's order
 	gpuRank := map[string]int{}    // by host, the rank on one of its GPUs
-	for i, w := range r.workers {
-		if w.gpu >= 0 {
+	for i, w := range r.Workers {
+		if w.GPU >= 0 {
 			// Two ranks of one host would meet on the host's interconnect,
 			// which the switch never sees. GPUs of one host may each be in
 			// another ring (parallel NetReduce's rings: GPU i of every host).
-			if prev, twice := gpuRank[w.host]; twice {
-				return fmt.Errorf("job %s: ranks %d and %d are both on %s: a NetReduce ring has one rank per host (one ring per GPU index runs the GPUs of several hosts)", r.name, prev, i, w.host)
+			if prev, twice := gpuRank[w.Host]; twice {
+				return fmt.Errorf("job %s: ranks %d and %d are both on %s: a NetReduce ring has one rank per host (one ring per GPU index runs the GPUs of several hosts)", r.Name, prev, i, w.Host)
 			}
-			gpuRank[w.host] = i
+			gpuRank[w.Host] = i
 		}
-		s, p := r.fab.SwitchOf(w.h)
+		s, p := r.Fab.SwitchOf(w.NIC)
 		if s == nil {
-			return fmt.Errorf("job %s: rank %d's NIC %s is not attached to a switch: NetReduce aggregates in a switch", r.name, i, w.h.Name)
+			return fmt.Errorf("job %s: rank %d's NIC %s is not attached to a switch: NetReduce aggregates in a switch", r.Name, i, w.NIC.Name)
 		}
 		sws[i], ports[i] = s, p
 		if !slices.Contains(leaves, s) {
 			leaves = append(leaves, s)
 		}
 	}
-	ring := NetReduceRing(r.cfg, r.psns.send)
-	for i, w := range r.workers {
-		succ := r.workers[(i+1)%len(r.workers)]
+	ring := NetReduceRing(r.Cfg, r.PSNs.Send)
+	for i, w := range r.Workers {
+		succ := r.Workers[(i+1)%len(r.Workers)]
 		c := &ring.Conns[i]
-		c.Src, c.Dst, c.DestQP, c.Port = w.h.IP, succ.h.IP, succ.rq.QPN(), ports[i]
-		c.Name = w.h.Name + "→" + succ.h.Name
+		c.Src, c.Dst, c.DestQP, c.Port = w.NIC.IP, succ.NIC.IP, succ.RQ.QPN(), ports[i]
+		c.Name = w.NIC.Name + "→" + succ.NIC.Name
 	}
 	if len(leaves) > 1 {
 		return j.installTree(ring, leaves, sws)
@@ -186,20 +235,20 @@ func (j *netReduceJob) installRing() error {
 	sw := leaves[0]
 	id, ok := freeRingID(leaves)
 	if !ok {
-		return fmt.Errorf("job %s: switch %s already holds 256 rings", r.name, sw.Name)
+		return fmt.Errorf("job %s: switch %s already holds 256 rings", r.Name, sw.Name)
 	}
 	j.ringID, ring.ID = id, id
 	if err := sw.AddRing(ring); err != nil {
 		return j.tenantErr(err)
 	}
-	r.ring, r.ringSw = &JobRing{Switch: sw.Name, ID: ring.ID, MemoryBytes: ring.MemoryBytes()}, sw
+	r.Ring, r.RingSw = &JobRing{Switch: sw.Name, ID: ring.ID, MemoryBytes: ring.MemoryBytes()}, sw
 	return nil
 }
 
 // tenantErr says which job a switch refused, when there are several.
 func (j *netReduceJob) tenantErr(err error) error {
 	if len(j.r.run.cfg.Jobs) > 1 {
-		return fmt.Errorf("job %s: %w", j.r.name, err)
+		return fmt.Errorf("job %s: %w", j.r.Name, err)
 	}
 	return err
 }
@@ -223,7 +272,7 @@ func freeRingID(sws []*switching.Switch) (uint8, bool) {
 // i its place among the fabric's switches plus one (host NICs have
 // 02:1a:e0:… and 10.P.…, P a NIC's port).
 func (j *netReduceJob) switchNode(s *switching.Switch) netreduce.Node {
-	i := j.r.fab.SwitchIndex(s) + 1
+	i := j.r.Fab.SwitchIndex(s) + 1
 	return netreduce.Node{Name: s.Name, MAC: [6]byte{0x02, 0x1A, 0xE5, 0, byte(i >> 8), byte(i)}, IP: netip.AddrFrom4([4]byte{10, 255, byte(i >> 8), byte(i)})}
 }
 
@@ -235,14 +284,14 @@ func (j *netReduceJob) installTree(ring netreduce.RingConfig, leaves, sws []*swi
 	r := j.r
 	var spine *switching.Switch
 	up, down := make([]int, len(leaves)), make([]int, len(leaves))
-	for _, s := range r.fab.Switches {
+	for _, s := range r.Fab.Switches {
 		if slices.Contains(leaves, s) {
 			continue
 		}
 		ok := true
 		for li, l := range leaves {
 			var linked bool
-			up[li], down[li], linked = r.fab.SwitchLink(l, s)
+			up[li], down[li], linked = r.Fab.SwitchLink(l, s)
 			ok = ok && linked
 		}
 		if ok {
@@ -255,11 +304,11 @@ func (j *netReduceJob) installTree(ring netreduce.RingConfig, leaves, sws []*swi
 		names[i] = l.Name
 	}
 	if spine == nil {
-		return fmt.Errorf("job %s: the ranks are under switches %s, and no switch is linked to all of them: multi-rack NetReduce aggregates on two tiers (leaves and a spine linked to each)", r.name, strings.Join(names, ", "))
+		return fmt.Errorf("job %s: the ranks are under switches %s, and no switch is linked to all of them: multi-rack NetReduce aggregates on two tiers (leaves and a spine linked to each)", r.Name, strings.Join(names, ", "))
 	}
 	id, ok := freeRingID(append([]*switching.Switch{spine}, leaves...))
 	if !ok {
-		return fmt.Errorf("job %s: no RingID is free on all of %s and %s", r.name, strings.Join(names, ", "), spine.Name)
+		return fmt.Errorf("job %s: no RingID is free on all of %s and %s", r.Name, strings.Join(names, ", "), spine.Name)
 	}
 	j.ringID, ring.ID = id, id
 	leafOf := make([]int, len(sws))
@@ -275,14 +324,14 @@ func (j *netReduceJob) installTree(ring netreduce.RingConfig, leaves, sws []*swi
 		spine.Route(children[i].MAC, []int{down[i]})
 	}
 	sc := netreduce.RingConfig{ID: id, Workers: len(leaves), Window: ring.Window, MsgLen: ring.MsgLen, MTU: ring.MTU, DType: ring.DType, Release: ring.Release,
-		Tree: &netreduce.Tree{Role: netreduce.Spine, Self: spineNode, Children: children, ChildPorts: down, Trunks: r.fab.Trunks(spine)}}
+		Tree: &netreduce.Tree{Role: netreduce.Spine, Self: spineNode, Children: children, ChildPorts: down, Trunks: r.Fab.Trunks(spine)}}
 	if err := spine.AddRing(sc); err != nil {
 		return j.tenantErr(err)
 	}
 	jr := &JobRing{Switch: spine.Name, ID: id, MemoryBytes: sc.MemoryBytes()}
-	r.ringTree = append(r.ringTree, spine)
+	r.RingTree = append(r.RingTree, spine)
 	jr.Tree = append(jr.Tree, TreeSwitch{Switch: spine.Name, Role: netreduce.Spine.String(), MemoryBytes: sc.MemoryBytes()})
-	n := len(r.workers)
+	n := len(r.Workers)
 	for li, l := range leaves {
 		lc := ring
 		lc.Conns = slices.Clone(ring.Conns)
@@ -295,7 +344,7 @@ func (j *netReduceJob) installTree(ring netreduce.RingConfig, leaves, sws []*swi
 			c.LocalDst = leafOf[(i+1)%n] == li
 			c.Peer = children[leafOf[(i+1)%n]]
 		}
-		lc.Tree = &netreduce.Tree{Role: netreduce.Leaf, Self: children[li], Parent: spineNode, ParentPort: up[li], Child: li, Trunks: r.fab.Trunks(l)}
+		lc.Tree = &netreduce.Tree{Role: netreduce.Leaf, Self: children[li], Parent: spineNode, ParentPort: up[li], Child: li, Trunks: r.Fab.Trunks(l)}
 		if err := l.AddRing(lc); err != nil {
 			return j.tenantErr(err)
 		}
@@ -305,11 +354,11 @@ func (j *netReduceJob) installTree(ring netreduce.RingConfig, leaves, sws []*swi
 				l.Route(other.MAC, []int{up[li]})
 			}
 		}
-		r.ringTree = append(r.ringTree, l)
+		r.RingTree = append(r.RingTree, l)
 		jr.MemoryBytes += lc.MemoryBytes()
 		jr.Tree = append(jr.Tree, TreeSwitch{Switch: l.Name, Role: netreduce.Leaf.String(), Ranks: j.groups[li], MemoryBytes: lc.MemoryBytes()})
 	}
-	r.ring = jr
+	r.Ring = jr
 	return nil
 }
 
@@ -326,7 +375,7 @@ func NetReduceRing(cfg Config, startPSNs []uint32) netreduce.RingConfig {
 	var conns []netreduce.Conn
 	for r := 0; r < cfg.Workers; r++ {
 		c := netreduce.Conn{Src: nic.Addr(cfg.Transport, r, 0), Dst: nic.Addr(cfg.Transport, (r+1)%cfg.Workers, 0),
-			DestQP: recvQPN, Rank: r, Port: r}
+			DestQP: RecvQPN, Rank: r, Port: r}
 		if startPSNs != nil {
 			c.StartPSN, c.HasStart = startPSNs[r], true
 		}
@@ -342,11 +391,11 @@ func (j *netReduceJob) slot(ring []byte, k int) []byte {
 	return ring[at : at+j.msgLen(k)]
 }
 
-func (j *netReduceJob) start() error {
-	j.nLocal = len(j.r.local())
-	for _, w := range j.r.local() {
+func (j *netReduceJob) Start() error {
+	j.nLocal = len(j.r.Local())
+	for _, w := range j.r.Local() {
 		for k := 0; k < j.msgs; k++ {
-			if err := w.rq.PostRecv(roce.RecvWR{ID: uint64(k)}); err != nil {
+			if err := w.RQ.PostRecv(roce.RecvWR{ID: uint64(k)}); err != nil {
 				return err
 			}
 		}
@@ -359,44 +408,44 @@ func (j *netReduceJob) start() error {
 
 // post posts the worker's next messages while its window (N results
 // ahead) and its send ring (a slot whose WRITE completed) allow.
-func (j *netReduceJob) post(w *worker) error {
+func (j *netReduceJob) post(w *Worker) error {
 	for {
-		k := j.next[w.rank]
-		if k >= j.msgs || k >= w.recvDone+j.r.cfg.Window || k-w.sendDone >= j.slots {
+		k := j.next[w.Rank]
+		if k >= j.msgs || k >= w.RecvDone+j.r.Cfg.Window || k-w.SendDone >= j.slots {
 			return nil
 		}
-		succ := j.r.workers[(w.rank+1)%len(j.r.workers)]
-		j.next[w.rank]++
-		msg := j.slot(j.send[w.rank], k)
-		j.header(wire.INA(msg), k, w.rank)
-		j.sendSt[w.rank].Fill(msg[wire.INALen:])
-		if err := w.sq.PostSend(roce.SendWR{ID: uint64(k), Opcode: roce.WRWriteImm, Local: msg,
-			RemoteVA: j.r.recvVA + uint64(k*j.stride), RKey: succ.recvMR.RKey, Imm: uint32(k), Signaled: true}); err != nil {
+		succ := j.r.Workers[(w.Rank+1)%len(j.r.Workers)]
+		j.next[w.Rank]++
+		msg := j.slot(j.send[w.Rank], k)
+		j.header(wire.INA(msg), k, w.Rank)
+		j.sendSt[w.Rank].Fill(msg[wire.INALen:])
+		if err := w.SQ.PostSend(roce.SendWR{ID: uint64(k), Opcode: roce.WRWriteImm, Local: msg,
+			RemoteVA: j.r.RecvVA + uint64(k*j.stride), RKey: succ.RecvMR.RKey, Imm: uint32(k), Signaled: true}); err != nil {
 			return err
 		}
 	}
 }
 
-func (j *netReduceJob) onCompletion(w *worker) {
-	j.r.drain(w, func(c roce.Completion) {
+func (j *netReduceJob) OnCompletion(w *Worker) {
+	j.r.Drain(w, func(c roce.Completion) {
 		if !c.Recv {
-			w.sendDone++
+			w.SendDone++
 		} else {
-			if !c.HasImm || int(c.Imm) != w.recvDone {
-				j.r.err = &JobError{Msg: fmt.Sprintf("rank %d: result message %d arrived when %d was due", w.rank, c.Imm, w.recvDone)}
+			if !c.HasImm || int(c.Imm) != w.RecvDone {
+				j.r.Err = &JobError{Msg: fmt.Sprintf("rank %d: result message %d arrived when %d was due", w.Rank, c.Imm, w.RecvDone)}
 				return
 			}
-			j.verify(w, w.recvDone)
-			if o := j.out[w.rank]; o != nil {
-				copy(o[w.recvDone*j.chunk:], j.slot(w.recvMR.Buf, w.recvDone)[wire.INALen:])
+			j.verify(w, w.RecvDone)
+			if o := j.out[w.Rank]; o != nil {
+				copy(o[w.RecvDone*j.chunk:], j.slot(w.RecvMR.Buf, w.RecvDone)[wire.INALen:])
 			}
-			w.recvDone++
-			if w.recvDone == w.recvWant {
-				w.doneAt = j.r.fab.Clock.Now()
+			w.RecvDone++
+			if w.RecvDone == w.RecvWant {
+				w.DoneAt = j.r.Fab.Clock.Now()
 			}
 		}
 		if err := j.post(w); err != nil { // the window slides, or a send slot freed
-			j.r.err = &JobError{Msg: fmt.Sprintf("rank %d: post message %d: %v", w.rank, j.next[w.rank], err)}
+			j.r.Err = &JobError{Msg: fmt.Sprintf("rank %d: post message %d: %v", w.Rank, j.next[w.Rank], err)}
 		}
 	})
 }
@@ -405,30 +454,30 @@ func (j *netReduceJob) onCompletion(w *worker) {
 // the ring is used again: the rank-order sum of all ranks' message k, and
 // the INA header of the predecessor (the connection it came in on). The
 // first mismatch in (message, rank) order is kept for check.
-func (j *netReduceJob) verify(w *worker, k int) {
-	n := len(j.r.workers)
+func (j *netReduceJob) verify(w *Worker, k int) {
+	n := len(j.r.Workers)
 	e := j.expectedSum(k)
 	defer func() {
 		if e.left--; e.left == 0 && j.extra[k] == e {
 			delete(j.extra, k)
 		}
 	}()
-	if slices.Compare([]int{k, w.rank}, j.mmAt[:]) > 0 {
+	if slices.Compare([]int{k, w.Rank}, j.mmAt[:]) > 0 {
 		return // an earlier mismatch is already the one reported
 	}
-	got := j.slot(w.recvMR.Buf, k)
+	got := j.slot(w.RecvMR.Buf, k)
 	want := j.hdr[:]
-	j.header(want, k, (w.rank+n-1)%n)
-	d := j.r.cfg.DType
+	j.header(want, k, (w.Rank+n-1)%n)
+	d := j.r.Cfg.DType
 	var m *Mismatch
 	if !bytes.Equal(got[:wire.INALen], want[:]) {
-		m = &Mismatch{Rank: w.rank, Element: int64(k*j.chunk) / int64(d.Size()),
+		m = &Mismatch{Rank: w.Rank, Element: int64(k*j.chunk) / int64(d.Size()),
 			Got: fmt.Sprintf("INA header % x", got[:wire.INALen]), Want: fmt.Sprintf("INA header % x", want)}
 	} else {
-		m = firstDiff(d, w.rank, int64(k*j.chunk), got[wire.INALen:], e.sum)
+		m = firstDiff(d, w.Rank, int64(k*j.chunk), got[wire.INALen:], e.sum)
 	}
 	if m != nil {
-		j.mismatch, j.mmAt = m, [2]int{k, w.rank}
+		j.mismatch, j.mmAt = m, [2]int{k, w.Rank}
 	}
 }
 
@@ -476,7 +525,7 @@ func (j *netReduceJob) sumOf(sum []byte, m, size int) {
 	if j.part != nil {
 		part = j.part[:size]
 	}
-	groupSum(j.r.cfg.DType, j.groups, sum, part, func(rank int) []byte { return j.piece0(rank, m, size) })
+	groupSum(j.r.Cfg.DType, j.groups, sum, part, func(rank int) []byte { return j.piece0(rank, m, size) })
 }
 
 // groupSum writes into sum the reduction in a switch tree's order: each
@@ -505,18 +554,18 @@ func groupSum(d tensor.DType, groups [][]int, sum, part []byte, piece func(rank 
 // window is shorter than the ring), else generated from the rank's
 // expect stream (a remote rank's: front to back, so the move is free).
 func (j *netReduceJob) piece0(rank, m, size int) []byte {
-	if w := j.r.workers[rank]; w.local && j.next[rank] > m && j.next[rank]-m <= j.slots {
+	if w := j.r.Workers[rank]; w.Local && j.next[rank] > m && j.next[rank]-m <= j.slots {
 		return j.slot(j.send[rank], m)[wire.INALen:]
 	}
-	j.expSt[rank].MoveTo(int64(m) * int64(j.chunk) / int64(j.r.cfg.DType.Size()))
+	j.expSt[rank].MoveTo(int64(m) * int64(j.chunk) / int64(j.r.Cfg.DType.Size()))
 	p := j.piece[:size]
 	j.expSt[rank].Fill(p)
 	return p
 }
 
-// check reports the first result (in message, then rank order) that was
+// Check reports the first result (in message, then rank order) that was
 // not the rank-order sum or came with the wrong INA header.
-func (j *netReduceJob) check() *Mismatch { return j.mismatch }
+func (j *netReduceJob) Check() *Mismatch { return j.mismatch }
 
 // firstDiff reports the first element where got differs from want; base is
 // got's byte offset in the tensor.

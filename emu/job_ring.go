@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -51,7 +52,7 @@ import (
 // ranks. With at most ringWindow messages per chunk the job sends
 // exactly what it sent when it held whole tensors.
 type ringJob struct {
-	r         *runner
+	r         *Job
 	n         int
 	msgB      int        // bytes per message
 	bounds    []int      // chunk c is bytes bounds[c]:bounds[c+1]
@@ -60,8 +61,8 @@ type ringJob struct {
 	window    int        // WRITEs unacknowledged beyond which step 0 waits
 	arrived   [][][]bool // per rank, step, message
 	ranks     []ringRank
-	own       []source                // per rank: its tensor, for its own pieces
-	expSt     []source                // per rank: its tensor, for the expected sums
+	own       []Source                // per rank: its tensor, for its own pieces
+	expSt     []Source                // per rank: its tensor, for the expected sums
 	out       [][]byte                // per rank: where its result is kept (nil: checked only)
 	expected  map[[2]int]*expectedMsg // (chunk, message) -> rank-order sum
 	spareSums []*expectedMsg          // checked by every local rank, to reuse
@@ -94,13 +95,54 @@ const ringRecvSlots = 2
 // forwards wrongly, which the result check must catch.
 var ringTamper func(rank, step, msg int, out []byte)
 
-func init() { RegisterAlgorithm(Ring, func(r *runner) (collective, error) { return newRingJob(r) }) }
+// Ring is the ring job's mode: Ring-AllReduce, reduce-scatter then
+// all-gather; the switch only forwards.
+const Ring Mode = "ring"
 
-func newRingJob(r *runner) (*ringJob, error) {
-	cfg := r.cfg
+func init() {
+	Register(Algorithm{Mode: Ring, New: func(r *Job) (Collective, error) { return newRingJob(r) },
+		Compresses: true, Streams: true, Memory: ringMemory,
+		Validate: func(c *Config) error {
+			if c.TensorBytes/int64(c.DType.Size()) < int64(c.Workers) {
+				return &ConfigError{errors.New("--tensor: ring mode needs at least one element per worker")}
+			}
+			return nil
+		}})
+}
+
+// ringMemory: per worker a receive MR of two messages and a pool of
+// about a window of message buffers; per chunk about a window of expected
+// sums (the tensor is generated and checked as it goes).
+func ringMemory(cfg Config, e *MemoryEstimate) (int64, bool) {
+	w, t, mtu := int64(cfg.Workers), cfg.TensorBytes, int64(cfg.MTU)
+	msgB := int64(cfg.MsgLen) * mtu
+	sz := int64(cfg.DType.Size())
+	maxC := CeilDiv(t/sz, w) * sz
+	steps := 2 * (w - 1)
+	perChunk := CeilDiv(maxC, msgB)
+	wr := steps*perChunk + 1
+	// Per worker a receive MR of two messages and a pool of about a
+	// window of message buffers; per chunk about a window of
+	// expected sums (the tensor is generated and checked as it goes).
+	recv := min(steps*maxC, ringRecvSlots*msgB)
+	if cfg.Devices != nil { // live: the receive MR covers every step
+		recv = steps * maxC
+	}
+	pool := min(int64(ringWindow(cfg)), perChunk) + 8 // step 0's and a few on their way on
+	pool *= min(msgB, maxC)
+	e.Buffers = w*(recv+2*pool) + msgB
+	e.Queues = w*2*wr*WRBytes + w*(steps*perChunk+steps*24)
+	e.Largest = max(recv, msgB)
+	// A chunk's packets, or the window's if fewer: a rank starts
+	// step 0's messages only while its WRITEs are about a window.
+	return 2*min(CeilDiv(maxC, mtu), int64(ringWindow(cfg)+8)*int64(cfg.MsgLen)) + 2, false
+}
+
+func newRingJob(r *Job) (*ringJob, error) {
+	cfg := r.Cfg
 	n := cfg.Workers
 	j := &ringJob{r: r, n: n, msgB: cfg.MsgLen * cfg.MTU, steps: 2 * (n - 1), window: ringWindow(cfg),
-		expected: map[[2]int]*expectedMsg{}, mmAt: [3]int{n, n, 0}, codec: r.codec()}
+		expected: map[[2]int]*expectedMsg{}, mmAt: [3]int{n, n, 0}, codec: r.Codec()}
 	sz := int64(cfg.DType.Size())
 	elems := cfg.TensorBytes / sz
 	for c := 0; c <= n; c++ {
@@ -111,26 +153,26 @@ func newRingJob(r *runner) (*ringJob, error) {
 	}
 	j.piece = make([]byte, j.msgB)
 	j.ranks = make([]ringRank, n)
-	for _, w := range r.workers {
-		j.own = append(j.own, r.input(w.rank))
-		j.expSt = append(j.expSt, r.input(w.rank))
-		j.out = append(j.out, r.output(w.rank))
-		j.ranks[w.rank].inUse = map[uint64][]byte{}
+	for _, w := range r.Workers {
+		j.own = append(j.own, r.Input(w.Rank))
+		j.expSt = append(j.expSt, r.Input(w.Rank))
+		j.out = append(j.out, r.Output(w.Rank))
+		j.ranks[w.Rank].inUse = map[uint64][]byte{}
 		recv := j.steps * j.maxC
-		if !r.fab.Live() {
+		if !r.Fab.Live() {
 			recv = min(recv, ringRecvSlots*j.msgB)
 		}
-		w.recvMR = &roce.MR{Addr: r.recvVA, Buf: make([]byte, recv), Len: uint64(j.steps * j.maxC),
-			RKey: r.rkey(w.rank), Access: roce.AccessLocalWrite | roce.AccessRemoteWrite}
-		if err := w.h.PD.Register(w.recvMR); err != nil {
+		w.RecvMR = &roce.MR{Addr: r.RecvVA, Buf: make([]byte, recv), Len: uint64(j.steps * j.maxC),
+			RKey: r.RKey(w.Rank), Access: roce.AccessLocalWrite | roce.AccessRemoteWrite}
+		if err := w.NIC.PD.Register(w.RecvMR); err != nil {
 			return nil, err
 		}
 		arr := make([][]bool, j.steps)
 		for s := range arr {
-			k := j.msgCount(j.recvChunk(w.rank, s))
+			k := j.msgCount(j.recvChunk(w.Rank, s))
 			arr[s] = make([]bool, k)
-			w.recvWant += k
-			w.sendWant += j.msgCount(j.sendChunk(w.rank, s))
+			w.RecvWant += k
+			w.SendWant += j.msgCount(j.sendChunk(w.Rank, s))
 		}
 		j.arrived = append(j.arrived, arr)
 	}
@@ -162,7 +204,7 @@ func (j *ringJob) msgRange(c, m int) (int, int) {
 // ownPiece fills buf with rank's elements at byte offset off of its tensor.
 func (j *ringJob) ownPiece(rank, off int, buf []byte) {
 	s := j.own[rank]
-	s.MoveTo(int64(off / j.r.cfg.DType.Size()))
+	s.MoveTo(int64(off / j.r.Cfg.DType.Size()))
 	s.Fill(buf)
 }
 
@@ -177,12 +219,12 @@ func (j *ringJob) buffer(rank, n int) []byte {
 	return make([]byte, n, j.msgB)
 }
 
-func (j *ringJob) start() error {
-	j.nLocal = len(j.r.local())
-	for _, w := range j.r.local() {
+func (j *ringJob) Start() error {
+	j.nLocal = len(j.r.Local())
+	for _, w := range j.r.Local() {
 		for s := 0; s < j.steps; s++ {
-			for m := range j.arrived[w.rank][s] {
-				if err := w.rq.PostRecv(roce.RecvWR{ID: uint64(s)<<24 | uint64(m)}); err != nil {
+			for m := range j.arrived[w.Rank][s] {
+				if err := w.RQ.PostRecv(roce.RecvWR{ID: uint64(s)<<24 | uint64(m)}); err != nil {
 					return err
 				}
 			}
@@ -196,13 +238,13 @@ func (j *ringJob) start() error {
 
 // sendStep0 sends the rank's own pieces of its step-0 chunk while its
 // window allows.
-func (j *ringJob) sendStep0(w *worker) error {
-	rs := &j.ranks[w.rank]
-	c := j.sendChunk(w.rank, 0)
+func (j *ringJob) sendStep0(w *Worker) error {
+	rs := &j.ranks[w.Rank]
+	c := j.sendChunk(w.Rank, 0)
 	for ; rs.next0 < j.msgCount(c) && len(rs.inUse) < j.window; rs.next0++ {
 		lo, hi := j.msgRange(c, rs.next0)
-		buf := j.buffer(w.rank, hi-lo)
-		j.ownPiece(w.rank, j.bounds[c]+lo, buf)
+		buf := j.buffer(w.Rank, hi-lo)
+		j.ownPiece(w.Rank, j.bounds[c]+lo, buf)
 		if err := j.post(w, 0, rs.next0, buf); err != nil {
 			return err
 		}
@@ -212,16 +254,16 @@ func (j *ringJob) sendStep0(w *worker) error {
 
 // post sends message m of step s from buf, which stays the WRITE's until
 // it completes.
-func (j *ringJob) post(w *worker, s, m int, buf []byte) error {
-	lo, _ := j.msgRange(j.sendChunk(w.rank, s), m)
-	succ := j.r.workers[(w.rank+1)%j.n]
+func (j *ringJob) post(w *Worker, s, m int, buf []byte) error {
+	lo, _ := j.msgRange(j.sendChunk(w.Rank, s), m)
+	succ := j.r.Workers[(w.Rank+1)%j.n]
 	id := uint64(s)<<24 | uint64(m)
-	j.ranks[w.rank].inUse[id] = buf
-	if j.codec != nil && !intraHop(w, succ) {
-		j.hop(s).add(j.codec, j.r.cfg.MTU, buf)
+	j.ranks[w.Rank].inUse[id] = buf
+	if j.codec != nil && !IntraHop(w, succ) {
+		j.hop(s).Add(j.codec, j.r.Cfg.MTU, buf)
 	}
-	return w.sq.PostSend(roce.SendWR{ID: id, Opcode: roce.WRWriteImm, Local: buf,
-		RemoteVA: j.r.recvVA + uint64(s*j.maxC+lo), RKey: succ.recvMR.RKey, Imm: uint32(s)<<24 | uint32(m), Signaled: true})
+	return w.SQ.PostSend(roce.SendWR{ID: id, Opcode: roce.WRWriteImm, Local: buf,
+		RemoteVA: j.r.RecvVA + uint64(s*j.maxC+lo), RKey: succ.RecvMR.RKey, Imm: uint32(s)<<24 | uint32(m), Signaled: true})
 }
 
 // nameWR names a WR by its step and message (its ID is step<<24 |
@@ -230,21 +272,21 @@ func (j *ringJob) nameWR(c roce.Completion) string {
 	return fmt.Sprintf("step %d of 0..%d, message %d (%s)", c.WRID>>24, j.steps-1, c.WRID&(1<<24-1), c.Opcode)
 }
 
-func (j *ringJob) onCompletion(w *worker) {
-	j.r.drain(w, func(c roce.Completion) {
-		rs := &j.ranks[w.rank]
+func (j *ringJob) OnCompletion(w *Worker) {
+	j.r.Drain(w, func(c roce.Completion) {
+		rs := &j.ranks[w.Rank]
 		if !c.Recv {
-			w.sendDone++
+			w.SendDone++
 			if buf, ok := rs.inUse[c.WRID]; ok {
 				delete(rs.inUse, c.WRID)
 				rs.free = append(rs.free, buf)
 			}
 		} else if err := j.arrive(w, c); err != nil {
-			j.r.err = err
+			j.r.Err = err
 			return
 		}
 		if err := j.sendStep0(w); err != nil {
-			j.r.err = &JobError{Msg: fmt.Sprintf("rank %d: post step 0 message %d: %v", w.rank, rs.next0, err)}
+			j.r.Err = &JobError{Msg: fmt.Sprintf("rank %d: post step 0 message %d: %v", w.Rank, rs.next0, err)}
 		}
 	})
 }
@@ -254,46 +296,46 @@ func (j *ringJob) onCompletion(w *worker) {
 // sends on (the last such step makes the rank's reduced chunk, a
 // result); in all-gather a reduced chunk, a result, passed on until every
 // rank has it.
-func (j *ringJob) arrive(w *worker, c roce.Completion) error {
+func (j *ringJob) arrive(w *Worker, c roce.Completion) error {
 	s, m := int(c.Imm>>24), int(c.Imm&0xFFFFFF)
-	if !c.HasImm || s >= j.steps || m >= len(j.arrived[w.rank][s]) || j.arrived[w.rank][s][m] {
-		return &JobError{Msg: fmt.Sprintf("rank %d: unexpected message (imm %#x)", w.rank, c.Imm)}
+	if !c.HasImm || s >= j.steps || m >= len(j.arrived[w.Rank][s]) || j.arrived[w.Rank][s][m] {
+		return &JobError{Msg: fmt.Sprintf("rank %d: unexpected message (imm %#x)", w.Rank, c.Imm)}
 	}
-	j.arrived[w.rank][s][m] = true
-	ch := j.recvChunk(w.rank, s)
+	j.arrived[w.Rank][s][m] = true
+	ch := j.recvChunk(w.Rank, s)
 	lo, hi := j.msgRange(ch, m)
 	at := uint64(s*j.maxC + lo)
-	out := j.buffer(w.rank, hi-lo) // what the rank sends in step s+1
+	out := j.buffer(w.Rank, hi-lo) // what the rank sends in step s+1
 	if s < j.n-1 {
 		partial := j.piece[:hi-lo]
-		w.recvMR.Read(at, partial)
-		j.ownPiece(w.rank, j.bounds[ch]+lo, out)
-		tensor.Add(j.r.cfg.DType, out, partial)
+		w.RecvMR.Read(at, partial)
+		j.ownPiece(w.Rank, j.bounds[ch]+lo, out)
+		tensor.Add(j.r.Cfg.DType, out, partial)
 	} else {
-		w.recvMR.Read(at, out)
+		w.RecvMR.Read(at, out)
 	}
 	if s == j.n-2 && j.codec != nil { // the owner's copy takes the trip the others' do
-		packetTrip(j.codec, j.r.cfg.MTU, out)
+		PacketTrip(j.codec, j.r.Cfg.MTU, out)
 	}
 	if ringTamper != nil {
-		ringTamper(w.rank, s, m, out)
+		ringTamper(w.Rank, s, m, out)
 	}
 	if s >= j.n-2 { // the rank's reduced chunk, or a copy of another's
 		j.verify(w, ch, m, out)
-		if o := j.out[w.rank]; o != nil {
+		if o := j.out[w.Rank]; o != nil {
 			copy(o[j.bounds[ch]+lo:], out)
 		}
 	}
-	w.recvDone++
-	if w.recvDone == w.recvWant {
-		w.doneAt = j.r.fab.Clock.Now()
+	w.RecvDone++
+	if w.RecvDone == w.RecvWant {
+		w.DoneAt = j.r.Fab.Clock.Now()
 	}
 	if s+1 == j.steps {
-		j.ranks[w.rank].free = append(j.ranks[w.rank].free, out)
+		j.ranks[w.Rank].free = append(j.ranks[w.Rank].free, out)
 		return nil
 	}
 	if err := j.post(w, s+1, m, out); err != nil {
-		return &JobError{Msg: fmt.Sprintf("rank %d: post step %d message %d: %v", w.rank, s+1, m, err)}
+		return &JobError{Msg: fmt.Sprintf("rank %d: post step %d message %d: %v", w.Rank, s+1, m, err)}
 	}
 	return nil
 }
@@ -301,7 +343,7 @@ func (j *ringJob) arrive(w *worker, c roce.Completion) error {
 // verify checks message m of chunk c of rank w's result against the
 // rank-order sum. The first mismatch in (chunk, rank, message) order is
 // kept for check.
-func (j *ringJob) verify(w *worker, c, m int, got []byte) {
+func (j *ringJob) verify(w *Worker, c, m int, got []byte) {
 	key := [2]int{c, m}
 	e := j.expected[key]
 	if e == nil {
@@ -309,14 +351,14 @@ func (j *ringJob) verify(w *worker, c, m int, got []byte) {
 		j.expected[key] = e
 	}
 	// An earlier mismatch in (chunk, rank, message) order is the one kept.
-	if at := [3]int{c, w.rank, m}; slices.Compare(at[:], j.mmAt[:]) <= 0 {
+	if at := [3]int{c, w.Rank, m}; slices.Compare(at[:], j.mmAt[:]) <= 0 {
 		lo, _ := j.msgRange(c, m)
-		if mm := firstDiff(j.r.cfg.DType, w.rank, int64(j.bounds[c]+lo), got, e.sum); mm != nil {
+		if mm := firstDiff(j.r.Cfg.DType, w.Rank, int64(j.bounds[c]+lo), got, e.sum); mm != nil {
 			j.mismatch, j.mmAt = mm, at
 		}
 	}
 	if e.exact != nil {
-		j.maxErr = maxAbsDiff(got, e.exact, j.maxErr)
+		j.maxErr = MaxAbsDiff(got, e.exact, j.maxErr)
 	}
 	if e.left--; e.left == 0 {
 		delete(j.expected, key)
@@ -328,7 +370,7 @@ func (j *ringJob) verify(w *worker, c, m int, got []byte) {
 // c's piece, then c+1's, and so on.
 func (j *ringJob) expectedSum(c, m int) *expectedMsg {
 	lo, hi := j.msgRange(c, m)
-	off := int64((j.bounds[c] + lo) / j.r.cfg.DType.Size())
+	off := int64((j.bounds[c] + lo) / j.r.Cfg.DType.Size())
 	var e *expectedMsg
 	if k := len(j.spareSums); k > 0 {
 		e, j.spareSums = j.spareSums[k-1], j.spareSums[:k-1]
@@ -342,7 +384,7 @@ func (j *ringJob) expectedSum(c, m int) *expectedMsg {
 		st.Fill(buf)
 	}
 	if j.codec == nil {
-		ringSum(j.r.cfg.DType, j.n, c, e.sum, j.piece[:hi-lo], fill)
+		ringSum(j.r.Cfg.DType, j.n, c, e.sum, j.piece[:hi-lo], fill)
 		return e
 	}
 	if e.exact == nil {
@@ -350,16 +392,16 @@ func (j *ringJob) expectedSum(c, m int) *expectedMsg {
 	}
 	// The exact rank-order sum and the hops' one, each input made once.
 	e.exact = e.exact[:hi-lo]
-	d, mtu, piece := j.r.cfg.DType, j.r.cfg.MTU, j.piece[:hi-lo]
+	d, mtu, piece := j.r.Cfg.DType, j.r.Cfg.MTU, j.piece[:hi-lo]
 	fill(c%j.n, e.exact)
 	copy(e.sum, e.exact)
 	for i := 1; i < j.n; i++ {
 		fill((c+i)%j.n, piece)
 		tensor.Add(d, e.exact, piece)
-		packetTrip(j.codec, mtu, e.sum)
+		PacketTrip(j.codec, mtu, e.sum)
 		tensor.Add(d, e.sum, piece)
 	}
-	packetTrip(j.codec, mtu, e.sum)
+	PacketTrip(j.codec, mtu, e.sum)
 	return e
 }
 
@@ -396,6 +438,6 @@ func ringSum(d tensor.DType, n, c int, sum, scratch []byte, fill func(rank int, 
 	}
 }
 
-// check reports the first result (in chunk, rank, message order) that was
+// Check reports the first result (in chunk, rank, message order) that was
 // not the rank-order sum.
-func (j *ringJob) check() *Mismatch { return j.mismatch }
+func (j *ringJob) Check() *Mismatch { return j.mismatch }

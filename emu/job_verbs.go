@@ -75,7 +75,7 @@ func (v Verb) String() string {
 // checkVerb refuses a verb that is not one, and a verb other than the
 // default given to a run none of whose jobs is a verbs job (it would be
 // ignored without a word).
-func checkVerb(c *Config, jobs []jobConfig) error {
+func checkVerb(c *Config, jobs []JobConfig) error {
 	if c.Verb == "" || c.Verb == VerbWrite {
 		return nil
 	}
@@ -83,7 +83,7 @@ func checkVerb(c *Config, jobs []jobConfig) error {
 		return &ConfigError{fmt.Errorf("--verb %v", err)}
 	}
 	for _, j := range jobs {
-		if j.cfg.Mode == Verbs {
+		if j.Cfg.Mode == Verbs {
 			return nil
 		}
 	}
@@ -97,10 +97,16 @@ func (v Verb) atomic() bool { return v == VerbFetchAdd || v == VerbCmpSwap }
 // requests interleaved on a 10G link.
 const verbsDepth = 64
 
-func init() { RegisterAlgorithm(Verbs, func(r *runner) (collective, error) { return newVerbsJob(r) }) }
+func init() {
+	Register(Algorithm{Mode: Verbs, New: func(r *Job) (Collective, error) { return newVerbsJob(r) }, ValidateRun: checkVerb,
+		Memory: func(c Config, e *MemoryEstimate) (out int64, whole bool) {
+			e.Buffers, e.Queues, e.Largest, out = verbsMemory(c)
+			return out, false
+		}})
+}
 
 type verbsJob struct {
-	r    *runner
+	r    *Job
 	verb Verb
 	n    int
 	msgB int
@@ -116,14 +122,14 @@ type verbsJob struct {
 	want     []uint64 // atomics: the original value the next completion must return
 	startVal []uint64 // atomics: the word's start value, per region owner
 	piece    []byte
-	src      []source // per rank: its tensor, read where a check needs it
+	src      []Source // per rank: its tensor, read where a check needs it
 	mm       *Mismatch
 	mmRank   int
 }
 
-func newVerbsJob(r *runner) (*verbsJob, error) {
-	cfg := r.cfg
-	if r.fab.Live() {
+func newVerbsJob(r *Job) (*verbsJob, error) {
+	cfg := r.Cfg
+	if r.Fab.Live() {
 		return nil, &ConfigError{fmt.Errorf("--mode verbs runs on emulated links (not on TAPs)")}
 	}
 	verb := cfg.Verb
@@ -138,15 +144,15 @@ func newVerbsJob(r *runner) (*verbsJob, error) {
 	j.mem, j.local, j.orig = make([][]byte, j.n), make([][]byte, j.n), make([][]byte, j.n)
 	j.next, j.want, j.startVal = make([]int, j.n), make([]uint64, j.n), make([]uint64, j.n)
 	j.piece = make([]byte, j.msgB)
-	j.src = make([]source, j.n)
-	for _, w := range r.workers {
-		if w.gpu >= 0 {
-			return nil, &ConfigError{fmt.Errorf("--mode verbs: rank %d is on a GPU (%s:gpu%d); verbs ranks are host NICs", w.rank, w.host, w.gpu)}
+	j.src = make([]Source, j.n)
+	for _, w := range r.Workers {
+		if w.GPU >= 0 {
+			return nil, &ConfigError{fmt.Errorf("--mode verbs: rank %d is on a GPU (%s:gpu%d); verbs ranks are host NICs", w.Rank, w.Host, w.GPU)}
 		}
 	}
-	for _, w := range r.workers {
-		k := w.rank
-		j.src[k] = r.input(k)
+	for _, w := range r.Workers {
+		k := w.Rank
+		j.src[k] = r.Input(k)
 		switch {
 		case verb.atomic():
 			j.mem[k] = make([]byte, 8)
@@ -162,15 +168,15 @@ func newVerbsJob(r *runner) (*verbsJob, error) {
 			j.local[k] = make([]byte, j.size)
 			j.fill(k, 0, j.local[k]) // what the rank writes
 		}
-		w.recvMR = &roce.MR{Addr: r.recvVA, Buf: j.mem[k], RKey: r.rkey(k),
+		w.RecvMR = &roce.MR{Addr: r.RecvVA, Buf: j.mem[k], RKey: r.RKey(k),
 			Access: roce.AccessLocalWrite | roce.AccessRemoteWrite | roce.AccessRemoteRead | roce.AccessRemoteAtomic}
-		if err := w.h.PD.Register(w.recvMR); err != nil {
+		if err := w.NIC.PD.Register(w.RecvMR); err != nil {
 			return nil, err
 		}
-		w.sendWant, w.recvWant = j.msgs, j.msgs
+		w.SendWant, w.RecvWant = j.msgs, j.msgs
 	}
-	for _, w := range r.workers { // rank k's requests check k+1's word
-		j.want[w.rank] = j.startVal[(w.rank+1)%j.n]
+	for _, w := range r.Workers { // rank k's requests check k+1's word
+		j.want[w.Rank] = j.startVal[(w.Rank+1)%j.n]
 	}
 	return j, nil
 }
@@ -178,16 +184,16 @@ func newVerbsJob(r *runner) (*verbsJob, error) {
 // fill writes rank's tensor from byte off into buf.
 func (j *verbsJob) fill(rank, off int, buf []byte) {
 	s := j.src[rank]
-	s.MoveTo(int64(off / j.r.cfg.DType.Size()))
+	s.MoveTo(int64(off / j.r.Cfg.DType.Size()))
 	s.Fill(buf)
 }
 
 // atomicStart is the start value of rank's word, from the seed.
 func (j *verbsJob) atomicStart(rank int) uint64 {
 	if j.verb == VerbCmpSwap {
-		return casLink(j.r.cfg.Seed, rank, 0)
+		return casLink(j.r.Cfg.Seed, rank, 0)
 	}
-	return verbsMix(j.r.cfg.Seed, 0xFA, uint64(rank))
+	return verbsMix(j.r.Cfg.Seed, 0xFA, uint64(rank))
 }
 
 // addend is the k-th fetch-and-add of rank: from the seed, never zero (a
@@ -211,8 +217,8 @@ func verbsMix(seed, what, i uint64) uint64 {
 	return z ^ z>>31
 }
 
-func (j *verbsJob) start() error {
-	for _, w := range j.r.local() {
+func (j *verbsJob) Start() error {
+	for _, w := range j.r.Local() {
 		if err := j.post(w); err != nil {
 			return err
 		}
@@ -225,30 +231,30 @@ func (j *verbsJob) msgRange(m int) (int, int) { return m * j.msgB, min((m+1)*j.m
 
 // post posts the rank's next WRs while fewer than verbsDepth are
 // outstanding.
-func (j *verbsJob) post(w *worker) error {
-	succ := j.r.workers[(w.rank+1)%j.n]
-	for ; j.next[w.rank] < j.msgs && j.next[w.rank]-w.sendDone < verbsDepth; j.next[w.rank]++ {
-		m := j.next[w.rank]
-		wr := roce.SendWR{ID: uint64(m), RKey: succ.recvMR.RKey, RemoteVA: j.r.recvVA, Signaled: true}
+func (j *verbsJob) post(w *Worker) error {
+	succ := j.r.Workers[(w.Rank+1)%j.n]
+	for ; j.next[w.Rank] < j.msgs && j.next[w.Rank]-w.SendDone < verbsDepth; j.next[w.Rank]++ {
+		m := j.next[w.Rank]
+		wr := roce.SendWR{ID: uint64(m), RKey: succ.RecvMR.RKey, RemoteVA: j.r.RecvVA, Signaled: true}
 		switch j.verb {
 		case VerbWrite, VerbRead:
 			lo, hi := j.msgRange(m)
-			wr.Opcode, wr.Local, wr.RemoteVA = roce.WRWrite, j.local[w.rank][lo:hi], j.r.recvVA+uint64(lo)
+			wr.Opcode, wr.Local, wr.RemoteVA = roce.WRWrite, j.local[w.Rank][lo:hi], j.r.RecvVA+uint64(lo)
 			if j.verb == VerbRead {
 				wr.Opcode = roce.WRRead
 			}
 		case VerbFetchAdd:
-			wr.Opcode, wr.SwapAdd = roce.WRFetchAdd, addend(j.r.cfg.Seed, w.rank, m)
+			wr.Opcode, wr.SwapAdd = roce.WRFetchAdd, addend(j.r.Cfg.Seed, w.Rank, m)
 		case VerbCmpSwap:
 			wr.Opcode = roce.WRCompSwap
-			wr.Compare, wr.SwapAdd = casLink(j.r.cfg.Seed, succ.rank, m), casLink(j.r.cfg.Seed, succ.rank, m+1)
+			wr.Compare, wr.SwapAdd = casLink(j.r.Cfg.Seed, succ.Rank, m), casLink(j.r.Cfg.Seed, succ.Rank, m+1)
 		}
 		if j.verb.atomic() {
 			s := m % verbsDepth * 8
-			wr.Local = j.orig[w.rank][s : s+8]
+			wr.Local = j.orig[w.Rank][s : s+8]
 		}
-		if err := w.sq.PostSend(wr); err != nil {
-			return &JobError{Msg: fmt.Sprintf("rank %d: post %s %d: %v", w.rank, j.verb, m, err)}
+		if err := w.SQ.PostSend(wr); err != nil {
+			return &JobError{Msg: fmt.Sprintf("rank %d: post %s %d: %v", w.Rank, j.verb, m, err)}
 		}
 	}
 	return nil
@@ -258,25 +264,25 @@ func (j *verbsJob) nameWR(c roce.Completion) string {
 	return fmt.Sprintf("%s %d of 0..%d (WR %d, %s)", j.verb, c.WRID, j.msgs-1, c.WRID, c.Opcode)
 }
 
-func (j *verbsJob) onCompletion(w *worker) {
-	j.r.drain(w, func(c roce.Completion) {
+func (j *verbsJob) OnCompletion(w *Worker) {
+	j.r.Drain(w, func(c roce.Completion) {
 		if c.Recv {
-			j.r.err = &JobError{Msg: fmt.Sprintf("rank %d: a receive completion in a verbs job", w.rank)}
+			j.r.Err = &JobError{Msg: fmt.Sprintf("rank %d: a receive completion in a verbs job", w.Rank)}
 			return
 		}
 		m := int(c.WRID)
-		if m != w.sendDone {
-			j.r.err = &JobError{Msg: fmt.Sprintf("rank %d: %s %d completed when %d was due", w.rank, j.verb, m, w.sendDone)}
+		if m != w.SendDone {
+			j.r.Err = &JobError{Msg: fmt.Sprintf("rank %d: %s %d completed when %d was due", w.Rank, j.verb, m, w.SendDone)}
 			return
 		}
 		j.verify(w, m)
-		w.sendDone++
-		w.recvDone++
-		if w.recvDone == w.recvWant {
-			w.doneAt = j.r.fab.Clock.Now()
+		w.SendDone++
+		w.RecvDone++
+		if w.RecvDone == w.RecvWant {
+			w.DoneAt = j.r.Fab.Clock.Now()
 		}
 		if err := j.post(w); err != nil {
-			j.r.err = err
+			j.r.Err = err
 		}
 	})
 }
@@ -288,71 +294,71 @@ func (j *verbsJob) onCompletion(w *worker) {
 var verbsTamper func(rank, m int, landed []byte)
 
 // verify checks WR m of rank w as it completes (WRs complete in order).
-func (j *verbsJob) verify(w *worker, m int) {
-	succ := (w.rank + 1) % j.n
+func (j *verbsJob) verify(w *Worker, m int) {
+	succ := (w.Rank + 1) % j.n
 	if verbsTamper != nil {
 		lo, hi := j.msgRange(m)
 		switch j.verb {
 		case VerbWrite:
-			verbsTamper(w.rank, m, j.mem[succ][lo:hi])
+			verbsTamper(w.Rank, m, j.mem[succ][lo:hi])
 		case VerbRead:
-			verbsTamper(w.rank, m, j.local[w.rank][lo:hi])
+			verbsTamper(w.Rank, m, j.local[w.Rank][lo:hi])
 		default:
 			s := m % verbsDepth * 8
-			verbsTamper(w.rank, m, j.orig[w.rank][s:s+8])
+			verbsTamper(w.Rank, m, j.orig[w.Rank][s:s+8])
 		}
 	}
 	keep := func(mm *Mismatch) {
-		if mm != nil && (j.mm == nil || w.rank < j.mmRank) {
-			j.mm, j.mmRank = mm, w.rank
+		if mm != nil && (j.mm == nil || w.Rank < j.mmRank) {
+			j.mm, j.mmRank = mm, w.Rank
 		}
 	}
-	seed := j.r.cfg.Seed
+	seed := j.r.Cfg.Seed
 	switch j.verb {
 	case VerbWrite:
 		lo, hi := j.msgRange(m)
 		want := j.piece[:hi-lo]
-		j.fill(w.rank, lo, want)
-		keep(firstDiff(j.r.cfg.DType, succ, int64(lo), j.mem[succ][lo:hi], want))
+		j.fill(w.Rank, lo, want)
+		keep(firstDiff(j.r.Cfg.DType, succ, int64(lo), j.mem[succ][lo:hi], want))
 	case VerbRead:
 		lo, hi := j.msgRange(m)
 		want := j.piece[:hi-lo]
 		j.fill(succ, lo, want)
-		keep(firstDiff(j.r.cfg.DType, w.rank, int64(lo), j.local[w.rank][lo:hi], want))
+		keep(firstDiff(j.r.Cfg.DType, w.Rank, int64(lo), j.local[w.Rank][lo:hi], want))
 	default:
 		s := m % verbsDepth * 8
-		got := roce.Uint64At(j.orig[w.rank], s)
-		if got != j.want[w.rank] {
-			keep(&Mismatch{Rank: w.rank, Element: int64(m), Got: fmt.Sprintf("%s %d returned %#x", j.verb, m, got),
-				Want: fmt.Sprintf("%#x (the serial order's)", j.want[w.rank])})
+		got := roce.Uint64At(j.orig[w.Rank], s)
+		if got != j.want[w.Rank] {
+			keep(&Mismatch{Rank: w.Rank, Element: int64(m), Got: fmt.Sprintf("%s %d returned %#x", j.verb, m, got),
+				Want: fmt.Sprintf("%#x (the serial order's)", j.want[w.Rank])})
 		}
 		if j.verb == VerbFetchAdd {
-			j.want[w.rank] += addend(seed, w.rank, m)
+			j.want[w.Rank] += addend(seed, w.Rank, m)
 		} else {
-			j.want[w.rank] = casLink(seed, succ, m+1)
+			j.want[w.Rank] = casLink(seed, succ, m+1)
 		}
 		if m == j.msgs-1 { // the last: the word holds the whole chain or sum
-			if end := roce.Uint64At(j.mem[succ], 0); end != j.want[w.rank] {
+			if end := roce.Uint64At(j.mem[succ], 0); end != j.want[w.Rank] {
 				keep(&Mismatch{Rank: succ, Element: 0, Got: fmt.Sprintf("word %#x after %d %ss", end, j.msgs, j.verb),
-					Want: fmt.Sprintf("%#x", j.want[w.rank])})
+					Want: fmt.Sprintf("%#x", j.want[w.Rank])})
 			}
 		}
 	}
 }
 
-func (j *verbsJob) check() *Mismatch { return j.mm }
+func (j *verbsJob) Check() *Mismatch { return j.mm }
 
 // verbsMemory is what a verbs job holds: per rank its region and its
 // local buffer (write, read), and the WR queues.
 func verbsMemory(cfg Config) (buffers, queues, largest, outstanding int64) {
 	w, t := int64(cfg.Workers), cfg.TensorBytes
 	msgB := int64(cfg.MsgLen) * int64(cfg.MTU)
-	msgs := ceilDiv(t, msgB)
+	msgs := CeilDiv(t, msgB)
 	if cfg.Verb.atomic() {
 		buffers = w * (8 + 8*verbsDepth)
 	} else {
 		buffers, largest = 2*w*t+msgB, t
 	}
-	queues = w * 2 * (msgs + 1) * wrBytes
+	queues = w * 2 * (msgs + 1) * WRBytes
 	return buffers, queues, largest, int64(verbsDepth)*int64(cfg.MsgLen) + 2
 }

@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -44,7 +45,7 @@ import (
 // ..., and the sum travels back as it is. Every worker checks each
 // message of the sum against that reference as it arrives.
 type waJob struct {
-	r     *runner
+	r     *Job
 	p     int // workers; r.workers[p] is the aggregator
 	msgB  int
 	nmsg  int
@@ -70,8 +71,8 @@ type waJob struct {
 	results []*roce.MR // per worker: where the sum lands
 	got     [][]bool   // per worker, message: arrived
 
-	own      []source
-	expSt    []source
+	own      []Source
+	expSt    []Source
 	expected map[int]*expectedMsg
 	piece    []byte
 	gradBuf  [][]byte // per worker: its message in flight
@@ -89,10 +90,46 @@ var (
 	waSeen   func(rank, m int, got []byte)
 )
 
+// WA is the worker-aggregator job's mode: workers send to an aggregator
+// host, which sums and sends back.
+const WA Mode = "wa"
+
 func init() {
-	RegisterAlgorithm(WA, func(r *runner) (collective, error) { return newWAJob(r) })
-	ownConnections[WA] = true
+	Register(Algorithm{Mode: WA, New: func(r *Job) (Collective, error) { return newWAJob(r) },
+		OwnConnections: true, ExtraRank: true, Compresses: true, Memory: waMemory,
+		Validate: func(c *Config) error {
+			if c.Devices != nil {
+				return &ConfigError{errors.New("--mode wa runs on emulated links; the TAP backend runs ring and netreduce jobs")}
+			}
+			return nil
+		},
+		// A wa job's legs and compression live in NICs: GPUs, whose hops
+		// to GPUs of their host never pass one, cannot take part.
+		ValidateJob: func(j JobConfig) error {
+			if g := GPURank(j.Ranks); g != "" {
+				return fmt.Errorf("job %s: a wa job's ranks are host NICs (its workers, then its aggregator), not GPUs (%s)", j.Name, g)
+			}
+			return nil
+		}})
 }
+
+// waMemory: w ranks, w-1 workers and the aggregator.
+func waMemory(cfg Config, e *MemoryEstimate) (int64, bool) {
+	w, t := int64(cfg.Workers), cfg.TensorBytes
+	msgB := int64(cfg.MsgLen) * int64(cfg.MTU)
+	// w ranks: w-1 workers and the aggregator. The aggregator holds
+	// every worker's tensor and the sum, each worker its result and a
+	// message; the expected sums are made per message as results come.
+	p := w - 1
+	msgs := CeilDiv(t, msgB)
+	e.Buffers = (2*p+1)*t + p*msgB + 2*msgB
+	e.Queues = 2 * (p + 1) * 2 * (2*msgs + 1) * WRBytes
+	e.Largest = t
+	return int64(cfg.MsgLen) + 2, false
+}
+
+// Report: the aggregator holds no result.
+func (j *waJob) Report(jr *JobResult) { jr.Workers = j.p }
 
 // node is rank's node in the tree the sum goes down (the aggregator is
 // node 0, worker i node i+1).
@@ -101,25 +138,25 @@ func (j *waJob) node(rank int) int { return (rank + 1) % (j.p + 1) }
 // rankOf is node's rank.
 func (j *waJob) rankOf(node int) int { return (node + j.p) % (j.p + 1) }
 
-func newWAJob(r *runner) (*waJob, error) {
-	cfg := r.cfg
-	p := len(r.workers) - 1
+func newWAJob(r *Job) (*waJob, error) {
+	cfg := r.Cfg
+	p := len(r.Workers) - 1
 	t := int(cfg.TensorBytes)
 	q := cfg.Link.Queue
 	if q == 0 {
 		q = 1000
 	}
-	j := &waJob{r: r, p: p, msgB: min(cfg.MsgLen, max(1, q/(2*p))) * cfg.MTU, bcast: cfg.Bcast, codec: r.codec(),
+	j := &waJob{r: r, p: p, msgB: min(cfg.MsgLen, max(1, q/(2*p))) * cfg.MTU, bcast: cfg.Bcast, codec: r.Codec(),
 		expected: map[int]*expectedMsg{}, mmAt: [2]int{1 << 30, p}}
 	j.nmsg = (t + j.msgB - 1) / j.msgB
 	j.piece = make([]byte, j.msgB)
 	j.sum = make([]byte, t)
 	j.arrived = make([]int, j.nmsg)
-	for _, w := range r.workers {
-		j.own = append(j.own, r.input(w.rank))
-		j.expSt = append(j.expSt, r.input(w.rank))
+	for _, w := range r.Workers {
+		j.own = append(j.own, r.Input(w.Rank))
+		j.expSt = append(j.expSt, r.Input(w.Rank))
 	}
-	agg := r.workers[p]
+	agg := r.Workers[p]
 	// The tree (or the star of unicasts) the sum goes down.
 	nodes := p + 1
 	j.children = make([][]int, nodes)
@@ -151,89 +188,89 @@ func newWAJob(r *runner) (*waJob, error) {
 	j.down = make([][]*roce.QP, nodes)
 
 	qpn := map[string]uint32{}
-	newQP := func(w *worker) *roce.QP {
+	newQP := func(w *Worker) *roce.QP {
 		// Above every ring QPN (qpnPair) of the run's jobs on the NIC.
-		k := qpn[w.h.Name]
-		qpn[w.h.Name]++
-		q := w.h.NewQP(0x10000 + uint32(r.index)<<10 + k)
-		w.qps = append(w.qps, q)
+		k := qpn[w.NIC.Name]
+		qpn[w.NIC.Name]++
+		q := w.NIC.NewQP(0x10000 + uint32(r.Index)<<10 + k)
+		w.QPs = append(w.QPs, q)
 		return q
 	}
 	for i := 0; i < p; i++ {
-		w := r.workers[i]
+		w := r.Workers[i]
 		j.conn = append(j.conn, [2]*roce.QP{newQP(w), newQP(agg)})
-		reg := &roce.MR{Addr: r.recvVA + uint64(i)*uint64(t), Buf: make([]byte, t), RKey: r.rkey(i),
+		reg := &roce.MR{Addr: r.RecvVA + uint64(i)*uint64(t), Buf: make([]byte, t), RKey: r.RKey(i),
 			Access: roce.AccessLocalWrite | roce.AccessRemoteWrite}
-		if err := agg.h.PD.Register(reg); err != nil {
+		if err := agg.NIC.PD.Register(reg); err != nil {
 			return nil, err
 		}
 		j.grads = append(j.grads, reg)
-		res := &roce.MR{Addr: r.recvVA, Buf: make([]byte, t), RKey: r.rkey(i), Access: roce.AccessLocalWrite | roce.AccessRemoteWrite}
-		if err := w.h.PD.Register(res); err != nil {
+		res := &roce.MR{Addr: r.RecvVA, Buf: make([]byte, t), RKey: r.RKey(i), Access: roce.AccessLocalWrite | roce.AccessRemoteWrite}
+		if err := w.NIC.PD.Register(res); err != nil {
 			return nil, err
 		}
 		j.results = append(j.results, res)
 		j.got = append(j.got, make([]bool, j.nmsg))
 		j.gradBuf = append(j.gradBuf, make([]byte, j.msgB))
-		w.sendWant += j.nmsg
-		w.recvWant += j.nmsg
-		agg.recvWant += j.nmsg
+		w.SendWant += j.nmsg
+		w.RecvWant += j.nmsg
+		agg.RecvWant += j.nmsg
 	}
 	j.in = make([]*roce.QP, p)
 	for x := range nodes {
-		from := r.workers[j.rankOf(x)]
+		from := r.Workers[j.rankOf(x)]
 		for _, c := range j.children[x] {
-			to := r.workers[j.rankOf(c)]
+			to := r.Workers[j.rankOf(c)]
 			if x == 0 { // the gradients' connection, the other way
-				j.down[x] = append(j.down[x], j.conn[to.rank][1])
-				j.in[to.rank] = j.conn[to.rank][0]
+				j.down[x] = append(j.down[x], j.conn[to.Rank][1])
+				j.in[to.Rank] = j.conn[to.Rank][0]
 			} else {
 				j.down[x] = append(j.down[x], newQP(from))
-				j.in[to.rank] = newQP(to)
+				j.in[to.Rank] = newQP(to)
 			}
-			from.sendWant += j.nmsg
+			from.SendWant += j.nmsg
 		}
 	}
 	return j, nil
 }
 
 // connect connects every QP pair; initial PSNs come from the job's seed.
-func (j *waJob) connect() error {
+func (j *waJob) Connect() error {
 	r := j.r
-	rng := rand.New(rand.NewPCG(r.cfg.Seed, 0x3A77E6A7))
+	rng := rand.New(rand.NewPCG(r.Cfg.Seed, 0x3A77E6A7))
 	psn := func() uint32 { return uint32(rng.Uint64()) & 0xFFFFFF }
 	maxWR := 2*j.nmsg + 1
-	base := roce.Config{MTU: r.cfg.MTU, Timeout: r.cfg.Timeout, RetryCnt: r.cfg.RetryCnt, RNRRetry: 7, MinRNRTimer: 1,
-		MaxSendWR: maxWR, MaxRecvWR: maxWR, Profile: r.cfg.NIC,
-		AdaptiveTimeout: r.fab.Live()} // the wall clock's round trips are the machine's (roce/rto.go)
-	pair := func(a, b *worker, qa, qb *roce.QP, markA bool) error {
-		if !r.fab.Reachable(a.h, b.h) || !r.fab.Reachable(b.h, a.h) {
-			return fmt.Errorf("job %s: rank %d (%s) and rank %d (%s) have no path between them in the topology", r.name, a.rank, a.h.Name, b.rank, b.h.Name)
+	base := roce.Config{MTU: r.Cfg.MTU, Timeout: r.Cfg.Timeout, RetryCnt: r.Cfg.RetryCnt, RNRRetry: 7, MinRNRTimer: 1,
+		MaxSendWR: maxWR, MaxRecvWR: maxWR, Profile: r.Cfg.NIC,
+		AdaptiveTimeout: r.Fab.Live()} // the wall clock's round trips are the machine's (roce/rto.go)
+	pair := func(a, b *Worker, qa, qb *roce.QP, markA bool) error {
+		if !r.Fab.Reachable(a.NIC, b.NIC) || !r.Fab.Reachable(b.NIC, a.NIC) {
+			return fmt.Errorf("job %s: rank %d (%s) and rank %d (%s) have no path between them in the topology", r.Name, a.Rank, a.NIC.Name, b.Rank, b.NIC.Name)
 		}
 		x, y := psn(), psn()
 		ca, cb := base, base
 		ca.SQPSN, ca.RQPSN = x, y
 		cb.SQPSN, cb.RQPSN = y, x
-		pa := a.h.PathTo(b.h, qb.QPN())
+		pa := a.NIC.PathTo(b.NIC, qb.QPN())
 		if markA {
-			pa = markPath(pa)
+			pa = MarkPath(pa)
 		}
 		if err := qa.Connect(pa, ca); err != nil {
 			return err
 		}
-		return qb.Connect(b.h.PathTo(a.h, qa.QPN()), cb)
+		return qb.Connect(b.NIC.PathTo(a.NIC, qa.QPN()), cb)
 	}
-	agg := r.workers[j.p]
+	agg := r.Workers[j.p]
 	for i, c := range j.conn {
-		if err := pair(r.workers[i], agg, c[0], c[1], r.cfg.Compress != 0); err != nil {
+		if err := pair(r.Workers[i], agg, c[0], c[1], r.Cfg.Compress != 0); err != nil {
 			return err
 		}
 	}
 	for x := 1; x <= j.p; x++ { // the tree's edges between workers
-		from := r.workers[j.rankOf(x)]
+		from := r.Workers[j.rankOf(x)]
 		for k, c := range j.children[x] {
-			to := r.workers[j.rankOf(c)]
-			if err := pair(from, to, j.down[x][k], j.in[to.rank], false); err != nil {
+			to := r.Workers[j.rankOf(c)]
+			if err := pair(from, to, j.down[x][k], j.in[to.Rank], false); err != nil {
 				return err
 			}
 		}
@@ -244,22 +281,22 @@ func (j *waJob) connect() error {
 // peerOf is the rank at the other end of w's QP q (for error messages):
 // a worker's gradient connection, the connections the sum goes down, and
 // a worker's from its tree parent.
-func (j *waJob) peerOf(w *worker, q endpoint) int {
+func (j *waJob) peerOf(w *Worker, q Endpoint) int {
 	for i, c := range j.conn {
 		switch {
-		case w.rank == j.p && q == endpoint(c[1]):
+		case w.Rank == j.p && q == Endpoint(c[1]):
 			return i
-		case w.rank == i && q == endpoint(c[0]):
+		case w.Rank == i && q == Endpoint(c[0]):
 			return j.p
 		}
 	}
-	x := j.node(w.rank)
+	x := j.node(w.Rank)
 	for k, d := range j.down[x] {
-		if q == endpoint(d) {
+		if q == Endpoint(d) {
 			return j.rankOf(j.children[x][k])
 		}
 	}
-	if w.rank < j.p && q == endpoint(j.in[w.rank]) {
+	if w.Rank < j.p && q == Endpoint(j.in[w.Rank]) {
 		for parent, kids := range j.children {
 			if slices.Contains(kids, x) {
 				return j.rankOf(parent)
@@ -269,11 +306,11 @@ func (j *waJob) peerOf(w *worker, q endpoint) int {
 	return -1
 }
 
-func (j *waJob) start() error {
+func (j *waJob) Start() error {
 	r := j.r
 	for i, c := range j.conn {
-		w := r.workers[i]
-		if !w.local {
+		w := r.Workers[i]
+		if !w.Local {
 			continue
 		}
 		for m := range j.nmsg {
@@ -301,11 +338,11 @@ func (j *waJob) sendGradient(i, m int) error {
 	}
 	lo, hi := j.msgRange(m)
 	buf := j.gradBuf[i][:hi-lo]
-	j.own[i].MoveTo(int64(lo / j.r.cfg.DType.Size()))
+	j.own[i].MoveTo(int64(lo / j.r.Cfg.DType.Size()))
 	j.own[i].Fill(buf)
 	if j.codec != nil {
 		j.gradHop.Carries = "gradients"
-		j.gradHop.add(j.codec, j.r.cfg.MTU, buf)
+		j.gradHop.Add(j.codec, j.r.Cfg.MTU, buf)
 	}
 	if err := j.conn[i][0].PostSend(roce.SendWR{ID: uint64(m), Opcode: roce.WRWriteImm, Local: buf,
 		RemoteVA: j.grads[i].Addr + uint64(lo), RKey: j.grads[i].RKey, Imm: uint32(m), Signaled: true}); err != nil {
@@ -327,43 +364,43 @@ func (j *waJob) nameWR(c roce.Completion) string {
 
 func (j *waJob) msgRange(m int) (int, int) {
 	lo := m * j.msgB
-	return lo, min(lo+j.msgB, int(j.r.cfg.TensorBytes))
+	return lo, min(lo+j.msgB, int(j.r.Cfg.TensorBytes))
 }
 
-func (j *waJob) onCompletion(w *worker) {
-	j.r.drain(w, func(c roce.Completion) {
+func (j *waJob) OnCompletion(w *Worker) {
+	j.r.Drain(w, func(c roce.Completion) {
 		if !c.Recv {
-			w.sendDone++
+			w.SendDone++
 			if c.WRID&downWR != 0 {
 				j.sent(w)
-			} else if err := j.sendGradient(w.rank, int(c.WRID)+1); err != nil {
-				j.r.err = err
+			} else if err := j.sendGradient(w.Rank, int(c.WRID)+1); err != nil {
+				j.r.Err = err
 			}
 			return
 		}
 		if err := j.arrive(w, c); err != nil {
-			j.r.err = err
+			j.r.Err = err
 		}
 	})
 }
 
 // arrive: at the aggregator a worker's message (summed once all p are
 // in); at a worker a message of the sum.
-func (j *waJob) arrive(w *worker, c roce.Completion) error {
+func (j *waJob) arrive(w *Worker, c roce.Completion) error {
 	m := int(c.Imm)
 	if !c.HasImm || m >= j.nmsg {
-		return &JobError{Msg: fmt.Sprintf("rank %d: unexpected message (imm %#x)", w.rank, c.Imm)}
+		return &JobError{Msg: fmt.Sprintf("rank %d: unexpected message (imm %#x)", w.Rank, c.Imm)}
 	}
-	w.recvDone++
+	w.RecvDone++
 	lo, hi := j.msgRange(m)
-	if w.rank == j.p {
+	if w.Rank == j.p {
 		if j.arrived[m]++; j.arrived[m] < j.p {
 			return nil
 		}
 		sum := j.sum[lo:hi]
 		copy(sum, j.grads[0].Buf[lo:hi])
 		for i := 1; i < j.p; i++ {
-			tensor.Add(j.r.cfg.DType, sum, j.grads[i].Buf[lo:hi])
+			tensor.Add(j.r.Cfg.DType, sum, j.grads[i].Buf[lo:hi])
 		}
 		if waTamper != nil {
 			waTamper(m, sum)
@@ -374,25 +411,25 @@ func (j *waJob) arrive(w *worker, c roce.Completion) error {
 			}
 		}
 		if j.summed++; j.summed == j.nmsg {
-			w.doneAt = j.r.fab.Clock.Now()
+			w.DoneAt = j.r.Fab.Clock.Now()
 			if j.bcast != BcastWorkerTree {
 				return j.sendDown(0)
 			}
 		}
 		return nil
 	}
-	if j.got[w.rank][m] {
-		return &JobError{Msg: fmt.Sprintf("rank %d: message %d of the sum arrived twice", w.rank, m)}
+	if j.got[w.Rank][m] {
+		return &JobError{Msg: fmt.Sprintf("rank %d: message %d of the sum arrived twice", w.Rank, m)}
 	}
-	j.got[w.rank][m] = true
-	j.verify(w, m, j.results[w.rank].Buf[lo:hi])
+	j.got[w.Rank][m] = true
+	j.verify(w, m, j.results[w.Rank].Buf[lo:hi])
 	if waSeen != nil {
-		waSeen(w.rank, m, j.results[w.rank].Buf[lo:hi])
+		waSeen(w.Rank, m, j.results[w.Rank].Buf[lo:hi])
 	}
-	if w.recvDone == w.recvWant {
-		w.doneAt = j.r.fab.Clock.Now()
+	if w.RecvDone == w.RecvWant {
+		w.DoneAt = j.r.Fab.Clock.Now()
 		if j.bcast != BcastUnicast {
-			return j.sendDown(j.node(w.rank))
+			return j.sendDown(j.node(w.Rank))
 		}
 	}
 	return nil
@@ -431,31 +468,31 @@ func (j *waJob) postSum(x, k, m int) error {
 
 // sent: one of node w's WRITEs down the tree is acknowledged; once the
 // current child has all of them, the next child's turn.
-func (j *waJob) sent(w *worker) {
-	x := j.node(w.rank)
+func (j *waJob) sent(w *Worker) {
+	x := j.node(w.Rank)
 	if j.pending[x]--; j.pending[x] == 0 {
 		j.nextKid[x]++
 		if err := j.sendDown(x); err != nil {
-			j.r.err = err
+			j.r.Err = err
 		}
 	}
 }
 
 // verify checks message m of worker w's sum against the reference.
-func (j *waJob) verify(w *worker, m int, got []byte) {
+func (j *waJob) verify(w *Worker, m int, got []byte) {
 	e := j.expected[m]
 	if e == nil {
 		e = j.expectedSum(m)
 		j.expected[m] = e
 	}
-	if at := [2]int{m, w.rank}; at[0] < j.mmAt[0] || at[0] == j.mmAt[0] && at[1] < j.mmAt[1] {
+	if at := [2]int{m, w.Rank}; at[0] < j.mmAt[0] || at[0] == j.mmAt[0] && at[1] < j.mmAt[1] {
 		lo, _ := j.msgRange(m)
-		if mm := firstDiff(j.r.cfg.DType, w.rank, int64(lo), got, e.sum); mm != nil {
+		if mm := firstDiff(j.r.Cfg.DType, w.Rank, int64(lo), got, e.sum); mm != nil {
 			j.mismatch, j.mmAt = mm, at
 		}
 	}
 	if e.exact != nil {
-		j.maxErr = maxAbsDiff(got, e.exact, j.maxErr)
+		j.maxErr = MaxAbsDiff(got, e.exact, j.maxErr)
 	}
 	if e.left--; e.left == 0 {
 		delete(j.expected, m)
@@ -466,11 +503,11 @@ func (j *waJob) verify(w *worker, m int, got []byte) {
 // the gradient leg delivers it.
 func (j *waJob) expectedSum(m int) *expectedMsg {
 	lo, hi := j.msgRange(m)
-	d := j.r.cfg.DType
+	d := j.r.Cfg.DType
 	off := int64(lo / d.Size())
 	local := 0
-	for _, w := range j.r.workers[:j.p] {
-		if w.local {
+	for _, w := range j.r.Workers[:j.p] {
+		if w.Local {
 			local++
 		}
 	}
@@ -489,7 +526,7 @@ func (j *waJob) expectedSum(m int) *expectedMsg {
 			} else {
 				tensor.Add(d, e.exact, piece)
 			}
-			packetTrip(j.codec, j.r.cfg.MTU, piece)
+			PacketTrip(j.codec, j.r.Cfg.MTU, piece)
 		}
 		if i == 0 {
 			copy(e.sum, piece)
@@ -500,7 +537,7 @@ func (j *waJob) expectedSum(m int) *expectedMsg {
 	return e
 }
 
-func (j *waJob) check() *Mismatch { return j.mismatch }
+func (j *waJob) Check() *Mismatch { return j.mismatch }
 
 func (j *waJob) maxAbsErr() float64 { return j.maxErr }
 

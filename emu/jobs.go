@@ -9,26 +9,27 @@ import (
 	"github.com/inaemu/inaemu/emu/topo"
 )
 
-// jobConfig is one job of a run, resolved: its name, the NICs its ranks
+// JobConfig is one job of a run, resolved: its name, the NICs its ranks
 // run on, its settings as a Config (Workers: its rank count, Seed: the
 // job's own, see jobSeed) and its start time.
-type jobConfig struct {
-	name  string
-	ranks []string
-	cfg   Config
-	start time.Duration
-	// label, if set, is the mode the job reports (fr runs as a ring).
-	label Mode
-	// sch is the scheme a pn, pr or ta job runs (scheme.go): the scheme
-	// job itself (io nil) or one of its inter-machine jobs, which reads and
-	// writes the GPUs' buffers through io and starts when the scheme says.
-	sch *scheme
-	io  *stageIO
+type JobConfig struct {
+	Name  string
+	Ranks []string
+	Cfg   Config
+	Start time.Duration
+	// Label, if set, is the mode the job reports (fr runs as a ring).
+	Label Mode
+	// Group is the group a job of a planned mode belongs to (a pn, pr
+	// or ta scheme): the group's own job (IO nil) or one of its stage
+	// jobs, which reads and writes through IO and starts when the group
+	// says.
+	Group Group
+	IO    StageIO
 }
 
-// schemeJob reports whether the job is a scheme job itself (its
-// inter-machine jobs have the QPs and frames).
-func (j *jobConfig) schemeJob() bool { return j.sch != nil && j.io == nil }
+// GroupJob reports whether the job is a group's own job (its stage jobs
+// have the QPs and frames).
+func (j *JobConfig) GroupJob() bool { return j.Group != nil && j.IO == nil }
 
 // topology is the run's network: cfg.Topology or the star of Workers
 // hosts.
@@ -42,7 +43,7 @@ func (c *Config) topology() (*topo.Topology, error) {
 // starHosts is how many hosts the default star has: one per worker, and
 // for a wa job without Jobs one more, its aggregator.
 func (c *Config) starHosts() int {
-	if c.Mode == WA && len(c.Jobs) == 0 {
+	if a := Lookup(c.Mode); a != nil && a.ExtraRank && len(c.Jobs) == 0 {
 		return c.Workers + 1
 	}
 	return c.Workers
@@ -51,21 +52,25 @@ func (c *Config) starHosts() int {
 // jobConfigs resolves the run's jobs: Jobs, each with the run's settings
 // where it sets none, or without Jobs one job of Workers ranks on the
 // topology's first hosts.
-func (c *Config) jobConfigs() ([]jobConfig, error) {
+func (c *Config) jobConfigs() ([]JobConfig, error) {
 	bad := func(f string, a ...any) error { return &ConfigError{fmt.Errorf(f, a...)} }
 	base := *c
 	base.Jobs = nil
+	alg := Lookup(c.Mode)
+	if alg == nil {
+		alg = &Algorithm{} // refused by Validate, after the settings
+	}
 	if len(c.Jobs) == 0 {
 		// A Config built in code may hold anything: the CLI's range check
 		// is not in front of it, and the slice below is sized by it.
 		if c.Workers < 1 || c.Workers > topo.MaxHosts {
 			return nil, bad("--workers %d: want 1..%d", c.Workers, topo.MaxHosts)
 		}
-		// A wa job's last rank is its aggregator, on a host of its own:
-		// its ranks are one more than its workers, and the refusal names
-		// the flag's value, not the ranks'.
-		if c.Mode == WA && c.Workers+1 > netreduce.MaxWorkers {
-			return nil, bad("--workers %d: want 2..%d for --mode wa (its aggregator is a rank more)", c.Workers, netreduce.MaxWorkers-1)
+		// A job with an extra rank (wa's aggregator) has it on a host of
+		// its own: its ranks are one more than its workers, and the
+		// refusal names the flag's value, not the ranks'.
+		if alg.ExtraRank && c.Workers+1 > netreduce.MaxWorkers {
+			return nil, bad("--workers %d: want 2..%d for --mode %s (its aggregator is a rank more)", c.Workers, netreduce.MaxWorkers-1, c.Mode)
 		}
 		ranks := make([]string, c.starHosts())
 		for i := range ranks {
@@ -75,15 +80,15 @@ func (c *Config) jobConfigs() ([]jobConfig, error) {
 		if c.Topology != nil {
 			hs := c.Topology.Hosts()
 			if len(ranks) > len(hs) {
-				if c.Mode == WA {
-					return nil, bad("--workers %d: a wa job needs a host more, its aggregator, and the topology has %d hosts", c.Workers, len(hs))
+				if alg.ExtraRank {
+					return nil, bad("--workers %d: a %s job needs a host more, its aggregator, and the topology has %d hosts", c.Workers, c.Mode, len(hs))
 				}
 				return nil, bad("--workers %d: the topology has %d hosts", c.Workers, len(hs))
 			}
 			for i := range ranks {
 				ranks[i] = hs[i].Name
 			}
-			if IsGPUScheme(c.Mode) && hs[0].GPUs > 0 {
+			if alg.OnGPUs && hs[0].GPUs > 0 {
 				// A scheme runs on every GPU of the first --workers hosts.
 				ranks = ranks[:0]
 				for _, h := range hs[:c.Workers] {
@@ -94,10 +99,10 @@ func (c *Config) jobConfigs() ([]jobConfig, error) {
 				base.Workers = len(ranks)
 			}
 		}
-		if isScheme(c.Mode) && (c.Topology == nil || c.Topology.Hosts()[0].GPUs == 0) {
+		if alg.NeedsGPUs && (c.Topology == nil || c.Topology.Hosts()[0].GPUs == 0) {
 			return nil, bad("--mode %s runs over machines with several GPUs each, and these hosts have none: give a topology with GPUs (e.g. --topology star:hosts=4,gpus=8,intra=150G)", c.Mode)
 		}
-		return resolveMode(jobConfig{name: "job0", ranks: ranks, cfg: base})
+		return resolveMode(JobConfig{Name: "job0", Ranks: ranks, Cfg: base})
 	}
 	if c.Devices != nil {
 		// The live fabric is a star whose rank r is host hr.
@@ -110,7 +115,7 @@ func (c *Config) jobConfigs() ([]jobConfig, error) {
 			}
 		}
 	}
-	var out []jobConfig
+	var out []JobConfig
 	names := map[string]bool{}
 	for i, js := range c.Jobs {
 		name := js.Name
@@ -136,7 +141,7 @@ func (c *Config) jobConfigs() ([]jobConfig, error) {
 		}
 		j := base
 		j.Workers = len(js.Ranks)
-		j.Seed = jobSeed(c.Seed, i)
+		j.Seed = JobSeed(c.Seed, i)
 		if js.Mode != "" {
 			j.Mode = js.Mode
 		}
@@ -158,7 +163,7 @@ func (c *Config) jobConfigs() ([]jobConfig, error) {
 		if js.Compress != nil {
 			j.Compress = *js.Compress
 		}
-		jc, err := resolveMode(jobConfig{name: name, ranks: append([]string(nil), js.Ranks...), cfg: j, start: js.Start})
+		jc, err := resolveMode(JobConfig{Name: name, Ranks: append([]string(nil), js.Ranks...), Cfg: j, Start: js.Start})
 		if err != nil {
 			return nil, err
 		}
@@ -169,21 +174,18 @@ func (c *Config) jobConfigs() ([]jobConfig, error) {
 
 // resolveMode makes a job of a scheme mode what runs it: fr a ring job
 // that says fr, pn, pr and ta a scheme job and its inter-machine jobs.
-func resolveMode(j jobConfig) ([]jobConfig, error) {
-	if err := j.cfg.ResolvePattern(); err != nil {
+func resolveMode(j JobConfig) ([]JobConfig, error) {
+	if err := j.Cfg.ResolvePattern(); err != nil {
 		return nil, &ConfigError{err}
 	}
-	switch {
-	case j.cfg.Mode == FR:
-		j.cfg.Mode, j.label = Ring, FR
-	case isScheme(j.cfg.Mode):
-		return planScheme(j)
+	if a := Lookup(j.Cfg.Mode); a != nil && a.Plan != nil {
+		return a.Plan(j)
 	}
-	return []jobConfig{j}, nil
+	return []JobConfig{j}, nil
 }
 
-// gpuRank is the first of ranks that is a GPU ("" for none).
-func gpuRank(ranks []string) string {
+// GPURank is the first of ranks that is a GPU ("" for none).
+func GPURank(ranks []string) string {
 	for _, rk := range ranks {
 		if _, _, gpu := topo.GPUOf(rk); gpu {
 			return rk
@@ -197,32 +199,40 @@ func gpuRank(ranks []string) string {
 // the memory the jobs need).
 func (c *Config) Validate() error {
 	if c.Mode == "" {
-		c.Mode = NetReduce
+		c.Mode = DefaultMode
 	}
 	jobs, err := c.jobConfigs()
 	if err != nil {
 		return err
 	}
-	if err := checkVerb(c, jobs); err != nil {
-		return err
+	for _, name := range AlgorithmNames() {
+		if a := algorithms[Mode(name)]; a.ValidateRun != nil {
+			if err := a.ValidateRun(c, jobs); err != nil {
+				return err
+			}
+		}
 	}
 	for _, j := range jobs {
-		if err := j.cfg.validateSettings(); err != nil {
+		if err := j.Cfg.validateSettings(); err != nil {
 			if len(c.Jobs) > 0 {
-				return &ConfigError{fmt.Errorf("job %s: %v", j.name, strings.TrimPrefix(err.Error(), "job "))}
+				return &ConfigError{fmt.Errorf("job %s: %v", j.Name, strings.TrimPrefix(err.Error(), "job "))}
 			}
 			return err
 		}
-		// A wa job's legs and compression live in NICs: GPUs, whose hops
-		// to GPUs of their host never pass one, cannot take part (fr, pn,
-		// pr and ta and their stages all run on GPUs).
-		if g := gpuRank(j.ranks); g != "" && j.cfg.Mode == WA {
-			return &ConfigError{fmt.Errorf("job %s: a wa job's ranks are host NICs (its workers, then its aggregator), not GPUs (%s)", j.name, g)}
-		} else if g != "" && j.cfg.Compress != 0 {
-			return &ConfigError{fmt.Errorf("job %s: --compress: compressing jobs run on host NICs; %s is a GPU, whose hops to GPUs of its host never pass a NIC", j.name, g)}
+		// Compression lives in NICs: GPUs, whose hops to GPUs of their
+		// host never pass one, cannot take part (fr, pn, pr and ta and
+		// their stages all run on GPUs).
+		if g := GPURank(j.Ranks); g != "" && j.Cfg.Compress != 0 {
+			return &ConfigError{fmt.Errorf("job %s: --compress: compressing jobs run on host NICs; %s is a GPU, whose hops to GPUs of its host never pass a NIC", j.Name, g)}
 		}
-		if _, ok := algorithms[j.cfg.Mode]; !ok && j.sch == nil {
-			return &ConfigError{fmt.Errorf("job %s: mode %q: want %s", j.name, j.cfg.Mode, strings.Join(AlgorithmNames(), " or "))}
+		a := Lookup(j.Cfg.Mode)
+		if a == nil {
+			return &ConfigError{fmt.Errorf("job %s: mode %q: want %s", j.Name, j.Cfg.Mode, strings.Join(AlgorithmNames(), " or "))}
+		}
+		if a.ValidateJob != nil {
+			if err := a.ValidateJob(j); err != nil {
+				return &ConfigError{err}
+			}
 		}
 	}
 	return c.validateRun(jobs) // durations, fault targets, memory (validate.go)

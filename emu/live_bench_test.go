@@ -132,7 +132,7 @@ func measurePort(b *testing.B, topo tap.Topology, hosts []tap.Device, serve func
 		go func() { // rank r's sender: message m, built as it goes
 			defer wg.Done()
 			bld, err := frames.NewBuilder(frames.Path{Transport: frames.V2IPv4, SrcMAC: HostMAC(r), DstMAC: HostMAC(1 - r),
-				SrcIP: nic.Addr(frames.V2IPv4, r, 0), DstIP: nic.Addr(frames.V2IPv4, 1-r, 0), DestQP: recvQPN})
+				SrcIP: nic.Addr(frames.V2IPv4, r, 0), DstIP: nic.Addr(frames.V2IPv4, 1-r, 0), DestQP: RecvQPN})
 			if err != nil {
 				fail("%v", err)
 				return

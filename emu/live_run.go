@@ -17,20 +17,20 @@ const announceEvery = 10 * time.Millisecond
 
 // serve runs a live job: the start barrier, then the job, until it is done,
 // fails, or MaxVirtual of wall time has passed.
-func (r *runner) serve() *Result {
-	defer r.fab.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.MaxVirtual)
+func (r *Job) serve() *Result {
+	defer r.Fab.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), r.Cfg.MaxVirtual)
 	defer cancel()
 	b := newStartBarrier(r)
-	err := r.fab.Serve(ctx, func() bool { return r.err != nil || r.finished() })
+	err := r.Fab.Serve(ctx, func() bool { return r.Err != nil || r.finished() })
 	switch {
-	case r.err != nil:
+	case r.Err != nil:
 	case errors.Is(err, context.DeadlineExceeded) && !r.started:
-		r.err = &JobError{Msg: fmt.Sprintf("job did not start within %v: %s", r.cfg.MaxVirtual, b.missing())}
+		r.Err = &JobError{Msg: fmt.Sprintf("job did not start within %v: %s", r.Cfg.MaxVirtual, b.missing())}
 	case errors.Is(err, context.DeadlineExceeded):
-		r.err = &JobError{Msg: fmt.Sprintf("job did not finish within %v: %s", r.cfg.MaxVirtual, r.progress())}
+		r.Err = &JobError{Msg: fmt.Sprintf("job did not finish within %v: %s", r.Cfg.MaxVirtual, r.progress())}
 	case err != nil:
-		r.err = &JobError{Msg: err.Error()}
+		r.Err = &JobError{Msg: err.Error()}
 	}
 	return r.run.result(0)
 }
@@ -44,30 +44,30 @@ func (r *runner) serve() *Result {
 // started late hears those who were waiting. When every local host has
 // heard every peer, the job starts.
 type startBarrier struct {
-	r     *runner
+	r     *Job
 	heard map[int][]bool // local rank → which ranks it has heard
 	left  map[int]int    // local rank → how many it has not
 	tick  func()
 }
 
-func newStartBarrier(r *runner) *startBarrier {
+func newStartBarrier(r *Job) *startBarrier {
 	b := &startBarrier{r: r, heard: map[int][]bool{}, left: map[int]int{}}
-	n := len(r.workers)
-	for _, w := range r.local() {
+	n := len(r.Workers)
+	for _, w := range r.Local() {
 		w := w
-		b.heard[w.rank] = make([]bool, n)
-		b.heard[w.rank][w.rank] = true
-		b.left[w.rank] = n - 1
-		w.h.OnControl = func(frame []byte) { b.control(w, frame) }
+		b.heard[w.Rank] = make([]bool, n)
+		b.heard[w.Rank][w.Rank] = true
+		b.left[w.Rank] = n - 1
+		w.NIC.OnControl = func(frame []byte) { b.control(w, frame) }
 	}
-	clock := r.fab.Clock
+	clock := r.Fab.Clock
 	b.tick = func() {
-		if r.started || r.err != nil {
+		if r.started || r.Err != nil {
 			return
 		}
-		for _, w := range r.local() {
-			if b.left[w.rank] > 0 {
-				w.h.SendControl(w.h.GratuitousARP())
+		for _, w := range r.Local() {
+			if b.left[w.Rank] > 0 {
+				w.NIC.SendControl(w.NIC.GratuitousARP())
 			}
 		}
 		clock.AfterFunc(announceEvery, b.tick)
@@ -78,21 +78,21 @@ func newStartBarrier(r *runner) *startBarrier {
 }
 
 // control handles a non-RoCE frame at local worker w.
-func (b *startBarrier) control(w *worker, frame []byte) {
+func (b *startBarrier) control(w *Worker, frame []byte) {
 	peer, op, ok := hostARP(frame)
-	if !ok || peer == w.rank || peer >= len(b.r.workers) {
+	if !ok || peer == w.Rank || peer >= len(b.r.Workers) {
 		return
 	}
-	if !b.heard[w.rank][peer] {
-		b.heard[w.rank][peer] = true
-		b.left[w.rank]--
+	if !b.heard[w.Rank][peer] {
+		b.heard[w.Rank][peer] = true
+		b.left[w.Rank]--
 		b.maybeStart()
 	}
 	// A host still waiting announces itself every announceEvery anyway;
 	// one that has heard everybody answers the requester alone, so a
 	// late rank hears it without a storm of broadcasts.
-	if op == arpOpRequest && b.left[w.rank] == 0 {
-		w.h.SendControl(arpReply(w.h.GratuitousARP(), frame[6:12]))
+	if op == arpOpRequest && b.left[w.Rank] == 0 {
+		w.NIC.SendControl(arpReply(w.NIC.GratuitousARP(), frame[6:12]))
 	}
 }
 
@@ -107,24 +107,24 @@ func (b *startBarrier) maybeStart() {
 		}
 	}
 	r.started = true
-	r.startAt = r.fab.Clock.Now()
-	if err := r.job.start(); err != nil {
-		r.err = &JobError{Msg: fmt.Sprintf("start: %v", err)}
+	r.startAt = r.Fab.Clock.Now()
+	if err := r.Alg.Start(); err != nil {
+		r.Err = &JobError{Msg: fmt.Sprintf("start: %v", err)}
 	}
 }
 
 // missing says which local ranks have not heard which peers.
 func (b *startBarrier) missing() string {
 	s := ""
-	for _, w := range b.r.local() {
+	for _, w := range b.r.Local() {
 		var not []int
-		for p, ok := range b.heard[w.rank] {
+		for p, ok := range b.heard[w.Rank] {
 			if !ok {
 				not = append(not, p)
 			}
 		}
 		if len(not) > 0 {
-			s += fmt.Sprintf(" rank %d has not heard ranks %v;", w.rank, not)
+			s += fmt.Sprintf(" rank %d has not heard ranks %v;", w.Rank, not)
 		}
 	}
 	return "no gratuitous ARP arrived through the switch (is `inaemu switch` running, and every `inaemu host`?):" + s
@@ -174,8 +174,8 @@ func ServeSwitch(ctx context.Context, cfg Config, ports []tap.Device, ready func
 		return switching.Report{}, &ConfigError{err}
 	}
 	defer fab.Close()
-	if cfg.Mode == NetReduce {
-		if err := fab.Switch.AddRing(NetReduceRing(cfg, nil)); err != nil {
+	if alg := Lookup(cfg.Mode); alg != nil && alg.ServeSwitch != nil {
+		if err := alg.ServeSwitch(cfg, fab.Switch); err != nil {
 			return switching.Report{}, &ConfigError{err}
 		}
 	}

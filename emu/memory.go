@@ -11,7 +11,6 @@ import (
 	"unsafe"
 
 	"github.com/inaemu/inaemu/emu/fabric"
-	"github.com/inaemu/inaemu/emu/workload"
 	"github.com/inaemu/inaemu/internal/units"
 	"github.com/inaemu/inaemu/roce"
 )
@@ -63,9 +62,9 @@ type MemoryEstimate struct {
 
 const (
 	memBase = 64 << 20
-	// wrBytes is what one posted work request costs a QP's rings: a send
+	// WRBytes is what one posted work request costs a QP's rings: a send
 	// queue entry (the WR and its PSN range) and a receive queue entry.
-	wrBytes = int64(unsafe.Sizeof(roce.SendWR{})) + 16 + int64(unsafe.Sizeof(roce.RecvWR{}))
+	WRBytes = int64(unsafe.Sizeof(roce.SendWR{})) + 16 + int64(unsafe.Sizeof(roce.RecvWR{}))
 	// frameBytes is one frame in a link: its pooled buffer and its slot
 	// in the queue or the in-flight list (which grows by doubling).
 	frameBytes = int64(fabric.MaxFrame) + 2*64
@@ -80,71 +79,16 @@ const (
 // Validate (workers, window, message length, MTU, tensor size).
 func EstimateMemory(cfg Config) MemoryEstimate {
 	w := int64(cfg.Workers)
-	t := cfg.TensorBytes
 	mtu := int64(cfg.MTU)
-	msgB := int64(cfg.MsgLen) * mtu
 	var e MemoryEstimate
 	e.Base = memBase
 	var outstanding int64 // frames per link direction the transport can have on the way
-	switch cfg.Mode {
-	case PN, PR, TA:
-		// A scheme job's own part (its inter-machine jobs are estimated as
-		// jobs): every GPU's working tensor and result, and at the check
-		// one machine's tensors, the machines' first-stage sums and the
-		// reference, at most 3W+2 tensors in all. Its frames are its
-		// inter-machine jobs'.
-		e.Buffers = (3*w + 2) * t
-		e.Largest = t
-		e.Total = e.Buffers + e.Base
-		return e
-	case Ring:
-		sz := int64(cfg.DType.Size())
-		maxC := ceilDiv(t/sz, w) * sz
-		steps := 2 * (w - 1)
-		perChunk := ceilDiv(maxC, msgB)
-		wr := steps*perChunk + 1
-		// Per worker a receive MR of two messages and a pool of about a
-		// window of message buffers; per chunk about a window of
-		// expected sums (the tensor is generated and checked as it goes).
-		recv := min(steps*maxC, ringRecvSlots*msgB)
-		if cfg.Devices != nil { // live: the receive MR covers every step
-			recv = steps * maxC
+	if alg := Lookup(cfg.Mode); alg != nil && alg.Memory != nil {
+		var whole bool
+		if outstanding, whole = alg.Memory(cfg, &e); whole {
+			e.Total = e.Buffers + e.Base
+			return e
 		}
-		pool := min(int64(ringWindow(cfg)), perChunk) + 8 // step 0's and a few on their way on
-		pool *= min(msgB, maxC)
-		e.Buffers = w*(recv+2*pool) + msgB
-		e.Queues = w*2*wr*wrBytes + w*(steps*perChunk+steps*24)
-		e.Largest = max(recv, msgB)
-		// A chunk's packets, or the window's if fewer: a rank starts
-		// step 0's messages only while its WRITEs are about a window.
-		outstanding = 2*min(ceilDiv(maxC, mtu), int64(ringWindow(cfg)+8)*int64(cfg.MsgLen)) + 2
-	case Verbs:
-		e.Buffers, e.Queues, e.Largest, outstanding = verbsMemory(cfg)
-	case WA:
-		// w ranks: w-1 workers and the aggregator. The aggregator holds
-		// every worker's tensor and the sum, each worker its result and a
-		// message; the expected sums are made per message as results come.
-		p := w - 1
-		msgs := ceilDiv(t, msgB)
-		e.Buffers = (2*p+1)*t + p*msgB + 2*msgB
-		e.Queues = 2 * (p + 1) * 2 * (2*msgs + 1) * wrBytes
-		e.Largest = t
-		outstanding = int64(cfg.MsgLen) + 2
-	default:
-		msgs := netReduceMessages(cfg)
-		// Send and receive rings of a few windows per worker (the
-		// tensor is generated and checked as it goes), and the
-		// expected sums, one per ring slot.
-		slots := min(msgs, int64(netReduceSlots(cfg)))
-		size := slots * msgB
-		e.Buffers = 2*w*size + size + msgB + w*workload.AheadBytes
-		e.Queues = w * 2 * (msgs + 1) * wrBytes
-		aggs := 2 * int64(cfg.Window) * int64(cfg.MsgLen)
-		used := min(msgs, 2*int64(cfg.Window)) * int64(cfg.MsgLen)
-		slot := mtu + 160 // netreduce's slot: MTU plus every header
-		e.Switch = used*(w*slot+mtu) + aggs*w*(24+8) + aggs*64
-		e.Largest = max(size, aggs*(w*slot+mtu))
-		outstanding = 4*int64(cfg.Window)*int64(cfg.MsgLen) + 2
 	}
 	if cfg.Devices == nil { // the TAP backend has no emulated links
 		// A direction carries data at most at its rate, and as many ACKs
@@ -178,7 +122,7 @@ func worstLink(cfg Config) fabric.LinkConfig {
 	return w
 }
 
-func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+func CeilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
 // AvailableMemory is how much memory a job may use here: MemAvailable of
 // /proc/meminfo, or less if the process's memory cgroup (v2 memory.max,
@@ -253,7 +197,7 @@ func EstimateRunMemory(cfg Config) MemoryEstimate {
 	}
 	var e MemoryEstimate
 	for _, j := range jobs {
-		x := EstimateMemory(j.cfg)
+		x := EstimateMemory(j.Cfg)
 		e.Buffers += x.Buffers
 		e.Queues += x.Queues
 		e.Switch += x.Switch
@@ -267,7 +211,7 @@ func EstimateRunMemory(cfg Config) MemoryEstimate {
 
 // checkMemory refuses a run whose estimate exceeds the memory it may use:
 // cfg.MaxMemory if set (negative: no limit), else AvailableMemory.
-func (c *Config) checkMemory(jobs []jobConfig) error {
+func (c *Config) checkMemory(jobs []JobConfig) error {
 	e := EstimateRunMemory(*c)
 	if e.Largest > math.MaxInt || e.Total < 0 {
 		return fmt.Errorf("the job's buffers (%s) do not fit in this platform's address space; use a smaller --tensor", units.FormatBytes(e.Largest))
@@ -291,9 +235,13 @@ func (c *Config) checkMemory(jobs []jobConfig) error {
 	// grows with the workers and the window, not the tensor: NetReduce,
 	// and the ring in the emulator (on live links its receive MR covers
 	// every step).
-	streaming := len(jobs) == 1 && (jobs[0].cfg.Mode == NetReduce || jobs[0].cfg.Mode == Ring && jobs[0].cfg.Devices == nil)
+	var streaming, window bool
+	if a := Lookup(jobs[0].Cfg.Mode); len(jobs) == 1 && a != nil {
+		streaming = a.Streams && (jobs[0].Cfg.Devices == nil || a.StreamsLive)
+		window = a.StreamsWindow
+	}
 	switch {
-	case streaming && jobs[0].cfg.Mode == NetReduce:
+	case streaming && window:
 		hint = "use fewer workers or a smaller --window"
 	case streaming:
 		hint = "use fewer workers, a smaller --window or a shorter --msg-len"
@@ -309,7 +257,7 @@ func (c *Config) checkMemory(jobs []jobConfig) error {
 	if len(jobs) > 1 {
 		return fmt.Errorf("the %d jobs need ≈%s together, %s %s; %s", len(jobs), units.FormatBytes(e.Total), units.FormatBytes(limit), what, hint)
 	}
-	j := jobs[0].cfg // the one job's own workers and tensor
+	j := jobs[0].Cfg // the one job's own workers and tensor
 	size := fmt.Sprintf("%d workers × %s × %.1f", j.Workers, units.FormatBytes(j.TensorBytes), float64(e.Total)/float64(int64(j.Workers)*j.TensorBytes))
 	if streaming {
 		size = fmt.Sprintf("%d workers, window %d", j.Workers, j.Window)

@@ -116,7 +116,7 @@ func TestTreeOrderDiffersFromRankOrder(t *testing.T) {
 	cfg.Workers = 8
 	cfg.Jobs = []JobSpec{{Name: "j", Ranks: []string{"h0", "h4", "h1", "h5", "h2", "h6", "h3", "h7"}}}
 	u := startJob(t, cfg)
-	j := u.jobs[0].job.(*netReduceJob)
+	j := u.jobs[0].Alg.(*netReduceJob)
 	require.Equal(t, [][]int{{0, 2, 4, 6}, {1, 3, 5, 7}}, j.groups)
 	size := j.chunk
 	tree := make([]byte, size)
@@ -177,7 +177,7 @@ func TestMultiRackUplinkAndSpeed(t *testing.T) {
 		u := startJob(t, cfg)
 		res := u.loop()
 		require.NoError(t, u.err())
-		require.Nil(t, u.jobs[0].job.check())
+		require.Nil(t, u.jobs[0].Alg.Check())
 		host, _ := u.fab.Direction("h0-leaf0")
 		ul, _ := u.fab.Direction("leaf0-spine0")
 		dl, _ := u.fab.Direction("spine0-leaf0")

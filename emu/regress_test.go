@@ -212,8 +212,8 @@ func TestIntraLinkWaitsForTheReceiveOnRNR(t *testing.T) {
 	clock := vclock.New()
 	h := nic.New(clock, "h0", 0, 0, frames.V2IPv4)
 	buf := make([]byte, 64)
-	src := &worker{h: h, host: "h0", gpu: 0}
-	dst := &worker{h: h, host: "h0", gpu: 1, recvMR: &roce.MR{Addr: 0x1000, Buf: buf, RKey: 7, Access: roce.AccessRemoteWrite | roce.AccessLocalWrite}}
+	src := &Worker{NIC: h, Host: "h0", GPU: 0}
+	dst := &Worker{NIC: h, Host: "h0", GPU: 1, RecvMR: &roce.MR{Addr: 0x1000, Buf: buf, RKey: 7, Access: roce.AccessRemoteWrite | roce.AccessLocalWrite}}
 	l := newIntraLink(clock, topo.Intra{Rate: 100e9, Alpha: time.Microsecond}, new(time.Duration), src, dst)
 	send, recv := intraSend{l}, intraRecv{l}
 	require.NoError(t, send.PostSend(roce.SendWR{ID: 1, Opcode: roce.WRWriteImm, Local: []byte{1, 2, 3, 4}, RemoteVA: 0x1000, RKey: 7, Imm: 9, Signaled: true}))

@@ -32,15 +32,13 @@ import (
 // registered with RegisterAlgorithm.
 type Mode string
 
-const (
-	NetReduce Mode = "netreduce" // the ring of RC WRITEs through the aggregating switch
-	Ring      Mode = "ring"      // Ring-AllReduce: reduce-scatter then all-gather; the switch only forwards
-	WA        Mode = "wa"        // worker-aggregator: workers send to an aggregator host, which sums and sends back
-)
+// DefaultMode is the mode of a job that names none: NetReduce's ring of
+// RC WRITEs through the aggregating switch.
+const DefaultMode Mode = "netreduce"
 
 func (m Mode) String() string {
 	if m == "" {
-		return string(NetReduce)
+		return string(DefaultMode)
 	}
 	return string(m)
 }
@@ -49,8 +47,7 @@ func (m Mode) String() string {
 // netreduce, ring, wa, verbs, ...) or of a scheme over multi-GPU machines
 // (fr, pn, pr, ta).
 func ParseMode(s string) (Mode, error) {
-	_, alg := algorithms[Mode(s)]
-	if _, sch := schemeModes[Mode(s)]; alg || sch {
+	if _, ok := algorithms[Mode(s)]; ok {
 		return Mode(s), nil
 	}
 	return "", fmt.Errorf("mode %q: want %s", s, strings.Join(AlgorithmNames(), " or "))
@@ -135,7 +132,7 @@ type Config struct {
 
 // DefaultConfig is `inaemu run` with no flags.
 func DefaultConfig() Config {
-	return Config{Workers: 8, Mode: NetReduce, Window: 2, MsgLen: 170, MTU: 1024, TensorBytes: 16 << 20,
+	return Config{Workers: 8, Mode: DefaultMode, Window: 2, MsgLen: 170, MTU: 1024, TensorBytes: 16 << 20,
 		DType: tensor.F32, Transport: frames.V2IPv4, Link: fabric.LinkConfig{Rate: 10e9, Latency: time.Microsecond},
 		Timeout: 14, RetryCnt: 7, CompressRate: nic.DefaultCompressionRate, Bcast: BcastUnicast, Verb: VerbWrite}
 }
@@ -323,11 +320,10 @@ type Result struct {
 // validateSettings is Validate's range check of one job's settings.
 func (c *Config) validateSettings() error {
 	bad := func(f string, a ...any) error { return &ConfigError{fmt.Errorf(f, a...)} }
+	alg := Lookup(c.Mode)
 	switch {
 	case c.Workers < 2 || c.Workers > netreduce.MaxWorkers:
 		return bad("--workers %d: want 2..%d", c.Workers, netreduce.MaxWorkers)
-	case c.Mode == NetReduce && (c.Window < 1 || c.Window > netreduce.MaxWindow):
-		return bad("--window %d: want 1..%d", c.Window, netreduce.MaxWindow)
 	case c.MsgLen < 1 || c.MsgLen > netreduce.MaxMsgLen:
 		return bad("--msg-len %d: want 1..%d packets (the INA header's MsgLen is 8 bits)", c.MsgLen, netreduce.MaxMsgLen)
 	case c.MTU != 256 && c.MTU != 512 && c.MTU != 1024 && c.MTU != 2048 && c.MTU != 4096:
@@ -338,8 +334,6 @@ func (c *Config) validateSettings() error {
 		return bad("--tensor %d bytes: want a positive multiple of the %s element size (%d)", c.TensorBytes, c.DType, c.DType.Size())
 	case c.TensorBytes > 4<<30:
 		return bad("--tensor %d bytes: at most 4GiB per worker", c.TensorBytes)
-	case c.Mode == Ring && c.TensorBytes/int64(c.DType.Size()) < int64(c.Workers):
-		return bad("--tensor: ring mode needs at least one element per worker")
 	case !(c.Link.Rate > 0) || math.IsInf(c.Link.Rate, 0):
 		return bad("--link: rate must be a positive number of bits per second")
 	case c.Link.Queue < 0:
@@ -354,7 +348,7 @@ func (c *Config) validateSettings() error {
 		return bad("--pcap records emulated links; on TAPs capture on the bridges (tshark -i PREFIX-br0 ...)")
 	case c.Compress != 0 && (c.Compress < inceptionn.MinBound || c.Compress > inceptionn.MaxBound):
 		return bad("--compress 2^-%d: want K in %d..%d (the paper's are 6, 8 and 10)", c.Compress, inceptionn.MinBound, inceptionn.MaxBound)
-	case c.Compress != 0 && c.Mode != Ring && c.Mode != WA:
+	case c.Compress != 0 && alg != nil && !alg.Compresses:
 		return bad("--compress: %s jobs do not compress; ring and wa do (INCEPTIONN's ring and its worker-aggregator baseline)", c.Mode)
 	case c.Compress != 0 && c.DType != tensor.F32:
 		return bad("--compress: the codec compresses float32 gradients, not %s", c.DType)
@@ -362,166 +356,237 @@ func (c *Config) validateSettings() error {
 		return bad("--compress: the compression engines are emulated NICs'; the TAP backend has none")
 	case c.CompressRate < 0 || math.IsNaN(c.CompressRate) || math.IsInf(c.CompressRate, 0):
 		return bad("--compress-rate: want a positive number of bits per second")
-	case c.Mode == WA && c.Devices != nil:
-		return bad("--mode wa runs on emulated links; the TAP backend runs ring and netreduce jobs")
 	case c.Bcast != "" && !c.Bcast.known():
 		return bad("--bcast %q: %s", c.Bcast, bcastWant)
+	case alg != nil && alg.Validate != nil:
+		return alg.Validate(c)
 	}
 	return nil
 }
 
-// collective is a job's algorithm at work. Its Algorithm set up the
+// Collective is a job's algorithm at work. Its Algorithm set up the
 // buffers and memory regions and whatever it needs in the switches; start
 // posts the first work requests; onCompletion reacts to a worker's new
 // completions; check compares every rank's result with the reference.
-type collective interface {
-	start() error
-	onCompletion(w *worker)
-	check() *Mismatch
+type Collective interface {
+	Start() error
+	OnCompletion(w *Worker)
+	Check() *Mismatch
 }
 
-// Algorithm makes a job's collective on its runner (whose workers have
-// their QPs, not yet connected).
-type Algorithm func(r *runner) (collective, error)
+// Algorithm is a collective algorithm, the job mode that names it, and
+// everything the runner would otherwise ask by mode: how its ranks are
+// placed, what it validates, what memory it needs, what the switch must
+// hold for it. Each algorithm registers one (Register) from its own file
+// in emu/collective; the runner never names a mode.
+type Algorithm struct {
+	Mode Mode
+	// New makes a job's collective on its Job, whose workers are placed
+	// and (unless OwnConnections) have their ring of QPs, not connected.
+	New func(j *Job) (Collective, error)
+	// Plan, if set, makes a job of this mode the jobs that run it (a
+	// multi-GPU scheme: its own job and its inter-machine jobs).
+	Plan func(j JobConfig) ([]JobConfig, error)
+	// OwnConnections: the collective makes and connects its own QPs (it
+	// is a Connector) instead of the ring of them every other job has.
+	OwnConnections bool
+	// ExtraRank: the job has a rank more than its --workers (wa's
+	// aggregator), on a host of its own.
+	ExtraRank bool
+	// OnGPUs: a job without Jobs runs on every GPU of the first --workers
+	// hosts; NeedsGPUs: and refuses hosts without any.
+	OnGPUs, NeedsGPUs bool
+	// NICRanks: the job's ranks must be host NICs, not GPUs.
+	NICRanks bool
+	// Compresses: the job may compress its gradients (--compress).
+	Compresses bool
+	// InSwitch: the job aggregates in switches: it reports its release
+	// rule, its frames may be forged at a switch port, and a switch
+	// holds its ring (the fault validation and checker rely on it).
+	InSwitch bool
+	// Streams: in the emulator the job generates and checks its tensors
+	// as it goes, so its memory grows with the window, not the tensor;
+	// StreamsLive: on real interfaces too; StreamsWindow: with the window
+	// only, not the message length (what a refusal suggests).
+	Streams, StreamsLive, StreamsWindow bool
+	// Validate checks a job's settings the algorithm adds to the common
+	// ones (after them).
+	Validate func(c *Config) error
+	// ValidateJob checks a resolved job (its ranks, its size on the
+	// wire); its error says which job.
+	ValidateJob func(j JobConfig) error
+	// ValidateRun checks the run's settings that only this algorithm
+	// takes, given every job (e.g. --verb without a verbs job).
+	ValidateRun func(c *Config, jobs []JobConfig) error
+	// Memory estimates one job's memory into e (Buffers, Queues,
+	// Largest, Switch) and returns the frames per link direction its
+	// transport can have on the way; whole says e is complete as it is
+	// (the job has no frames of its own).
+	Memory func(c Config, e *MemoryEstimate) (outstanding int64, whole bool)
+	// ServeSwitch installs what a switch serving the job on real
+	// interfaces must hold (NetReduce: its ring), nil for nothing.
+	ServeSwitch func(c Config, sw *switching.Switch) error
+}
 
-// algorithms is the open set of collective algorithms, by mode name; each
-// registers itself (RegisterAlgorithm) from its own file.
-var algorithms = map[Mode]Algorithm{}
+// algorithms is the open set of collective algorithms, by mode name.
+var algorithms = map[Mode]*Algorithm{}
 
-// RegisterAlgorithm makes an algorithm available as a job mode.
-func RegisterAlgorithm(m Mode, a Algorithm) { algorithms[m] = a }
+// Register makes an algorithm available as a job mode.
+func Register(a Algorithm) { algorithms[a.Mode] = &a }
 
-// ownConnections are the modes whose collective makes its own QPs and
-// connections (a connector) instead of the ring of them every other job
-// has: its workers' QPs are in qps.
-var ownConnections = map[Mode]bool{}
+// Lookup is the algorithm a mode names (nil for none).
+func Lookup(m Mode) *Algorithm {
+	if m == "" {
+		m = DefaultMode
+	}
+	return algorithms[m]
+}
 
-// connector is a collective that connects its own QPs (after the run has
+// Connector is a collective that connects its own QPs (after the run has
 // given the NICs their engines).
-type connector interface{ connect() error }
+type Connector interface{ Connect() error }
 
-// AlgorithmNames are the modes a job may take, sorted: the registered
-// algorithms and the multi-GPU schemes.
+// Reporter is a collective that adds figures of its own to its job's
+// result (the workers that hold a result, the frames of its stages).
+type Reporter interface{ Report(jr *JobResult) }
+
+// AlgorithmNames are the modes a job may take, sorted.
 func AlgorithmNames() []string {
 	var n []string
 	for m := range algorithms {
-		n = append(n, string(m))
-	}
-	for m := range schemeModes {
 		n = append(n, string(m))
 	}
 	sort.Strings(n)
 	return n
 }
 
-// worker is one rank of a job: a QP to its successor and one from its
+// Worker is one rank of a job: a QP to its successor and one from its
 // predecessor, on the NIC the rank is placed on.
-type worker struct {
-	job   *runner // the job it is a rank of
-	rank  int
-	local bool     // runs in this process (always, but with Devices)
-	h     *nic.NIC // its NIC (a GPU rank's: its host's first)
-	host  string   // its host's name
-	gpu   int      // the GPU it runs on, -1 for a rank on a NIC
-	// sq is the hop to the successor, rq the hop from the predecessor: RC
+type Worker struct {
+	Job   *Job // the job it is a rank of
+	Rank  int
+	Local bool     // runs in this process (always, but with Devices)
+	NIC   *nic.NIC // its NIC (a GPU rank's: its host's first)
+	Host  string   // its host's name
+	GPU   int      // the GPU it runs on, -1 for a rank on a NIC
+	// SQ is the hop to the successor, RQ the hop from the predecessor: RC
 	// QPs on the NIC, or a GPU link to a GPU of the same host. A job that
 	// makes its own connections (ownConnections) has neither, and its QPs
 	// in qps.
-	sq, rq   endpoint
-	qps      []endpoint
-	recvMR   *roce.MR
-	sendDone int
-	recvDone int
-	sendWant int // send WRs the job posts in all
-	recvWant int // results (receive completions) the job expects
-	doneAt   time.Duration
+	SQ, RQ   Endpoint
+	QPs      []Endpoint
+	RecvMR   *roce.MR
+	SendDone int
+	RecvDone int
+	SendWant int // send WRs the job posts in all
+	RecvWant int // results (receive completions) the job expects
+	DoneAt   time.Duration
 	cqe      [64]roce.Completion
 }
 
-// runner drives one job: its workers, connections and algorithm.
-type runner struct {
-	run     *run
-	index   int // the job's place in the run: its identifiers derive from it
-	name    string
-	ranks   []string
-	cfg     Config // the job's settings (Workers: its ranks)
-	fab     *fabric.Fabric
-	workers []*worker
-	psns    ringPSNs // the connections' initial PSNs, from the seed
-	job     collective
-	err     error
-	start   time.Duration // when the job is to post its first work requests (JobSpec.Start)
-	started bool          // the job's first work requests are posted
-	startAt time.Duration // when they were (live: after the start barrier)
+// Job drives one job: its workers, connections and algorithm.
+type Job struct {
+	run       *run
+	Index     int // the job's place in the run: its identifiers derive from it
+	Name      string
+	Ranks     []string
+	Cfg       Config // the job's settings (Workers: its ranks)
+	Fab       *fabric.Fabric
+	Workers   []*Worker
+	PSNs      RingPSNs // the connections' initial PSNs, from the seed
+	Alg       Collective
+	Err       error
+	StartTime time.Duration // when the job is to post its first work requests (JobSpec.Start)
+	started   bool          // the job's first work requests are posted
+	startAt   time.Duration // when they were (live: after the start barrier)
 	// Per-job identifiers, so jobs sharing hosts never collide (the QPNs
 	// are per rank, see qpnPair): the receive regions' rkeys and virtual
 	// address.
-	recvVA uint64
-	// ring is the NetReduce ring the job holds in a switch (nil: none),
+	RecvVA uint64
+	// Ring is the NetReduce Ring the job holds in a switch (nil: none),
 	// ringSw that switch.
-	ring   *JobRing
-	ringSw *switching.Switch
-	// ringTree, for a multi-rack ring, are its switches (ring.Tree's).
-	ringTree []*switching.Switch
-	// label is the mode the job reports, if not cfg.Mode (fr).
-	label Mode
-	// A scheme's inter-machine job (scheme.go) reads its ranks' inputs
-	// and writes their results through io, starts when the scheme begins
-	// it and tells onDone once when it has finished; the scheme job itself
-	// has sch and no io.
-	io     *stageIO
-	sch    *scheme
-	onDone func()
+	Ring   *JobRing
+	RingSw *switching.Switch
+	// RingTree, for a multi-rack ring, are its switches (ring.Tree's).
+	RingTree []*switching.Switch
+	// Label is the mode the job reports, if not cfg.Mode (fr).
+	Label Mode
+	// A group's stage job (a multi-GPU scheme's inter-machine job) reads
+	// its ranks' inputs and writes their results through IO, starts when
+	// the group begins it and tells OnDone once when it has finished; the
+	// group's own job has Group and no IO.
+	IO     StageIO
+	Group  Group
+	OnDone func()
 }
 
-// source is a rank's input tensor, read front to back a piece at a time:
+// StageIO is what a group's stage job reads and writes instead of its
+// own tensors: rank r's input, and where its result goes.
+type StageIO interface {
+	Input(rank int) Source
+	Output(rank int) []byte
+}
+
+// Group is a job that runs as several (a multi-GPU scheme: its own job,
+// which moves data inside machines, and its inter-machine stage jobs).
+// Its algorithm's Plan makes the JobConfigs; the runner makes each a Job
+// and tells the group of every stage job it made.
+type Group interface {
+	// Name is the group's job name (its stages report it as PartOf).
+	Name() string
+	// AddStage records a stage job and returns what the job calls once
+	// it has finished.
+	AddStage(j *Job) (onDone func())
+}
+
+// Source is a rank's input tensor, read front to back a piece at a time:
 // generated (workload.Stream) or, in a scheme's inter-machine job, a GPU's
 // buffer an earlier stage filled.
-type source interface {
+type Source interface {
 	MoveTo(elem int64)
 	Fill(buf []byte)
 }
 
-// input is rank's input tensor.
-func (r *runner) input(rank int) source {
-	if r.io != nil {
-		return r.io.input(rank)
+// Input is rank's Input tensor.
+func (r *Job) Input(rank int) Source {
+	if r.IO != nil {
+		return r.IO.Input(rank)
 	}
-	return workload.NewStream(r.cfg.DType, r.cfg.Pattern, rank, r.cfg.Seed)
+	return workload.NewStream(r.Cfg.DType, r.Cfg.Pattern, rank, r.Cfg.Seed)
 }
 
-// inputAhead is rank's input tensor for a reader that takes it front to
+// InputAhead is rank's input tensor for a reader that takes it front to
 // back: generated by a goroutine ahead of the event loop when there is a
 // second processor for it (the bytes are the same), closed when the run
 // ends.
-func (r *runner) inputAhead(rank int) source {
-	if r.io != nil || runtime.GOMAXPROCS(0) < 2 {
-		return r.input(rank)
+func (r *Job) InputAhead(rank int) Source {
+	if r.IO != nil || runtime.GOMAXPROCS(0) < 2 {
+		return r.Input(rank)
 	}
-	a := workload.NewAhead(workload.NewStream(r.cfg.DType, r.cfg.Pattern, rank, r.cfg.Seed), r.cfg.TensorBytes)
+	a := workload.NewAhead(workload.NewStream(r.Cfg.DType, r.Cfg.Pattern, rank, r.Cfg.Seed), r.Cfg.TensorBytes)
 	r.run.aheads = append(r.run.aheads, a)
 	return a
 }
 
-// output is where rank's result is kept (nil: it is only checked).
-func (r *runner) output(rank int) []byte {
-	if r.io == nil {
+// Output is where rank's result is kept (nil: it is only checked).
+func (r *Job) Output(rank int) []byte {
+	if r.IO == nil {
 		return nil
 	}
-	return r.io.output(rank)
+	return r.IO.Output(rank)
 }
 
-// begin posts the job's first work requests now.
-func (r *runner) begin() error {
-	r.startAt = r.fab.Clock.Now()
+// Begin posts the job's first work requests now.
+func (r *Job) Begin() error {
+	r.startAt = r.Fab.Clock.Now()
 	r.started = true
-	return r.job.start()
+	return r.Alg.Start()
 }
 
 // gpuPort is when w's GPU's port into its host's interconnect is free:
 // shared by every link and job that sends from it.
-func (u *run) gpuPort(w *worker) *time.Duration {
-	gpu := topo.GPUName(w.host, w.gpu)
+func (u *run) gpuPort(w *Worker) *time.Duration {
+	gpu := topo.GPUName(w.Host, w.GPU)
 	if u.gpuBusy[gpu] == nil {
 		u.gpuBusy[gpu] = new(time.Duration)
 	}
@@ -532,7 +597,7 @@ func (u *run) gpuPort(w *worker) *time.Duration {
 type run struct {
 	cfg  Config
 	fab  *fabric.Fabric
-	jobs []*runner
+	jobs []*Job
 	// gpuBusy is, per GPU, when its port into the host's interconnect is
 	// free: every link and job sending from it shares it.
 	gpuBusy map[string]*time.Duration
@@ -551,11 +616,11 @@ func (u *run) closeAheads() {
 	}
 }
 
-// local lists the workers that run in this process.
-func (r *runner) local() []*worker {
-	var l []*worker
-	for _, w := range r.workers {
-		if w.local {
+// Local lists the workers that run in this process.
+func (r *Job) Local() []*Worker {
+	var l []*Worker
+	for _, w := range r.Workers {
+		if w.Local {
 			l = append(l, w)
 		}
 	}
@@ -568,20 +633,20 @@ func HostMAC(r int) net.HardwareAddr { return nic.MAC(r, 0) }
 // QP numbers of the first job on every host (rxe hands out 17 first, like
 // a fresh host); job j's are 2j higher.
 const (
-	sendQPN = 0x11
-	recvQPN = 0x12
+	SendQPN = 0x11
+	RecvQPN = 0x12
 )
 
 // recvBaseVA is the first job's receive region; job j's is j·2^36 higher
 // (a worker's region is at most a few times its tensor, at most 4 GiB).
 const recvBaseVA = 0x7f00_0000_0000
 
-// rkey is the receive region key of the job's rank.
-func (r *runner) rkey(rank int) uint32 { return 0x1000 + uint32(r.index)<<8 + uint32(rank) }
+// RKey is the receive region key of the job's rank.
+func (r *Job) RKey(rank int) uint32 { return 0x1000 + uint32(r.Index)<<8 + uint32(rank) }
 
-// jobSeed is job j's seed for its tensors and initial PSNs: the run's own
+// JobSeed is job j's seed for its tensors and initial PSNs: the run's own
 // for the first job.
-func jobSeed(seed uint64, j int) uint64 {
+func JobSeed(seed uint64, j int) uint64 {
 	if j == 0 {
 		return seed
 	}
@@ -612,21 +677,21 @@ func Run(cfg Config) (*Result, error) {
 		res = u.jobs[0].serve()
 	} else {
 		for _, r := range u.jobs {
-			if r.io != nil {
+			if r.IO != nil {
 				continue // a scheme's inter-machine job: the scheme begins it
 			}
-			if r.start == 0 {
-				if err := r.job.start(); err != nil {
+			if r.StartTime == 0 {
+				if err := r.Alg.Start(); err != nil {
 					return nil, &ConfigError{err}
 				}
 				r.started = true
 				continue
 			}
 			r := r
-			r.startAt = r.start
+			r.startAt = r.StartTime
 			u.fab.Clock.AfterFunc(r.startAt, func() {
-				if err := r.job.start(); err != nil {
-					r.err = &JobError{Msg: fmt.Sprintf("job %s: %v", r.name, err)}
+				if err := r.Alg.Start(); err != nil {
+					r.Err = &JobError{Msg: fmt.Sprintf("job %s: %v", r.Name, err)}
 				}
 				r.started = true
 			})
@@ -640,8 +705,8 @@ func Run(cfg Config) (*Result, error) {
 	if runErr != nil {
 		res.Error = runErr.Error()
 		for i, r := range u.jobs { // the jobs that finished are still judged
-			if r.err == nil && r.finished() {
-				m := r.job.check()
+			if r.Err == nil && r.finished() {
+				m := r.Alg.Check()
 				res.Jobs[i].Mismatch, res.Jobs[i].Exact = m, m == nil
 			}
 		}
@@ -654,7 +719,7 @@ func Run(cfg Config) (*Result, error) {
 	}
 	res.Exact = true
 	for i, r := range u.jobs {
-		m := r.job.check()
+		m := r.Alg.Check()
 		res.Jobs[i].Mismatch, res.Jobs[i].Exact = m, m == nil
 		if m != nil && res.Mismatch == nil {
 			res.Mismatch, res.Exact = m, false
@@ -692,89 +757,90 @@ func newRun(cfg Config) (*run, error) {
 		return nil, &ConfigError{err}
 	}
 	var hosts []*nic.NIC               // the NICs the jobs use, in order of first use
-	onHost := map[*nic.NIC][]*worker{} // the workers on each
+	onHost := map[*nic.NIC][]*Worker{} // the workers on each
 	for j, js := range specs {
-		r := &runner{run: u, index: j, name: js.name, ranks: js.ranks, cfg: js.cfg, start: js.start, fab: fab, recvVA: recvBaseVA + uint64(j)<<36,
-			label: js.label, sch: js.sch, io: js.io}
-		r.psns = initialPSNs(r.cfg.Seed, len(js.ranks))
-		qps := jobQPNs(j, len(specs), js.ranks)
-		for i, name := range js.ranks {
-			w, err := placeRank(fab, r.name, i, name)
+		r := &Job{run: u, Index: j, Name: js.Name, Ranks: js.Ranks, Cfg: js.Cfg, StartTime: js.Start, Fab: fab, RecvVA: recvBaseVA + uint64(j)<<36,
+			Label: js.Label, Group: js.Group, IO: js.IO}
+		r.PSNs = initialPSNs(r.Cfg.Seed, len(js.Ranks))
+		qps := jobQPNs(j, len(specs), js.Ranks)
+		for i, name := range js.Ranks {
+			w, err := placeRank(fab, r.Name, i, name)
 			if err != nil {
 				return fail(err)
 			}
-			w.job, w.local = r, !fab.Live() || w.h.Live
-			r.workers = append(r.workers, w)
+			w.Job, w.Local = r, !fab.Live() || w.NIC.Live
+			r.Workers = append(r.Workers, w)
 		}
-		if js.schemeJob() {
+		if js.GroupJob() {
 			// A scheme job: its GPUs move data on their interconnects
 			// (its inter-machine jobs, next, have the QPs).
-			r.job = newSchemeJob(r, js.sch)
+			if r.Alg, err = Lookup(r.Cfg.Mode).New(r); err != nil {
+				return fail(err)
+			}
 			u.jobs = append(u.jobs, r)
 			continue
 		}
-		own := ownConnections[r.cfg.Mode]
-		for _, w := range r.workers {
-			h, n := w.h, len(r.workers)
+		alg := Lookup(r.Cfg.Mode)
+		if alg == nil {
+			return fail(fmt.Errorf("job %s: no algorithm %q", r.Name, r.Cfg.Mode))
+		}
+		own := alg.OwnConnections
+		for _, w := range r.Workers {
+			h, n := w.NIC, len(r.Workers)
 			if own {
 				break
 			}
-			if succ := r.workers[(w.rank+1)%n]; intraHop(w, succ) {
-				hn, _ := fab.Topo.Node(w.host)
+			if succ := r.Workers[(w.Rank+1)%n]; IntraHop(w, succ) {
+				hn, _ := fab.Topo.Node(w.Host)
 				l := newIntraLink(fab.Clock, hn.Intra, u.gpuPort(w), w, succ)
-				w.sq, succ.rq = intraSend{l}, intraRecv{l}
+				w.SQ, succ.RQ = intraSend{l}, intraRecv{l}
 			} else {
-				w.sq = h.NewQP(qps[w.rank].send)
+				w.SQ = h.NewQP(qps[w.Rank].send)
 			}
-			if pred := r.workers[(w.rank+n-1)%n]; !intraHop(pred, w) {
-				w.rq = h.NewQP(qps[w.rank].recv)
+			if pred := r.Workers[(w.Rank+n-1)%n]; !IntraHop(pred, w) {
+				w.RQ = h.NewQP(qps[w.Rank].recv)
 			}
 		}
-		for _, w := range r.workers {
-			h := w.h
+		for _, w := range r.Workers {
+			h := w.NIC
 			if onHost[h] == nil {
 				hosts = append(hosts, h)
 			}
 			onHost[h] = append(onHost[h], w)
 		}
-		if len(r.local()) == 0 {
+		if len(r.Local()) == 0 {
 			return fail(errors.New("no worker has a device: nothing would run here"))
 		}
-		alg := algorithms[r.cfg.Mode]
-		if alg == nil {
-			return fail(fmt.Errorf("job %s: no algorithm %q", r.name, r.cfg.Mode))
-		}
-		if r.job, err = alg(r); err != nil {
+		if r.Alg, err = alg.New(r); err != nil {
 			return fail(err)
 		}
 		if err := u.enableCompression(r); err != nil {
 			return fail(err)
 		}
 		if own {
-			if err := r.job.(connector).connect(); err != nil {
+			if err := r.Alg.(Connector).Connect(); err != nil {
 				return fail(err)
 			}
 		} else if err := r.connect(); err != nil {
 			return fail(err)
 		}
-		if js.io != nil {
-			js.sch.stages = append(js.sch.stages, r)
-			r.onDone = js.sch.job.stageDone
+		if js.IO != nil {
+			r.OnDone = js.Group.AddStage(r)
 		}
 		u.jobs = append(u.jobs, r)
 	}
 	for _, h := range hosts {
 		ws := onHost[h]
-		if !ws[0].local {
+		if !ws[0].Local {
 			continue
 		}
 		if len(ws) == 1 {
 			w := ws[0]
-			h.OnCompletion = func() { w.job.poll(w) }
+			h.OnCompletion = func() { w.Job.poll(w) }
 		} else {
 			h.OnCompletion = func() {
 				for _, w := range ws {
-					w.job.poll(w)
+					w.Job.poll(w)
 				}
 			}
 		}
@@ -791,8 +857,8 @@ func (u *run) err() error {
 		return u.interrupted
 	}
 	for _, r := range u.jobs {
-		if r.err != nil {
-			return r.err
+		if r.Err != nil {
+			return r.Err
 		}
 	}
 	return nil
@@ -802,7 +868,7 @@ func (u *run) err() error {
 // J jobs): 0x11+2(j+J·k) and one more, so the first job's only rank on a
 // NIC has what rxe hands out first.
 func qpnPair(j, jobs, k int) (uint32, uint32) {
-	s := sendQPN + 2*uint32(j+jobs*k)
+	s := SendQPN + 2*uint32(j+jobs*k)
 	return s, s + 1
 }
 
@@ -844,7 +910,7 @@ func jobQPNs(j, jobs int, ranks []string) []rankQPNs {
 
 // placeRank makes rank i of a job on the NIC or GPU name names: "h3",
 // "h3:nic1", "h3:gpu2" (a GPU's RDMA traffic uses its host's first NIC).
-func placeRank(fab *fabric.Fabric, job string, i int, name string) (*worker, error) {
+func placeRank(fab *fabric.Fabric, job string, i int, name string) (*Worker, error) {
 	if host, gpu, isGPU := topo.GPUOf(name); isGPU {
 		if fab.Topo == nil {
 			return nil, fmt.Errorf("job %s: rank %d is placed on %q: GPUs are emulated only", job, i, name)
@@ -857,115 +923,115 @@ func placeRank(fab *fabric.Fabric, job string, i int, name string) (*worker, err
 			return nil, fmt.Errorf("job %s: rank %d is placed on %q: %s has %d GPUs (gpu0..gpu%d)", job, i, name, host, n.GPUs, n.GPUs-1)
 		}
 		h, _ := fab.HostByName(host)
-		return &worker{rank: i, h: h, host: host, gpu: gpu}, nil
+		return &Worker{Rank: i, NIC: h, Host: host, GPU: gpu}, nil
 	}
 	h, ok := fab.HostByName(name)
 	if !ok {
 		return nil, fmt.Errorf("job %s: rank %d is placed on %q, which the topology does not have", job, i, name)
 	}
-	return &worker{rank: i, h: h, host: h.Host, gpu: -1}, nil
+	return &Worker{Rank: i, NIC: h, Host: h.Host, GPU: -1}, nil
 }
 
-// intraHop reports whether the hop from a to b stays on a host's GPU
+// IntraHop reports whether the hop from a to b stays on a host's GPU
 // interconnect.
-func intraHop(a, b *worker) bool { return a.gpu >= 0 && b.gpu >= 0 && a.host == b.host }
+func IntraHop(a, b *Worker) bool { return a.GPU >= 0 && b.GPU >= 0 && a.Host == b.Host }
 
 // connect makes the ring of RC connections (the job has set up its
 // buffers): rank r's send QP to rank r+1's receive QP, where the hop
 // leaves the host. Initial PSNs are drawn from the seed. Each connection
 // must have a path through the fabric.
-func (r *runner) connect() error {
-	psns := r.psns
-	n := len(r.workers)
-	for _, w := range r.workers {
-		succ := r.workers[(w.rank+1)%n]
-		if intraHop(w, succ) {
+func (r *Job) connect() error {
+	psns := r.PSNs
+	n := len(r.Workers)
+	for _, w := range r.Workers {
+		succ := r.Workers[(w.Rank+1)%n]
+		if IntraHop(w, succ) {
 			continue
 		}
-		if !r.fab.Reachable(w.h, succ.h) || !r.fab.Reachable(succ.h, w.h) {
-			return fmt.Errorf("job %s: rank %d (%s) and rank %d (%s) have no path between them in the topology", r.name, w.rank, w.h.Name, succ.rank, succ.h.Name)
+		if !r.Fab.Reachable(w.NIC, succ.NIC) || !r.Fab.Reachable(succ.NIC, w.NIC) {
+			return fmt.Errorf("job %s: rank %d (%s) and rank %d (%s) have no path between them in the topology", r.Name, w.Rank, w.NIC.Name, succ.Rank, succ.NIC.Name)
 		}
 	}
 	// Queues deep enough for everything the job posts (the job posts every
 	// receive up front, so no RNR NAK ever slows it).
 	maxWR := 1
-	for _, w := range r.workers {
-		maxWR = max(maxWR, w.sendWant+1, w.recvWant+1)
+	for _, w := range r.Workers {
+		maxWR = max(maxWR, w.SendWant+1, w.RecvWant+1)
 	}
-	base := roce.Config{MTU: r.cfg.MTU, Timeout: r.cfg.Timeout, RetryCnt: r.cfg.RetryCnt, RNRRetry: 7, MinRNRTimer: 1,
-		MaxSendWR: maxWR, MaxRecvWR: maxWR, Profile: r.cfg.NIC,
-		AdaptiveTimeout: r.fab.Live()} // the wall clock's round trips are the machine's (roce/rto.go)
-	for _, w := range r.workers {
-		succ := r.workers[(w.rank+1)%n]
-		sq, ok := w.sq.(*roce.QP)
+	base := roce.Config{MTU: r.Cfg.MTU, Timeout: r.Cfg.Timeout, RetryCnt: r.Cfg.RetryCnt, RNRRetry: 7, MinRNRTimer: 1,
+		MaxSendWR: maxWR, MaxRecvWR: maxWR, Profile: r.Cfg.NIC,
+		AdaptiveTimeout: r.Fab.Live()} // the wall clock's round trips are the machine's (roce/rto.go)
+	for _, w := range r.Workers {
+		succ := r.Workers[(w.Rank+1)%n]
+		sq, ok := w.SQ.(*roce.QP)
 		if !ok {
 			continue
 		}
 		sc := base
-		sc.SQPSN, sc.RQPSN = psns.send[w.rank], psns.sendR[w.rank] // only ACKs arrive on a send QP
-		path := w.h.PathTo(succ.h, succ.rq.QPN())
-		if r.cfg.Compress != 0 { // every ring hop compresses (wa marks its own connections)
-			path = markPath(path)
+		sc.SQPSN, sc.RQPSN = psns.Send[w.Rank], psns.SendR[w.Rank] // only ACKs arrive on a send QP
+		path := w.NIC.PathTo(succ.NIC, succ.RQ.QPN())
+		if r.Cfg.Compress != 0 { // every ring hop compresses (wa marks its own connections)
+			path = MarkPath(path)
 		}
 		if err := sq.Connect(path, sc); err != nil {
 			return err
 		}
 	}
-	for _, w := range r.workers {
-		pred := r.workers[(w.rank+n-1)%n]
-		rq, ok := w.rq.(*roce.QP)
+	for _, w := range r.Workers {
+		pred := r.Workers[(w.Rank+n-1)%n]
+		rq, ok := w.RQ.(*roce.QP)
 		if !ok {
 			continue
 		}
 		rc := base
-		rc.SQPSN, rc.RQPSN = psns.recv[w.rank], pred.sq.(*roce.QP).Config().SQPSN
-		if err := rq.Connect(w.h.PathTo(pred.h, pred.sq.QPN()), rc); err != nil {
+		rc.SQPSN, rc.RQPSN = psns.Recv[w.Rank], pred.SQ.(*roce.QP).Config().SQPSN
+		if err := rq.Connect(w.NIC.PathTo(pred.NIC, pred.SQ.QPN()), rc); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// ringPSNs are a job's initial PSNs: per rank, its send QP's first PSN
+// RingPSNs are a job's initial PSNs: per rank, its send QP's first PSN
 // (the first PSN of its ring connection), the PSN its send QP expects (only
 // ACKs arrive there), and its receive QP's first PSN (its ACKs).
-type ringPSNs struct{ send, sendR, recv []uint32 }
+type RingPSNs struct{ Send, SendR, Recv []uint32 }
 
 // initialPSNs draws the job's initial PSNs from the seed, so a switch told
 // the seed knows where each connection's first message starts.
-func initialPSNs(seed uint64, n int) ringPSNs {
+func initialPSNs(seed uint64, n int) RingPSNs {
 	rng := rand.New(rand.NewPCG(seed, 0x9E3779B9))
 	psn := func() uint32 { return uint32(rng.Uint64()) & 0xFFFFFF }
-	p := ringPSNs{make([]uint32, n), make([]uint32, n), make([]uint32, n)}
+	p := RingPSNs{make([]uint32, n), make([]uint32, n), make([]uint32, n)}
 	for r := range n {
-		p.send[r], p.sendR[r] = psn(), psn()
+		p.Send[r], p.SendR[r] = psn(), psn()
 	}
 	for r := range n {
-		p.recv[r] = psn()
+		p.Recv[r] = psn()
 	}
 	return p
 }
 
 // endpoint is the worker's sq (i = -2), rq (-1) or qps[i]; nil for none.
-func (w *worker) endpoint(i int) endpoint {
+func (w *Worker) endpoint(i int) Endpoint {
 	switch i {
 	case -2:
-		return w.sq
+		return w.SQ
 	case -1:
-		return w.rq
+		return w.RQ
 	}
-	return w.qps[i]
+	return w.QPs[i]
 }
 
 // poll drains a worker's CQs into the job.
-func (r *runner) poll(w *worker) {
-	if r.err != nil {
+func (r *Job) poll(w *Worker) {
+	if r.Err != nil {
 		return
 	}
-	r.job.onCompletion(w)
-	if r.onDone != nil && r.err == nil && r.finished() {
-		done := r.onDone
-		r.onDone = nil
+	r.Alg.OnCompletion(w)
+	if r.OnDone != nil && r.Err == nil && r.finished() {
+		done := r.OnDone
+		r.OnDone = nil
 		done()
 	}
 }
@@ -981,46 +1047,46 @@ type wrNamer interface {
 // qpPeers is a collective that names the rank at the other end of each
 // of its own QPs.
 type qpPeers interface {
-	peerOf(w *worker, q endpoint) int
+	peerOf(w *Worker, q Endpoint) int
 }
 
 // fail stops the job with a transport error naming the QP and the reason.
-func (r *runner) fail(w *worker, q endpoint, c roce.Completion, what string) {
-	if r.err != nil {
+func (r *Job) fail(w *Worker, q Endpoint, c roce.Completion, what string) {
+	if r.Err != nil {
 		return
 	}
-	n := len(r.workers)
-	peer := (w.rank + 1) % n
+	n := len(r.Workers)
+	peer := (w.Rank + 1) % n
 	dir := "send QP to rank"
 	switch {
-	case q == w.rq:
-		peer, dir = (w.rank+n-1)%n, "receive QP from rank"
-	case q != w.sq:
-		if p, ok := r.job.(qpPeers); ok {
+	case q == w.RQ:
+		peer, dir = (w.Rank+n-1)%n, "receive QP from rank"
+	case q != w.SQ:
+		if p, ok := r.Alg.(qpPeers); ok {
 			peer = p.peerOf(w, q)
 		}
 		dir = "QP to rank"
 	}
 	job := ""
-	if len(r.run.jobs) > 1 || r.index > 0 {
-		job = "job " + r.name + ": "
+	if len(r.run.jobs) > 1 || r.Index > 0 {
+		job = "job " + r.Name + ": "
 	}
-	r.err = &JobError{Msg: fmt.Sprintf("%srank %d %s %d (QPN %#x): %s completed with %s at %v (%s)",
-		job, w.rank, dir, peer, q.QPN(), what, c.Status, r.fab.Clock.Now(), qpCounters(q)),
-		QP: &QPFailure{Rank: w.rank, Peer: peer, Send: q == w.sq, Status: c.Status}}
+	r.Err = &JobError{Msg: fmt.Sprintf("%srank %d %s %d (QPN %#x): %s completed with %s at %v (%s)",
+		job, w.Rank, dir, peer, q.QPN(), what, c.Status, r.Fab.Clock.Now(), qpCounters(q)),
+		QP: &QPFailure{Rank: w.Rank, Peer: peer, Send: q == w.SQ, Status: c.Status}}
 }
 
-func qpCounters(q endpoint) string {
+func qpCounters(q Endpoint) string {
 	c := counters(q)
 	return fmt.Sprintf("sent %d, retransmitted %d, NAKs received %d, timeouts %d", c.SentPkts, c.RetransmittedPkts, c.PacketSeqErr, c.LocalAckTimeoutErr)
 }
 
-func (r *runner) finished() bool {
+func (r *Job) finished() bool {
 	if !r.started {
 		return false
 	}
-	for _, w := range r.workers { // not r.local(): this runs every event and must not allocate
-		if w.local && (w.recvDone < w.recvWant || w.sendDone < w.sendWant) {
+	for _, w := range r.Workers { // not r.local(): this runs every event and must not allocate
+		if w.Local && (w.RecvDone < w.RecvWant || w.SendDone < w.SendWant) {
 			return false
 		}
 	}
@@ -1031,7 +1097,7 @@ func (r *runner) finished() bool {
 func (u *run) running() bool {
 	done := true
 	for _, r := range u.jobs {
-		if r.err != nil {
+		if r.Err != nil {
 			return false
 		}
 		done = done && r.finished()
@@ -1051,12 +1117,12 @@ func (u *run) loop() *Result {
 	for u.running() {
 		if !c.Step() {
 			r := u.unfinished()
-			r.err = &JobError{Msg: fmt.Sprintf("job stalled at %v: nothing left to happen but %s", c.Now(), u.progress())}
+			r.Err = &JobError{Msg: fmt.Sprintf("job stalled at %v: nothing left to happen but %s", c.Now(), u.progress())}
 			break
 		}
 		events++
 		if c.Now() > u.cfg.MaxVirtual {
-			u.unfinished().err = &JobError{Msg: fmt.Sprintf("job did not finish within %v of virtual time: %s", u.cfg.MaxVirtual, u.progress())}
+			u.unfinished().Err = &JobError{Msg: fmt.Sprintf("job did not finish within %v of virtual time: %s", u.cfg.MaxVirtual, u.progress())}
 		}
 		if events%PollEvents != 0 {
 			continue
@@ -1104,10 +1170,10 @@ func (e *Interrupted) Unwrap() error { return e.Cause }
 // how many they will (Config.Progress). It allocates nothing.
 func (u *run) results() (done, total int64) {
 	for _, r := range u.jobs {
-		for _, w := range r.workers {
-			if w.local {
-				done += int64(w.recvDone)
-				total += int64(w.recvWant)
+		for _, w := range r.Workers {
+			if w.Local {
+				done += int64(w.RecvDone)
+				total += int64(w.RecvWant)
 			}
 		}
 	}
@@ -1115,7 +1181,7 @@ func (u *run) results() (done, total int64) {
 }
 
 // unfinished is the first job that has not finished.
-func (u *run) unfinished() *runner {
+func (u *run) unfinished() *Job {
 	for _, r := range u.jobs {
 		if !r.finished() {
 			return r
@@ -1128,17 +1194,17 @@ func (u *run) progress() string {
 	s := ""
 	for _, r := range u.jobs {
 		if len(u.jobs) > 1 {
-			s += " job " + r.name + ":"
+			s += " job " + r.Name + ":"
 		}
 		s += r.progress()
 	}
 	return s
 }
 
-func (r *runner) progress() string {
+func (r *Job) progress() string {
 	s := ""
-	for _, w := range r.local() {
-		s += fmt.Sprintf(" rank %d %d/%d results %d/%d sends;", w.rank, w.recvDone, w.recvWant, w.sendDone, w.sendWant)
+	for _, w := range r.Local() {
+		s += fmt.Sprintf(" rank %d %d/%d results %d/%d sends;", w.Rank, w.RecvDone, w.RecvWant, w.SendDone, w.SendWant)
 	}
 	return s
 }
@@ -1156,19 +1222,19 @@ func (u *run) result(events int) *Result {
 	var modes []string
 	var top []int // the jobs that are not a scheme's inter-machine jobs
 	for i, r := range u.jobs {
-		jr := r.jobResult()
+		jr := r.Report()
 		res.Jobs = append(res.Jobs, jr)
 		end = max(end, time.Duration(jr.StartNS+jr.VirtualNS))
-		for _, w := range r.workers {
-			if !seen[w.h] {
-				seen[w.h] = true
-				res.FramesSent += w.h.Stats.RoCESent + w.h.Stats.CtrlSent
+		for _, w := range r.Workers {
+			if !seen[w.NIC] {
+				seen[w.NIC] = true
+				res.FramesSent += w.NIC.Stats.RoCESent + w.NIC.Stats.CtrlSent
 			}
-			for i := -2; i < len(w.qps); i++ {
+			for i := -2; i < len(w.QPs); i++ {
 				res.ICRCDrops += counters(w.endpoint(i)).RxICRCErrors
 			}
 		}
-		if r.io != nil {
+		if r.IO != nil {
 			continue // counted in its scheme job's figures
 		}
 		top = append(top, i)
@@ -1183,11 +1249,11 @@ func (u *run) result(events int) *Result {
 		res.Mode, res.Bytes, res.DType = jr.Mode, jr.Bytes, jr.DType
 		res.VirtualNS, res.AlgBWGbps, res.BusBWGbps = jr.VirtualNS, jr.AlgBWGbps, jr.BusBWGbps
 		res.AlgBWGBps, res.BusBWGBps = jr.AlgBWGBps, jr.BusBWGBps
-		for _, w := range r.local() {
-			res.Ranks = append(res.Ranks, w.rank)
+		for _, w := range r.Local() {
+			res.Ranks = append(res.Ranks, w.Rank)
 		}
-		if r.cfg.Mode == NetReduce {
-			res.Release = r.cfg.Release.String()
+		if a := Lookup(r.Cfg.Mode); a != nil && a.InSwitch {
+			res.Release = r.Cfg.Release.String()
 		}
 	} else {
 		res.Mode = strings.Join(modes, "+")
@@ -1203,38 +1269,28 @@ func (u *run) result(events int) *Result {
 	return res
 }
 
-// jobResult is one job's figures.
-func (r *runner) jobResult() JobResult {
-	cfg := r.cfg
+// Report is the job's figures.
+func (r *Job) Report() JobResult {
+	cfg := r.Cfg
 	mode := cfg.Mode
-	if r.label != "" {
-		mode = r.label
+	if r.Label != "" {
+		mode = r.Label
 	}
-	workers := len(r.workers)
-	if wa, ok := r.job.(*waJob); ok {
-		workers = wa.p // the aggregator holds no result
-	}
-	jr := JobResult{Name: r.name, Mode: mode.String(), Ranks: r.ranks, Workers: workers, Bytes: cfg.TensorBytes,
+	jr := JobResult{Name: r.Name, Mode: mode.String(), Ranks: r.Ranks, Workers: len(r.Workers), Bytes: cfg.TensorBytes,
 		DType: cfg.DType.String(), StartNS: int64(r.startAt)}
-	if r.io != nil {
-		jr.PartOf = r.sch.name
+	if r.IO != nil {
+		jr.PartOf = r.Group.Name()
 	}
-	if r.sch != nil && r.io == nil { // a scheme job (jobConfig.schemeJob): its inter-machine jobs' frames
-		for _, st := range r.sch.stages {
-			k := st.jobResult()
-			jr.FramesSent += k.FramesSent
-			jr.Retransmissions += k.Retransmissions
-			jr.NAKs += k.NAKs
-			jr.Timeouts += k.Timeouts
-		}
+	if rep, ok := r.Alg.(Reporter); ok {
+		rep.Report(&jr)
 	}
-	if r.ring != nil {
-		ring := *r.ring
-		if r.ringSw != nil {
-			ring.Counters, _ = r.ringSw.Accel.RingStats(ring.ID)
+	if r.Ring != nil {
+		ring := *r.Ring
+		if r.RingSw != nil {
+			ring.Counters, _ = r.RingSw.Accel.RingStats(ring.ID)
 		}
 		ring.Tree = slices.Clone(ring.Tree)
-		for i, s := range r.ringTree {
+		for i, s := range r.RingTree {
 			t := &ring.Tree[i]
 			t.Counters, _ = s.Accel.RingStats(ring.ID)
 			t.CTT = s.Accel.CTT(ring.ID)
@@ -1242,16 +1298,16 @@ func (r *runner) jobResult() JobResult {
 		}
 		jr.Ring = &ring
 	}
-	if r.err != nil {
-		jr.Error = r.err.Error()
+	if r.Err != nil {
+		jr.Error = r.Err.Error()
 	}
 	if cfg.Compress != 0 {
 		jr.Compression = r.compressionReport()
 	}
 	var done time.Duration
-	for _, w := range r.workers {
-		done = max(done, w.doneAt)
-		for i := -2; i < len(w.qps); i++ {
+	for _, w := range r.Workers {
+		done = max(done, w.DoneAt)
+		for i := -2; i < len(w.QPs); i++ {
 			k := counters(w.endpoint(i))
 			jr.FramesSent += k.SentPkts
 			jr.Retransmissions += k.RetransmittedPkts
@@ -1265,16 +1321,16 @@ func (r *runner) jobResult() JobResult {
 	jr.VirtualNS = int64(done)
 	if done > 0 {
 		jr.AlgBWGbps = float64(cfg.TensorBytes) * 8 / float64(done)
-		jr.BusBWGbps = jr.AlgBWGbps * 2 * float64(workers-1) / float64(workers)
+		jr.BusBWGbps = jr.AlgBWGbps * 2 * float64(jr.Workers-1) / float64(jr.Workers)
 		jr.AlgBWGBps, jr.BusBWGBps = jr.AlgBWGbps/8, jr.BusBWGbps/8 // bytes/ns is GB/s
 	}
 	return jr
 }
 
-// drain polls a worker's CQs, handing each completion to f; an error
+// Drain polls a worker's CQs, handing each completion to f; an error
 // completion fails the job.
-func (r *runner) drain(w *worker, f func(c roce.Completion)) {
-	for i := -2; i < len(w.qps); i++ {
+func (r *Job) Drain(w *Worker, f func(c roce.Completion)) {
+	for i := -2; i < len(w.QPs); i++ {
 		q := w.endpoint(i)
 		if q == nil {
 			continue
@@ -1285,7 +1341,7 @@ func (r *runner) drain(w *worker, f func(c roce.Completion)) {
 				for _, c := range w.cqe[:n] {
 					if c.Status != roce.StatusSuccess {
 						what := "a receive"
-						switch namer, ok := r.job.(wrNamer); {
+						switch namer, ok := r.Alg.(wrNamer); {
 						case !c.Recv && ok:
 							what = namer.nameWR(c)
 						case !c.Recv:
@@ -1295,7 +1351,7 @@ func (r *runner) drain(w *worker, f func(c roce.Completion)) {
 						return
 					}
 					f(c)
-					if r.err != nil {
+					if r.Err != nil {
 						return
 					}
 				}

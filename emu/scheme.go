@@ -63,6 +63,49 @@ const (
 // what each runs across machines (fr runs as one ring job).
 var schemeModes = map[Mode]Mode{FR: Ring, PN: NetReduce, PR: Ring, TA: Ring}
 
+func init() {
+	// fr is the ring algorithm over every GPU, reported as fr.
+	Register(Algorithm{Mode: FR, OnGPUs: true, Plan: func(j JobConfig) ([]JobConfig, error) {
+		j.Cfg.Mode, j.Label = Ring, FR
+		return []JobConfig{j}, nil
+	}})
+	for _, m := range []Mode{PN, PR, TA} {
+		Register(Algorithm{Mode: m, OnGPUs: true, NeedsGPUs: true, Plan: planScheme,
+			New: func(r *Job) (Collective, error) { return newSchemeJob(r, r.Group.(*scheme)), nil },
+			// A scheme job's own part (its inter-machine jobs are
+			// estimated as jobs): every GPU's working tensor and result,
+			// and at the check one machine's tensors, the machines'
+			// first-stage sums and the reference, at most 3W+2 tensors in
+			// all. Its frames are its inter-machine jobs'.
+			Memory: func(c Config, e *MemoryEstimate) (int64, bool) {
+				e.Buffers = (3*int64(c.Workers) + 2) * c.TensorBytes
+				e.Largest = c.TensorBytes
+				return 0, true
+			}})
+	}
+}
+
+// Name is the scheme job's name.
+func (s *scheme) Name() string { return s.name }
+
+// AddStage records an inter-machine job; it tells the scheme job when it
+// has finished.
+func (s *scheme) AddStage(j *Job) func() {
+	s.stages = append(s.stages, j)
+	return s.job.stageDone
+}
+
+// Report adds the inter-machine jobs' frames to the scheme job's.
+func (j *schemeJob) Report(jr *JobResult) {
+	for _, st := range j.s.stages {
+		k := st.Report()
+		jr.FramesSent += k.FramesSent
+		jr.Retransmissions += k.Retransmissions
+		jr.NAKs += k.NAKs
+		jr.Timeouts += k.Timeouts
+	}
+}
+
 // scheme is one pn, pr or ta job: its machines and GPUs, every GPU's
 // working tensor and result, and the jobs of its inter-machine stage.
 type scheme struct {
@@ -79,7 +122,7 @@ type scheme struct {
 	// stage.
 	work, res [][]byte
 	job       *schemeJob // the scheme job's own stages
-	stages    []*runner  // its inter-machine jobs
+	stages    []*Job     // its inter-machine jobs
 	left      int        // inter-machine jobs not yet finished
 }
 
@@ -92,25 +135,21 @@ type stageIO struct {
 	lo, hi int
 }
 
-// isScheme reports whether m is one of the multi-GPU schemes that run as
-// several jobs (pn, pr, ta).
-func isScheme(m Mode) bool { _, ok := schemeModes[m]; return ok && m != FR }
-
 // IsGPUScheme reports whether m is a scheme over multi-GPU machines (fr,
 // pn, pr, ta): without jobs, it runs on every GPU of the hosts.
-func IsGPUScheme(m Mode) bool { _, ok := schemeModes[m]; return ok }
+func IsGPUScheme(m Mode) bool { a := Lookup(m); return a != nil && a.OnGPUs }
 
 // planScheme resolves a pn, pr or ta job into the scheme job (which runs
 // the intra-machine stages and checks every GPU's result) followed by its
 // inter-machine jobs.
-func planScheme(j jobConfig) ([]jobConfig, error) {
-	cfg := j.cfg
+func planScheme(j JobConfig) ([]JobConfig, error) {
+	cfg := j.Cfg
 	bad := func(f string, a ...any) error {
-		return &ConfigError{fmt.Errorf("job %s: mode %s: "+f, append([]any{j.name, cfg.Mode}, a...)...)}
+		return &ConfigError{fmt.Errorf("job %s: mode %s: "+f, append([]any{j.Name, cfg.Mode}, a...)...)}
 	}
-	s := &scheme{mode: cfg.Mode, name: j.name, dtype: cfg.DType, bytes: int(cfg.TensorBytes)}
+	s := &scheme{mode: cfg.Mode, name: j.Name, dtype: cfg.DType, bytes: int(cfg.TensorBytes)}
 	at := map[string]int{}
-	for r, name := range j.ranks {
+	for r, name := range j.Ranks {
 		host, _, ok := topo.GPUOf(name)
 		if !ok {
 			return nil, bad("its ranks are GPUs, n on each machine (h0:gpu0, h0:gpu1, h1:gpu0, ...): rank %d is %q", r, name)
@@ -145,23 +184,24 @@ func planScheme(j jobConfig) ([]jobConfig, error) {
 	for c := 0; c <= s.n; c++ {
 		s.pieces = append(s.pieces, int(elems*int64(c)/int64(s.n)*sz))
 	}
-	j.sch = s
-	out := []jobConfig{j}
+	j.Group = s
+	out := []JobConfig{j}
 	stage := func(name string, mode Mode, gpu, lo, hi, k int) {
-		sj := jobConfig{name: name, cfg: cfg, start: j.start, sch: s, io: &stageIO{s: s, lo: lo, hi: hi}}
-		sj.cfg.Mode, sj.cfg.Workers, sj.cfg.TensorBytes = mode, m, int64(hi-lo)
-		sj.cfg.Seed = jobSeed(cfg.Seed, k+1)
+		io := &stageIO{s: s, lo: lo, hi: hi}
+		sj := JobConfig{Name: name, Cfg: cfg, Start: j.Start, Group: s, IO: io}
+		sj.Cfg.Mode, sj.Cfg.Workers, sj.Cfg.TensorBytes = mode, m, int64(hi-lo)
+		sj.Cfg.Seed = JobSeed(cfg.Seed, k+1)
 		for h := range m {
-			sj.ranks = append(sj.ranks, j.ranks[s.gpus[h][gpu]])
-			sj.io.gpus = append(sj.io.gpus, s.gpus[h][gpu])
+			sj.Ranks = append(sj.Ranks, j.Ranks[s.gpus[h][gpu]])
+			io.gpus = append(io.gpus, s.gpus[h][gpu])
 		}
 		out = append(out, sj)
 	}
 	if cfg.Mode == TA {
-		stage(j.name+"/masters", Ring, 0, 0, s.bytes, 0)
+		stage(j.Name+"/masters", Ring, 0, 0, s.bytes, 0)
 	} else {
 		for i := range s.n {
-			stage(fmt.Sprintf("%s/ring%d", j.name, i), schemeModes[cfg.Mode], i, s.pieces[i], s.pieces[i+1], i)
+			stage(fmt.Sprintf("%s/ring%d", j.Name, i), schemeModes[cfg.Mode], i, s.pieces[i], s.pieces[i+1], i)
 		}
 	}
 	return out, nil
@@ -178,13 +218,13 @@ type bufSource struct {
 func (s *bufSource) MoveTo(e int64) { s.at = int(e) * s.size }
 func (s *bufSource) Fill(p []byte)  { s.at += copy(p, s.b[s.at:]) }
 
-// input is rank's input of this inter-machine job.
-func (io *stageIO) input(rank int) source {
+// Input is rank's input of this inter-machine job.
+func (io *stageIO) Input(rank int) Source {
 	return &bufSource{b: io.s.work[io.gpus[rank]][io.lo:io.hi], size: io.s.dtype.Size()}
 }
 
-// output is where rank's result goes.
-func (io *stageIO) output(rank int) []byte { return io.s.res[io.gpus[rank]][io.lo:io.hi] }
+// Output is where rank's result goes.
+func (io *stageIO) Output(rank int) []byte { return io.s.res[io.gpus[rank]][io.lo:io.hi] }
 
 // schemeChecked, when a test sets it, sees a scheme's GPUs' results (and
 // may alter them) before they are checked.
@@ -193,27 +233,27 @@ var schemeChecked func(s *scheme)
 // schemeJob is a scheme job's own part: the intra-machine stages and the
 // check of every GPU's result against the scheme's reduction order.
 type schemeJob struct {
-	r        *runner
+	r        *Job
 	s        *scheme
 	running  int // machines still in the current intra-machine stage
 	mismatch *Mismatch
 }
 
-func newSchemeJob(r *runner, s *scheme) *schemeJob {
-	s.work, s.res = make([][]byte, len(r.workers)), make([][]byte, len(r.workers))
-	for g, w := range r.workers {
+func newSchemeJob(r *Job, s *scheme) *schemeJob {
+	s.work, s.res = make([][]byte, len(r.Workers)), make([][]byte, len(r.Workers))
+	for g, w := range r.Workers {
 		s.work[g] = make([]byte, s.bytes)
-		workload.NewStream(r.cfg.DType, r.cfg.Pattern, w.rank, r.cfg.Seed).Fill(s.work[g])
+		workload.NewStream(r.Cfg.DType, r.Cfg.Pattern, w.Rank, r.Cfg.Seed).Fill(s.work[g])
 		s.res[g] = make([]byte, s.bytes)
-		w.recvWant = 1
+		w.RecvWant = 1
 	}
 	s.job = &schemeJob{r: r, s: s}
 	return s.job
 }
 
-// start runs every machine's first stage; the inter-machine jobs start
+// Start runs every machine's first stage; the inter-machine jobs Start
 // when all have finished.
-func (j *schemeJob) start() error {
+func (j *schemeJob) Start() error {
 	var sched []intraXfer
 	if j.s.mode == TA {
 		sched = append(halvingReduceScatter(j.s.pieces), shift(binomialGather(j.s.pieces), log2(j.s.n))...)
@@ -223,8 +263,8 @@ func (j *schemeJob) start() error {
 	j.intra(j.s.work, sched, false, func() {
 		j.s.left = len(j.s.stages)
 		for _, st := range j.s.stages {
-			if err := st.begin(); err != nil {
-				j.r.err = &JobError{Msg: fmt.Sprintf("job %s: %v", st.name, err)}
+			if err := st.Begin(); err != nil {
+				j.r.Err = &JobError{Msg: fmt.Sprintf("job %s: %v", st.Name, err)}
 				return
 			}
 		}
@@ -254,19 +294,19 @@ func (j *schemeJob) intra(bufs [][]byte, sched []intraXfer, last bool, done func
 	r := j.r
 	j.running = len(j.s.gpus)
 	for _, gpus := range j.s.gpus {
-		node, _ := r.fab.Topo.Node(r.workers[gpus[0]].host)
+		node, _ := r.Fab.Topo.Node(r.Workers[gpus[0]].Host)
 		buf := make([][]byte, len(gpus))
 		busy := make([]*time.Duration, len(gpus))
 		for i, g := range gpus {
 			buf[i] = bufs[g]
-			busy[i] = r.run.gpuPort(r.workers[g])
+			busy[i] = r.run.gpuPort(r.Workers[g])
 		}
 		var st *intraStage
-		st = newIntraStage(r.fab.Clock, node.Intra, j.s.dtype, buf, busy, sched, func() {
+		st = newIntraStage(r.Fab.Clock, node.Intra, j.s.dtype, buf, busy, sched, func() {
 			if last {
 				for i, g := range gpus {
-					w := r.workers[g]
-					w.recvDone, w.doneAt = 1, st.at[i]
+					w := r.Workers[g]
+					w.RecvDone, w.DoneAt = 1, st.at[i]
 				}
 			}
 			if j.running--; j.running == 0 {
@@ -285,12 +325,12 @@ func shift(xs []intraXfer, k int) []intraXfer {
 	return xs
 }
 
-func (j *schemeJob) onCompletion(*worker) {}
+func (j *schemeJob) OnCompletion(*Worker) {}
 
-// check compares every GPU's result with the scheme's sum, made here from
+// Check compares every GPU's result with the scheme's sum, made here from
 // the GPUs' tensor streams in the scheme's order: the first mismatch in
 // rank, then element order.
-func (j *schemeJob) check() *Mismatch {
+func (j *schemeJob) Check() *Mismatch {
 	if j.mismatch != nil {
 		return j.mismatch
 	}
@@ -320,7 +360,7 @@ func (j *schemeJob) reference() []byte {
 	mach := make([][]byte, m) // per machine, its first stage's sums
 	for h, gpus := range s.gpus {
 		for i, g := range gpus {
-			workload.NewStream(d, j.r.cfg.Pattern, g, j.r.cfg.Seed).Fill(x[i])
+			workload.NewStream(d, j.r.Cfg.Pattern, g, j.r.Cfg.Seed).Fill(x[i])
 		}
 		mach[h] = make([]byte, s.bytes)
 		for c := range s.n {
@@ -349,10 +389,10 @@ func (j *schemeJob) reference() []byte {
 	}
 	want := make([]byte, s.bytes)
 	for _, st := range s.stages {
-		io := st.io
+		io := st.IO.(*stageIO)
 		seg := want[io.lo:io.hi]
 		scratch := make([]byte, len(seg))
-		switch job := st.job.(type) {
+		switch job := st.Alg.(type) {
 		case *netReduceJob:
 			groupSum(d, job.groups, seg, scratch, func(h int) []byte { return mach[h][io.lo:io.hi] })
 		case *ringJob: // chunk q of the job's tensor starts at rank q

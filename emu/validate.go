@@ -8,7 +8,6 @@ import (
 
 	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/faults"
-	"github.com/inaemu/inaemu/internal/units"
 )
 
 // validateRun is the part of Validate that looks at the run as a whole,
@@ -16,7 +15,7 @@ import (
 // faults.MaxDuration (a Config built in code, not parsed, may hold
 // anything), faults that can match something in this run, and the memory
 // the jobs need against the memory there is (see checkMemory).
-func (c *Config) validateRun(jobs []jobConfig) error {
+func (c *Config) validateRun(jobs []JobConfig) error {
 	bad := func(f string, a ...any) error { return &ConfigError{fmt.Errorf(f, a...)} }
 	for _, d := range []struct {
 		name string
@@ -27,19 +26,11 @@ func (c *Config) validateRun(jobs []jobConfig) error {
 		}
 	}
 	for _, j := range jobs {
-		if j.start > faults.MaxDuration {
-			return bad("job %s: start %v: want 0..%v", j.name, j.start, faults.MaxDuration)
+		if j.Start > faults.MaxDuration {
+			return bad("job %s: start %v: want 0..%v", j.Name, j.Start, faults.MaxDuration)
 		}
-		if c.MaxVirtual > 0 && j.start >= c.MaxVirtual {
-			return bad("job %s: start %v is not before --max-time %v", j.name, j.start, c.MaxVirtual)
-		}
-		if j.cfg.Mode == NetReduce {
-			// The switch tells a packet's message by its signed 24-bit PSN
-			// distance, exact while a connection spans fewer than 2^23 PSNs.
-			if n := netReduceMessages(j.cfg) * int64(j.cfg.MsgLen); n >= 1<<23 {
-				return bad("--tensor %s at --mtu %d: each ring connection would carry %d packets; the 24-bit PSN space allows fewer than 2^23 (%d) for the switch to place every packet: use a larger --mtu or a smaller --tensor",
-					units.FormatSize(j.cfg.TensorBytes), j.cfg.MTU, n, 1<<23)
-			}
+		if c.MaxVirtual > 0 && j.Start >= c.MaxVirtual {
+			return bad("job %s: start %v is not before --max-time %v", j.Name, j.Start, c.MaxVirtual)
 		}
 	}
 	t, err := c.topology()
@@ -60,21 +51,21 @@ func (c *Config) validateRun(jobs []jobConfig) error {
 // checkEvent refuses a fault that names a link, a port or a QP the run
 // does not have: it would never fire, and the run would pass for a run
 // with the fault.
-func (c *Config) checkEvent(ev *faults.Event, t *topo.Topology, jobs []jobConfig) error {
+func (c *Config) checkEvent(ev *faults.Event, t *topo.Topology, jobs []JobConfig) error {
 	spec := ev.Spec
 	if spec == "" {
 		spec = ev.Action.String()
 	}
 	hosts := len(t.Hosts())
 	qpns := []string{}
-	qpOK, netReduce := ev.QP < 0, false
+	qpOK, inSwitch := ev.QP < 0, false
 	for j, jc := range jobs {
-		if jc.schemeJob() {
+		if jc.GroupJob() {
 			continue // a scheme job: its inter-machine jobs have the QPs
 		}
 		var mine []string
 		seen := map[uint32]bool{}
-		for _, q := range jobQPNs(j, len(jobs), jc.ranks) {
+		for _, q := range jobQPNs(j, len(jobs), jc.Ranks) {
 			for _, n := range []uint32{q.send, q.recv} {
 				if n != 0 && !seen[n] {
 					seen[n] = true
@@ -84,9 +75,9 @@ func (c *Config) checkEvent(ev *faults.Event, t *topo.Topology, jobs []jobConfig
 			}
 		}
 		if len(mine) > 0 {
-			qpns = append(qpns, fmt.Sprintf("%s (job %s)", strings.Join(mine, ", "), jc.name))
+			qpns = append(qpns, fmt.Sprintf("%s (job %s)", strings.Join(mine, ", "), jc.Name))
 		}
-		netReduce = netReduce || jc.cfg.Mode == NetReduce
+		inSwitch = inSwitch || Lookup(jc.Cfg.Mode).InSwitch
 	}
 	portKey := "the job's switch ports are 0..%d (port R faces rank R)"
 	if c.Topology != nil {
@@ -103,7 +94,7 @@ func (c *Config) checkEvent(ev *faults.Event, t *topo.Topology, jobs []jobConfig
 	}
 	if ev.Action == faults.ActSpoof && c.OpenPorts && ev.Port >= 0 && ev.Port < hosts {
 		if jc := forgedJob(ev, t.Hosts()[ev.Port].Name, jobs); jc != nil {
-			return fmt.Errorf("--fault %q: with port security off, a forgery of job %s's frames (%s mode) reaches its receiver: no switch program checks them and a forged WRITE is simply written (keep port security on, or aim the spoof at a NetReduce job's QP with qp=)", spec, jc.name, jc.cfg.Mode)
+			return fmt.Errorf("--fault %q: with port security off, a forgery of job %s's frames (%s mode) reaches its receiver: no switch program checks them and a forged WRITE is simply written (keep port security on, or aim the spoof at a NetReduce job's QP with qp=)", spec, jc.Name, jc.Cfg.Mode)
 		}
 		if ev.From >= 0 && ev.From < hosts {
 			if name, sw := uncheckedEntry(ev, t, jobs); name != "" {
@@ -137,13 +128,13 @@ func (c *Config) checkEvent(ev *faults.Event, t *topo.Topology, jobs []jobConfig
 	case ev.Action == faults.ActDelay && (ev.Delay <= 0 || ev.Delay > faults.MaxDuration):
 		return fmt.Errorf("--fault %q: delay %v: want more than 0 and at most %v", spec, ev.Delay, faults.MaxDuration)
 	}
-	if netReduce && ev.QP >= 0 && netreduce.IsTreeQPN(uint32(ev.QP)) {
+	if inSwitch && ev.QP >= 0 && netreduce.IsTreeQPN(uint32(ev.QP)) {
 		qpOK = true // a multi-rack ring's switch-to-switch frames
 	}
 	if !qpOK {
 		if len(jobs) == 1 {
 			return fmt.Errorf("--fault %q: qp=%#x: the job's QPs are %#x (every host's send QP: ACKs and NAKs arrive there) and %#x (its receive QP: requests arrive there)",
-				spec, ev.QP, sendQPN, recvQPN)
+				spec, ev.QP, SendQPN, RecvQPN)
 		}
 		return fmt.Errorf("--fault %q: qp=%#x: the jobs' QPs are %s (send QP, receive QP)", spec, ev.QP, strings.Join(qpns, ", "))
 	}
@@ -158,13 +149,13 @@ func isSwitch(t *topo.Topology, name string) bool {
 // forgedJob is a job, other than a NetReduce one, whose frames a spoof
 // event copies: a job with a rank on host (its frames cross the host's
 // link into the switch) and, if the event names a QP, that QP; nil if none.
-func forgedJob(ev *faults.Event, host string, jobs []jobConfig) *jobConfig {
+func forgedJob(ev *faults.Event, host string, jobs []JobConfig) *JobConfig {
 	for j := range jobs {
 		jc := &jobs[j]
-		if jc.schemeJob() || jc.cfg.Mode == NetReduce {
+		if jc.GroupJob() || Lookup(jc.Cfg.Mode).InSwitch {
 			continue // a scheme's inter-machine jobs are in jobs themselves
 		}
-		if hasRankOn(jc.ranks, host) && (ev.QP < 0 || jobHasQP(j, len(jobs), jc.ranks, ev.QP)) {
+		if hasRankOn(jc.Ranks, host) && (ev.QP < 0 || jobHasQP(j, len(jobs), jc.Ranks, ev.QP)) {
 			return jc
 		}
 	}
@@ -176,19 +167,19 @@ func forgedJob(ev *faults.Event, host string, jobs []jobConfig) *jobConfig {
 // enters by (host From's first link), when that switch holds none of the
 // job's ranks: its accelerator has no connection of the ring to bind, so
 // the forgery is forwarded like any frame. "" if there is none.
-func uncheckedEntry(ev *faults.Event, t *topo.Topology, jobs []jobConfig) (job, sw string) {
+func uncheckedEntry(ev *faults.Event, t *topo.Topology, jobs []JobConfig) (job, sw string) {
 	hs := t.Hosts()
 	victim, from := hs[ev.Port].Name, hs[ev.From]
 	entry := t.Links[from.Links[0]].Other(from.Name)
 	for j, jc := range jobs {
-		if jc.schemeJob() || jc.cfg.Mode != NetReduce || !hasRankOn(jc.ranks, victim) {
+		if jc.GroupJob() || !Lookup(jc.Cfg.Mode).InSwitch || !hasRankOn(jc.Ranks, victim) {
 			continue
 		}
-		if ev.QP >= 0 && !jobHasQP(j, len(jobs), jc.ranks, ev.QP) {
+		if ev.QP >= 0 && !jobHasQP(j, len(jobs), jc.Ranks, ev.QP) {
 			continue
 		}
 		held := false
-		for _, r := range jc.ranks {
+		for _, r := range jc.Ranks {
 			h, _, _ := strings.Cut(r, ":")
 			if n, ok := t.Node(h); ok {
 				for _, l := range n.Links {
@@ -197,7 +188,7 @@ func uncheckedEntry(ev *faults.Event, t *topo.Topology, jobs []jobConfig) (job, 
 			}
 		}
 		if !held {
-			return jc.name, entry
+			return jc.Name, entry
 		}
 	}
 	return "", ""
