@@ -3,9 +3,7 @@ package emu
 import (
 	"bytes"
 	"fmt"
-	"net/netip"
 	"slices"
-	"strings"
 
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/nic"
@@ -141,19 +139,19 @@ func netReduceMessages(cfg Config) int64 {
 // installRing sets up the job's ring on the switch every rank's NIC is
 // attached to (on the live backend, the switch in this process, if any),
 // or, when the ranks sit under several leaves, on those leaves and the
-// spine that joins them (multi-rack aggregation, netreduce/tree.go).
+// spine that joins them: netreduce.Install, through the program
+// cfg.SwitchProgram names.
 func (j *netReduceJob) installRing() error {
 	r := j.r
 	if r.fab.Live() {
 		if r.fab.Switch != nil {
-			return r.fab.Switch.AddRing(NetReduceRing(r.cfg, r.psns.send))
+			return netreduce.AddRing(r.fab.Switch, r.cfg.SwitchProgram, NetReduceRing(r.cfg, r.psns.send))
 		}
 		return nil
 	}
 	sws := make([]*switching.Switch, len(r.workers))
-	ports := make([]int, len(r.workers))
-	var leaves []*switching.Switch // in the order of their lowest rank: the tree's order
-	gpuRank := map[string]int{}    // by host, the rank on one of its GPUs
+	gpuRank := map[string]int{} // by host, the rank on one of its GPUs
+	ring := NetReduceRing(r.cfg, r.psns.send)
 	for i, w := range r.workers {
 		if w.gpu >= 0 {
 			// Two ranks of one host would meet on the host's interconnect,
@@ -168,148 +166,28 @@ func (j *netReduceJob) installRing() error {
 		if s == nil {
 			return fmt.Errorf("job %s: rank %d's NIC %s is not attached to a switch: NetReduce aggregates in a switch", r.name, i, w.h.Name)
 		}
-		sws[i], ports[i] = s, p
-		if !slices.Contains(leaves, s) {
-			leaves = append(leaves, s)
-		}
-	}
-	ring := NetReduceRing(r.cfg, r.psns.send)
-	for i, w := range r.workers {
+		sws[i] = s
 		succ := r.workers[(i+1)%len(r.workers)]
 		c := &ring.Conns[i]
-		c.Src, c.Dst, c.DestQP, c.Port = w.h.IP, succ.h.IP, succ.rq.QPN(), ports[i]
+		c.Src, c.Dst, c.DestQP, c.Port = w.h.IP, succ.h.IP, succ.rq.QPN(), p
 		c.Name = w.h.Name + "→" + succ.h.Name
 	}
-	if len(leaves) > 1 {
-		return j.installTree(ring, leaves, sws)
+	in, err := netreduce.Install(netreduce.Placement{Job: r.name, Tenants: len(r.run.cfg.Jobs) > 1, Program: r.cfg.SwitchProgram,
+		Ring: ring, Switches: sws, All: r.fab.Switches, Fabric: r.fab})
+	if err != nil {
+		return err
 	}
-	sw := leaves[0]
-	id, ok := freeRingID(leaves)
-	if !ok {
-		return fmt.Errorf("job %s: switch %s already holds 256 rings", r.name, sw.Name)
+	j.ringID, j.groups = in.ID, in.Groups
+	top := in.Members[0]
+	r.ring = &JobRing{Switch: top.Switch.Name, ID: in.ID, MemoryBytes: in.MemoryBytes}
+	if top.Role == netreduce.Single {
+		r.ringSw = top.Switch
+		return nil
 	}
-	j.ringID, ring.ID = id, id
-	if err := sw.AddRing(ring); err != nil {
-		return j.tenantErr(err)
+	for _, m := range in.Members {
+		r.ringTree = append(r.ringTree, m.Switch)
+		r.ring.Tree = append(r.ring.Tree, TreeSwitch{Switch: m.Switch.Name, Role: m.Role.String(), Ranks: m.Ranks, MemoryBytes: m.MemoryBytes})
 	}
-	r.ring, r.ringSw = &JobRing{Switch: sw.Name, ID: ring.ID, MemoryBytes: ring.MemoryBytes()}, sw
-	return nil
-}
-
-// tenantErr says which job a switch refused, when there are several.
-func (j *netReduceJob) tenantErr(err error) error {
-	if len(j.r.run.cfg.Jobs) > 1 {
-		return fmt.Errorf("job %s: %w", j.r.name, err)
-	}
-	return err
-}
-
-// freeRingID is the lowest RingID no switch of sws holds.
-func freeRingID(sws []*switching.Switch) (uint8, bool) {
-	for id := 0; id < 256; id++ {
-		free := true
-		for _, s := range sws {
-			free = free && !s.HasRing(uint8(id))
-		}
-		if free {
-			return uint8(id), true
-		}
-	}
-	return 0, false
-}
-
-// switchNode is a switch's end of multi-rack NetReduce's virtual
-// connections: a locally administered MAC 02:1a:e5:00:i and 10.255.i,
-// i its place among the fabric's switches plus one (host NICs have
-// 02:1a:e0:… and 10.P.…, P a NIC's port).
-func (j *netReduceJob) switchNode(s *switching.Switch) netreduce.Node {
-	i := j.r.fab.SwitchIndex(s) + 1
-	return netreduce.Node{Name: s.Name, MAC: [6]byte{0x02, 0x1A, 0xE5, 0, byte(i >> 8), byte(i)}, IP: netip.AddrFrom4([4]byte{10, 255, byte(i >> 8), byte(i)})}
-}
-
-// installTree sets a multi-rack ring up: the spine (a switch linked to
-// every leaf) aggregates the leaves' partials, in the leaves' order; each
-// leaf its local ranks. Routes carry the virtual connections: a leaf's
-// uplink to the spine and the other leaves, the spine's downlinks.
-func (j *netReduceJob) installTree(ring netreduce.RingConfig, leaves, sws []*switching.Switch) error {
-	r := j.r
-	var spine *switching.Switch
-	up, down := make([]int, len(leaves)), make([]int, len(leaves))
-	for _, s := range r.fab.Switches {
-		if slices.Contains(leaves, s) {
-			continue
-		}
-		ok := true
-		for li, l := range leaves {
-			var linked bool
-			up[li], down[li], linked = r.fab.SwitchLink(l, s)
-			ok = ok && linked
-		}
-		if ok {
-			spine = s
-			break
-		}
-	}
-	names := make([]string, len(leaves))
-	for i, l := range leaves {
-		names[i] = l.Name
-	}
-	if spine == nil {
-		return fmt.Errorf("job %s: the ranks are under switches %s, and no switch is linked to all of them: multi-rack NetReduce aggregates on two tiers (leaves and a spine linked to each)", r.name, strings.Join(names, ", "))
-	}
-	id, ok := freeRingID(append([]*switching.Switch{spine}, leaves...))
-	if !ok {
-		return fmt.Errorf("job %s: no RingID is free on all of %s and %s", r.name, strings.Join(names, ", "), spine.Name)
-	}
-	j.ringID, ring.ID = id, id
-	leafOf := make([]int, len(sws))
-	j.groups = make([][]int, len(leaves))
-	for i, s := range sws {
-		leafOf[i] = slices.Index(leaves, s)
-		j.groups[leafOf[i]] = append(j.groups[leafOf[i]], i)
-	}
-	spineNode := j.switchNode(spine)
-	children := make([]netreduce.Node, len(leaves))
-	for i, l := range leaves {
-		children[i] = j.switchNode(l)
-		spine.Route(children[i].MAC, []int{down[i]})
-	}
-	sc := netreduce.RingConfig{ID: id, Workers: len(leaves), Window: ring.Window, MsgLen: ring.MsgLen, MTU: ring.MTU, DType: ring.DType, Release: ring.Release,
-		Tree: &netreduce.Tree{Role: netreduce.Spine, Self: spineNode, Children: children, ChildPorts: down, Trunks: r.fab.Trunks(spine)}}
-	if err := spine.AddRing(sc); err != nil {
-		return j.tenantErr(err)
-	}
-	jr := &JobRing{Switch: spine.Name, ID: id, MemoryBytes: sc.MemoryBytes()}
-	r.ringTree = append(r.ringTree, spine)
-	jr.Tree = append(jr.Tree, TreeSwitch{Switch: spine.Name, Role: netreduce.Spine.String(), MemoryBytes: sc.MemoryBytes()})
-	n := len(r.workers)
-	for li, l := range leaves {
-		lc := ring
-		lc.Conns = slices.Clone(ring.Conns)
-		for i := range lc.Conns {
-			c := &lc.Conns[i]
-			c.Remote = leafOf[i] != li
-			if c.Remote {
-				c.Port = netreduce.AnyPort
-			}
-			c.LocalDst = leafOf[(i+1)%n] == li
-			c.Peer = children[leafOf[(i+1)%n]]
-		}
-		lc.Tree = &netreduce.Tree{Role: netreduce.Leaf, Self: children[li], Parent: spineNode, ParentPort: up[li], Child: li, Trunks: r.fab.Trunks(l)}
-		if err := l.AddRing(lc); err != nil {
-			return j.tenantErr(err)
-		}
-		l.Route(spineNode.MAC, []int{up[li]})
-		for k, other := range children {
-			if k != li {
-				l.Route(other.MAC, []int{up[li]})
-			}
-		}
-		r.ringTree = append(r.ringTree, l)
-		jr.MemoryBytes += lc.MemoryBytes()
-		jr.Tree = append(jr.Tree, TreeSwitch{Switch: l.Name, Role: netreduce.Leaf.String(), Ranks: j.groups[li], MemoryBytes: lc.MemoryBytes()})
-	}
-	r.ring = jr
 	return nil
 }
 

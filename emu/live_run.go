@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/inaemu/inaemu/emu/live"
+	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/tap"
 )
@@ -175,7 +176,7 @@ func ServeSwitch(ctx context.Context, cfg Config, ports []tap.Device, ready func
 	}
 	defer fab.Close()
 	if cfg.Mode == NetReduce {
-		if err := fab.Switch.AddRing(NetReduceRing(cfg, nil)); err != nil {
+		if err := netreduce.AddRing(fab.Switch, cfg.SwitchProgram, NetReduceRing(cfg, nil)); err != nil {
 			return switching.Report{}, &ConfigError{err}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/live"
+	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/scenario"
 	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/internal/units"
@@ -240,8 +241,9 @@ func runSwitch(fs *cmdEnv, jf *jobFlags, prefix string, duration time.Duration, 
 	}
 	fmt.Fprintf(stdout, "inaemu switch: %d frames in %v: %d forwarded, %d flooded, %d results emitted\n",
 		rep.Frames, time.Since(start).Round(time.Millisecond), rep.Forwarded, rep.Flooded, rep.Emitted)
+	nr := netreduce.StatsOf(rep)
 	fmt.Fprintf(stdout, "  accelerator %d packets, %d aggregations, %d result re-sends, %d ICRC drops, %d first-lost drops, %d CLT misses\n",
-		rep.Packets, rep.Aggregations, rep.ResultResends, rep.ICRCDrops, rep.FirstLostDrops, rep.CLTMisses)
+		nr.Packets, nr.Aggregations, nr.ResultResends, nr.ICRCDrops, nr.FirstLostDrops, nr.CLTMisses)
 	return exitOK
 }
 

@@ -50,6 +50,9 @@ type Config struct {
 	Seed   uint64
 	// Capture, if set, receives a pcapng capture of every link direction.
 	Capture io.Writer
+	// SwitchProgram, if set, is the switch program the capture's section
+	// comment names (pcapio.SwitchProgramComment), for its readers.
+	SwitchProgram string
 	// OnSend, if set, sees every frame as its last bit leaves a
 	// transmitter, before the direction's fault stage (a sender-side tap;
 	// the capture shows what receivers got). port and dir place the
@@ -272,7 +275,7 @@ func New(cfg Config) (*Fabric, error) {
 		}
 	}
 	if cfg.Capture != nil {
-		c, err := newCapture(cfg.Capture, f.dirs)
+		c, err := newCapture(cfg.Capture, cfg.SwitchProgram, f.dirs)
 		if err != nil {
 			return nil, err
 		}

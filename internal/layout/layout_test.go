@@ -22,9 +22,11 @@ var levels = map[string]int{
 	"internal/vclock": 3, "internal/testvec": 3, "tap": 3,
 	// the capture checker judges wire formats only, never the emulator
 	"capcheck": 3, "graphs": 3,
-	"emu/topo": 3, "emu/netreduce": 3,
+	"emu/topo": 3,
 	"emu/nic": 4, "emu/switching": 4, "internal/wallloop": 4, "internal/taptest": 4,
 	"emu/fabric": 5, "faultwire": 5,
+	// switch programs: each registers itself with the pipeline (switching)
+	"emu/netreduce": 5,
 	"emu/live": 6,
 	"emu":      7, "emu/replay": 7,
 	"emu/scenario": 8, "dut": 8,
@@ -91,6 +93,43 @@ func TestLayoutListsEveryPackage(t *testing.T) {
 	for pkg := range levels {
 		if !listed[pkg] {
 			t.Errorf("docs/internals.md's layout does not list %s", pkg)
+		}
+	}
+}
+
+// TestSwitchingImportsNoProgram: the pipeline knows switch programs only
+// through switching.Program and its registry, so it imports no package
+// that registers a program (emu/netreduce, or any that calls
+// switching.RegisterProgram), directly or through another: a program is
+// added as one package without editing the pipeline.
+func TestSwitchingImportsNoProgram(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}\t{{.Dir}}\t{{join .GoFiles \" \"}}", module+"...").Output()
+	if err != nil {
+		t.Skipf("SKIP: go list failed (%v): the switch's imports are not checked here", err)
+	}
+	program := map[string]bool{"emu/netreduce": true}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.SplitN(line, "\t", 3)
+		if len(f) < 3 {
+			continue
+		}
+		for _, name := range strings.Fields(f[2]) {
+			src, err := os.ReadFile(filepath.Join(f[1], name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(src), "switching.RegisterProgram(") {
+				program[strings.TrimPrefix(f[0], module)] = true
+			}
+		}
+	}
+	deps, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", module+"emu/switching").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range strings.Fields(string(deps)) {
+		if dep := strings.TrimPrefix(d, module); program[dep] {
+			t.Errorf("emu/switching imports %s, a switch program: the pipeline must know programs only through switching.Program and RegisterProgram", dep)
 		}
 	}
 }
