@@ -8,6 +8,7 @@ import (
 
 	"github.com/inaemu/inaemu/emu/fabric"
 	"github.com/inaemu/inaemu/emu/nic"
+	"github.com/inaemu/inaemu/emu/nic/compress"
 	"github.com/inaemu/inaemu/emu/workload"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/inceptionn"
@@ -163,7 +164,7 @@ func (u *run) enableCompression(r *runner) error {
 			}
 			continue
 		}
-		if err := w.h.EnableCompression(nic.Compression{Codec: *c, Rate: r.cfg.CompressRate}); err != nil {
+		if err := compress.Enable(w.h, compress.Config{Codec: *c, Rate: r.cfg.CompressRate}); err != nil {
 			return fmt.Errorf("job %s: %v", r.name, err)
 		}
 		u.engines[w.h] = engineUse{job: r.name, bound: r.cfg.Compress, rate: r.cfg.CompressRate}

@@ -18,6 +18,7 @@ import (
 	"github.com/inaemu/inaemu/emu/live"
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/nic"
+	"github.com/inaemu/inaemu/emu/nic/compress"
 	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/emu/workload"
@@ -140,7 +141,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Workers: 8, Mode: NetReduce, Window: 2, MsgLen: 170, MTU: 1024, TensorBytes: 16 << 20,
 		DType: tensor.F32, Transport: frames.V2IPv4, Link: fabric.LinkConfig{Rate: 10e9, Latency: time.Microsecond},
-		Timeout: 14, RetryCnt: 7, CompressRate: nic.DefaultCompressionRate, Bcast: BcastUnicast, Verb: VerbWrite,
+		Timeout: 14, RetryCnt: 7, CompressRate: compress.DefaultRate, Bcast: BcastUnicast, Verb: VerbWrite,
 		SwitchProgram: netreduce.ProgramName}
 }
 

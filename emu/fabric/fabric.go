@@ -42,6 +42,9 @@ type Config struct {
 	// SwitchMemory is each switch's aggregation memory budget in bytes (0:
 	// no bound).
 	SwitchMemory int64
+	// Queue is every link direction's egress queue discipline (see
+	// NewQueue; "": DefaultQueue, drop-tail).
+	Queue string
 	// Netem applies to every link direction; Events go to the directions
 	// their link, or port and dir, keys select. Each direction's stage is
 	// seeded from Seed and its place.
@@ -153,6 +156,9 @@ func New(cfg Config) (*Fabric, error) {
 	if cfg.Transport == frames.NotRoCE {
 		cfg.Transport = frames.V2IPv4
 	}
+	if _, err := NewQueue(cfg.Queue, QueueConfig{}); err != nil {
+		return nil, fmt.Errorf("fabric: %v", err)
+	}
 	f := &Fabric{Clock: vclock.New(), Topo: t, onSend: cfg.OnSend}
 	// Nodes: a Switch per switch node, a Host per host NIC (a host's i-th
 	// link is its NIC i).
@@ -208,7 +214,8 @@ func New(cfg Config) (*Fabric, error) {
 					port, dir = a.Index, fd
 				}
 			}
-			d := newLinkDir(f, name, port, dir, l.Rate, l.Latency, q)
+			queue, _ := NewQueue(cfg.Queue, QueueConfig{Limit: q})
+			d := newLinkDir(f, name, port, dir, l.Rate, l.Latency, queue)
 			st := faults.NewLinkStage(name, port, dir, cfg.Netem, cfg.Events, faults.StageSeed(cfg.Seed, i, fd))
 			f.stages = append(f.stages, st)
 			d.setStage(st)
