@@ -222,6 +222,7 @@ func New(cfg Config) (*Fabric, error) {
 			fp, tp := portOf(from, i), portOf(to, i)
 			if s := sw[from]; s != nil {
 				s.SetPort(fp, d, name)
+				d.onDepart = s.Departed // the switch's buffer releases a frame as it leaves the queue
 			} else {
 				h := nics[from][fp]
 				h.Attach(d)

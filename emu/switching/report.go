@@ -16,6 +16,9 @@ type Report struct {
 	// (Add), a program's reports are summed (ReportSum), or else kept as
 	// a PerSwitch list.
 	Programs map[string]any
+	// Buffer is the shared buffer held per ingress port and priority that
+	// saw traffic (Switch.Buffer); a run's total lists every switch's.
+	Buffer []BufferUse
 }
 
 // PerSwitch is a run's reports of one program that do not sum
@@ -24,7 +27,7 @@ type PerSwitch []any
 
 // Report is the pipeline's counters and its programs' reports.
 func (s *Switch) Report() Report {
-	r := Report{Counters: s.Stats}
+	r := Report{Counters: s.Stats, Buffer: s.Buffer()}
 	for _, p := range s.programs {
 		if r.Programs == nil {
 			r.Programs = map[string]any{}
@@ -37,6 +40,7 @@ func (s *Switch) Report() Report {
 // Add adds another switch's report (a run's switches together).
 func (r *Report) Add(x Report) {
 	r.Counters.Add(x.Counters)
+	r.Buffer = append(r.Buffer, x.Buffer...)
 	for name, v := range x.Programs {
 		if r.Programs == nil {
 			r.Programs = map[string]any{}
@@ -91,6 +95,14 @@ func (r Report) MarshalJSON() ([]byte, error) {
 	}
 	if err := appendFields(&b, r.Counters); err != nil {
 		return nil, err
+	}
+	if len(r.Buffer) > 0 {
+		v, err := json.Marshal(r.Buffer)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString(`,"buffer":`)
+		b.Write(v)
 	}
 	names := make([]string, 0, len(r.Programs))
 	for n := range r.Programs {
@@ -147,6 +159,11 @@ func (r *Report) UnmarshalJSON(data []byte) error {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(data, &fields); err != nil {
 		return err
+	}
+	if v, ok := fields["buffer"]; ok {
+		if err := json.Unmarshal(v, &r.Buffer); err != nil {
+			return err
+		}
 	}
 	if flat, zero := flatProgram(); flat != "" {
 		p := reflect.New(reflect.TypeOf(zero))

@@ -74,6 +74,7 @@ type Switch struct {
 	boundIP  map[[16]byte]int // their addresses (As16), by port
 	view     frames.View
 	emitFn   ProgramEmit
+	buffer   buffer // the shared buffer's accounting (buffer.go)
 }
 
 // binding is a port's bound host NIC.
@@ -281,22 +282,22 @@ func (s *Switch) forward(in int, frame []byte, lat time.Duration) {
 				return
 			}
 			s.Stats.Forwarded++
-			s.ports[p].Push(frame, ready)
+			s.push(p, in, frame, ready)
 			return
 		}
 	}
 	s.Stats.Flooded++
 	if s.flood == nil {
-		for p, d := range s.ports {
+		for p := range s.ports {
 			if p != in {
-				d.Push(frame, ready)
+				s.push(p, in, frame, ready)
 			}
 		}
 		return
 	}
 	for _, p := range s.flood {
 		if p != in {
-			s.ports[p].Push(frame, ready)
+			s.push(p, in, frame, ready)
 		}
 	}
 }

@@ -227,7 +227,7 @@ func TestLearning(t *testing.T) {
 	r.want(f5, t0+time.Microsecond+100*time.Nanosecond, 2)
 
 	assert.Equal(t, switching.Counters{Frames: 5, Forwarded: 3, Flooded: 1, Filtered: 1}, r.sw.Stats)
-	assert.Equal(t, switching.Report{Counters: r.sw.Stats}, r.sw.Report(), "no accelerator: its stats are zero")
+	assert.Equal(t, switching.Report{Counters: r.sw.Stats, Buffer: r.sw.Buffer()}, r.sw.Report(), "no accelerator: its stats are zero")
 }
 
 func TestFlooding(t *testing.T) {
