@@ -559,3 +559,19 @@ func inaOf(op wire.Opcode, payload []byte, tag uint32) wire.INA {
 	}
 	return wire.INA(payload[:wire.INALen:wire.INALen])
 }
+
+// RuleAggSum names a NetReduce result that is not the sum of its
+// contributions.
+const RuleAggSum = "agg-sum"
+
+func aggSummary(r *Report) string {
+	if r.AggChecked+r.AggUnchecked+r.AggForwarded == 0 {
+		return ""
+	}
+	order := "rank-order"
+	if r.AggTreeOrder {
+		order = "reduction-order (rank order in one switch, tree order across racks)"
+	}
+	return fmt.Sprintf("%d results equal the %s sum, %d unchecked (contributions not all seen), %d stale duplicates forwarded",
+		r.AggChecked, order, r.AggUnchecked, r.AggForwarded)
+}
