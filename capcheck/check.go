@@ -84,6 +84,11 @@ type CheckOptions struct {
 	// INATag is the InetTag of the switch's INA headers (0: inaemu's,
 	// wire.INATag); NetReduce papers leave its value open.
 	INATag uint32
+	// SwitchProgram is the switch program whose aggregation the capture
+	// shows ("": the one its section comment names, pcapio.SwitchProgram,
+	// else netreduce). It sets the header length agg-sum expects in
+	// front of a WRITE FIRST's data (aggHeaderLen).
+	SwitchProgram string
 }
 
 // Vantage is where a single-interface capture was taken.
@@ -336,7 +341,9 @@ type Report struct {
 	// readable: the frames before that point were checked.
 	Truncated string `json:"truncated,omitempty"`
 	// AggError says why agg-sum could not read the payloads a second
-	// time (the file changed or went away between the reads).
+	// time (the file changed or went away between the reads), or was not
+	// applied (a switch program whose aggregation header the checker
+	// does not know, CheckOptions.SwitchProgram).
 	AggError     string `json:"agg_error,omitempty"`
 	Connections  int    `json:"connections"`
 	AggChecked   int    `json:"agg_checked"`
@@ -396,6 +403,9 @@ func CheckFile(path string, opt CheckOptions) (*Report, error) {
 	}
 	if opt.Interfaces == nil {
 		opt.Interfaces = rd.Interfaces()
+	}
+	if opt.SwitchProgram == "" {
+		opt.SwitchProgram = pcapio.SwitchProgram(rd.SectionComment())
 	}
 	if opt.Clock == ClockAuto && pcapio.WallClock(rd.SectionComment()) {
 		opt.Clock, p.clockWhy = ClockWall, "the capture's section comment says "+strconv.Quote(pcapio.WallClockComment)
@@ -1124,7 +1134,12 @@ func (p *frameParser) check(opt CheckOptions, payloads func(yield func(i int, da
 	var aggViolations []Violation
 	aggDone := make(chan error, 1)
 	go func() {
-		aggDone <- checkAggregation(payloads, fs, c.ifaceNames, c.ifaceSide, c.ifaceHostLink, opt.LinkTaps, opt.DType, tag, trees, rep,
+		hdr, err := aggHeader(opt.SwitchProgram)
+		if err != nil {
+			aggDone <- err
+			return
+		}
+		aggDone <- checkAggregation(payloads, fs, c.ifaceNames, c.ifaceSide, c.ifaceHostLink, opt.LinkTaps, opt.DType, tag, hdr, trees, rep,
 			func(rule string, f *checkFrame, detail string) {
 				aggViolations = append(aggViolations, c.newViolation(rule, f, "", detail))
 			})
