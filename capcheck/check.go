@@ -19,17 +19,6 @@ import (
 	"github.com/inaemu/inaemu/tensor"
 )
 
-// Rule names carried by violations.
-const (
-	RuleICRC       = "icrc"
-	RulePSNOrder   = "psn-order"
-	RuleNAKPSN     = "nak-psn"
-	RuleExtraNAK   = "extra-nak"
-	RuleACKRegress = "ack-regress"
-	RuleAggSum     = "agg-sum"
-	RulePacked     = "packed"
-)
-
 // CheckOptions tune Check.
 type CheckOptions struct {
 	// Interfaces are the pcapng interface names by interface index (nil
@@ -95,6 +84,11 @@ type CheckOptions struct {
 	// INATag is the InetTag of the switch's INA headers (0: inaemu's,
 	// wire.INATag); NetReduce papers leave its value open.
 	INATag uint32
+	// SwitchProgram is the switch program whose aggregation the capture
+	// shows ("": the one its section comment names, pcapio.SwitchProgram,
+	// else netreduce). It sets the header length agg-sum expects in
+	// front of a WRITE FIRST's data (aggHeaderLen).
+	SwitchProgram string
 }
 
 // Vantage is where a single-interface capture was taken.
@@ -347,7 +341,9 @@ type Report struct {
 	// readable: the frames before that point were checked.
 	Truncated string `json:"truncated,omitempty"`
 	// AggError says why agg-sum could not read the payloads a second
-	// time (the file changed or went away between the reads).
+	// time (the file changed or went away between the reads), or was not
+	// applied (a switch program whose aggregation header the checker
+	// does not know, CheckOptions.SwitchProgram).
 	AggError     string `json:"agg_error,omitempty"`
 	Connections  int    `json:"connections"`
 	AggChecked   int    `json:"agg_checked"`
@@ -361,15 +357,6 @@ type Report struct {
 	NAKRespLatency LatencySummary `json:"nak_response_latency"`
 	Streams        []StreamReport `json:"streams"`
 	Violations     []Violation    `json:"violations"`
-}
-
-// RuleCounts is the number of violations per rule.
-func (r *Report) RuleCounts() map[string]int {
-	m := map[string]int{}
-	for _, v := range r.Violations {
-		m[v.Rule]++
-	}
-	return m
 }
 
 // CheckFile reads a pcap or pcapng file and checks it. The error is about
@@ -416,6 +403,9 @@ func CheckFile(path string, opt CheckOptions) (*Report, error) {
 	}
 	if opt.Interfaces == nil {
 		opt.Interfaces = rd.Interfaces()
+	}
+	if opt.SwitchProgram == "" {
+		opt.SwitchProgram = pcapio.SwitchProgram(rd.SectionComment())
 	}
 	if opt.Clock == ClockAuto && pcapio.WallClock(rd.SectionComment()) {
 		opt.Clock, p.clockWhy = ClockWall, "the capture's section comment says "+strconv.Quote(pcapio.WallClockComment)
@@ -758,7 +748,7 @@ func isRequestOp(op wire.Opcode) bool {
 // the packet may have left the requester before the responses captured
 // just before it reached the requester. Unpaired: any PSN up to the
 // highest sent plus one. A READ request occupies ceil(length/MTU) PSNs
-// (CheckOptions.MTU; readatomic.go): the next PSN is the one after its
+// (CheckOptions.MTU; rules_readatomic.go): the next PSN is the one after its
 // range, and READ responses and Atomic Acknowledges acknowledge their PSN
 // (a READ response after a gap in the responses only what precedes its
 // READ: the requester re-issues the READ from the first missing one). A
@@ -843,7 +833,7 @@ func Check(recs []pcapio.Record, opt CheckOptions) *Report {
 type frameParser struct {
 	// What the READ and atomic rules need of a few frames (by index),
 	// the payload lengths that say the path MTU, and the frames per
-	// opcode the rules do not cover (readatomic.go).
+	// opcode the rules do not cover (rules_rules_readatomic.go).
 	ext       map[int]frameExt
 	mtuLens   map[int32]int
 	maxPay    int32
@@ -891,16 +881,6 @@ func (p *frameParser) addr(a netip.Addr) uint32 {
 	p.addrs = append(p.addrs, a)
 	p.addrIdx[a] = i
 	return i
-}
-
-type badICRC struct {
-	frame          int
-	wire, computed uint32
-}
-
-type badPacked struct {
-	frame int
-	err   error
 }
 
 func newFrameParser() *frameParser {
@@ -1131,13 +1111,8 @@ func (p *frameParser) check(opt CheckOptions, payloads func(yield func(i int, da
 	p.reportUncovered(rep)
 	c.addrs, c.addrIdx = p.addrs, p.addrIdx
 	c.reorderW = reorderWindow(opt.ReorderWindow, p.maxExtra, p.held, rep)
-	for _, b := range bad {
-		f := fs.at(b.frame)
-		c.violation(RuleICRC, f, "bad ICRC: wire %08x, computed %08x", b.wire, b.computed)
-	}
-	for _, b := range p.unpackable {
-		c.violation(RulePacked, fs.at(b.frame), "marked compressed (DSCP 10) but its payload does not unpack: %v", b.err)
-	}
+	c.icrcRule(bad)
+	c.packedRule(p.unpackable)
 	c.buildVantages()
 	for i, vp := range c.ifaceVP {
 		if p.treeIface[i] && vp != nil && !vp.tree {
@@ -1159,7 +1134,12 @@ func (p *frameParser) check(opt CheckOptions, payloads func(yield func(i int, da
 	var aggViolations []Violation
 	aggDone := make(chan error, 1)
 	go func() {
-		aggDone <- checkAggregation(payloads, fs, c.ifaceNames, c.ifaceSide, c.ifaceHostLink, opt.LinkTaps, opt.DType, tag, trees, rep,
+		hdr, err := aggHeader(opt.SwitchProgram)
+		if err != nil {
+			aggDone <- err
+			return
+		}
+		aggDone <- checkAggregation(payloads, fs, c.ifaceNames, c.ifaceSide, c.ifaceHostLink, opt.LinkTaps, opt.DType, tag, hdr, trees, rep,
 			func(rule string, f *checkFrame, detail string) {
 				aggViolations = append(aggViolations, c.newViolation(rule, f, "", detail))
 			})

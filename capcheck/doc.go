@@ -42,6 +42,13 @@
 //     (DSCP 10, INCEPTIONN's ToS 0x28) whose good-ICRC payload does not
 //     unpack (frames/inceptionn's packed form).
 //
+// Rules is the same list as a table (name, family, one-line doc, the
+// report's count of what the rule judged), from which docs/check.md's
+// list, the JUnit testcases and the text report's per-family lines come;
+// each family's code is a file of its own (rules_icrc.go, rules_packed.go,
+// rules_psn.go, rules_readatomic.go, rules_agg.go), the machinery that
+// runs the stream rules per vantage point and connection stream.go.
+//
 // Which opcodes each rule covers (IBTA Vol. 1 §9.2 opcode numbers, RC
 // unless named):
 //

@@ -1,7 +1,9 @@
 package capcheck_test
 
 import (
+	"fmt"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -58,5 +60,64 @@ func TestDocsCheckSamples(t *testing.T) {
 		var got strings.Builder
 		require.NoError(t, rep.WriteText(&got))
 		assert.Equal(t, want, got.String(), "sample %q", name)
+	}
+}
+
+// TestDocsListTheRules: docs/check.md's rule list, the package doc's and
+// docs/reports.md's JUnit testcases are capcheck.Rules, in its order.
+func TestDocsListTheRules(t *testing.T) {
+	var want strings.Builder
+	want.WriteString("<!-- rules: capcheck.Rules, one line each (TestDocsListTheRules) -->\n")
+	for _, r := range capcheck.Rules {
+		fmt.Fprintf(&want, "- `%s`: %s (judged: `%s`)\n", r.Name, r.Doc, r.Counter)
+	}
+	b, err := os.ReadFile("../docs/check.md")
+	require.NoError(t, err)
+	m := regexp.MustCompile("(?s)<!-- rules:.*?-->\n.*?<!-- /rules -->").FindString(string(b))
+	assert.Equal(t, want.String()+"<!-- /rules -->", m, "docs/check.md's rule list is capcheck.Rules (copy the expected block)")
+
+	names := capcheck.RuleNames()
+	b, err = os.ReadFile("../docs/reports.md")
+	require.NoError(t, err)
+	var quoted []string
+	for _, n := range names {
+		quoted = append(quoted, "`"+n+"`")
+	}
+	junit := regexp.MustCompile(`\s+`).ReplaceAllString(strings.Join(quoted, ", "), " ")
+	flat := regexp.MustCompile(`\s+`).ReplaceAllString(string(b), " ")
+	assert.Contains(t, flat, "a `<testcase>` per rule ("+junit+")", "docs/reports.md's JUnit testcases")
+
+	b, err = os.ReadFile("doc.go")
+	require.NoError(t, err)
+	var inDoc []string
+	for _, m := range regexp.MustCompile(`(?m)^//   - ([a-z-]+):`).FindAllStringSubmatch(string(b), -1) {
+		inDoc = append(inDoc, m[1])
+	}
+	assert.ElementsMatch(t, names, inDoc, "the package doc's rule list")
+}
+
+// Every rule's counter is a field of the report (or of its streams).
+func TestRuleCountersAreReportFields(t *testing.T) {
+	fields := func(v any) map[string]bool {
+		m := map[string]bool{}
+		ty := reflect.TypeOf(v)
+		for i := range ty.NumField() {
+			name, _, _ := strings.Cut(ty.Field(i).Tag.Get("json"), ",")
+			m[name] = true
+		}
+		return m
+	}
+	rep, stream := fields(capcheck.Report{}), fields(capcheck.StreamReport{})
+	seen := map[string]bool{}
+	for _, r := range capcheck.Rules {
+		assert.False(t, seen[r.Name], "rule %s listed twice", r.Name)
+		seen[r.Name] = true
+		assert.NotEmpty(t, r.Doc, r.Name)
+		assert.NotEmpty(t, r.Family, r.Name)
+		if f, ok := strings.CutPrefix(r.Counter, "streams[]."); ok {
+			assert.True(t, stream[f], "rule %s: counter %s is no field of a stream", r.Name, r.Counter)
+		} else {
+			assert.True(t, rep[r.Counter], "rule %s: counter %s is no field of the report", r.Name, r.Counter)
+		}
 	}
 }

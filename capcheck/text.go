@@ -9,7 +9,10 @@ import (
 )
 
 // WriteText prints the report as `inaemu check` does: one line per
-// violation (`RULE frame N qp 0x.. psn P: detail`), then a summary.
+// violation (`RULE frame N qp 0x.. psn P: detail`), then a summary: each
+// rule family's line (rules.go's families, written by the family's file)
+// among what the capture and its vantage points add, the latencies, what
+// went unchecked, and the verdict with its count per rule.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	for _, v := range r.Violations {
@@ -22,10 +25,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "%s: %s (%d RoCE, %d malformed, %d not delivered), %s, %s\n", name, plural(r.Frames, "frame"),
 		r.RoCEFrames, r.Malformed, r.Ghosts, plural(len(r.VantagePoints), "vantage point"), plural(r.Connections, "connection"))
-	fmt.Fprintf(&b, "  icrc         %d bad\n", r.BadICRC)
-	if r.Compressed > 0 {
-		fmt.Fprintf(&b, "  compressed   %d frames with INCEPTIONN payloads (DSCP 10), each unpacked\n", r.Compressed)
-	}
+	writeFamily(&b, r, famICRC)
+	writeFamily(&b, r, famPacked)
 	if r.Injected > 0 {
 		kinds := make([]string, 0, len(r.InjectedKinds))
 		for k := range r.InjectedKinds {
@@ -47,9 +48,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Reordered > 0 {
 		fmt.Fprintf(&b, "  reordered    %s overtaken on the way (reorder window %v), not violations\n", plural(r.Reordered, "frame"), time.Duration(r.ReorderWindowNS))
 	}
-	if r.ReadRequests+r.AtomicRequests > 0 {
-		fmt.Fprintf(&b, "  read/atomic  %s (path MTU %s), %s\n", plural(r.ReadRequests, "READ request"), r.PathMTUWhy, plural(r.AtomicRequests, "atomic request"))
-	}
+	writeFamily(&b, r, famReadAtomic)
 	if r.Clock == "wall" {
 		fmt.Fprintf(&b, "  clock        %s\n", r.InFlightWhy)
 	}
@@ -60,14 +59,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  unpaired     %s whose responses could not be told apart, NOT CHECKED for nak-psn and extra-nak, psn-order only loosely (name them with --pair SRC,DST,REQQPN=RESPQPN): %s\n",
 			plural(len(r.Unpaired), "request stream"), strings.Join(r.Unpaired, ", "))
 	}
-	if r.AggChecked+r.AggUnchecked+r.AggForwarded > 0 {
-		order := "rank-order"
-		if r.AggTreeOrder {
-			order = "reduction-order (rank order in one switch, tree order across racks)"
-		}
-		fmt.Fprintf(&b, "  aggregation  %d results equal the %s sum, %d unchecked (contributions not all seen), %d stale duplicates forwarded\n",
-			r.AggChecked, order, r.AggUnchecked, r.AggForwarded)
-	}
+	writeFamily(&b, r, famAgg)
 	lat := func(label string, l LatencySummary) {
 		if l.Count == 0 {
 			fmt.Fprintf(&b, "  %-24s none\n", label)

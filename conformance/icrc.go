@@ -304,9 +304,9 @@ func noAggregateFromCorruption(o SuiteOptions) PropertyResult {
 		case o.DUT != nil:
 			// A device's drop counters are its own: an exact result is the
 			// verdict (a corrupted contribution would change the sum).
-		case out.Switch.ICRCDrops != uint64(corrupted-forwarded):
+		case netreduce.StatsOf(out.Switch).ICRCDrops != uint64(corrupted-forwarded):
 			fail = fmt.Sprintf("%d corrupted gradient frames reached the switch (%d forwarded unchanged as ordinary traffic) but it dropped %d for their ICRC",
-				corrupted, forwarded, out.Switch.ICRCDrops)
+				corrupted, forwarded, netreduce.StatsOf(out.Switch).ICRCDrops)
 		}
 		if fail == "" {
 			return true

@@ -368,7 +368,7 @@ func reportShrunk[C fmt.Stringer](o SuiteOptions, res *PropertyResult, i int, c 
 // forged, and port security drops it before any ICRC check).
 func forgeryDrops(res *emu.Result, openPorts bool) string {
 	forged, corrupted := res.Faults.Spoofed, res.Faults.Corrupted
-	security, binding := res.Switch.PortSecurity, res.Switch.PortDrops
+	security, binding := res.Switch.PortSecurity, netreduce.StatsOf(res.Switch).PortDrops
 	by, other := security, binding
 	if openPorts {
 		by, other = binding, security

@@ -8,6 +8,7 @@ import (
 
 	"github.com/inaemu/inaemu/emu/fabric"
 	"github.com/inaemu/inaemu/emu/nic"
+	"github.com/inaemu/inaemu/emu/nic/compress"
 	"github.com/inaemu/inaemu/emu/workload"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/inceptionn"
@@ -163,7 +164,7 @@ func (u *run) enableCompression(r *Job) error {
 			}
 			continue
 		}
-		if err := w.NIC.EnableCompression(nic.Compression{Codec: *c, Rate: r.Cfg.CompressRate}); err != nil {
+		if err := compress.Enable(w.NIC, compress.Config{Codec: *c, Rate: r.Cfg.CompressRate}); err != nil {
 			return fmt.Errorf("job %s: %v", r.Name, err)
 		}
 		u.engines[w.NIC] = engineUse{job: r.Name, bound: r.Cfg.Compress, rate: r.Cfg.CompressRate}

@@ -84,12 +84,12 @@ func TestRunNoFaultsBaseline(t *testing.T) {
 			// 128 KiB in messages of 8×1024-8 bytes: 16 full messages of 8
 			// packets and a 17th of 128 bytes in one packet.
 			assert.Equal(t, uint64(16*8+1), inaPackets(smallJob(mode)))
-			assert.Equal(t, uint64(16*8+1), res.Switch.Aggregations)
-			assert.Zero(t, res.Switch.ResultResends)
-			assert.Zero(t, res.Switch.CLTMisses)
+			assert.Equal(t, uint64(16*8+1), netreduce.StatsOf(res.Switch).Aggregations)
+			assert.Zero(t, netreduce.StatsOf(res.Switch).ResultResends)
+			assert.Zero(t, netreduce.StatsOf(res.Switch).CLTMisses)
 		} else {
 			assert.Empty(t, res.Release)
-			assert.Zero(t, res.Switch.Aggregations, "the switch only forwards in ring mode")
+			assert.Zero(t, netreduce.StatsOf(res.Switch).Aggregations, "the switch only forwards in ring mode")
 		}
 	})
 }
@@ -110,7 +110,7 @@ func TestRunDropFirstPacketOfFirstMessage(t *testing.T) {
 		assert.Equal(t, uint64(1), res.Faults.Dropped)
 		assert.Greater(t, res.Retransmissions, uint64(0))
 		if mode == NetReduce {
-			assert.True(t, res.Switch.FirstLostDrops > 0 || res.Switch.CLTMisses > 0,
+			assert.True(t, netreduce.StatsOf(res.Switch).FirstLostDrops > 0 || netreduce.StatsOf(res.Switch).CLTMisses > 0,
 				"the switch must notice the message without its first packet: %+v", res.Switch)
 		}
 	})
@@ -126,7 +126,7 @@ func TestRunCorruptNeverAggregated(t *testing.T) {
 			// The switch checks the ICRC before aggregating; had it
 			// aggregated the corrupted packet, it would have recomputed a
 			// good ICRC over a wrong sum and the result would differ.
-			assert.Equal(t, uint64(1), res.Switch.ICRCDrops)
+			assert.Equal(t, uint64(1), netreduce.StatsOf(res.Switch).ICRCDrops)
 		}
 	})
 }
@@ -163,7 +163,7 @@ func TestRunCorruptMany(t *testing.T) {
 		assert.GreaterOrEqual(t, arrived+1, res.Faults.Corrupted)
 		assert.Equal(t, arrived, res.ICRCDrops, "every corrupted frame that arrived is caught by exactly one ICRC check")
 		if mode == NetReduce {
-			assert.Equal(t, arrived, res.Switch.ICRCDrops, "the switch drops each corrupted gradient packet")
+			assert.Equal(t, arrived, netreduce.StatsOf(res.Switch).ICRCDrops, "the switch drops each corrupted gradient packet")
 		}
 	})
 }
@@ -179,13 +179,13 @@ func TestRunDuplicates(t *testing.T) {
 		assert.Greater(t, res.Faults.Duplicated, uint64(0))
 		assert.Zero(t, res.Retransmissions, "a duplicate needs no recovery")
 		if mode == NetReduce {
-			assert.Equal(t, inaPackets(smallJob(mode)), res.Switch.Aggregations, "no aggregator counted twice")
+			assert.Equal(t, inaPackets(smallJob(mode)), netreduce.StatsOf(res.Switch).Aggregations, "no aggregator counted twice")
 		}
 		res = runExact(t, smallJob(mode, "dup port=7 dir=in class=data every=7"))
 		assert.Greater(t, res.Faults.Duplicated, uint64(0))
 		if mode == NetReduce {
-			assert.Greater(t, res.Switch.ResultResends, uint64(0), "a duplicate for a complete aggregator gets the result again")
-			assert.Equal(t, inaPackets(smallJob(mode)), res.Switch.Aggregations)
+			assert.Greater(t, netreduce.StatsOf(res.Switch).ResultResends, uint64(0), "a duplicate for a complete aggregator gets the result again")
+			assert.Equal(t, inaPackets(smallJob(mode)), netreduce.StatsOf(res.Switch).Aggregations)
 		}
 	})
 }
@@ -277,7 +277,7 @@ func TestRunRetryExhaustion(t *testing.T) {
 		} else {
 			assert.Regexp(t, `^rank \d send QP to rank \d`, err.Error())
 			assert.GreaterOrEqual(t, res.Timeouts, uint64(3))
-			assert.Zero(t, res.Switch.Aggregations)
+			assert.Zero(t, netreduce.StatsOf(res.Switch).Aggregations)
 		}
 	})
 }
@@ -358,7 +358,7 @@ func TestRunTransports(t *testing.T) {
 				assert.Greater(t, res.Retransmissions, uint64(0))
 				assert.GreaterOrEqual(t, res.ICRCDrops, uint64(1))
 				if mode == NetReduce {
-					assert.Equal(t, inaPackets(cfg), res.Switch.Aggregations, "the switch aggregates %s traffic", tr)
+					assert.Equal(t, inaPackets(cfg), netreduce.StatsOf(res.Switch).Aggregations, "the switch aggregates %s traffic", tr)
 				}
 			})
 		})
@@ -371,7 +371,7 @@ func TestRunPaperRelease(t *testing.T) {
 		cfg.Release, cfg.Window = netreduce.Paper, w
 		res := runExact(t, cfg)
 		assert.Equal(t, "paper", res.Release)
-		assert.Equal(t, inaPackets(cfg), res.Switch.Aggregations)
+		assert.Equal(t, inaPackets(cfg), netreduce.StatsOf(res.Switch).Aggregations)
 	}
 }
 
@@ -395,7 +395,7 @@ func TestRunShapes(t *testing.T) {
 				cfg.Workers, cfg.MsgLen, cfg.MTU, cfg.Window, cfg.TensorBytes, cfg.DType = c.workers, c.msgLen, c.mtu, c.window, c.bytes, c.dt
 				res := runExact(t, cfg)
 				if mode == NetReduce {
-					assert.Equal(t, inaPackets(cfg), res.Switch.Aggregations)
+					assert.Equal(t, inaPackets(cfg), netreduce.StatsOf(res.Switch).Aggregations)
 				}
 			})
 		}
@@ -447,8 +447,8 @@ func TestEarlyPacketOfUnseenMessageNeverPoisons(t *testing.T) {
 	res, err := Run(cfg)
 	require.NoError(t, err)
 	require.True(t, res.Exact, "%+v", res.Mismatch)
-	require.Greater(t, res.Switch.FirstLostDrops, uint64(0), "the early packet must be dropped")
-	require.Zero(t, res.Switch.CLTMisses, "ring connections are never CLT misses")
+	require.Greater(t, netreduce.StatsOf(res.Switch).FirstLostDrops, uint64(0), "the early packet must be dropped")
+	require.Zero(t, netreduce.StatsOf(res.Switch).CLTMisses, "ring connections are never CLT misses")
 }
 
 // TestRunSpoofFromOtherPort: a forged copy of rank 1's aggregation frame
@@ -465,13 +465,13 @@ func TestRunSpoofFromOtherPort(t *testing.T) {
 	res := runExact(t, cfg)
 	assert.Equal(t, uint64(1), res.Faults.Spoofed)
 	assert.Equal(t, uint64(1), res.Switch.PortSecurity)
-	assert.Zero(t, res.Switch.PortDrops, "the accelerator never saw it")
+	assert.Zero(t, netreduce.StatsOf(res.Switch).PortDrops, "the accelerator never saw it")
 	// With port security off the forgery reaches the accelerator, which
 	// drops it by the connection's port binding.
 	open := smallJob(NetReduce, "spoof=2 port=1 class=data nth=5")
 	open.OpenPorts = true
 	res2 := runExact(t, open)
-	assert.Equal(t, uint64(1), res2.Switch.PortDrops)
+	assert.Equal(t, uint64(1), netreduce.StatsOf(res2.Switch).PortDrops)
 	assert.Zero(t, res2.Switch.PortSecurity)
 	rd, err := pcapio.NewReader("capture", bytes.NewReader(buf.Bytes()))
 	require.NoError(t, err)
@@ -507,8 +507,8 @@ func TestLateFrameBeyondMsgIDWrap(t *testing.T) {
 	require.NoError(t, err)
 	late.Events = []faults.Event{ev}
 	res := runExact(t, late)
-	assert.Equal(t, uint64(1), res.Switch.StaleForwards, "the late frame is a released message's duplicate")
-	assert.Zero(t, res.Switch.BadDrops)
+	assert.Equal(t, uint64(1), netreduce.StatsOf(res.Switch).StaleForwards, "the late frame is a released message's duplicate")
+	assert.Zero(t, netreduce.StatsOf(res.Switch).BadDrops)
 
 	paper := cfg
 	paper.Release = netreduce.Paper

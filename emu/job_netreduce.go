@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"github.com/inaemu/inaemu/emu/workload"
 	"github.com/inaemu/inaemu/internal/units"
-	"net/netip"
 	"slices"
-	"strings"
 
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/nic"
@@ -93,7 +91,7 @@ func init() {
 		},
 		Memory: netReduceMemory,
 		ServeSwitch: func(c Config, sw *switching.Switch) error {
-			return sw.AddRing(NetReduceRing(c, nil))
+			return netreduce.AddRing(sw, c.SwitchProgram, NetReduceRing(c, nil))
 		},
 	})
 }
@@ -190,19 +188,19 @@ func netReduceMessages(cfg Config) int64 {
 // installRing sets up the job's ring on the switch every rank's NIC is
 // attached to (on the live backend, the switch in this process, if any),
 // or, when the ranks sit under several leaves, on those leaves and the
-// spine that joins them (multi-rack aggregation, netreduce/tree.go).
+// spine that joins them: netreduce.Install, through the program
+// cfg.SwitchProgram names.
 func (j *netReduceJob) installRing() error {
 	r := j.r
 	if r.Fab.Live() {
 		if r.Fab.Switch != nil {
-			return r.Fab.Switch.AddRing(NetReduceRing(r.Cfg, r.PSNs.Send))
+			return netreduce.AddRing(r.Fab.Switch, r.Cfg.SwitchProgram, NetReduceRing(r.Cfg, r.PSNs.Send))
 		}
 		return nil
 	}
 	sws := make([]*switching.Switch, len(r.Workers))
-	ports := make([]int, len(r.Workers))
-	var leaves []*switching.Switch // in the order of their lowest rank: the tree's order
-	gpuRank := map[string]int{}    // by host, the rank on one of its GPUs
+	gpuRank := map[string]int{} // by host, the rank on one of its GPUs
+	ring := NetReduceRing(r.Cfg, r.PSNs.Send)
 	for i, w := range r.Workers {
 		if w.GPU >= 0 {
 			// Two ranks of one host would meet on the host's interconnect,
@@ -217,148 +215,28 @@ func (j *netReduceJob) installRing() error {
 		if s == nil {
 			return fmt.Errorf("job %s: rank %d's NIC %s is not attached to a switch: NetReduce aggregates in a switch", r.Name, i, w.NIC.Name)
 		}
-		sws[i], ports[i] = s, p
-		if !slices.Contains(leaves, s) {
-			leaves = append(leaves, s)
-		}
-	}
-	ring := NetReduceRing(r.Cfg, r.PSNs.Send)
-	for i, w := range r.Workers {
+		sws[i] = s
 		succ := r.Workers[(i+1)%len(r.Workers)]
 		c := &ring.Conns[i]
-		c.Src, c.Dst, c.DestQP, c.Port = w.NIC.IP, succ.NIC.IP, succ.RQ.QPN(), ports[i]
+		c.Src, c.Dst, c.DestQP, c.Port = w.NIC.IP, succ.NIC.IP, succ.RQ.QPN(), p
 		c.Name = w.NIC.Name + "→" + succ.NIC.Name
 	}
-	if len(leaves) > 1 {
-		return j.installTree(ring, leaves, sws)
+	in, err := netreduce.Install(netreduce.Placement{Job: r.Name, Tenants: len(r.run.cfg.Jobs) > 1, Program: r.Cfg.SwitchProgram,
+		Ring: ring, Switches: sws, All: r.Fab.Switches, Fabric: r.Fab})
+	if err != nil {
+		return err
 	}
-	sw := leaves[0]
-	id, ok := freeRingID(leaves)
-	if !ok {
-		return fmt.Errorf("job %s: switch %s already holds 256 rings", r.Name, sw.Name)
+	j.ringID, j.groups = in.ID, in.Groups
+	top := in.Members[0]
+	r.Ring = &JobRing{Switch: top.Switch.Name, ID: in.ID, MemoryBytes: in.MemoryBytes}
+	if top.Role == netreduce.Single {
+		r.RingSw = top.Switch
+		return nil
 	}
-	j.ringID, ring.ID = id, id
-	if err := sw.AddRing(ring); err != nil {
-		return j.tenantErr(err)
+	for _, m := range in.Members {
+		r.RingTree = append(r.RingTree, m.Switch)
+		r.Ring.Tree = append(r.Ring.Tree, TreeSwitch{Switch: m.Switch.Name, Role: m.Role.String(), Ranks: m.Ranks, MemoryBytes: m.MemoryBytes})
 	}
-	r.Ring, r.RingSw = &JobRing{Switch: sw.Name, ID: ring.ID, MemoryBytes: ring.MemoryBytes()}, sw
-	return nil
-}
-
-// tenantErr says which job a switch refused, when there are several.
-func (j *netReduceJob) tenantErr(err error) error {
-	if len(j.r.run.cfg.Jobs) > 1 {
-		return fmt.Errorf("job %s: %w", j.r.Name, err)
-	}
-	return err
-}
-
-// freeRingID is the lowest RingID no switch of sws holds.
-func freeRingID(sws []*switching.Switch) (uint8, bool) {
-	for id := 0; id < 256; id++ {
-		free := true
-		for _, s := range sws {
-			free = free && !s.HasRing(uint8(id))
-		}
-		if free {
-			return uint8(id), true
-		}
-	}
-	return 0, false
-}
-
-// switchNode is a switch's end of multi-rack NetReduce's virtual
-// connections: a locally administered MAC 02:1a:e5:00:i and 10.255.i,
-// i its place among the fabric's switches plus one (host NICs have
-// 02:1a:e0:… and 10.P.…, P a NIC's port).
-func (j *netReduceJob) switchNode(s *switching.Switch) netreduce.Node {
-	i := j.r.Fab.SwitchIndex(s) + 1
-	return netreduce.Node{Name: s.Name, MAC: [6]byte{0x02, 0x1A, 0xE5, 0, byte(i >> 8), byte(i)}, IP: netip.AddrFrom4([4]byte{10, 255, byte(i >> 8), byte(i)})}
-}
-
-// installTree sets a multi-rack ring up: the spine (a switch linked to
-// every leaf) aggregates the leaves' partials, in the leaves' order; each
-// leaf its local ranks. Routes carry the virtual connections: a leaf's
-// uplink to the spine and the other leaves, the spine's downlinks.
-func (j *netReduceJob) installTree(ring netreduce.RingConfig, leaves, sws []*switching.Switch) error {
-	r := j.r
-	var spine *switching.Switch
-	up, down := make([]int, len(leaves)), make([]int, len(leaves))
-	for _, s := range r.Fab.Switches {
-		if slices.Contains(leaves, s) {
-			continue
-		}
-		ok := true
-		for li, l := range leaves {
-			var linked bool
-			up[li], down[li], linked = r.Fab.SwitchLink(l, s)
-			ok = ok && linked
-		}
-		if ok {
-			spine = s
-			break
-		}
-	}
-	names := make([]string, len(leaves))
-	for i, l := range leaves {
-		names[i] = l.Name
-	}
-	if spine == nil {
-		return fmt.Errorf("job %s: the ranks are under switches %s, and no switch is linked to all of them: multi-rack NetReduce aggregates on two tiers (leaves and a spine linked to each)", r.Name, strings.Join(names, ", "))
-	}
-	id, ok := freeRingID(append([]*switching.Switch{spine}, leaves...))
-	if !ok {
-		return fmt.Errorf("job %s: no RingID is free on all of %s and %s", r.Name, strings.Join(names, ", "), spine.Name)
-	}
-	j.ringID, ring.ID = id, id
-	leafOf := make([]int, len(sws))
-	j.groups = make([][]int, len(leaves))
-	for i, s := range sws {
-		leafOf[i] = slices.Index(leaves, s)
-		j.groups[leafOf[i]] = append(j.groups[leafOf[i]], i)
-	}
-	spineNode := j.switchNode(spine)
-	children := make([]netreduce.Node, len(leaves))
-	for i, l := range leaves {
-		children[i] = j.switchNode(l)
-		spine.Route(children[i].MAC, []int{down[i]})
-	}
-	sc := netreduce.RingConfig{ID: id, Workers: len(leaves), Window: ring.Window, MsgLen: ring.MsgLen, MTU: ring.MTU, DType: ring.DType, Release: ring.Release,
-		Tree: &netreduce.Tree{Role: netreduce.Spine, Self: spineNode, Children: children, ChildPorts: down, Trunks: r.Fab.Trunks(spine)}}
-	if err := spine.AddRing(sc); err != nil {
-		return j.tenantErr(err)
-	}
-	jr := &JobRing{Switch: spine.Name, ID: id, MemoryBytes: sc.MemoryBytes()}
-	r.RingTree = append(r.RingTree, spine)
-	jr.Tree = append(jr.Tree, TreeSwitch{Switch: spine.Name, Role: netreduce.Spine.String(), MemoryBytes: sc.MemoryBytes()})
-	n := len(r.Workers)
-	for li, l := range leaves {
-		lc := ring
-		lc.Conns = slices.Clone(ring.Conns)
-		for i := range lc.Conns {
-			c := &lc.Conns[i]
-			c.Remote = leafOf[i] != li
-			if c.Remote {
-				c.Port = netreduce.AnyPort
-			}
-			c.LocalDst = leafOf[(i+1)%n] == li
-			c.Peer = children[leafOf[(i+1)%n]]
-		}
-		lc.Tree = &netreduce.Tree{Role: netreduce.Leaf, Self: children[li], Parent: spineNode, ParentPort: up[li], Child: li, Trunks: r.Fab.Trunks(l)}
-		if err := l.AddRing(lc); err != nil {
-			return j.tenantErr(err)
-		}
-		l.Route(spineNode.MAC, []int{up[li]})
-		for k, other := range children {
-			if k != li {
-				l.Route(other.MAC, []int{up[li]})
-			}
-		}
-		r.RingTree = append(r.RingTree, l)
-		jr.MemoryBytes += lc.MemoryBytes()
-		jr.Tree = append(jr.Tree, TreeSwitch{Switch: l.Name, Role: netreduce.Leaf.String(), Ranks: j.groups[li], MemoryBytes: lc.MemoryBytes()})
-	}
-	r.Ring = jr
 	return nil
 }
 

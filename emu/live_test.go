@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/inaemu/inaemu/emu/live"
+	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/internal/testtool"
 	"github.com/inaemu/inaemu/tap"
@@ -62,8 +63,8 @@ func TestLiveJobOverPipesIsExact(t *testing.T) {
 			require.Zero(t, res.Timeouts, "ACK timeouts (wall %v)", res.Wall)
 			require.Zero(t, res.Retransmissions, "retransmissions (wall %v)", res.Wall)
 			if mode == NetReduce {
-				require.Positive(t, res.Switch.Aggregations)
-				require.EqualValues(t, 4*res.Switch.Aggregations, res.Switch.Packets, "every aggregator took one packet of each rank")
+				require.Positive(t, netreduce.StatsOf(res.Switch).Aggregations)
+				require.EqualValues(t, 4*netreduce.StatsOf(res.Switch).Aggregations, netreduce.StatsOf(res.Switch).Packets, "every aggregator took one packet of each rank")
 			}
 		})
 	}
@@ -111,9 +112,9 @@ func TestLiveSplitAcrossRunners(t *testing.T) {
 				require.True(t, results[r].Exact, "rank %d: %+v", r, results[r].Mismatch)
 			}
 			if mode == NetReduce {
-				require.Positive(t, rep.Aggregations)
+				require.Positive(t, netreduce.StatsOf(rep).Aggregations)
 			} else {
-				require.Zero(t, rep.Aggregations)
+				require.Zero(t, netreduce.StatsOf(rep).Aggregations)
 				require.Positive(t, rep.Forwarded)
 			}
 		})

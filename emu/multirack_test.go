@@ -277,7 +277,7 @@ func TestMultiRackSeveralPaths(t *testing.T) {
 			assert.Equal(t, uint64(1), res.Faults.Dropped, "the fault fired")
 			require.NotNil(t, res.Jobs[0].Ring)
 			assert.Len(t, res.Jobs[0].Ring.Tree, 3, "aggregated on two tiers")
-			assert.Zero(t, res.Switch.PortDrops+res.Switch.PortSecurity, "nothing taken for a forgery")
+			assert.Zero(t, netreduce.StatsOf(res.Switch).PortDrops+res.Switch.PortSecurity, "nothing taken for a forgery")
 		})
 	}
 }

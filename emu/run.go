@@ -18,6 +18,7 @@ import (
 	"github.com/inaemu/inaemu/emu/live"
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/nic"
+	"github.com/inaemu/inaemu/emu/nic/compress"
 	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/emu/workload"
@@ -92,6 +93,9 @@ type Config struct {
 	// SwitchMemory bounds each switch's aggregation memory (bytes; 0: no
 	// bound): a ring that does not fit is refused at setup.
 	SwitchMemory int64
+	// SwitchProgram is the switch program a NetReduce job aggregates on
+	// (a name switching.RegisterProgram was given; "": netreduce).
+	SwitchProgram string
 	// OpenPorts turns the switches' port security off (see
 	// switching.Switch.Bind), as on a switch that has none: a spoofed frame
 	// then meets only the switch programs' own checks (NetReduce binds each
@@ -134,7 +138,8 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Workers: 8, Mode: DefaultMode, Window: 2, MsgLen: 170, MTU: 1024, TensorBytes: 16 << 20,
 		DType: tensor.F32, Transport: frames.V2IPv4, Link: fabric.LinkConfig{Rate: 10e9, Latency: time.Microsecond},
-		Timeout: 14, RetryCnt: 7, CompressRate: nic.DefaultCompressionRate, Bcast: BcastUnicast, Verb: VerbWrite}
+		Timeout: 14, RetryCnt: 7, CompressRate: compress.DefaultRate, Bcast: BcastUnicast, Verb: VerbWrite,
+		SwitchProgram: netreduce.ProgramName}
 }
 
 // Bcast is the way back of a wa job's sum.
@@ -746,7 +751,7 @@ func newRun(cfg Config) (*run, error) {
 		fab, err = live.NewFabric(cfg.Workers, cfg.Transport, cfg.Timing, *cfg.Devices)
 	} else {
 		fab, err = fabric.New(fabric.Config{Topology: cfg.Topology, Hosts: cfg.starHosts(), Transport: cfg.Transport, Link: cfg.Link, Timing: cfg.Timing,
-			SwitchMemory: cfg.SwitchMemory, Netem: cfg.Netem, Events: cfg.Events, Seed: cfg.Seed, Capture: cfg.Capture, OpenPorts: cfg.OpenPorts})
+			SwitchMemory: cfg.SwitchMemory, Netem: cfg.Netem, Events: cfg.Events, Seed: cfg.Seed, Capture: cfg.Capture, OpenPorts: cfg.OpenPorts, SwitchProgram: cfg.SwitchProgram})
 	}
 	if err != nil {
 		return nil, &ConfigError{err}
@@ -1262,7 +1267,7 @@ func (u *run) result(events int) *Result {
 	for _, s := range u.fab.Switches {
 		res.Switch.Add(s.Report())
 	}
-	res.ICRCDrops += res.Switch.ICRCDrops
+	res.ICRCDrops += netreduce.StatsOf(res.Switch).ICRCDrops
 	res.Faults = u.fab.FaultStats()
 	res.FaultDrops = res.Faults.Lost + res.Faults.Dropped
 	res.QueueDrops = u.fab.LinkStats().QueueDrops
@@ -1287,13 +1292,13 @@ func (r *Job) Report() JobResult {
 	if r.Ring != nil {
 		ring := *r.Ring
 		if r.RingSw != nil {
-			ring.Counters, _ = r.RingSw.Accel.RingStats(ring.ID)
+			ring.Counters, _ = netreduce.RingStatsOn(r.RingSw, r.Cfg.SwitchProgram, ring.ID)
 		}
 		ring.Tree = slices.Clone(ring.Tree)
 		for i, s := range r.RingTree {
 			t := &ring.Tree[i]
-			t.Counters, _ = s.Accel.RingStats(ring.ID)
-			t.CTT = s.Accel.CTT(ring.ID)
+			t.Counters, _ = netreduce.RingStatsOn(s, r.Cfg.SwitchProgram, ring.ID)
+			t.CTT = netreduce.CTTOn(s, r.Cfg.SwitchProgram, ring.ID)
 			ring.Counters.Add(t.Counters)
 		}
 		jr.Ring = &ring

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/emu/workload"
 	"github.com/inaemu/inaemu/faults"
@@ -247,7 +248,7 @@ func TestSchemesUnderFaults(t *testing.T) {
 			assert.NotZero(t, res.Faults.Lost)
 			assert.NotZero(t, res.Faults.Corrupted)
 			if c.mode == PN {
-				assert.NotZero(t, res.Switch.Aggregations)
+				assert.NotZero(t, netreduce.StatsOf(res.Switch).Aggregations)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/faults"
 )
 
@@ -63,11 +64,11 @@ func TestTenantIsolation(t *testing.T) {
 	assert.Zero(t, a.Ring.Counters.PortDrops+a.Ring.Counters.ICRCDrops)
 	sum := a.Ring.Counters
 	sum.Add(b.Ring.Counters)
-	assert.Equal(t, res.Switch.Stats.Packets, sum.Packets)
-	assert.Equal(t, res.Switch.Stats.PortDrops, sum.PortDrops)
-	assert.Equal(t, res.Switch.Stats.Aggregations, sum.Aggregations)
-	assert.Equal(t, res.Switch.Stats.ResultPackets, sum.ResultPackets)
-	t.Logf("a: %v with b faulted (%d retransmissions, %d port drops), %v without", time.Duration(a.VirtualNS), b.Retransmissions, res.Switch.PortDrops, time.Duration(a0.VirtualNS))
+	assert.Equal(t, netreduce.StatsOf(res.Switch).Packets, sum.Packets)
+	assert.Equal(t, netreduce.StatsOf(res.Switch).PortDrops, sum.PortDrops)
+	assert.Equal(t, netreduce.StatsOf(res.Switch).Aggregations, sum.Aggregations)
+	assert.Equal(t, netreduce.StatsOf(res.Switch).ResultPackets, sum.ResultPackets)
+	t.Logf("a: %v with b faulted (%d retransmissions, %d port drops), %v without", time.Duration(a.VirtualNS), b.Retransmissions, netreduce.StatsOf(res.Switch).PortDrops, time.Duration(a0.VirtualNS))
 }
 
 // Two NetReduce jobs on the same four hosts share each host's NIC: each

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/internal/pcapio"
@@ -68,7 +69,7 @@ func TestTwoNetReduceJobsShareASwitch(t *testing.T) {
 	// 1 MiB in messages of 170 KiB less the 8-byte INA header: six full
 	// ones and 4144 + 8 bytes (5 packets) in the seventh; one aggregation
 	// per packet, per ring.
-	assert.Equal(t, uint64(2*(6*170+5)), res.Switch.Aggregations, "both rings aggregated every packet")
+	assert.Equal(t, uint64(2*(6*170+5)), netreduce.StatsOf(res.Switch).Aggregations, "both rings aggregated every packet")
 	for i, js := range []JobSpec{a, b} {
 		solo := base
 		solo.Jobs = []JobSpec{js}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/internal/units"
@@ -320,5 +321,5 @@ func TestValidateSpoofEntersTheRingsSwitch(t *testing.T) {
 	res, err := Run(c)
 	require.NoError(t, err)
 	assert.True(t, res.Exact)
-	assert.Positive(t, res.Switch.PortDrops)
+	assert.Positive(t, netreduce.StatsOf(res.Switch).PortDrops)
 }

@@ -162,3 +162,35 @@ func TestLayersVLANINATrailer(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ok)
 }
+
+// TestDecodingLayersAllocateNothing pins the layers' zero-allocation
+// decoding: a DecodingLayerParser over DecodingLayers decodes a frame with
+// a RETH, an ImmDt and an INA header without allocating, on every
+// transport.
+func TestDecodingLayersAllocateNothing(t *testing.T) {
+	for _, tr := range []frames.Transport{frames.V2IPv4, frames.V2IPv6, frames.V1} {
+		buf := make([]byte, 2048)
+		n, err := benchBuilder(t, tr).Build(buf, &frames.Packet{Opcode: wire.WriteOnlyWithImm, PSN: 9, AckReq: true, Imm: 5,
+			RETH: frames.RETHFields{VA: 1, RKey: 2, DMALen: 1021}, HasINA: true, Payload: seq(1013)})
+		require.NoError(t, err)
+		var (
+			eth     layers.Ethernet
+			ip4     layers.IPv4
+			ip6     layers.IPv6
+			udp     layers.UDP
+			payload gopacket.Payload
+			rl      frames.DecodingLayers
+		)
+		parser := gopacket.NewDecodingLayerParser(layers.LayerTypeEthernet,
+			append([]gopacket.DecodingLayer{&eth, &ip4, &ip6, &udp, &payload}, rl.Layers()...)...)
+		decoded := make([]gopacket.LayerType, 0, 16)
+		allocs := testing.AllocsPerRun(100, func() {
+			if err := parser.DecodeLayers(buf[:n], &decoded); err != nil {
+				t.Fatal(err)
+			}
+		})
+		require.Contains(t, decoded, frames.LayerTypeINA, "%v", tr)
+		require.Contains(t, decoded, frames.LayerTypeImmDt, "%v", tr)
+		require.Zero(t, allocs, "%v: allocations per decode of %v", tr, decoded)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/scenario"
 	"github.com/inaemu/inaemu/internal/units"
 	"github.com/inaemu/inaemu/tap"
@@ -385,7 +386,7 @@ func printSummary(w io.Writer, bw units.BandwidthUnit, r *emu.Result, pcap strin
 		fmt.Fprintf(w, "  security  %d frames dropped by port security (a host port's frame from another host's MAC or address, or a host's from another port)\n", n)
 	}
 	if hasNetReduce(r) && r.Switch.Frames > 0 {
-		s := r.Switch
+		s := netreduce.StatsOf(r.Switch)
 		release := ""
 		if r.Release != "" {
 			release = " (release " + r.Release + ")"

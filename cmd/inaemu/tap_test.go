@@ -23,6 +23,7 @@ import (
 
 	"github.com/inaemu/inaemu/capcheck"
 	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/internal/pcapio"
@@ -306,9 +307,9 @@ func TestSwitchOnTAPsAggregatesScapyFrames(t *testing.T) {
 		Switch switching.Report `json:"switch"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(sw.stdout.String()), &rep), sw.stdout.String())
-	require.EqualValues(t, want, rep.Switch.Packets)
-	require.EqualValues(t, msgs*2, rep.Switch.Aggregations)
-	require.EqualValues(t, want, rep.Switch.ResultPackets)
+	require.EqualValues(t, want, netreduce.StatsOf(rep.Switch).Packets)
+	require.EqualValues(t, msgs*2, netreduce.StatsOf(rep.Switch).Aggregations)
+	require.EqualValues(t, want, netreduce.StatsOf(rep.Switch).ResultPackets)
 }
 
 // TestMultiProcessJobOverTAPs runs a NetReduce job as separate processes,
@@ -392,7 +393,7 @@ func multiProcessJobOverTAPs(t *testing.T, topo tap.Topology, bin string, retry 
 		Switch switching.Report `json:"switch"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(sw.stdout.String()), &rep))
-	require.Positive(t, rep.Switch.Aggregations)
+	require.Positive(t, netreduce.StatsOf(rep.Switch).Aggregations)
 	// dumpcap hands the kernel's capture blocks over late (a second or
 	// more after the last frame): stop it once the file holds every result
 	// the switch sent, or after 20 s. This waits on a real process; it
@@ -400,19 +401,19 @@ func multiProcessJobOverTAPs(t *testing.T, topo tap.Topology, bin string, retry 
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for deadline := time.Now().Add(testtool.Budget(20 * time.Second)); time.Now().Before(deadline); <-tick.C {
-		if c, err := capcheck.CheckFile(pcap, capcheck.CheckOptions{}); err == nil && c.AggChecked >= int(rep.Switch.ResultPackets) {
+		if c, err := capcheck.CheckFile(pcap, capcheck.CheckOptions{}); err == nil && c.AggChecked >= int(netreduce.StatsOf(rep.Switch).ResultPackets) {
 			break
 		}
 	}
 	shark.stop(t, syscall.SIGINT)
 	chk, err := capcheck.CheckFile(pcap, capcheck.CheckOptions{})
 	require.NoError(t, err)
-	if retry && retransmitted == 0 && (!chk.Conforms || chk.AggUnchecked > 0 || chk.AggChecked < int(rep.Switch.ResultPackets)) {
+	if retry && retransmitted == 0 && (!chk.Conforms || chk.AggUnchecked > 0 || chk.AggChecked < int(netreduce.StatsOf(rep.Switch).ResultPackets)) {
 		return false
 	}
 	require.True(t, chk.Conforms, "%+v", chk.Violations)
 	require.Equal(t, []string(topo.Bridges()), chk.VantagePoints)
-	require.EqualValues(t, rep.Switch.ResultPackets, chk.AggChecked, "every result the switch sent is verified in the bridge capture (%d unchecked, %d frames)", chk.AggUnchecked, chk.Frames)
+	require.EqualValues(t, netreduce.StatsOf(rep.Switch).ResultPackets, chk.AggChecked, "every result the switch sent is verified in the bridge capture (%d unchecked, %d frames)", chk.AggUnchecked, chk.Frames)
 	require.Zero(t, chk.AggUnchecked)
 	code, stdout, stderr := runCLI("check", pcap)
 	require.Equal(t, 0, code, stdout+stderr)

@@ -21,12 +21,14 @@ type capture struct {
 	err error
 }
 
-func newCapture(out io.Writer, dirs []*linkDir) (*capture, error) {
+// newCapture starts the capture; its section comment names program
+// (pcapio.SwitchProgramComment: nothing for NetReduce's).
+func newCapture(out io.Writer, program string, dirs []*linkDir) (*capture, error) {
 	names := make([]string, len(dirs))
 	for i, d := range dirs {
 		names[i] = d.name
 	}
-	w, err := pcapio.NewWriter(out, names...)
+	w, err := pcapio.NewCommentedWriter(out, pcapio.SwitchProgramComment(program), names...)
 	if err != nil {
 		return nil, err
 	}

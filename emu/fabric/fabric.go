@@ -42,6 +42,9 @@ type Config struct {
 	// SwitchMemory is each switch's aggregation memory budget in bytes (0:
 	// no bound).
 	SwitchMemory int64
+	// Queue is every link direction's egress queue discipline (see
+	// NewQueue; "": DefaultQueue, drop-tail).
+	Queue string
 	// Netem applies to every link direction; Events go to the directions
 	// their link, or port and dir, keys select. Each direction's stage is
 	// seeded from Seed and its place.
@@ -50,6 +53,9 @@ type Config struct {
 	Seed   uint64
 	// Capture, if set, receives a pcapng capture of every link direction.
 	Capture io.Writer
+	// SwitchProgram, if set, is the switch program the capture's section
+	// comment names (pcapio.SwitchProgramComment), for its readers.
+	SwitchProgram string
 	// OnSend, if set, sees every frame as its last bit leaves a
 	// transmitter, before the direction's fault stage (a sender-side tap;
 	// the capture shows what receivers got). port and dir place the
@@ -150,6 +156,9 @@ func New(cfg Config) (*Fabric, error) {
 	if cfg.Transport == frames.NotRoCE {
 		cfg.Transport = frames.V2IPv4
 	}
+	if _, err := NewQueue(cfg.Queue, QueueConfig{}); err != nil {
+		return nil, fmt.Errorf("fabric: %v", err)
+	}
 	f := &Fabric{Clock: vclock.New(), Topo: t, onSend: cfg.OnSend}
 	// Nodes: a Switch per switch node, a Host per host NIC (a host's i-th
 	// link is its NIC i).
@@ -205,13 +214,15 @@ func New(cfg Config) (*Fabric, error) {
 					port, dir = a.Index, fd
 				}
 			}
-			d := newLinkDir(f, name, port, dir, l.Rate, l.Latency, q)
+			queue, _ := NewQueue(cfg.Queue, QueueConfig{Limit: q})
+			d := newLinkDir(f, name, port, dir, l.Rate, l.Latency, queue)
 			st := faults.NewLinkStage(name, port, dir, cfg.Netem, cfg.Events, faults.StageSeed(cfg.Seed, i, fd))
 			f.stages = append(f.stages, st)
 			d.setStage(st)
 			fp, tp := portOf(from, i), portOf(to, i)
 			if s := sw[from]; s != nil {
 				s.SetPort(fp, d, name)
+				d.onDepart = s.Departed // the switch's buffer releases a frame as it leaves the queue
 			} else {
 				h := nics[from][fp]
 				h.Attach(d)
@@ -272,7 +283,7 @@ func New(cfg Config) (*Fabric, error) {
 		}
 	}
 	if cfg.Capture != nil {
-		c, err := newCapture(cfg.Capture, f.dirs)
+		c, err := newCapture(cfg.Capture, cfg.SwitchProgram, f.dirs)
 		if err != nil {
 			return nil, err
 		}

@@ -40,11 +40,6 @@ type txSource interface {
 	TxEnginePs() int64
 }
 
-type queued struct {
-	buf   []byte
-	ready time.Duration
-}
-
 type flight struct {
 	buf    []byte
 	arrive time.Duration
@@ -68,11 +63,14 @@ type linkDir struct {
 	capID  int
 	recv   func(frame []byte)
 	src    txSource
-	qLimit int
+	queue  Queue
+	// onDepart, if set, sees each frame leave the egress queue for the
+	// line, with the tag it was pushed with (the switch's buffer
+	// accounting releases it); frame is valid only during the call.
+	onDepart func(tag uint32, frame []byte)
 
 	Stats LinkStats
 
-	q        []queued
 	inflight []flight
 	head     int // first live entry of inflight
 	// ghosts are frames the fault stage dropped, on their way to the
@@ -94,8 +92,8 @@ type linkDir struct {
 	emitFn                                   faults.Emit
 }
 
-func newLinkDir(f *Fabric, name string, port int, dir faults.Dir, rateBps float64, prop time.Duration, qLimit int) *linkDir {
-	d := &linkDir{fab: f, name: name, port: port, dir: dir, prop: prop, qLimit: qLimit, capID: -1,
+func newLinkDir(f *Fabric, name string, port int, dir faults.Dir, rateBps float64, prop time.Duration, q Queue) *linkDir {
+	d := &linkDir{fab: f, name: name, port: port, dir: dir, prop: prop, queue: q, capID: -1,
 		bytePs: int64(8e12/rateBps + 0.5), txBuf: make([]byte, MaxFrame)}
 	d.txTimer = f.Clock.AfterFunc(0, d.onTx)
 	d.txTimer.Stop()
@@ -137,23 +135,27 @@ func (d *linkDir) putBuf(b []byte) { d.pool = append(d.pool, b[:cap(b)]) }
 func (d *linkDir) Kick() { d.wake(d.fab.Clock.Now()) }
 
 // Push queues a copy of frame for transmission no earlier than ready (the
-// switch's processing latency); a full queue drops it at the tail.
+// switch's processing latency); the queue discipline may refuse it (a
+// full drop-tail queue drops it at the tail).
 func (d *linkDir) Push(frame []byte, ready time.Duration) bool {
-	if len(d.q) >= d.qLimit {
+	return d.PushTagged(frame, ready, 0)
+}
+
+// PushTagged is Push with a tag that onDepart is given back when the frame
+// leaves the queue.
+func (d *linkDir) PushTagged(frame []byte, ready time.Duration, tag uint32) bool {
+	b := d.getBuf()[:len(frame)]
+	copy(b, frame)
+	if !d.queue.Enqueue(Packet{Frame: b, Ready: ready, Tag: tag}) {
+		d.putBuf(b)
 		d.Stats.QueueDrops++
 		return false
 	}
-	b := d.getBuf()[:len(frame)]
-	copy(b, frame)
-	i := len(d.q)
-	d.q = append(d.q, queued{})
-	for i > 0 && d.q[i-1].ready > ready { // keep ready order; stable for equal times
-		d.q[i] = d.q[i-1]
-		i--
-	}
-	d.q[i] = queued{buf: b, ready: ready}
-	d.Stats.MaxQueue = max(d.Stats.MaxQueue, len(d.q))
-	d.wake(d.q[0].ready)
+	d.Stats.MaxQueue = max(d.Stats.MaxQueue, d.queue.Len())
+	// Every earlier frame has a wake-up at its own ready time pending (or
+	// the line is busy and start runs when it frees), so this frame's own
+	// is the only one it may need.
+	d.wake(ready)
 	return true
 }
 
@@ -183,17 +185,15 @@ func (d *linkDir) start() {
 	}
 	now := d.fab.Clock.Now()
 	n, pulled := 0, false
-	if len(d.q) > 0 {
-		if d.q[0].ready > now {
-			d.wake(d.q[0].ready)
-			return
+	if p, next, ok := d.queue.Dequeue(now); ok {
+		n = copy(d.txBuf, p.Frame)
+		if d.onDepart != nil {
+			d.onDepart(p.Tag, p.Frame)
 		}
-		b := d.q[0].buf
-		n = copy(d.txBuf, b)
-		d.putBuf(b)
-		copy(d.q, d.q[1:])
-		d.q[len(d.q)-1] = queued{}
-		d.q = d.q[:len(d.q)-1]
+		d.putBuf(p.Frame)
+	} else if next != Never {
+		d.wake(next)
+		return
 	} else if d.src != nil {
 		n, pulled = d.src.NextFrame(d.txBuf), true
 	}

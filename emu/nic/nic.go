@@ -8,9 +8,11 @@ package nic
 import (
 	"net"
 	"net/netip"
+	"time"
 
 	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/frames/inceptionn"
 	"github.com/inaemu/inaemu/roce"
 )
 
@@ -23,9 +25,43 @@ type Stats struct {
 	CtrlSent  uint64 `json:"ctrl_sent"`  // frames sent that are not RoCE (gratuitous ARP)
 	RoCESent  uint64 `json:"roce_sent"`  // frames the QPs sent
 	Malformed uint64 `json:"malformed"`  // RoCE-looking frames the parser rejected
-	// Compression counts the compression engines' work (nil: the NIC has
-	// none).
+	// Compression counts the compression offload's work (nil: the NIC has
+	// none; emu/nic/compress fills it).
 	Compression *CompressionStats `json:"compression,omitempty"`
+}
+
+// CompressionStats count what a NIC's compression engines did (the
+// offload is emu/nic/compress; its counters are part of the NIC's report).
+type CompressionStats struct {
+	TxCompressed uint64 `json:"tx_compressed"` // marked packets sent compressed
+	// TxUncompressed are marked packets sent as they were, unmarked:
+	// packed, their payload would not have been shorter.
+	TxUncompressed uint64               `json:"tx_uncompressed"`
+	TxPayload      uint64               `json:"tx_payload_bytes"`      // uncompressed payload bytes through the transmit engine
+	TxWirePayload  uint64               `json:"tx_wire_payload_bytes"` // the payload bytes those packets carried on the wire
+	TxClasses      inceptionn.Histogram `json:"tx_classes"`            // values per class: 0, 8, 16, 32 bits
+	// TxRawFrameBytes and TxFrameBytes are those packets' frames as the
+	// QPs wrote them and as they were sent (Ethernet padding included).
+	TxRawFrameBytes uint64 `json:"tx_raw_frame_bytes"`
+	TxFrameBytes    uint64 `json:"tx_frame_bytes"`
+	RxDecompressed  uint64 `json:"rx_decompressed"` // marked packets decompressed
+	// RxUndecodable are marked packets with a valid ICRC whose payload is
+	// not a packed payload: dropped like a corrupt packet (go-back-N
+	// recovers them).
+	RxUndecodable uint64 `json:"rx_undecodable"`
+}
+
+// Add counts o's work in s too.
+func (s *CompressionStats) Add(o *CompressionStats) {
+	s.TxCompressed += o.TxCompressed
+	s.TxUncompressed += o.TxUncompressed
+	s.TxPayload += o.TxPayload
+	s.TxWirePayload += o.TxWirePayload
+	s.TxClasses.Add(o.TxClasses)
+	s.TxRawFrameBytes += o.TxRawFrameBytes
+	s.TxFrameBytes += o.TxFrameBytes
+	s.RxDecompressed += o.RxDecompressed
+	s.RxUndecodable += o.RxUndecodable
 }
 
 // NIC is one RoCE NIC of a host: host h3's first NIC is named "h3", its
@@ -61,7 +97,10 @@ type NIC struct {
 	pollTimer roce.Timer
 	pollDue   bool
 	mac6      [6]byte
-	comp      *engine // compression engines, if enabled
+	offloads  []Offload
+	rxNext    []func(*frames.View) // each offload's next receiver (see AddOffload)
+	txPs      int64                // the offloads' engine time of the frame NextFrame returned last
+	paceTimer roce.Timer           // asks the transmitter again when the offloads let a QP send
 }
 
 // Transmitter is a NIC's transmit side (a link direction, a device): it
@@ -171,28 +210,38 @@ func (h *NIC) poll() {
 // NextFrame is the NIC's transmit arbiter: control frames, then the QPs
 // round-robin. It writes the frame into buf and returns its length, or 0.
 func (h *NIC) NextFrame(buf []byte) int {
-	if h.comp != nil {
-		h.comp.txPs = 0
-	}
+	h.txPs = 0
 	if len(h.ctrl) > 0 {
 		n := copy(buf, h.ctrl[0])
 		h.ctrl = h.ctrl[1:]
 		h.Stats.CtrlSent++
 		return n
 	}
+	held, heldAt := false, time.Duration(0)
 	for i := range h.qps {
 		q := h.qps[(h.rr+i)%len(h.qps)]
 		if !q.HasFrame() {
 			continue
 		}
+		if at, wait := h.paced(q); wait {
+			if !held || at < heldAt {
+				held, heldAt = true, at
+			}
+			continue
+		}
 		if n, ok := q.NextFrame(buf); ok {
 			h.rr = (h.rr + i + 1) % len(h.qps)
 			h.Stats.RoCESent++
-			if h.comp != nil && q.Path().TClass>>2 == frames.CompressedDSCP { // a QP that asks for compression
-				n = h.comp.transmit(buf, n)
+			for _, o := range h.offloads {
+				var ps int64
+				n, ps = o.Transmit(q, buf, n)
+				h.txPs = max(h.txPs, ps)
 			}
 			return n
 		}
+	}
+	if held {
+		h.wakeAt(heldAt)
 	}
 	return 0
 }
@@ -220,8 +269,8 @@ func (h *NIC) Receive(frame []byte) {
 		}
 		return
 	}
-	if h.comp != nil {
-		h.comp.receive(h, &h.view)
+	if len(h.offloads) > 0 {
+		h.offloads[0].Receive(&h.view, h.rxNext[0])
 		return
 	}
 	h.deliver(&h.view)

@@ -30,6 +30,10 @@ type Options struct {
 	Release                      netreduce.Release
 	Rate                         float64 // egress link rate (0: 100G)
 	Out                          io.Writer
+	// SwitchProgram is the program the switch aggregates with: the one
+	// the capture's section comment names (pcapio.SwitchProgram), or a
+	// flag's ("": netreduce). The output capture names it too.
+	SwitchProgram string
 }
 
 // Report says what the switch did with a replayed capture.
@@ -129,12 +133,12 @@ func ThroughSwitch(recs []pcapio.Record, ifaceNames []string, opt Options) (*Rep
 	if opt.Rate == 0 {
 		opt.Rate = 100e9
 	}
-	fab, err := fabric.New(fabric.Config{Hosts: max(ports, 1), Link: fabric.LinkConfig{Rate: opt.Rate}, Capture: opt.Out, LearnMACs: true})
+	fab, err := fabric.New(fabric.Config{Hosts: max(ports, 1), Link: fabric.LinkConfig{Rate: opt.Rate}, Capture: opt.Out, LearnMACs: true, SwitchProgram: opt.SwitchProgram})
 	if err != nil {
 		return nil, err
 	}
 	if maxRank >= 0 {
-		if err := fab.Switch.AddRing(netreduce.RingConfig{ID: 0, Workers: opt.Workers, Window: opt.Window, MsgLen: opt.MsgLen,
+		if err := netreduce.AddRing(fab.Switch, opt.SwitchProgram, netreduce.RingConfig{ID: 0, Workers: opt.Workers, Window: opt.Window, MsgLen: opt.MsgLen,
 			MTU: opt.MTU, DType: opt.DType, Release: opt.Release}); err != nil {
 			return nil, err
 		}

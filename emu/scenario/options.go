@@ -7,6 +7,7 @@ import (
 
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/netreduce"
+	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/internal/units"
 )
 
@@ -143,6 +144,8 @@ func Options() []Option {
 			Help: "the network: star, star:hosts=8, spine-leaf:leaves=2,hosts=4,spines=1[,uplink=40G], dims:4x4[,kinds=ring/switch], or FILE.yaml (the keys of a scenario's topology:); links it does not set take --link, --latency and --queue (default: the star of --workers hosts)"},
 		{Key: "switch_memory", Arg: "SIZE", Group: NetworkGroup, Kind: Size,
 			Help: "each switch's aggregation memory budget, e.g. 64MiB (default: no bound); a NetReduce ring that does not fit is refused (exit 2)"},
+		{Key: "switch_program", Arg: "NAME", Group: NetworkGroup, Default: def.SwitchProgram,
+			Help: "the switch program NetReduce jobs aggregate on: " + programList()},
 		{Key: "port_security", Arg: "on|off", Group: NetworkGroup, Default: "on",
 			Help: "switch host ports take their own NIC's source MAC and address only, as port security and IP source guard do; off leaves forged frames to the switch programs' own checks (a spoof= aimed at a job no program checks is then refused)"},
 	}
@@ -188,4 +191,17 @@ func OptionByKey(key string) (Option, bool) {
 		}
 	}
 	return Option{}, false
+}
+
+// programList is the registered switch programs with their help, as the
+// flag's help lists them.
+func programList() string {
+	var b strings.Builder
+	for i, n := range switching.ProgramNames() {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(n + " (" + switching.ProgramDoc(n) + ")")
+	}
+	return b.String()
 }

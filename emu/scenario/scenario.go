@@ -39,6 +39,7 @@ import (
 
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/netreduce"
+	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/frames"
@@ -92,6 +93,9 @@ type Scenario struct {
 	// SwitchMemory is each switch's aggregation memory budget (a size,
 	// e.g. 64MiB; not given: no bound).
 	SwitchMemory string `yaml:"switch_memory,omitempty"`
+	// SwitchProgram is the switch program NetReduce jobs aggregate on (a
+	// registered name: netreduce by default).
+	SwitchProgram string `yaml:"switch_program,omitempty"`
 	// PortSecurity is on (default: each switch host port takes its own
 	// NIC's frames only) or off.
 	PortSecurity string `yaml:"port_security,omitempty"`
@@ -335,6 +339,9 @@ func (s *Scenario) Apply(cfg *emu.Config) error {
 	}
 	if s.SwitchMemory != "" {
 		set("switch_memory", func() (e error) { cfg.SwitchMemory, e = units.ParseSize(s.SwitchMemory); return })
+	}
+	if s.SwitchProgram != "" {
+		set("switch_program", func() error { cfg.SwitchProgram = s.SwitchProgram; return switching.CheckProgram(s.SwitchProgram) })
 	}
 	if s.PortSecurity != "" {
 		set("port_security", func() error {

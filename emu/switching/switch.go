@@ -1,19 +1,17 @@
 // Package switching is the emulated switch: its forwarding pipeline
 // (learning, routes from the topology with ECMP, flooding on a spanning
-// tree) and the programs installed in it, the NetReduce accelerator first,
-// each with its memory and latency. Ports are Egress values (a link
-// direction, a device); the switch knows nothing of links or jobs.
+// tree) and the programs installed in it (program.go: each a package that
+// registers itself, NetReduce's accelerator the first), with their memory
+// and latency. Ports are Egress values (a link direction, a device); the
+// switch knows nothing of links, jobs or what a program computes.
 package switching
 
 import (
-	"fmt"
 	"net/netip"
 	"time"
 
-	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/frames"
-	"github.com/inaemu/inaemu/internal/units"
 )
 
 // Timing is the switch's processing latency per path through its
@@ -50,28 +48,6 @@ type Counters struct {
 	PortSecurity uint64 `json:"port_security_drops"`
 }
 
-// Program is a switch program: the pipeline hands it every RoCE frame it
-// parsed, and it consumes the frame or lets the pipeline forward it. The
-// NetReduce accelerator is the first; others (multi-rack translation,
-// aggregator pools) install beside it. A program owns its memory.
-type Program interface {
-	// Name says what the program is ("netreduce").
-	Name() string
-	// Process sees a frame that entered by port, parsed into v (which it
-	// may re-use). It reports whether it consumed the frame (absorbed,
-	// answered or dropped it); if not, the pipeline forwards it. Frames it
-	// sends go to emit, with their processing latency, before it returns.
-	Process(v *frames.View, port int, emit ProgramEmit) bool
-	// MemoryBytes is the switch memory the program holds.
-	MemoryBytes() int64
-}
-
-// ProgramEmit takes a frame a program sends (valid only during the call)
-// and the time it spent in the pipeline; the switch forwards it by its
-// destination, never filtering it against the ingress port (a result may
-// go back out its trigger's port).
-type ProgramEmit func(frame []byte, lat time.Duration)
-
 // Switch is a switch with installed programs: stage 1 learns the source
 // MAC's port, stage 2 parses RoCE frames and offers them to the programs,
 // stage 3 queues the output on the egress port after the path's latency.
@@ -79,9 +55,7 @@ type ProgramEmit func(frame []byte, lat time.Duration)
 // NIC's MAC: the ports on shortest paths to it, one chosen per flow, as
 // ECMP does), else by learned MAC, else flood.
 type Switch struct {
-	Name string
-	// Accel is the NetReduce accelerator once a ring was added (nil before).
-	Accel *netreduce.Accelerator
+	Name  string
 	Stats Counters
 	// MemoryBudget bounds the aggregation memory of the programs (bytes;
 	// 0: no bound).
@@ -98,9 +72,9 @@ type Switch struct {
 	bind     []binding        // per port: the host NIC bound to it (see Bind)
 	boundMAC map[[6]byte]int  // the bound NICs' MACs, by port
 	boundIP  map[[16]byte]int // their addresses (As16), by port
-	rings    int              // NetReduce rings added
 	view     frames.View
 	emitFn   ProgramEmit
+	buffer   buffer // the shared buffer's accounting (buffer.go)
 }
 
 // binding is a port's bound host NIC.
@@ -118,12 +92,6 @@ type Egress interface {
 
 // Clock is the time the switch stamps its output with.
 type Clock interface{ Now() time.Duration }
-
-// Report is the switch's counters and its accelerator's.
-type Report struct {
-	netreduce.Stats
-	Counters
-}
 
 // New makes a switch with no ports and no programs.
 func New(clock Clock, name string, t Timing) *Switch {
@@ -149,18 +117,6 @@ func (s *Switch) SetPort(p int, e Egress, name string) {
 // (nil: every port), e.g. a spanning tree's.
 func (s *Switch) SetFlood(ports []int) { s.flood = ports }
 
-// Rings is the number of NetReduce rings set up.
-func (s *Switch) Rings() int { return s.rings }
-
-// HasRing reports whether NetReduce ring id is set up here.
-func (s *Switch) HasRing(id uint8) bool {
-	if s.Accel == nil {
-		return false
-	}
-	_, ok := s.Accel.RingStats(id)
-	return ok
-}
-
 // Install adds a program after those already installed.
 func (s *Switch) Install(p Program) { s.programs = append(s.programs, p) }
 
@@ -176,70 +132,6 @@ func (s *Switch) MemoryBytes() int64 {
 	return n
 }
 
-// AddRing sets up a NetReduce ring's aggregator array (see
-// netreduce.Accelerator.AddRing), installing the accelerator on first use.
-// A ring that does not fit the switch's memory budget is refused.
-func (s *Switch) AddRing(cfg netreduce.RingConfig) error {
-	if s.MemoryBudget > 0 {
-		used, need := s.MemoryBytes(), cfg.MemoryBytes()
-		if used+need > s.MemoryBudget {
-			return fmt.Errorf("switch %s: ring %d needs %s of aggregation memory (2×window %d×msg-len %d aggregators × (%d ranks' frame slots + the sum)) and %s of the %s budget is in use: raise --switch-memory or lower --window/--msg-len/--mtu",
-				s.Name, cfg.ID, units.FormatBytes(need), cfg.Window, cfg.MsgLen, cfg.Workers, units.FormatBytes(used), units.FormatBytes(s.MemoryBudget))
-		}
-	}
-	if s.Accel == nil {
-		s.Accel = netreduce.New()
-		s.Install(&netReduceProgram{a: s.Accel, timing: s.timing})
-	}
-	if err := s.Accel.AddRing(cfg); err != nil {
-		return err
-	}
-	s.rings++
-	return nil
-}
-
-// netReduceProgram puts the accelerator in the pipeline. Its results take
-// the aggregation latency of their ring's arithmetic, re-sent results the
-// resend path's.
-type netReduceProgram struct {
-	a      *netreduce.Accelerator
-	timing Timing
-	emit   ProgramEmit
-	emitFn netreduce.Emit
-}
-
-func (p *netReduceProgram) Name() string       { return "netreduce" }
-func (p *netReduceProgram) MemoryBytes() int64 { return p.a.MemoryBytes() }
-
-func (p *netReduceProgram) Process(v *frames.View, port int, emit ProgramEmit) bool {
-	if p.emitFn == nil {
-		p.emitFn = p.onEmit
-	}
-	p.emit = emit
-	switch p.a.Process(v, port, p.emitFn) {
-	case netreduce.NotINA, netreduce.Stale:
-		return false
-	}
-	return true // absorbed, answered or dropped
-}
-
-func (p *netReduceProgram) onEmit(frame []byte, kind netreduce.Kind, ring *netreduce.RingConfig) {
-	lat := p.timing.AggregateFixed
-	switch kind {
-	case netreduce.KindResend, netreduce.KindPartialResend, netreduce.KindTotalResend, netreduce.KindTranslated:
-		// No adder: a cached sum re-sent, or a total translated onto a
-		// connection (it "bypasses the aggregator array", §3.3).
-		lat = p.timing.Resend
-	case netreduce.KindNotify: // a header duplicated on the way through
-		lat = p.timing.Forward
-	default:
-		if ring.DType.Float() {
-			lat = p.timing.AggregateFloat
-		}
-	}
-	p.emit(frame, lat)
-}
-
 // Add adds another switch's counters (a run's switches together).
 func (c *Counters) Add(x Counters) {
 	c.Frames += x.Frames
@@ -249,21 +141,6 @@ func (c *Counters) Add(x Counters) {
 	c.Emitted += x.Emitted
 	c.Runts += x.Runts
 	c.PortSecurity += x.PortSecurity
-}
-
-// Add adds another switch's report.
-func (r *Report) Add(x Report) {
-	r.Stats.Add(x.Stats)
-	r.Counters.Add(x.Counters)
-}
-
-// Report is the switch's counters and its accelerator's (zero without one).
-func (s *Switch) Report() Report {
-	r := Report{Counters: s.Stats}
-	if s.Accel != nil {
-		r.Stats = s.Accel.Stats()
-	}
-	return r
 }
 
 // Route enters a host NIC's MAC with the ports on shortest paths to it,
@@ -405,22 +282,22 @@ func (s *Switch) forward(in int, frame []byte, lat time.Duration) {
 				return
 			}
 			s.Stats.Forwarded++
-			s.ports[p].Push(frame, ready)
+			s.push(p, in, frame, ready)
 			return
 		}
 	}
 	s.Stats.Flooded++
 	if s.flood == nil {
-		for p, d := range s.ports {
+		for p := range s.ports {
 			if p != in {
-				d.Push(frame, ready)
+				s.push(p, in, frame, ready)
 			}
 		}
 		return
 	}
 	for _, p := range s.flood {
 		if p != in {
-			s.ports[p].Push(frame, ready)
+			s.push(p, in, frame, ready)
 		}
 	}
 }

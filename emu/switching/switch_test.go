@@ -227,7 +227,7 @@ func TestLearning(t *testing.T) {
 	r.want(f5, t0+time.Microsecond+100*time.Nanosecond, 2)
 
 	assert.Equal(t, switching.Counters{Frames: 5, Forwarded: 3, Flooded: 1, Filtered: 1}, r.sw.Stats)
-	assert.Equal(t, switching.Report{Counters: r.sw.Stats}, r.sw.Report(), "no accelerator: its stats are zero")
+	assert.Equal(t, switching.Report{Counters: r.sw.Stats, Buffer: r.sw.Buffer()}, r.sw.Report(), "no accelerator: its stats are zero")
 }
 
 func TestFlooding(t *testing.T) {
@@ -403,6 +403,7 @@ type qpProgram struct {
 
 func (p *qpProgram) Name() string       { return p.name }
 func (p *qpProgram) MemoryBytes() int64 { return p.mem }
+func (p *qpProgram) Report() any        { return len(p.seen) }
 func (p *qpProgram) Process(v *frames.View, port int, emit switching.ProgramEmit) bool {
 	p.seen = append(p.seen, seen{v.DestQP(), port})
 	if v.DestQP() != p.qp {
@@ -555,7 +556,7 @@ func newRingRig(t *testing.T, d tensor.DType) *ringRig {
 		rr.b = append(rr.b, builder(t, frames.Path{Transport: frames.V2IPv4, SrcMAC: rankMAC(r), DstMAC: rankMAC(next),
 			SrcIP: ip4(byte(r + 1)), DstIP: ip4(byte(next + 1)), SrcPort: 0xC000 + uint16(r), DestQP: ringQP}))
 	}
-	require.NoError(t, rr.sw.AddRing(rr.cfg))
+	require.NoError(t, netreduce.AddRing(rr.sw, "", rr.cfg))
 	return rr
 }
 
@@ -602,10 +603,10 @@ func TestNetReduceThroughSwitch(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rr := newRingRig(t, tc.dtype)
-			require.NotNil(t, rr.sw.Accel)
+			require.NotNil(t, accel(rr.sw))
 			require.Len(t, rr.sw.Programs(), 1)
 			assert.Equal(t, "netreduce", rr.sw.Programs()[0].Name())
-			assert.Equal(t, 1, rr.sw.Rings())
+			assert.Equal(t, 1, accel(rr.sw).Rings())
 			assert.Equal(t, rr.cfg.MemoryBytes(), rr.sw.MemoryBytes())
 
 			// Rank 0's packet is held in the aggregator: nothing leaves.
@@ -653,7 +654,7 @@ func TestNetReduceThroughSwitch(t *testing.T) {
 			rep := rr.sw.Report()
 			assert.Equal(t, rr.sw.Stats, rep.Counters)
 			assert.Equal(t, netreduce.Stats{Packets: 3, Aggregations: 1, ResultPackets: 2, ResultResends: 1,
-				CLTUpdates: 2, StaleFirsts: 1, PortDrops: 1}, rep.Stats)
+				CLTUpdates: 2, StaleFirsts: 1, PortDrops: 1}, netreduce.StatsOf(rep))
 		})
 	}
 }
@@ -672,12 +673,18 @@ func TestNetReduceStaleDuplicateForwarded(t *testing.T) {
 		require.Len(t, got[1], 1, "message %d: rank 0's result", m)
 		assert.Equal(t, rr.msgN(0, m, i32s(int32(100+m))), got[1][0].frame, "message %d", m)
 	}
-	assert.Equal(t, int64(2), rr.sw.Accel.Released(0))
+	assert.Equal(t, int64(2), accel(rr.sw).Released(0))
 	dup := rr.msgN(0, 0, i32s(0))
 	rr.sw.Ingress(0, dup)
 	rr.want(dup, t0+testTiming.Forward, 1)
-	assert.Equal(t, uint64(1), rr.sw.Report().StaleForwards)
+	assert.Equal(t, uint64(1), netreduce.StatsOf(rr.sw.Report()).StaleForwards)
 	assert.Equal(t, switching.Counters{Frames: 7, Forwarded: 7, Emitted: 6}, rr.sw.Stats)
+}
+
+// accel is the switch's NetReduce program (nil before it holds a ring).
+func accel(sw *switching.Switch) *netreduce.Program {
+	p, _ := sw.Installed(netreduce.ProgramName).(*netreduce.Program)
+	return p
 }
 
 func TestMemoryBudget(t *testing.T) {
@@ -685,39 +692,38 @@ func TestMemoryBudget(t *testing.T) {
 	require.Positive(t, need)
 	fits := func(t *testing.T, sw *switching.Switch, id uint8) {
 		t.Helper()
-		require.NoError(t, sw.AddRing(ringConfig(id, tensor.I32)))
+		require.NoError(t, netreduce.AddRing(sw, "", ringConfig(id, tensor.I32)))
 	}
 
 	t.Run("one byte short", func(t *testing.T) {
 		r := newRig(t, "tor7", 2)
 		r.sw.MemoryBudget = need - 1
-		err := r.sw.AddRing(ringConfig(0, tensor.I32))
+		err := netreduce.AddRing(r.sw, "", ringConfig(0, tensor.I32))
 		require.Error(t, err)
 		assert.ErrorContains(t, err, "switch tor7")
 		assert.ErrorContains(t, err, fmt.Sprintf("ring 0 needs %s of aggregation memory", units.FormatBytes(need)))
 		assert.ErrorContains(t, err, fmt.Sprintf("0 B of the %s budget is in use", units.FormatBytes(need-1)))
-		assert.Nil(t, r.sw.Accel, "a refused ring installs nothing")
-		assert.Empty(t, r.sw.Programs())
-		assert.Zero(t, r.sw.Rings())
+		assert.Zero(t, r.sw.MemoryBytes(), "a refused ring holds nothing")
+		assert.Zero(t, accel(r.sw).Rings())
 	})
 	t.Run("exactly the budget", func(t *testing.T) {
 		r := newRig(t, "tor7", 2)
 		r.sw.MemoryBudget = need
 		fits(t, r.sw, 0)
 		assert.Equal(t, need, r.sw.MemoryBytes())
-		err := r.sw.AddRing(ringConfig(1, tensor.I32))
+		err := netreduce.AddRing(r.sw, "", ringConfig(1, tensor.I32))
 		assert.ErrorContains(t, err, "ring 1 needs")
-		assert.Equal(t, 1, r.sw.Rings())
+		assert.Equal(t, 1, accel(r.sw).Rings())
 	})
 	t.Run("second ring beyond the budget", func(t *testing.T) {
 		r := newRig(t, "tor7", 2)
 		r.sw.MemoryBudget = 2*need - 1
 		fits(t, r.sw, 0)
-		err := r.sw.AddRing(ringConfig(1, tensor.I32))
+		err := netreduce.AddRing(r.sw, "", ringConfig(1, tensor.I32))
 		require.Error(t, err)
 		assert.ErrorContains(t, err, "switch tor7: ring 1")
 		assert.ErrorContains(t, err, fmt.Sprintf("%s of the %s budget is in use", units.FormatBytes(need), units.FormatBytes(2*need-1)))
-		assert.Equal(t, 1, r.sw.Rings())
+		assert.Equal(t, 1, accel(r.sw).Rings())
 		assert.Equal(t, need, r.sw.MemoryBytes())
 		assert.Len(t, r.sw.Programs(), 1, "the accelerator is installed once")
 	})
@@ -726,7 +732,7 @@ func TestMemoryBudget(t *testing.T) {
 		r.sw.MemoryBudget = 2 * need
 		fits(t, r.sw, 0)
 		fits(t, r.sw, 1)
-		assert.Equal(t, 2, r.sw.Rings())
+		assert.Equal(t, 2, accel(r.sw).Rings())
 		assert.Equal(t, 2*need, r.sw.MemoryBytes())
 	})
 	t.Run("no budget", func(t *testing.T) {
@@ -741,18 +747,18 @@ func TestMemoryBudget(t *testing.T) {
 		bad := ringConfig(0, tensor.I32)
 		bad.Workers = 1
 		bad.Conns = nil
-		assert.ErrorContains(t, r.sw.AddRing(bad), "1 workers")
-		assert.Zero(t, r.sw.Rings())
+		assert.ErrorContains(t, netreduce.AddRing(r.sw, "", bad), "1 workers")
+		assert.Zero(t, accel(r.sw).Rings())
 		fits(t, r.sw, 0)
-		assert.ErrorContains(t, r.sw.AddRing(ringConfig(0, tensor.I32)), "ring 0 already exists")
-		assert.Equal(t, 1, r.sw.Rings())
+		assert.ErrorContains(t, netreduce.AddRing(r.sw, "", ringConfig(0, tensor.I32)), "ring 0 already exists")
+		assert.Equal(t, 1, accel(r.sw).Rings())
 		assert.Len(t, r.sw.Programs(), 1)
 	})
 	t.Run("other programs count against the budget", func(t *testing.T) {
 		r := newRig(t, "tor7", 2)
 		r.sw.Install(&qpProgram{name: "pool", mem: 1})
 		r.sw.MemoryBudget = need
-		err := r.sw.AddRing(ringConfig(0, tensor.I32))
+		err := netreduce.AddRing(r.sw, "", ringConfig(0, tensor.I32))
 		assert.ErrorContains(t, err, fmt.Sprintf("1 B of the %s budget is in use", units.FormatBytes(need)))
 	})
 }
@@ -764,6 +770,7 @@ type counter struct{ n int }
 
 func (c *counter) Name() string       { return "counter" }
 func (c *counter) MemoryBytes() int64 { return 0 }
+func (c *counter) Report() any        { return c.n }
 func (c *counter) Process(*frames.View, int, switching.ProgramEmit) bool {
 	c.n++
 	return false
@@ -831,7 +838,7 @@ func TestRandomFrames(t *testing.T) {
 				rr.b = append(rr.b, builder(t, frames.Path{Transport: frames.V2IPv4, SrcMAC: rankMAC(k), DstMAC: rankMAC(next),
 					SrcIP: ip4(byte(k + 1)), DstIP: ip4(byte(next + 1)), DestQP: ringQP}))
 			}
-			require.NoError(t, r.sw.AddRing(rr.cfg))
+			require.NoError(t, netreduce.AddRing(r.sw, "", rr.cfg))
 			r.sw.Install(after)
 
 			const n = 3000

@@ -18,15 +18,17 @@ var levels = map[string]int{
 	// wire formats and leaves
 	"frames/wire": 0, "frames/inceptionn": 0, "contrib/wireshark": 0, "tensor": 0, "emu/commmodel": 0, "internal/units": 0, "internal/junit": 0, "internal/f16ref": 0, "internal/inceptionnref": 0, "internal/layout": 0, "internal/benchratio": 0,
 	"frames": 1, "emu/workload": 1,
-	"roce":   2, "faults": 2, "internal/pcapio": 2, "internal/testtool": 2,
+	"roce": 2, "faults": 2, "internal/pcapio": 2, "internal/testtool": 2,
 	"internal/vclock": 3, "internal/testvec": 3, "tap": 3,
 	// the capture checker judges wire formats only, never the emulator
 	"capcheck": 3, "graphs": 3,
-	"emu/topo": 3, "emu/netreduce": 3,
-	"emu/nic": 4, "emu/switching": 4, "internal/wallloop": 4, "internal/taptest": 4,
-	"emu/fabric": 5, "faultwire": 5,
-	"emu/live": 6,
-	"emu":      7, "emu/replay": 7,
+	"emu/topo": 3,
+	"emu/nic":  4, "emu/switching": 4, "internal/wallloop": 4, "internal/taptest": 4,
+	"emu/fabric": 5, "faultwire": 5, "emu/nic/compress": 5,
+	// switch programs: each registers itself with the pipeline (switching)
+	"emu/netreduce": 5,
+	"emu/live":      6,
+	"emu":           7, "emu/replay": 7,
 	"emu/scenario": 8, "dut": 8,
 	"conformance": 9,
 	"cmd/inaemu":  10, "internal/benchtable": 10,
@@ -91,6 +93,59 @@ func TestLayoutListsEveryPackage(t *testing.T) {
 	for pkg := range levels {
 		if !listed[pkg] {
 			t.Errorf("docs/internals.md's layout does not list %s", pkg)
+		}
+	}
+}
+
+// TestSwitchingImportsNoProgram: the pipeline knows switch programs only
+// through switching.Program and its registry, so it imports no package
+// that registers a program (emu/netreduce, or any that calls
+// switching.RegisterProgram), directly or through another: a program is
+// added as one package without editing the pipeline.
+func TestSwitchingImportsNoProgram(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}\t{{.Dir}}\t{{join .GoFiles \" \"}}", module+"...").Output()
+	if err != nil {
+		t.Skipf("SKIP: go list failed (%v): the switch's imports are not checked here", err)
+	}
+	program := map[string]bool{"emu/netreduce": true}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.SplitN(line, "\t", 3)
+		if len(f) < 3 {
+			continue
+		}
+		for _, name := range strings.Fields(f[2]) {
+			src, err := os.ReadFile(filepath.Join(f[1], name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(src), "switching.RegisterProgram(") {
+				program[strings.TrimPrefix(f[0], module)] = true
+			}
+		}
+	}
+	deps, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", module+"emu/switching").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range strings.Fields(string(deps)) {
+		if dep := strings.TrimPrefix(d, module); program[dep] {
+			t.Errorf("emu/switching imports %s, a switch program: the pipeline must know programs only through switching.Program and RegisterProgram", dep)
+		}
+	}
+}
+
+// TestCheckerImportsNoEmulator: the capture checker shares the tensor
+// element types with the emulator through the top-level leaf tensor and
+// depends, even indirectly, on no package under emu/, so that a bug in
+// the emulator cannot hide in the verdict on its own captures.
+func TestCheckerImportsNoEmulator(t *testing.T) {
+	deps, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", module+"capcheck").Output()
+	if err != nil {
+		t.Skipf("SKIP: go list failed (%v): the checker's imports are not checked here", err)
+	}
+	for _, d := range strings.Fields(string(deps)) {
+		if dep := strings.TrimPrefix(d, module); dep == "emu" || strings.HasPrefix(dep, "emu/") {
+			t.Errorf("capcheck depends on %s: the checker judges wire formats and imports nothing of the emulator", dep)
 		}
 	}
 }

@@ -142,7 +142,7 @@ const aggKeep = 64
 // checkAggregation applies agg-sum (see Check), reading the payloads
 // again in capture order (payloads), in time order within aggReorder
 // frames; its memory is bounded by the messages in flight.
-func checkAggregation(payloads func(yield func(i int, data []byte) bool) error, fs *frameStore, names []string, ifaceSide []uint8, hostLink []bool, linkTaps bool, dt tensor.DType, tag uint32, trees map[uint8][]uint64, rep *Report, report func(rule string, f *checkFrame, detail string)) error {
+func checkAggregation(payloads func(yield func(i int, data []byte) bool) error, fs *frameStore, names []string, ifaceSide []uint8, hostLink []bool, linkTaps bool, dt tensor.DType, tag uint32, hdr int, trees map[uint8][]uint64, rep *Report, report func(rule string, f *checkFrame, detail string)) error {
 	side := make([]uint8, len(names))
 	link := make([]bool, len(names))
 	any := false
@@ -210,7 +210,7 @@ func checkAggregation(payloads func(yield func(i int, data []byte) bool) error, 
 	if len(ringH) == 0 {
 		return nil
 	}
-	a := &aggregator{fs: fs, dt: dt, tag: tag, rep: rep, report: report, ringH: ringH, trees: trees,
+	a := &aggregator{fs: fs, dt: dt, tag: tag, hdr: hdr, rep: rep, report: report, ringH: ringH, trees: trees,
 		conns: map[checkStreamKey]*aggConn{}, pkts: map[aggKey]*aggPacket{}, changed: -1}
 	var held aggHeap
 	// A held frame's bytes come from a.free and go back to it once
@@ -325,6 +325,7 @@ type aggregator struct {
 	fs     *frameStore
 	dt     tensor.DType
 	tag    uint32
+	hdr    int // header bytes before a WRITE FIRST's data (aggHeaderLen)
 	rep    *Report
 	report func(rule string, f *checkFrame, detail string)
 	ringH  map[uint8]int
@@ -378,10 +379,10 @@ func (a *aggregator) frame(fr aggFrame) (kept bool) {
 					conn.msgs = append(conn.msgs[:0], conn.msgs[len(conn.msgs)-maxAggSearch:]...)
 				}
 			}
-			if m.psn0 != f.psn {
+			if m.psn0 != f.psn || len(pay) < a.hdr {
 				return false
 			}
-			pay = pay[wire.INALen:]
+			pay = pay[a.hdr:]
 		} else {
 			if conn == nil || f.op.IsFirst() {
 				return false
@@ -423,11 +424,11 @@ func (a *aggregator) frame(fr aggFrame) (kept bool) {
 		return false
 	}
 	if off == 0 {
-		if !hasTag(pay, a.tag) {
+		if !hasTag(pay, a.tag) || len(pay) < a.hdr {
 			rep.AggUnchecked++
 			return false
 		}
-		pay = pay[wire.INALen:]
+		pay = pay[a.hdr:]
 	}
 	ak := aggKey{conn.ring, m.id, off}
 	p := a.pkts[ak]
@@ -558,4 +559,20 @@ func inaOf(op wire.Opcode, payload []byte, tag uint32) wire.INA {
 		return nil
 	}
 	return wire.INA(payload[:wire.INALen:wire.INALen])
+}
+
+// RuleAggSum names a NetReduce result that is not the sum of its
+// contributions.
+const RuleAggSum = "agg-sum"
+
+func aggSummary(r *Report) string {
+	if r.AggChecked+r.AggUnchecked+r.AggForwarded == 0 {
+		return ""
+	}
+	order := "rank-order"
+	if r.AggTreeOrder {
+		order = "reduction-order (rank order in one switch, tree order across racks)"
+	}
+	return fmt.Sprintf("%d results equal the %s sum, %d unchecked (contributions not all seen), %d stale duplicates forwarded",
+		r.AggChecked, order, r.AggUnchecked, r.AggForwarded)
 }

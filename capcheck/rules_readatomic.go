@@ -586,3 +586,10 @@ func (c *checker) uncheckedRead(s *checkReq, f *checkFrame) {
 	c.rep.Unchecked = append(c.rep.Unchecked, fmt.Sprintf("%s: the READ of frame %d (%d bytes) takes a number of PSNs the path MTU says, and the MTU is %s: psn-order, nak-psn and read-psn stop for this stream there",
 		key, f.idx+1, c.ext[f.idx].length, c.mtuWhy))
 }
+
+func readAtomicSummary(r *Report) string {
+	if r.ReadRequests+r.AtomicRequests == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s (path MTU %s), %s", plural(r.ReadRequests, "READ request"), r.PathMTUWhy, plural(r.AtomicRequests, "atomic request"))
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -14,6 +15,7 @@ import (
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/replay"
 	"github.com/inaemu/inaemu/emu/scenario"
+	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/internal/pcapio"
 	"github.com/inaemu/inaemu/internal/units"
 	"github.com/inaemu/inaemu/tap"
@@ -24,6 +26,7 @@ import (
 type replayArgs struct {
 	through, topspeed, timing, asJSON         bool
 	out, tapName, from, dtype, release, link  string
+	program                                   string // --switch-program
 	pps, mbps, multiplier                     float64
 	loop, limit, workers, window, msgLen, mtu int
 }
@@ -55,6 +58,7 @@ func replayCommand(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&a.release, "release", "safe", "aggregator release rule: safe or paper")
 	f.StringVar(&a.link, "link", "100G", "egress link rate, as tc writes it (100G or 100gbit; 100gbps is bytes)")
 	f.BoolVar(&a.asJSON, "json", false, "print the report as one JSON object")
+	f.StringVar(&a.program, "switch-program", "", "the switch program to feed the capture through: "+strings.Join(switching.ProgramNames(), " or ")+" (default: the one the capture's section comment names, else netreduce)")
 	c.MarkFlagsMutuallyExclusive("tap", "through-switch")
 	// tcpreplay's pacing: one way at a time (--multiplier scales --timing).
 	c.MarkFlagsMutuallyExclusive("pps", "mbps", "topspeed", "timing")
@@ -87,6 +91,12 @@ func runReplay(fs *cmdEnv, file string, a replayArgs) int {
 		}
 	}
 	noteValue(fs, "--link ", scenario.Rate, a.link)
+	if a.program != "" {
+		if err := switching.CheckProgram(a.program); err != nil {
+			fs.usageError("--switch-program: %v", err)
+			return exitUsage
+		}
+	}
 	opt := replay.Options{Workers: a.workers, Window: a.window, MsgLen: a.msgLen, MTU: a.mtu}
 	if opt.DType, err = tensor.ParseDType(a.dtype); err == nil {
 		if opt.Release, err = netreduce.ParseRelease(a.release); err == nil {
@@ -97,9 +107,14 @@ func runReplay(fs *cmdEnv, file string, a replayArgs) int {
 		fs.usageError("%v", err)
 		return exitUsage
 	}
-	recs, names, err := pcapio.ReadAllNamed(file) // pcap files have no interface names
+	recs, names, comment, err := readWithComment(file) // pcap files have no interface names
 	if err != nil {
 		fmt.Fprintf(stderr, "inaemu replay: %v\n", err)
+		return exitUsage
+	}
+	opt.SwitchProgram = cmp.Or(a.program, pcapio.SwitchProgram(comment))
+	if err := switching.CheckProgram(opt.SwitchProgram); err != nil {
+		fmt.Fprintf(stderr, "inaemu replay: %s: the capture's section comment names %v; give --switch-program\n", file, err)
 		return exitUsage
 	}
 	if name := topologyInterface(names); name != "" {
@@ -126,9 +141,9 @@ func runReplay(fs *cmdEnv, file string, a replayArgs) int {
 	if rep.Ring != "" {
 		fmt.Fprintf(stdout, "  ring      %s\n", rep.Ring)
 	}
-	s := rep.Switch
+	s, nr := rep.Switch, netreduce.StatsOf(rep.Switch)
 	fmt.Fprintf(stdout, "  switch    %d aggregations, %d result re-sends, %d ICRC drops, %d first-lost drops, %d CLT misses, %d forwarded, %d flooded\n",
-		s.Aggregations, s.ResultResends, s.ICRCDrops, s.FirstLostDrops, s.CLTMisses, s.Forwarded, s.Flooded)
+		nr.Aggregations, nr.ResultResends, nr.ICRCDrops, nr.FirstLostDrops, nr.CLTMisses, s.Forwarded, s.Flooded)
 	fmt.Fprintf(stdout, "  output    %s: %d frames\n", a.out, rep.Emitted)
 	return exitOK
 }
@@ -314,4 +329,16 @@ func waitCarrier(name string, d time.Duration) (state string, ok bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// readWithComment reads a capture's records, interface names and section
+// comment (which names its switch program, pcapio.SwitchProgram).
+func readWithComment(file string) ([]pcapio.Record, []string, string, error) {
+	rd, err := pcapio.Open(file)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	defer rd.Close()
+	recs, names, err := rd.All()
+	return recs, names, rd.SectionComment(), err
 }

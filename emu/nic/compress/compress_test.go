@@ -1,4 +1,4 @@
-package nic_test
+package compress_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/emu/nic"
+	"github.com/inaemu/inaemu/emu/nic/compress"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/inceptionn"
 	"github.com/inaemu/inaemu/frames/wire"
@@ -36,8 +37,8 @@ func compressingPair(t *testing.T, tr frames.Transport, k int) (*pair, *roce.QP,
 	p := newPair(tr)
 	c, err := inceptionn.New(k)
 	require.NoError(t, err)
-	require.NoError(t, p.a.EnableCompression(nic.Compression{Codec: c}))
-	require.NoError(t, p.b.EnableCompression(nic.Compression{Codec: c}))
+	require.NoError(t, compress.Enable(p.a, compress.Config{Codec: c}))
+	require.NoError(t, compress.Enable(p.b, compress.Config{Codec: c}))
 	x, y := p.a.NewQP(0x11), p.b.NewQP(0x22)
 	pa, pb := p.a.PathTo(p.b, 0x22), p.b.PathTo(p.a, 0x11)
 	pa.TClass, pb.TClass = frames.CompressedDSCP<<2, frames.CompressedDSCP<<2
@@ -154,7 +155,7 @@ func TestUndecodablePayloadIsDropped(t *testing.T) {
 	h1 := nic.New(clk, "h1", 1, 0, frames.V2IPv4)
 	h1.Attach(&kicks{})
 	c, _ := inceptionn.New(10)
-	require.NoError(t, h1.EnableCompression(nic.Compression{Codec: c}))
+	require.NoError(t, compress.Enable(h1, compress.Config{Codec: c}))
 	q := h1.NewQP(0x22)
 	require.NoError(t, q.Connect(h1.PathTo(h0, 0x11), rcCfg(500, 100)))
 	path := h0.PathTo(h1, 0x22)
@@ -172,7 +173,7 @@ func TestUndecodablePayloadIsDropped(t *testing.T) {
 // ceil(L/32) cycles, and handles one packet at a time.
 func TestEngineTimes(t *testing.T) {
 	p, qa, qb := compressingPair(t, frames.V2IPv4, 10)
-	require.NoError(t, p.a.EnableCompression(nic.Compression{Codec: mustCodec(t, 10), Rate: 12.8e9, Latency: 50 * time.Nanosecond}))
+	require.NoError(t, compress.Enable(p.a, compress.Config{Codec: mustCodec(t, 10), Rate: 12.8e9, Latency: 50 * time.Nanosecond}))
 	require.NoError(t, p.b.PD.Register(&roce.MR{Addr: 0x10000, Buf: make([]byte, 4096), RKey: 9, Access: roce.AccessRemoteWrite}))
 	p.a.Attach(&kicks{})
 	require.NoError(t, qa.PostSend(roce.SendWR{ID: 1, Opcode: roce.WRWrite, Local: gradients(2000, 1), RemoteVA: 0x10000, RKey: 9}))
@@ -213,8 +214,8 @@ func mustCodec(t *testing.T, k int) inceptionn.Codec {
 // latency.
 func TestEngineRefusesNonsense(t *testing.T) {
 	h := nic.New(vclock.New(), "h0", 0, 0, frames.V2IPv4)
-	for _, c := range []nic.Compression{{Rate: -1}, {Rate: math.Inf(1)}, {Rate: math.NaN()}, {Latency: -time.Nanosecond}} {
-		assert.Error(t, h.EnableCompression(c), "%+v", c)
+	for _, c := range []compress.Config{{Rate: -1}, {Rate: math.Inf(1)}, {Rate: math.NaN()}, {Latency: -time.Nanosecond}} {
+		assert.Error(t, compress.Enable(h, c), "%+v", c)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -73,6 +74,7 @@ fault dropped before the capture point, excluded from the rules. Every field: do
 	f.BoolVar(&a.linkTaps, "link-taps", false, "every interface is the link of one host (a capture per host link): agg-sum tells directions apart by the host's MAC; interfaces named PREFIX-brN (the TAP backend's bridges) are taken so without it")
 	f.DurationVar(&a.inFlight, "in-flight", 0, "how long frames may be on the way between the capture point and a requester, both ways: psn-order lets a requester act on responses captured within this window before its packet as if they had not reached it yet (default 50µs; 1s for a capture taken on the wall clock between software hosts: inaemu wire, run --dut, the TAP backend's bridges, which the report says in a clock line)")
 	f.StringVar(&a.reorder, "reorder-window", "auto", "how far apart in time (`D`) a frame may have been overtaken on the way by a later one: auto (from the capture's fault annotations; none without), 0 (none) or a duration such as 20us")
+	f.StringVar(&a.program, "switch-program", "", "the switch program whose aggregation the capture shows, for the agg-sum rule's header length: "+strings.Join(capcheck.SwitchPrograms(), " or ")+" (default: the one the capture's section comment names, else netreduce)")
 	f.StringVar(&a.inaTag, "ina-tag", "INA1", "the InetTag of the switch's INA headers: four ASCII characters or a 32-bit number (0x494E4131 is inaemu's INA1)")
 	_ = c.RegisterFlagCompletionFunc("dtype", cobra.FixedCompletions([]string{"f32", "i32", "f16"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("vantage", cobra.FixedCompletions([]string{"auto", "sender", "receiver", "tap"}, cobra.ShellCompDirectiveNoFileComp))
@@ -86,6 +88,7 @@ type checkArgs struct {
 	mtu                    int
 	pairs                  pairFlags
 	dtype, vantage, inaTag string
+	program                string // --switch-program
 	reorder, junit         string
 	inFlight               time.Duration
 	inFlightSet            bool // --in-flight given: it wins over the capture's clock
@@ -114,6 +117,10 @@ func runCheck(fs *cmdEnv, file string, a checkArgs) int {
 		fs.usageError("--mtu %d: want 256, 512, 1024, 2048 or 4096", a.mtu)
 		return exitUsage
 	}
+	if a.program != "" && !slices.Contains(capcheck.SwitchPrograms(), a.program) {
+		fs.usageError("--switch-program %q: want %s", a.program, strings.Join(capcheck.SwitchPrograms(), " or "))
+		return exitUsage
+	}
 	tag, err := parseINATag(a.inaTag)
 	if err != nil {
 		fs.usageError("--ina-tag %q: %v", a.inaTag, err)
@@ -140,7 +147,7 @@ func runCheck(fs *cmdEnv, file string, a checkArgs) int {
 	}
 	debug.SetGCPercent(capcheck.GCPercent)
 	start := time.Now()
-	rep, err := capcheck.CheckFile(file, capcheck.CheckOptions{Pairs: a.pairs, DType: dt, Vantage: vt, InFlight: w, LinkTaps: a.linkTaps, INATag: tag, ReorderWindow: rw, MTU: a.mtu})
+	rep, err := capcheck.CheckFile(file, capcheck.CheckOptions{Pairs: a.pairs, DType: dt, Vantage: vt, InFlight: w, LinkTaps: a.linkTaps, INATag: tag, ReorderWindow: rw, MTU: a.mtu, SwitchProgram: a.program})
 	if err != nil {
 		fmt.Fprintf(stderr, "inaemu check: %v\n", err)
 		return exitUsage
