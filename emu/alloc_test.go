@@ -7,13 +7,13 @@ import (
 )
 
 // startJob sets a run up and starts its jobs.
-func startJob(t testing.TB, cfg Config) *run {
+func startJob(t testing.TB, cfg Config) *Session {
 	t.Helper()
-	u, err := newRun(cfg)
+	u, err := NewSession(cfg)
 	require.NoError(t, err)
-	for _, r := range u.jobs {
+	for _, r := range u.Jobs {
 		require.NoError(t, r.Alg.Start())
-		r.started = true
+		r.Started = true
 	}
 	return u
 }
@@ -29,14 +29,14 @@ func TestEventLoopAllocatesNothing(t *testing.T) {
 		}
 		r := startJob(t, cfg)
 		for i := 0; i < 20000; i++ {
-			require.True(t, r.fab.Clock.Step())
+			require.True(t, r.Fab.Clock.Step())
 		}
 		allocs := testing.AllocsPerRun(5, func() {
 			for i := 0; i < 2000; i++ {
-				r.fab.Clock.Step()
+				r.Fab.Clock.Step()
 			}
 		})
-		require.NoError(t, r.err())
+		require.NoError(t, r.Err())
 		t.Logf("%v: %.1f allocations per 2000 events", mode, allocs)
 		require.Zero(t, allocs, "%v: the warm event loop allocated", mode)
 	}

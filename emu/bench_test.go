@@ -47,9 +47,9 @@ func BenchmarkEventLoop(b *testing.B) {
 				r := startJob(b, cfg)
 				b.StartTimer()
 				t0 := time.Now()
-				res := r.loop()
+				res := r.Loop()
 				wall += time.Since(t0)
-				if err := r.err(); err != nil {
+				if err := r.Err(); err != nil {
 					b.Fatal(err)
 				}
 				virt += time.Duration(res.VirtualNS)

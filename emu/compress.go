@@ -151,7 +151,7 @@ func (r *Job) Codec() *inceptionn.Codec {
 
 // enableCompression gives the job's NICs their engines; a NIC two jobs
 // would compress on with different bounds is refused.
-func (u *run) enableCompression(r *Job) error {
+func (u *Session) enableCompression(r *Job) error {
 	if r.Cfg.Compress == 0 {
 		return nil
 	}

@@ -221,7 +221,7 @@ func (j *netReduceJob) installRing() error {
 		c.Src, c.Dst, c.DestQP, c.Port = w.NIC.IP, succ.NIC.IP, succ.RQ.QPN(), p
 		c.Name = w.NIC.Name + "→" + succ.NIC.Name
 	}
-	in, err := netreduce.Install(netreduce.Placement{Job: r.Name, Tenants: len(r.run.cfg.Jobs) > 1, Program: r.Cfg.SwitchProgram,
+	in, err := netreduce.Install(netreduce.Placement{Job: r.Name, Tenants: r.Tenants(), Program: r.Cfg.SwitchProgram,
 		Ring: ring, Switches: sws, All: r.Fab.Switches, Fabric: r.Fab})
 	if err != nil {
 		return err

@@ -143,14 +143,14 @@ func TestVerbsEventLoopAllocatesNothing(t *testing.T) {
 		}
 		r := startJob(t, cfg)
 		for i := 0; i < 20000; i++ {
-			require.True(t, r.fab.Clock.Step())
+			require.True(t, r.Fab.Clock.Step())
 		}
 		allocs := testing.AllocsPerRun(5, func() {
 			for i := 0; i < 2000; i++ {
-				r.fab.Clock.Step()
+				r.Fab.Clock.Step()
 			}
 		})
-		require.NoError(t, r.err())
+		require.NoError(t, r.Err())
 		t.Logf("%v: %.1f allocations per 2000 events", verb, allocs)
 		require.Zero(t, allocs, "%v: the warm event loop allocated", verb)
 	}

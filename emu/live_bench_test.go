@@ -147,7 +147,7 @@ func measurePort(b *testing.B, topo tap.Topology, hosts []tap.Device, serve func
 					return
 				}
 				k, err := bld.Build(buf, &frames.Packet{Opcode: wire.WriteOnlyWithImm, PSN: uint32(m) & 0xFFFFFF, AckReq: true,
-					RETH: frames.RETHFields{VA: recvBaseVA, RKey: 0x1000 + uint32(1-r), DMALen: 1024}, Imm: uint32(m),
+					RETH: frames.RETHFields{VA: RecvBaseVA, RKey: 0x1000 + uint32(1-r), DMALen: 1024}, Imm: uint32(m),
 					HasINA: true, INA: frames.INAFields{MsgID: uint8(m), MsgLen: 1, Rank: uint8(r)}, Payload: payload})
 				if err == nil {
 					err = hosts[r].WriteFrame(buf[:k])

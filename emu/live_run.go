@@ -25,7 +25,7 @@ func (r *Job) serve() *Result {
 	err := r.Fab.Serve(ctx, func() bool { return r.Err != nil || r.finished() })
 	switch {
 	case r.Err != nil:
-	case errors.Is(err, context.DeadlineExceeded) && !r.started:
+	case errors.Is(err, context.DeadlineExceeded) && !r.Started:
 		r.Err = &JobError{Msg: fmt.Sprintf("job did not start within %v: %s", r.Cfg.MaxVirtual, b.missing())}
 	case errors.Is(err, context.DeadlineExceeded):
 		r.Err = &JobError{Msg: fmt.Sprintf("job did not finish within %v: %s", r.Cfg.MaxVirtual, r.progress())}
@@ -62,7 +62,7 @@ func newStartBarrier(r *Job) *startBarrier {
 	}
 	clock := r.Fab.Clock
 	b.tick = func() {
-		if r.started || r.Err != nil {
+		if r.Started || r.Err != nil {
 			return
 		}
 		for _, w := range r.Local() {
@@ -98,7 +98,7 @@ func (b *startBarrier) control(w *Worker, frame []byte) {
 
 func (b *startBarrier) maybeStart() {
 	r := b.r
-	if r.started {
+	if r.Started {
 		return
 	}
 	for _, k := range b.left {
@@ -106,7 +106,7 @@ func (b *startBarrier) maybeStart() {
 			return
 		}
 	}
-	r.started = true
+	r.Started = true
 	r.startAt = r.Fab.Clock.Now()
 	if err := r.Alg.Start(); err != nil {
 		r.Err = &JobError{Msg: fmt.Sprintf("start: %v", err)}

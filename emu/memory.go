@@ -65,9 +65,9 @@ const (
 	// WRBytes is what one posted work request costs a QP's rings: a send
 	// queue entry (the WR and its PSN range) and a receive queue entry.
 	WRBytes = int64(unsafe.Sizeof(roce.SendWR{})) + 16 + int64(unsafe.Sizeof(roce.RecvWR{}))
-	// frameBytes is one frame in a link: its pooled buffer and its slot
+	// FrameBytes is one frame in a link: its pooled buffer and its slot
 	// in the queue or the in-flight list (which grows by doubling).
-	frameBytes = int64(fabric.MaxFrame) + 2*64
+	FrameBytes = int64(fabric.MaxFrame) + 2*64
 	// dataFrameOverhead is what a full data frame adds to its MTU of
 	// payload on the wire, rounded down: Ethernet, IPv4, UDP, BTH, ICRC,
 	// and preamble, FCS and inter-frame gap.
@@ -102,7 +102,7 @@ func EstimateMemory(cfg Config) MemoryEstimate {
 		}
 		in := min(float64(outstanding), onWire)                 // host → switch: the host sends when the line is free
 		out := min(float64(outstanding), onWire+float64(queue)) // switch → host: the egress queue too
-		e.Links = w * int64(in+out) * frameBytes
+		e.Links = w * int64(in+out) * FrameBytes
 	}
 	e.Total = e.Buffers + e.Queues + e.Switch + e.Links + e.Base
 	return e

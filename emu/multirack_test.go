@@ -116,7 +116,7 @@ func TestTreeOrderDiffersFromRankOrder(t *testing.T) {
 	cfg.Workers = 8
 	cfg.Jobs = []JobSpec{{Name: "j", Ranks: []string{"h0", "h4", "h1", "h5", "h2", "h6", "h3", "h7"}}}
 	u := startJob(t, cfg)
-	j := u.jobs[0].Alg.(*netReduceJob)
+	j := u.Jobs[0].Alg.(*netReduceJob)
 	require.Equal(t, [][]int{{0, 2, 4, 6}, {1, 3, 5, 7}}, j.groups)
 	size := j.chunk
 	tree := make([]byte, size)
@@ -175,12 +175,12 @@ func TestMultiRackUplinkAndSpeed(t *testing.T) {
 		cfg := multiRack(t, 2, perLeaf, float64(perLeaf)*10e9)
 		cfg.TensorBytes = 1 << 20
 		u := startJob(t, cfg)
-		res := u.loop()
-		require.NoError(t, u.err())
-		require.Nil(t, u.jobs[0].Alg.Check())
-		host, _ := u.fab.Direction("h0-leaf0")
-		ul, _ := u.fab.Direction("leaf0-spine0")
-		dl, _ := u.fab.Direction("spine0-leaf0")
+		res := u.Loop()
+		require.NoError(t, u.Err())
+		require.Nil(t, u.Jobs[0].Alg.Check())
+		host, _ := u.Fab.Direction("h0-leaf0")
+		ul, _ := u.Fab.Direction("leaf0-spine0")
+		dl, _ := u.Fab.Direction("spine0-leaf0")
 		up, down = append(up, ul.Bytes), append(down, dl.Bytes)
 		r := float64(ul.Bytes) / float64(host.Bytes)
 		t.Logf("%d hosts per leaf: uplink %d B, downlink %d B, one host's stream %d B (×%.4f)", perLeaf, ul.Bytes, dl.Bytes, host.Bytes, r)
@@ -229,14 +229,14 @@ func TestMultiRackEventLoopAllocatesNothing(t *testing.T) {
 	cfg.TensorBytes = 4 << 20
 	u := startJob(t, cfg)
 	for range 20000 {
-		require.True(t, u.fab.Clock.Step())
+		require.True(t, u.Fab.Clock.Step())
 	}
 	allocs := testing.AllocsPerRun(5, func() {
 		for range 2000 {
-			u.fab.Clock.Step()
+			u.Fab.Clock.Step()
 		}
 	})
-	require.NoError(t, u.err())
+	require.NoError(t, u.Err())
 	require.Zero(t, allocs, "the warm event loop allocated")
 }
 

@@ -491,7 +491,7 @@ type Worker struct {
 
 // Job drives one job: its workers, connections and algorithm.
 type Job struct {
-	run       *run
+	run       *Session
 	Index     int // the job's place in the run: its identifiers derive from it
 	Name      string
 	Ranks     []string
@@ -502,7 +502,7 @@ type Job struct {
 	Alg       Collective
 	Err       error
 	StartTime time.Duration // when the job is to post its first work requests (JobSpec.Start)
-	started   bool          // the job's first work requests are posted
+	Started   bool          // the job's first work requests are posted
 	startAt   time.Duration // when they were (live: after the start barrier)
 	// Per-job identifiers, so jobs sharing hosts never collide (the QPNs
 	// are per rank, see qpnPair): the receive regions' rkeys and virtual
@@ -584,13 +584,21 @@ func (r *Job) Output(rank int) []byte {
 // Begin posts the job's first work requests now.
 func (r *Job) Begin() error {
 	r.startAt = r.Fab.Clock.Now()
-	r.started = true
+	r.Started = true
 	return r.Alg.Start()
 }
 
+// GPUPort is when w's GPU's port into its host's interconnect is free:
+// shared by every link and job that sends from it.
+func (r *Job) GPUPort(w *Worker) *time.Duration { return r.run.gpuPort(w) }
+
+// Tenants reports whether the run has several jobs (a switch's refusal
+// then names the job).
+func (r *Job) Tenants() bool { return len(r.run.cfg.Jobs) > 1 }
+
 // gpuPort is when w's GPU's port into its host's interconnect is free:
 // shared by every link and job that sends from it.
-func (u *run) gpuPort(w *Worker) *time.Duration {
+func (u *Session) gpuPort(w *Worker) *time.Duration {
 	gpu := topo.GPUName(w.Host, w.GPU)
 	if u.gpuBusy[gpu] == nil {
 		u.gpuBusy[gpu] = new(time.Duration)
@@ -598,11 +606,11 @@ func (u *run) gpuPort(w *Worker) *time.Duration {
 	return u.gpuBusy[gpu]
 }
 
-// run is a fabric and its jobs.
-type run struct {
+// Session is a fabric and its jobs.
+type Session struct {
 	cfg  Config
-	fab  *fabric.Fabric
-	jobs []*Job
+	Fab  *fabric.Fabric
+	Jobs []*Job
 	// gpuBusy is, per GPU, when its port into the host's interconnect is
 	// free: every link and job sending from it shares it.
 	gpuBusy map[string]*time.Duration
@@ -615,7 +623,7 @@ type run struct {
 }
 
 // closeAheads stops the goroutines generating inputs ahead.
-func (u *run) closeAheads() {
+func (u *Session) closeAheads() {
 	for _, a := range u.aheads {
 		a.Close()
 	}
@@ -642,9 +650,9 @@ const (
 	RecvQPN = 0x12
 )
 
-// recvBaseVA is the first job's receive region; job j's is j·2^36 higher
+// RecvBaseVA is the first job's receive region; job j's is j·2^36 higher
 // (a worker's region is at most a few times its tensor, at most 4 GiB).
-const recvBaseVA = 0x7f00_0000_0000
+const RecvBaseVA = 0x7f00_0000_0000
 
 // RKey is the receive region key of the job's rank.
 func (r *Job) RKey(rank int) uint32 { return 0x1000 + uint32(r.Index)<<8 + uint32(rank) }
@@ -672,16 +680,16 @@ func Run(cfg Config) (*Result, error) {
 		cfg.MaxVirtual = time.Minute
 	}
 	wallStart := time.Now()
-	u, err := newRun(cfg)
+	u, err := NewSession(cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer u.closeAheads()
 	var res *Result
-	if u.fab.Live() {
-		res = u.jobs[0].serve()
+	if u.Fab.Live() {
+		res = u.Jobs[0].serve()
 	} else {
-		for _, r := range u.jobs {
+		for _, r := range u.Jobs {
 			if r.IO != nil {
 				continue // a scheme's inter-machine job: the scheme begins it
 			}
@@ -689,27 +697,27 @@ func Run(cfg Config) (*Result, error) {
 				if err := r.Alg.Start(); err != nil {
 					return nil, &ConfigError{err}
 				}
-				r.started = true
+				r.Started = true
 				continue
 			}
 			r := r
 			r.startAt = r.StartTime
-			u.fab.Clock.AfterFunc(r.startAt, func() {
+			u.Fab.Clock.AfterFunc(r.startAt, func() {
 				if err := r.Alg.Start(); err != nil {
 					r.Err = &JobError{Msg: fmt.Sprintf("job %s: %v", r.Name, err)}
 				}
-				r.started = true
+				r.Started = true
 			})
 		}
-		res = u.loop()
+		res = u.Loop()
 	}
 	res.Wall = time.Since(wallStart)
 	res.WallNS = int64(res.Wall)
-	runErr := u.err()
-	capErr := u.fab.CloseCapture()
+	runErr := u.Err()
+	capErr := u.Fab.CloseCapture()
 	if runErr != nil {
 		res.Error = runErr.Error()
-		for i, r := range u.jobs { // the jobs that finished are still judged
+		for i, r := range u.Jobs { // the jobs that finished are still judged
 			if r.Err == nil && r.finished() {
 				m := r.Alg.Check()
 				res.Jobs[i].Mismatch, res.Jobs[i].Exact = m, m == nil
@@ -723,7 +731,7 @@ func Run(cfg Config) (*Result, error) {
 		return res, runErr
 	}
 	res.Exact = true
-	for i, r := range u.jobs {
+	for i, r := range u.Jobs {
 		m := r.Alg.Check()
 		res.Jobs[i].Mismatch, res.Jobs[i].Exact = m, m == nil
 		if m != nil && res.Mismatch == nil {
@@ -736,9 +744,9 @@ func Run(cfg Config) (*Result, error) {
 	return res, nil
 }
 
-// newRun builds the fabric, and for every job the workers' QPs and
+// NewSession builds the fabric, and for every job the workers' QPs and
 // buffers, its collective and its connections; the jobs are ready to start.
-func newRun(cfg Config) (*run, error) {
+func NewSession(cfg Config) (*Session, error) {
 	if cfg.MaxVirtual == 0 {
 		cfg.MaxVirtual = time.Minute
 	}
@@ -756,15 +764,15 @@ func newRun(cfg Config) (*run, error) {
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
-	u := &run{cfg: cfg, fab: fab, gpuBusy: map[string]*time.Duration{}, engines: map[*nic.NIC]engineUse{}}
-	fail := func(err error) (*run, error) {
+	u := &Session{cfg: cfg, Fab: fab, gpuBusy: map[string]*time.Duration{}, engines: map[*nic.NIC]engineUse{}}
+	fail := func(err error) (*Session, error) {
 		fab.Close()
 		return nil, &ConfigError{err}
 	}
 	var hosts []*nic.NIC               // the NICs the jobs use, in order of first use
 	onHost := map[*nic.NIC][]*Worker{} // the workers on each
 	for j, js := range specs {
-		r := &Job{run: u, Index: j, Name: js.Name, Ranks: js.Ranks, Cfg: js.Cfg, StartTime: js.Start, Fab: fab, RecvVA: recvBaseVA + uint64(j)<<36,
+		r := &Job{run: u, Index: j, Name: js.Name, Ranks: js.Ranks, Cfg: js.Cfg, StartTime: js.Start, Fab: fab, RecvVA: RecvBaseVA + uint64(j)<<36,
 			Label: js.Label, Group: js.Group, IO: js.IO}
 		r.PSNs = initialPSNs(r.Cfg.Seed, len(js.Ranks))
 		qps := jobQPNs(j, len(specs), js.Ranks)
@@ -782,7 +790,7 @@ func newRun(cfg Config) (*run, error) {
 			if r.Alg, err = Lookup(r.Cfg.Mode).New(r); err != nil {
 				return fail(err)
 			}
-			u.jobs = append(u.jobs, r)
+			u.Jobs = append(u.Jobs, r)
 			continue
 		}
 		alg := Lookup(r.Cfg.Mode)
@@ -832,7 +840,7 @@ func newRun(cfg Config) (*run, error) {
 		if js.IO != nil {
 			r.OnDone = js.Group.AddStage(r)
 		}
-		u.jobs = append(u.jobs, r)
+		u.Jobs = append(u.Jobs, r)
 	}
 	for _, h := range hosts {
 		ws := onHost[h]
@@ -856,12 +864,12 @@ func newRun(cfg Config) (*run, error) {
 	return u, nil
 }
 
-// err is the first job's error.
-func (u *run) err() error {
+// Err is the first job's error.
+func (u *Session) Err() error {
 	if u.interrupted != nil {
 		return u.interrupted
 	}
-	for _, r := range u.jobs {
+	for _, r := range u.Jobs {
 		if r.Err != nil {
 			return r.Err
 		}
@@ -1073,7 +1081,7 @@ func (r *Job) fail(w *Worker, q Endpoint, c roce.Completion, what string) {
 		dir = "QP to rank"
 	}
 	job := ""
-	if len(r.run.jobs) > 1 || r.Index > 0 {
+	if len(r.run.Jobs) > 1 || r.Index > 0 {
 		job = "job " + r.Name + ": "
 	}
 	r.Err = &JobError{Msg: fmt.Sprintf("%srank %d %s %d (QPN %#x): %s completed with %s at %v (%s)",
@@ -1087,7 +1095,7 @@ func qpCounters(q Endpoint) string {
 }
 
 func (r *Job) finished() bool {
-	if !r.started {
+	if !r.Started {
 		return false
 	}
 	for _, w := range r.Workers { // not r.local(): this runs every event and must not allocate
@@ -1099,9 +1107,9 @@ func (r *Job) finished() bool {
 }
 
 // running reports whether no job has failed and some job has work left.
-func (u *run) running() bool {
+func (u *Session) running() bool {
 	done := true
-	for _, r := range u.jobs {
+	for _, r := range u.Jobs {
 		if r.Err != nil {
 			return false
 		}
@@ -1110,10 +1118,10 @@ func (u *run) running() bool {
 	return !done
 }
 
-// loop runs the event loop until every job is done, one fails or they run
+// Loop runs the event Loop until every job is done, one fails or they run
 // out of virtual time, and fills in the counters.
-func (u *run) loop() *Result {
-	c := u.fab.Clock
+func (u *Session) Loop() *Result {
+	c := u.Fab.Clock
 	events := 0
 	var stop <-chan struct{}
 	if u.cfg.Context != nil {
@@ -1173,8 +1181,8 @@ func (e *Interrupted) Unwrap() error { return e.Cause }
 
 // results is how many results the run's local ranks have received, of
 // how many they will (Config.Progress). It allocates nothing.
-func (u *run) results() (done, total int64) {
-	for _, r := range u.jobs {
+func (u *Session) results() (done, total int64) {
+	for _, r := range u.Jobs {
 		for _, w := range r.Workers {
 			if w.Local {
 				done += int64(w.RecvDone)
@@ -1186,19 +1194,19 @@ func (u *run) results() (done, total int64) {
 }
 
 // unfinished is the first job that has not finished.
-func (u *run) unfinished() *Job {
-	for _, r := range u.jobs {
+func (u *Session) unfinished() *Job {
+	for _, r := range u.Jobs {
 		if !r.finished() {
 			return r
 		}
 	}
-	return u.jobs[0]
+	return u.Jobs[0]
 }
 
-func (u *run) progress() string {
+func (u *Session) progress() string {
 	s := ""
-	for _, r := range u.jobs {
-		if len(u.jobs) > 1 {
+	for _, r := range u.Jobs {
+		if len(u.Jobs) > 1 {
 			s += " job " + r.Name + ":"
 		}
 		s += r.progress()
@@ -1216,17 +1224,17 @@ func (r *Job) progress() string {
 
 // result is the run's figures: with one job, that job's (as before jobs
 // were a list), with several, the sums and each job's own.
-func (u *run) result(events int) *Result {
+func (u *Session) result(events int) *Result {
 	cfg := u.cfg
 	res := &Result{Transport: cfg.Transport.String(), NIC: cfg.NIC.String(), Seed: cfg.Seed, Events: events, Backend: "emu"}
-	if u.fab.Live() {
+	if u.Fab.Live() {
 		res.Backend = "tap"
 	}
 	seen := map[*nic.NIC]bool{}
 	var end time.Duration
 	var modes []string
 	var top []int // the jobs that are not a scheme's inter-machine jobs
-	for i, r := range u.jobs {
+	for i, r := range u.Jobs {
 		jr := r.Report()
 		res.Jobs = append(res.Jobs, jr)
 		end = max(end, time.Duration(jr.StartNS+jr.VirtualNS))
@@ -1250,7 +1258,7 @@ func (u *run) result(events int) *Result {
 		res.Timeouts += jr.Timeouts
 	}
 	if len(top) == 1 {
-		r, jr := u.jobs[top[0]], res.Jobs[top[0]]
+		r, jr := u.Jobs[top[0]], res.Jobs[top[0]]
 		res.Mode, res.Bytes, res.DType = jr.Mode, jr.Bytes, jr.DType
 		res.VirtualNS, res.AlgBWGbps, res.BusBWGbps = jr.VirtualNS, jr.AlgBWGbps, jr.BusBWGbps
 		res.AlgBWGBps, res.BusBWGBps = jr.AlgBWGBps, jr.BusBWGBps
@@ -1264,13 +1272,13 @@ func (u *run) result(events int) *Result {
 		res.Mode = strings.Join(modes, "+")
 		res.VirtualNS = int64(end)
 	}
-	for _, s := range u.fab.Switches {
+	for _, s := range u.Fab.Switches {
 		res.Switch.Add(s.Report())
 	}
 	res.ICRCDrops += netreduce.StatsOf(res.Switch).ICRCDrops
-	res.Faults = u.fab.FaultStats()
+	res.Faults = u.Fab.FaultStats()
 	res.FaultDrops = res.Faults.Lost + res.Faults.Dropped
-	res.QueueDrops = u.fab.LinkStats().QueueDrops
+	res.QueueDrops = u.Fab.LinkStats().QueueDrops
 	return res
 }
 

@@ -299,7 +299,7 @@ func (j *schemeJob) intra(bufs [][]byte, sched []intraXfer, last bool, done func
 		busy := make([]*time.Duration, len(gpus))
 		for i, g := range gpus {
 			buf[i] = bufs[g]
-			busy[i] = r.run.gpuPort(r.Workers[g])
+			busy[i] = r.GPUPort(r.Workers[g])
 		}
 		var st *intraStage
 		st = newIntraStage(r.Fab.Clock, node.Intra, j.s.dtype, buf, busy, sched, func() {

@@ -157,11 +157,11 @@ func TestECMPSpreadsFlows(t *testing.T) {
 	cfg.Topology = spineLeaf(t, 20e9, 2)
 	cfg.Jobs = []JobSpec{{Name: "ring", Ranks: []string{"h0", "h4", "h1", "h5", "h2", "h6", "h3", "h7"}}}
 	u := startJob(t, cfg)
-	res := u.loop()
-	require.NoError(t, u.err())
+	res := u.Loop()
+	require.NoError(t, u.Err())
 	assert.Zero(t, res.NAKs)
 	for _, name := range []string{"leaf0-spine0", "leaf0-spine1"} {
-		st, ok := u.fab.Direction(name)
+		st, ok := u.Fab.Direction(name)
 		require.True(t, ok, name)
 		assert.Greater(t, st.Frames, uint64(0), name)
 	}

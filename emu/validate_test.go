@@ -127,7 +127,7 @@ func TestEstimateMemory(t *testing.T) {
 	longest := EstimateMemory(cfg)
 	assert.Less(t, short.Links, long.Links)
 	assert.Less(t, long.Links, longest.Links)
-	assert.Equal(t, int64(4*2*(2*(24*170)+2)*frameBytes), longest.Links, "bounded by the window's packets (4N+8+8 messages of 170) and ACKs")
+	assert.Equal(t, int64(4*2*(2*(24*170)+2)*FrameBytes), longest.Links, "bounded by the window's packets (4N+8+8 messages of 170) and ACKs")
 }
 
 // A job over the limit is a ConfigError naming the need, the factor, the
