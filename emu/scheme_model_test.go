@@ -12,6 +12,16 @@ import (
 	"github.com/inaemu/inaemu/emu/topo"
 )
 
+// schemeTopo is a star of hosts machines with gpus GPUs each.
+func schemeTopo(t *testing.T, hosts, gpus int, intra string) *topo.Topology {
+	t.Helper()
+	spec, err := topo.ParseFlag(fmt.Sprintf("star:hosts=%d,gpus=%d,intra=%s,alpha=1us", hosts, gpus, intra))
+	require.NoError(t, err)
+	tp, err := spec.Build(tenG())
+	require.NoError(t, err)
+	return tp
+}
+
 // bInter is the model's B_inter for the emulator's 10G NICs: the goodput
 // of RoCEv2/IPv4 WRITEs at MTU 1024, 10 Gbit/s × 1024/(1024 + 58 B of
 // Ethernet, IPv4, UDP, BTH and ICRC + 24 B of preamble, FCS and gap).

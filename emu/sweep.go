@@ -51,7 +51,7 @@ type SweepRow struct {
 // context's cause.
 func Sweep(base Config, points []SweepPoint, seeds []uint64, progress func(done, total int)) ([]SweepRow, error) {
 	if len(points) == 0 || len(seeds) == 0 {
-		return nil, &ConfigError{errors.New("sweep: nothing to run")}
+		return nil, &ConfigError{Err: errors.New("sweep: nothing to run")}
 	}
 	type job struct{ p, s int }
 	cfgs := make([]Config, len(points))
@@ -61,7 +61,7 @@ func Sweep(base Config, points []SweepPoint, seeds []uint64, progress func(done,
 		c.Mode, c.Link.Rate = p.Mode, p.Rate
 		n, err := faults.ParseNetem(p.Netem)
 		if err != nil {
-			return nil, &ConfigError{err}
+			return nil, &ConfigError{Err: err}
 		}
 		c.Netem = n
 		c.Seed = seeds[0]

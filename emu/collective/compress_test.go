@@ -1,8 +1,9 @@
-package emu
+package collective
 
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/inaemu/inaemu/emu/job"
 	"math"
 	"testing"
 
@@ -54,7 +55,7 @@ func refCompressedRing(k, n, mtu, msgB int, elems int64, in [][]float32) []float
 
 // ringResults runs cfg and collects every rank's result (a ring job's
 // copies of each chunk as the ranks keep them).
-func ringResults(t *testing.T, cfg Config) (*Result, [][]float32) {
+func ringResults(t *testing.T, cfg job.Config) (*job.Result, [][]float32) {
 	t.Helper()
 	n := cfg.Workers
 	elems := cfg.TensorBytes / 4
@@ -79,12 +80,12 @@ func ringResults(t *testing.T, cfg Config) (*Result, [][]float32) {
 		}
 	}
 	defer func() { ringTamper = nil }()
-	res, err := Run(cfg)
+	res, err := job.Run(cfg)
 	require.NoError(t, err)
 	return res, got
 }
 
-func inputs(cfg Config) [][]float32 {
+func inputs(cfg job.Config) [][]float32 {
 	in := make([][]float32, cfg.Workers)
 	buf := make([]byte, cfg.TensorBytes)
 	for r := range in {
@@ -110,7 +111,7 @@ func TestCompressedRingIsTheReference(t *testing.T) {
 	for _, n := range []int{2, 3, 4, 5} {
 		for _, k := range []int{6, 8, 10} {
 			for _, pat := range []workload.Pattern{workload.Random, workload.Ones} {
-				cfg := DefaultConfig()
+				cfg := job.DefaultConfig()
 				cfg.Mode, cfg.Workers, cfg.Compress, cfg.Pattern, cfg.Seed = Ring, n, k, pat, uint64(10*n+k)
 				// Chunks of 1000+ floats in messages of 192: last packets of
 				// every length, one float among them.
@@ -153,7 +154,7 @@ func TestCompressedRingIsTheReference(t *testing.T) {
 // reports the largest distance.
 func TestCompressedRingErrorBound(t *testing.T) {
 	for _, k := range []int{6, 8, 10} {
-		cfg := DefaultConfig()
+		cfg := job.DefaultConfig()
 		cfg.Mode, cfg.Workers, cfg.Compress, cfg.Seed, cfg.TensorBytes = Ring, 4, k, 3, 64<<10
 		cfg.Pattern = workload.Random
 		res, got := ringResults(t, cfg)
@@ -179,7 +180,7 @@ func TestCompressedRingErrorBound(t *testing.T) {
 // reordering on every link end, through go-back-N, with the very values
 // of the loss-free compressed run.
 func TestCompressedRingRecovers(t *testing.T) {
-	base := DefaultConfig()
+	base := job.DefaultConfig()
 	base.Mode, base.Workers, base.Compress, base.Seed, base.TensorBytes, base.MsgLen = Ring, 4, 8, 5, 256<<10, 8
 	_, clean := ringResults(t, base)
 	for _, spec := range []string{"loss 2%", "corrupt 2%", "duplicate 3%", "reorder 5% gap 3", "loss 1% corrupt 1% duplicate 1%"} {
@@ -212,13 +213,13 @@ func TestCompressedRingRecovers(t *testing.T) {
 func TestHopsReport(t *testing.T) {
 	for _, net := range []string{"alexnet", "hdc", "resnet50", "vgg16"} {
 		for _, k := range []int{6, 8, 10} {
-			cfg := DefaultConfig()
+			cfg := job.DefaultConfig()
 			cfg.Mode, cfg.Workers, cfg.Compress, cfg.Seed, cfg.TensorBytes = Ring, 4, k, uint64(k), 1<<20
 			cfg.MTU, cfg.MsgLen = 4096, 4
-			p, err := ParsePattern("table3:" + net)
+			p, err := job.ParsePattern("table3:" + net)
 			require.NoError(t, err)
 			cfg.Pattern = p
-			res, err := Run(cfg)
+			res, err := job.Run(cfg)
 			require.NoError(t, err)
 			require.True(t, res.Exact)
 			require.Zero(t, res.Retransmissions, "the engines count retransmitted values too: none here")

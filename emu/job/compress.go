@@ -1,4 +1,4 @@
-package emu
+package job
 
 import (
 	"encoding/binary"
@@ -120,8 +120,8 @@ func carried(hops []HopReport, perPacket int64) []HopReport {
 	return out
 }
 
-// hopMeter is a collective that measures what each of its hops carried.
-type hopMeter interface{ hopReports() []HopReport }
+// HopMeter is a collective that measures what each of its hops carried.
+type HopMeter interface{ HopReports() []HopReport }
 
 // PerPacketBytes is what a data packet carries besides its payload on
 // the wire: Ethernet, IP/GRH, UDP, BTH, ICRC, preamble, FCS and gap (a
@@ -136,9 +136,9 @@ func PerPacketBytes(t frames.Transport) int64 {
 	return 14 + 20 + 8 + 12 + 4 + fabric.WireOverhead
 }
 
-// errorMeter is a collective that measures its results against the exact
+// ErrorMeter is a collective that measures its results against the exact
 // sum (a compressing job).
-type errorMeter interface{ maxAbsErr() float64 }
+type ErrorMeter interface{ MaxAbsErr() float64 }
 
 // Codec is the job's Codec (the settings were validated).
 func (r *Job) Codec() *inceptionn.Codec {
@@ -202,11 +202,11 @@ func (r *Job) compressionReport() *CompressionReport {
 		pkts := s.TxCompressed + s.TxUncompressed
 		rep.WireRatio = float64(s.TxRawFrameBytes+pkts*fabric.WireOverhead) / float64(s.TxFrameBytes+pkts*fabric.WireOverhead)
 	}
-	if m, ok := r.Alg.(errorMeter); ok {
-		rep.MaxAbsErr = m.maxAbsErr()
+	if m, ok := r.Alg.(ErrorMeter); ok {
+		rep.MaxAbsErr = m.MaxAbsErr()
 	}
-	if m, ok := r.Alg.(hopMeter); ok {
-		rep.Hops = m.hopReports()
+	if m, ok := r.Alg.(HopMeter); ok {
+		rep.Hops = m.HopReports()
 		per := PerPacketBytes(r.Cfg.Transport)
 		for i := range rep.Hops {
 			rep.Hops[i].finish(per)

@@ -1,7 +1,8 @@
-package emu
+package collective
 
 import (
 	"encoding/binary"
+	"github.com/inaemu/inaemu/emu/job"
 	"math"
 	"testing"
 
@@ -15,9 +16,9 @@ import (
 // gives. The expected positions are worked out here from the schedule
 // (4 ranks, chunks of 16384 elements, messages of 1024).
 func TestRingJobCatchesWrongResults(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := job.DefaultConfig()
 	cfg.Mode, cfg.Workers, cfg.TensorBytes, cfg.MsgLen, cfg.Seed = Ring, 4, 256<<10, 4, 1
-	res, err := Run(cfg)
+	res, err := job.Run(cfg)
 	require.NoError(t, err)
 	require.True(t, res.Exact, "untampered: %+v", res.Mismatch)
 	for _, c := range []struct {
@@ -45,7 +46,7 @@ func TestRingJobCatchesWrongResults(t *testing.T) {
 				}
 			}
 			defer func() { ringTamper = nil }()
-			res, err := Run(cfg)
+			res, err := job.Run(cfg)
 			require.NoError(t, err)
 			assert.False(t, res.Exact)
 			require.NotNil(t, res.Mismatch)

@@ -1,8 +1,9 @@
-package emu
+package collective
 
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/inaemu/inaemu/emu/job"
 	"math"
 	"testing"
 
@@ -18,7 +19,7 @@ import (
 
 // waResults runs cfg (a wa job) and collects every worker's sum as it
 // arrives, message by message, into one tensor per worker.
-func waResults(t *testing.T, cfg Config) (*Result, [][]byte) {
+func waResults(t *testing.T, cfg job.Config) (*job.Result, [][]byte) {
 	t.Helper()
 	got := make([][]byte, cfg.Workers)
 	for i := range got {
@@ -32,7 +33,7 @@ func waResults(t *testing.T, cfg Config) (*Result, [][]byte) {
 		copy(got[rank][m*msgB:], b)
 	}
 	defer func() { waSeen = nil }()
-	res, err := Run(cfg)
+	res, err := job.Run(cfg)
 	require.NoError(t, err)
 	return res, got
 }
@@ -42,7 +43,7 @@ func waResults(t *testing.T, cfg Config) (*Result, [][]byte) {
 // with compression, each packet of each message tripped through the
 // engines, refTrip in compress_test.go), added in rank order in
 // the element type.
-func refWASum(cfg Config, msgB int) []byte {
+func refWASum(cfg job.Config, msgB int) []byte {
 	d, n := cfg.DType, int(cfg.TensorBytes)
 	in := make([][]byte, cfg.Workers)
 	for r := range in {
@@ -83,7 +84,7 @@ func refWASum(cfg Config, msgB int) []byte {
 }
 
 // waMsgB is a wa job's message size (the incast bound of job_wa.go).
-func waMsgB(cfg Config) int {
+func waMsgB(cfg job.Config) int {
 	q := cfg.Link.Queue
 	if q == 0 {
 		q = 1000
@@ -97,12 +98,12 @@ func waMsgB(cfg Config) int {
 func TestWAIsTheRankOrderSum(t *testing.T) {
 	cases := 0
 	for _, p := range []int{1, 2, 3, 5, 8} {
-		for _, b := range []Bcast{BcastUnicast, BcastTree, BcastWorkerTree} {
+		for _, b := range []job.Bcast{job.BcastUnicast, job.BcastTree, job.BcastWorkerTree} {
 			for _, c := range []struct {
 				d tensor.DType
 				k int
 			}{{tensor.F32, 0}, {tensor.I32, 0}, {tensor.F32, 10}, {tensor.F32, 6}} {
-				cfg := DefaultConfig()
+				cfg := job.DefaultConfig()
 				cfg.Mode, cfg.Workers, cfg.Bcast, cfg.DType, cfg.Compress = WA, p, b, c.d, c.k
 				cfg.TensorBytes, cfg.MTU, cfg.MsgLen, cfg.Seed = int64(4*(3000+p)), 512, 7, uint64(p)
 				name := fmt.Sprintf("p=%d %s %s k=%d", p, b, c.d, c.k)
@@ -135,7 +136,7 @@ func TestWAIsTheRankOrderSum(t *testing.T) {
 // TestWACheckCatchesAWrongSum: an aggregator that gets one element of
 // one message wrong is reported at that element, for the first worker.
 func TestWACheckCatchesAWrongSum(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := job.DefaultConfig()
 	cfg.Mode, cfg.Workers, cfg.TensorBytes, cfg.MsgLen, cfg.Seed = WA, 3, 64<<10, 4, 2
 	waTamper = func(m int, sum []byte) {
 		if m == 5 {
@@ -143,7 +144,7 @@ func TestWACheckCatchesAWrongSum(t *testing.T) {
 		}
 	}
 	defer func() { waTamper = nil }()
-	res, err := Run(cfg)
+	res, err := job.Run(cfg)
 	require.NoError(t, err)
 	require.False(t, res.Exact)
 	require.NotNil(t, res.Mismatch)
@@ -155,9 +156,9 @@ func TestWACheckCatchesAWrongSum(t *testing.T) {
 // TestWARecovers: loss, corruption, duplicates and reordering on every
 // link; every worker ends with the loss-free sum.
 func TestWARecovers(t *testing.T) {
-	for _, b := range []Bcast{BcastUnicast, BcastTree, BcastWorkerTree} {
+	for _, b := range []job.Bcast{job.BcastUnicast, job.BcastTree, job.BcastWorkerTree} {
 		for _, spec := range []string{"loss 2%", "corrupt 2%", "duplicate 3%", "reorder 5% gap 3"} {
-			cfg := DefaultConfig()
+			cfg := job.DefaultConfig()
 			cfg.Mode, cfg.Workers, cfg.Bcast, cfg.TensorBytes, cfg.Seed, cfg.Compress = WA, 4, b, 128<<10, 9, 8
 			ne, err := faults.ParseNetem(spec)
 			require.NoError(t, err)
@@ -178,26 +179,26 @@ func TestWARecovers(t *testing.T) {
 // compressing ring on GPUs.
 func TestWARefusals(t *testing.T) {
 	for _, c := range []struct {
-		set  func(*Config)
+		set  func(*job.Config)
 		want string
 	}{
-		{func(c *Config) { c.Bcast = "broadcast" }, `--bcast "broadcast": want unicast, tree or worker-tree`},
-		{func(c *Config) {
+		{func(c *job.Config) { c.Bcast = "broadcast" }, `--bcast "broadcast": want unicast, tree or worker-tree`},
+		{func(c *job.Config) {
 			c.Topology = flagTopo(t, "star:hosts=2,gpus=2,intra=100G")
-			c.Jobs = []JobSpec{{Ranks: []string{"h0:gpu0", "h0:gpu1", "h1"}}}
+			c.Jobs = []job.JobSpec{{Ranks: []string{"h0:gpu0", "h0:gpu1", "h1"}}}
 		}, "a wa job's ranks are host NICs (its workers, then its aggregator), not GPUs (h0:gpu0)"},
-		{func(c *Config) { c.Topology, c.Workers = flagTopo(t, "star:hosts=4"), 4 }, "a wa job needs a host more, its aggregator, and the topology has 4 hosts"},
-		{func(c *Config) {
+		{func(c *job.Config) { c.Topology, c.Workers = flagTopo(t, "star:hosts=4"), 4 }, "a wa job needs a host more, its aggregator, and the topology has 4 hosts"},
+		{func(c *job.Config) {
 			c.Mode, c.Compress = Ring, 10
 			c.Topology = flagTopo(t, "star:hosts=2,gpus=2,intra=100G")
-			c.Jobs = []JobSpec{{Ranks: []string{"h0:gpu0", "h0:gpu1", "h1:gpu0", "h1:gpu1"}}}
+			c.Jobs = []job.JobSpec{{Ranks: []string{"h0:gpu0", "h0:gpu1", "h1:gpu0", "h1:gpu1"}}}
 		}, "--compress: compressing jobs run on host NICs; h0:gpu0 is a GPU"},
 	} {
-		cfg := DefaultConfig()
+		cfg := job.DefaultConfig()
 		cfg.Mode = WA
 		c.set(&cfg)
-		var ce *ConfigError
-		_, err := Run(cfg)
+		var ce *job.ConfigError
+		_, err := job.Run(cfg)
 		require.ErrorAs(t, err, &ce, c.want)
 		assert.Contains(t, err.Error(), c.want)
 	}
@@ -222,7 +223,7 @@ func flagTopo(t *testing.T, s string) *topo.Topology {
 // almost flat (Fig. 15).
 func TestExchangeTimesFollowTheModel(t *testing.T) {
 	const n = 4 << 20
-	beta := func(cfg Config, msgB int) float64 {
+	beta := func(cfg job.Config, msgB int) float64 {
 		// Ethernet 14, IPv4 20, UDP 8, BTH 12, ICRC 4, preamble+FCS+gap 24;
 		// RETH (16) and ImmDt (4) once per message.
 		wire := float64(cfg.MTU+82) + 20*float64(cfg.MTU)/float64(msgB)
@@ -232,16 +233,16 @@ func TestExchangeTimesFollowTheModel(t *testing.T) {
 	for _, p := range []int{4, 8} {
 		for _, c := range []struct {
 			name  string
-			mode  Mode
-			bcast Bcast
+			mode  job.Mode
+			bcast job.Bcast
 			model func(commmodel.Exchange) commmodel.ExchangeTime
 		}{
-			{"wa unicast", WA, BcastUnicast, commmodel.WAUnicast},
-			{"wa tree", WA, BcastTree, commmodel.WATree},
-			{"wa worker-tree", WA, BcastWorkerTree, commmodel.WAWorkerTree},
+			{"wa unicast", WA, job.BcastUnicast, commmodel.WAUnicast},
+			{"wa tree", WA, job.BcastTree, commmodel.WATree},
+			{"wa worker-tree", WA, job.BcastWorkerTree, commmodel.WAWorkerTree},
 			{"ring", Ring, "", commmodel.RingExchange},
 		} {
-			cfg := DefaultConfig()
+			cfg := job.DefaultConfig()
 			cfg.Mode, cfg.Workers, cfg.TensorBytes, cfg.Seed = c.mode, p, n, 1
 			if c.bcast != "" {
 				cfg.Bcast = c.bcast
@@ -250,7 +251,7 @@ func TestExchangeTimesFollowTheModel(t *testing.T) {
 			if c.mode == WA {
 				msgB = waMsgB(cfg)
 			}
-			res, err := Run(cfg)
+			res, err := job.Run(cfg)
 			require.NoError(t, err)
 			require.True(t, res.Exact)
 			got := float64(res.VirtualNS) / 1e9
@@ -262,7 +263,7 @@ func TestExchangeTimesFollowTheModel(t *testing.T) {
 			if c.mode == WA {
 				paper = fmt.Sprintf("; the paper's (p + log p)·n·β: %.3f ms (emulated/paper %.4f)", commmodel.WA(e).Total*1e3, got/commmodel.WA(e).Total)
 			}
-			if c.bcast == BcastWorkerTree { // §VIII-D as printed, log2 p an integer here
+			if c.bcast == job.BcastWorkerTree { // §VIII-D as printed, log2 p an integer here
 				assert.InEpsilon(t, commmodel.WA(e).Total, got, 0.05, "%s p=%d against the paper's formula", c.name, p)
 			}
 			t.Logf("%s p=%d: %.3f ms, model %.3f ms (%.4f)%s", c.name, p, got*1e3, want*1e3, got/want, paper)

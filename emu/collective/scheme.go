@@ -1,7 +1,8 @@
-package emu
+package collective
 
 import (
 	"fmt"
+	"github.com/inaemu/inaemu/emu/job"
 	"time"
 
 	"github.com/inaemu/inaemu/emu/topo"
@@ -53,31 +54,31 @@ import (
 // addition is taken as commutative (a+b = b+a bit for bit, true of IEEE
 // sums of non-NaN values), as the ring job already does.
 const (
-	FR Mode = "fr" // flat ring over every GPU: the ring algorithm, named as the paper does
-	PN Mode = "pn"
-	PR Mode = "pr"
-	TA Mode = "ta"
+	FR job.Mode = "fr" // flat ring over every GPU: the ring algorithm, named as the paper does
+	PN job.Mode = "pn"
+	PR job.Mode = "pr"
+	TA job.Mode = "ta"
 )
 
 // schemeModes are the modes that are schemes over multi-GPU machines, and
 // what each runs across machines (fr runs as one ring job).
-var schemeModes = map[Mode]Mode{FR: Ring, PN: NetReduce, PR: Ring, TA: Ring}
+var schemeModes = map[job.Mode]job.Mode{FR: Ring, PN: NetReduce, PR: Ring, TA: Ring}
 
 func init() {
 	// fr is the ring algorithm over every GPU, reported as fr.
-	Register(Algorithm{Mode: FR, OnGPUs: true, Plan: func(j JobConfig) ([]JobConfig, error) {
+	job.Register(job.Algorithm{Mode: FR, OnGPUs: true, Plan: func(j job.JobConfig) ([]job.JobConfig, error) {
 		j.Cfg.Mode, j.Label = Ring, FR
-		return []JobConfig{j}, nil
+		return []job.JobConfig{j}, nil
 	}})
-	for _, m := range []Mode{PN, PR, TA} {
-		Register(Algorithm{Mode: m, OnGPUs: true, NeedsGPUs: true, Plan: planScheme,
-			New: func(r *Job) (Collective, error) { return newSchemeJob(r, r.Group.(*scheme)), nil },
+	for _, m := range []job.Mode{PN, PR, TA} {
+		job.Register(job.Algorithm{Mode: m, OnGPUs: true, NeedsGPUs: true, Plan: planScheme,
+			New: func(r *job.Job) (job.Collective, error) { return newSchemeJob(r, r.Group.(*scheme)), nil },
 			// A scheme job's own part (its inter-machine jobs are
 			// estimated as jobs): every GPU's working tensor and result,
 			// and at the check one machine's tensors, the machines'
 			// first-stage sums and the reference, at most 3W+2 tensors in
 			// all. Its frames are its inter-machine jobs'.
-			Memory: func(c Config, e *MemoryEstimate) (int64, bool) {
+			Memory: func(c job.Config, e *job.MemoryEstimate) (int64, bool) {
 				e.Buffers = (3*int64(c.Workers) + 2) * c.TensorBytes
 				e.Largest = c.TensorBytes
 				return 0, true
@@ -90,13 +91,13 @@ func (s *scheme) Name() string { return s.name }
 
 // AddStage records an inter-machine job; it tells the scheme job when it
 // has finished.
-func (s *scheme) AddStage(j *Job) func() {
+func (s *scheme) AddStage(j *job.Job) func() {
 	s.stages = append(s.stages, j)
 	return s.job.stageDone
 }
 
 // Report adds the inter-machine jobs' frames to the scheme job's.
-func (j *schemeJob) Report(jr *JobResult) {
+func (j *schemeJob) Report(jr *job.JobResult) {
 	for _, st := range j.s.stages {
 		k := st.Report()
 		jr.FramesSent += k.FramesSent
@@ -109,7 +110,7 @@ func (j *schemeJob) Report(jr *JobResult) {
 // scheme is one pn, pr or ta job: its machines and GPUs, every GPU's
 // working tensor and result, and the jobs of its inter-machine stage.
 type scheme struct {
-	mode   Mode
+	mode   job.Mode
 	name   string
 	dtype  tensor.DType
 	hosts  []string
@@ -122,7 +123,7 @@ type scheme struct {
 	// stage.
 	work, res [][]byte
 	job       *schemeJob // the scheme job's own stages
-	stages    []*Job     // its inter-machine jobs
+	stages    []*job.Job // its inter-machine jobs
 	left      int        // inter-machine jobs not yet finished
 }
 
@@ -137,15 +138,15 @@ type stageIO struct {
 
 // IsGPUScheme reports whether m is a scheme over multi-GPU machines (fr,
 // pn, pr, ta): without jobs, it runs on every GPU of the hosts.
-func IsGPUScheme(m Mode) bool { a := Lookup(m); return a != nil && a.OnGPUs }
+func IsGPUScheme(m job.Mode) bool { a := job.Lookup(m); return a != nil && a.OnGPUs }
 
 // planScheme resolves a pn, pr or ta job into the scheme job (which runs
 // the intra-machine stages and checks every GPU's result) followed by its
 // inter-machine jobs.
-func planScheme(j JobConfig) ([]JobConfig, error) {
+func planScheme(j job.JobConfig) ([]job.JobConfig, error) {
 	cfg := j.Cfg
 	bad := func(f string, a ...any) error {
-		return &ConfigError{fmt.Errorf("job %s: mode %s: "+f, append([]any{j.Name, cfg.Mode}, a...)...)}
+		return &job.ConfigError{Err: fmt.Errorf("job %s: mode %s: "+f, append([]any{j.Name, cfg.Mode}, a...)...)}
 	}
 	s := &scheme{mode: cfg.Mode, name: j.Name, dtype: cfg.DType, bytes: int(cfg.TensorBytes)}
 	at := map[string]int{}
@@ -185,12 +186,12 @@ func planScheme(j JobConfig) ([]JobConfig, error) {
 		s.pieces = append(s.pieces, int(elems*int64(c)/int64(s.n)*sz))
 	}
 	j.Group = s
-	out := []JobConfig{j}
-	stage := func(name string, mode Mode, gpu, lo, hi, k int) {
+	out := []job.JobConfig{j}
+	stage := func(name string, mode job.Mode, gpu, lo, hi, k int) {
 		io := &stageIO{s: s, lo: lo, hi: hi}
-		sj := JobConfig{Name: name, Cfg: cfg, Start: j.Start, Group: s, IO: io}
+		sj := job.JobConfig{Name: name, Cfg: cfg, Start: j.Start, Group: s, IO: io}
 		sj.Cfg.Mode, sj.Cfg.Workers, sj.Cfg.TensorBytes = mode, m, int64(hi-lo)
-		sj.Cfg.Seed = JobSeed(cfg.Seed, k+1)
+		sj.Cfg.Seed = job.JobSeed(cfg.Seed, k+1)
 		for h := range m {
 			sj.Ranks = append(sj.Ranks, j.Ranks[s.gpus[h][gpu]])
 			io.gpus = append(io.gpus, s.gpus[h][gpu])
@@ -219,7 +220,7 @@ func (s *bufSource) MoveTo(e int64) { s.at = int(e) * s.size }
 func (s *bufSource) Fill(p []byte)  { s.at += copy(p, s.b[s.at:]) }
 
 // Input is rank's input of this inter-machine job.
-func (io *stageIO) Input(rank int) Source {
+func (io *stageIO) Input(rank int) job.Source {
 	return &bufSource{b: io.s.work[io.gpus[rank]][io.lo:io.hi], size: io.s.dtype.Size()}
 }
 
@@ -233,13 +234,13 @@ var schemeChecked func(s *scheme)
 // schemeJob is a scheme job's own part: the intra-machine stages and the
 // check of every GPU's result against the scheme's reduction order.
 type schemeJob struct {
-	r        *Job
+	r        *job.Job
 	s        *scheme
 	running  int // machines still in the current intra-machine stage
-	mismatch *Mismatch
+	mismatch *job.Mismatch
 }
 
-func newSchemeJob(r *Job, s *scheme) *schemeJob {
+func newSchemeJob(r *job.Job, s *scheme) *schemeJob {
 	s.work, s.res = make([][]byte, len(r.Workers)), make([][]byte, len(r.Workers))
 	for g, w := range r.Workers {
 		s.work[g] = make([]byte, s.bytes)
@@ -264,7 +265,7 @@ func (j *schemeJob) Start() error {
 		j.s.left = len(j.s.stages)
 		for _, st := range j.s.stages {
 			if err := st.Begin(); err != nil {
-				j.r.Err = &JobError{Msg: fmt.Sprintf("job %s: %v", st.Name, err)}
+				j.r.Err = &job.JobError{Msg: fmt.Sprintf("job %s: %v", st.Name, err)}
 				return
 			}
 		}
@@ -325,12 +326,12 @@ func shift(xs []intraXfer, k int) []intraXfer {
 	return xs
 }
 
-func (j *schemeJob) OnCompletion(*Worker) {}
+func (j *schemeJob) OnCompletion(*job.Worker) {}
 
 // Check compares every GPU's result with the scheme's sum, made here from
 // the GPUs' tensor streams in the scheme's order: the first mismatch in
 // rank, then element order.
-func (j *schemeJob) Check() *Mismatch {
+func (j *schemeJob) Check() *job.Mismatch {
 	if j.mismatch != nil {
 		return j.mismatch
 	}

@@ -1,8 +1,9 @@
-package emu
+package collective
 
 import (
 	"bytes"
 	"fmt"
+	"github.com/inaemu/inaemu/emu/job"
 	"github.com/inaemu/inaemu/emu/workload"
 	"github.com/inaemu/inaemu/internal/units"
 	"slices"
@@ -30,26 +31,26 @@ import (
 // against a rank-order sum generated once per message for all workers.
 // Within a ring's slots a job behaves exactly as with whole buffers.
 type netReduceJob struct {
-	r      *Job
+	r      *job.Job
 	msgs   int      // M messages per worker
 	stride int      // MsgLen × MTU: a message slot in the buffers
 	chunk  int      // tensor bytes per full message (stride - INA header)
 	slots  int      // messages a send ring and a receive ring hold
 	send   [][]byte // per rank: the send ring (INA header + tensor chunk per slot)
-	sendSt []Source
+	sendSt []job.Source
 	out    [][]byte // per rank: where its result is kept (nil: checked only)
 	next   []int    // per rank: next message to post
 	// The rank-order sum of message k, made when the first worker
 	// completes k from the ranks' message k (piece0) and dropped once
 	// every local worker checked it.
-	expSt    []Source
+	expSt    []job.Source
 	expected []expectedMsg        // message k at k mod slots (workers are at most a window apart)
 	extra    map[int]*expectedMsg // a sum whose place is still taken (never seen; kept for safety)
 	expNext  int                  // the next message whose sum is made
 	nLocal   int                  // the workers in this process: each checks every sum
 	piece    []byte               // scratch: one rank's message
 	hdr      [wire.INALen]byte    // scratch: the INA header a result must carry
-	mismatch *Mismatch
+	mismatch *job.Mismatch
 	mmAt     [2]int // (message, rank) of mismatch: the first in that order is kept
 	ringID   uint8
 	// groups are the ranks each switch that aggregates them sums, in the
@@ -69,28 +70,28 @@ type expectedMsg struct {
 
 // NetReduce is the NetReduce job's mode: the ring of RC WRITEs through
 // the aggregating switch.
-const NetReduce Mode = "netreduce"
+const NetReduce job.Mode = "netreduce"
 
 func init() {
-	Register(Algorithm{Mode: NetReduce, New: func(r *Job) (Collective, error) { return newNetReduceJob(r) },
+	job.Register(job.Algorithm{Mode: NetReduce, New: func(r *job.Job) (job.Collective, error) { return newNetReduceJob(r) },
 		InSwitch: true, Streams: true, StreamsLive: true, StreamsWindow: true,
-		Validate: func(c *Config) error {
+		Validate: func(c *job.Config) error {
 			if c.Window < 1 || c.Window > netreduce.MaxWindow {
-				return &ConfigError{fmt.Errorf("--window %d: want 1..%d", c.Window, netreduce.MaxWindow)}
+				return &job.ConfigError{Err: fmt.Errorf("--window %d: want 1..%d", c.Window, netreduce.MaxWindow)}
 			}
 			return nil
 		},
-		ValidateJob: func(j JobConfig) error {
+		ValidateJob: func(j job.JobConfig) error {
 			// The switch tells a packet's message by its signed 24-bit PSN
 			// distance, exact while a connection spans fewer than 2^23 PSNs.
-			if n := netReduceMessages(j.Cfg) * int64(j.Cfg.MsgLen); n >= 1<<23 {
+			if n := NetReduceMessages(j.Cfg) * int64(j.Cfg.MsgLen); n >= 1<<23 {
 				return fmt.Errorf("--tensor %s at --mtu %d: each ring connection would carry %d packets; the 24-bit PSN space allows fewer than 2^23 (%d) for the switch to place every packet: use a larger --mtu or a smaller --tensor",
 					units.FormatSize(j.Cfg.TensorBytes), j.Cfg.MTU, n, 1<<23)
 			}
 			return nil
 		},
 		Memory: netReduceMemory,
-		ServeSwitch: func(c Config, sw *switching.Switch) error {
+		ServeSwitch: func(c job.Config, sw *switching.Switch) error {
 			return netreduce.AddRing(sw, c.SwitchProgram, NetReduceRing(c, nil))
 		},
 	})
@@ -100,14 +101,14 @@ func init() {
 // (the tensor is generated and checked as it goes), the expected sums,
 // one per ring slot, and the switch's aggregators (the ring's own
 // MemoryBytes: the window's slots in use).
-func netReduceMemory(cfg Config, e *MemoryEstimate) (int64, bool) {
+func netReduceMemory(cfg job.Config, e *job.MemoryEstimate) (int64, bool) {
 	w, mtu := int64(cfg.Workers), int64(cfg.MTU)
 	msgB := int64(cfg.MsgLen) * mtu
-	msgs := netReduceMessages(cfg)
+	msgs := NetReduceMessages(cfg)
 	slots := min(msgs, int64(netReduceSlots(cfg)))
 	size := slots * msgB
 	e.Buffers = 2*w*size + size + msgB + w*workload.AheadBytes
-	e.Queues = w * 2 * (msgs + 1) * WRBytes
+	e.Queues = w * 2 * (msgs + 1) * job.WRBytes
 	aggs := 2 * int64(cfg.Window) * int64(cfg.MsgLen)
 	used := min(msgs, 2*int64(cfg.Window)) * int64(cfg.MsgLen)
 	// The ring's aggregator array as the program counts it; the pages
@@ -118,11 +119,11 @@ func netReduceMemory(cfg Config, e *MemoryEstimate) (int64, bool) {
 	return 4*int64(cfg.Window)*int64(cfg.MsgLen) + 2, false
 }
 
-func newNetReduceJob(r *Job) (*netReduceJob, error) {
+func newNetReduceJob(r *job.Job) (*netReduceJob, error) {
 	cfg := r.Cfg
 	j := &netReduceJob{r: r, stride: cfg.MsgLen * cfg.MTU}
 	j.chunk = j.stride - wire.INALen
-	j.msgs = int(netReduceMessages(cfg))
+	j.msgs = int(NetReduceMessages(cfg))
 	j.groups = [][]int{make([]int, len(r.Workers))}
 	for i := range j.groups[0] {
 		j.groups[0][i] = i
@@ -159,7 +160,7 @@ func newNetReduceJob(r *Job) (*netReduceJob, error) {
 // send slot is reused only once its message's WRITE completed (ACKed),
 // which lags results by about an ACK's flight, so the margin is never
 // the limit in practice; where it would be, posting waits for it.
-func netReduceSlots(cfg Config) int { return 4*cfg.Window + 8 }
+func netReduceSlots(cfg job.Config) int { return 4*cfg.Window + 8 }
 
 // msgLen is message k's length: header plus data (the last is short).
 func (j *netReduceJob) msgLen(k int) int {
@@ -178,9 +179,9 @@ func (j *netReduceJob) header(h wire.INA, k, rank int) {
 	h.SetRank(uint8(rank))
 }
 
-// netReduceMessages is how many messages each worker sends: MsgLen
+// NetReduceMessages is how many messages each worker sends: MsgLen
 // packets each, the first carrying the INA header before its tensor bytes.
-func netReduceMessages(cfg Config) int64 {
+func NetReduceMessages(cfg job.Config) int64 {
 	chunk := int64(cfg.MsgLen*cfg.MTU - wire.INALen)
 	return (cfg.TensorBytes + chunk - 1) / chunk
 }
@@ -228,14 +229,14 @@ func (j *netReduceJob) installRing() error {
 	}
 	j.ringID, j.groups = in.ID, in.Groups
 	top := in.Members[0]
-	r.Ring = &JobRing{Switch: top.Switch.Name, ID: in.ID, MemoryBytes: in.MemoryBytes}
+	r.Ring = &job.JobRing{Switch: top.Switch.Name, ID: in.ID, MemoryBytes: in.MemoryBytes}
 	if top.Role == netreduce.Single {
 		r.RingSw = top.Switch
 		return nil
 	}
 	for _, m := range in.Members {
 		r.RingTree = append(r.RingTree, m.Switch)
-		r.Ring.Tree = append(r.Ring.Tree, TreeSwitch{Switch: m.Switch.Name, Role: m.Role.String(), Ranks: m.Ranks, MemoryBytes: m.MemoryBytes})
+		r.Ring.Tree = append(r.Ring.Tree, job.TreeSwitch{Switch: m.Switch.Name, Role: m.Role.String(), Ranks: m.Ranks, MemoryBytes: m.MemoryBytes})
 	}
 	return nil
 }
@@ -249,11 +250,11 @@ func (j *netReduceJob) installRing() error {
 // with its addresses from another port is forged). startPSNs, if given, are
 // the connections' first PSNs (the job's setup knows them); without them
 // the switch anchors each connection at its first message start.
-func NetReduceRing(cfg Config, startPSNs []uint32) netreduce.RingConfig {
+func NetReduceRing(cfg job.Config, startPSNs []uint32) netreduce.RingConfig {
 	var conns []netreduce.Conn
 	for r := 0; r < cfg.Workers; r++ {
 		c := netreduce.Conn{Src: nic.Addr(cfg.Transport, r, 0), Dst: nic.Addr(cfg.Transport, (r+1)%cfg.Workers, 0),
-			DestQP: RecvQPN, Rank: r, Port: r}
+			DestQP: job.RecvQPN, Rank: r, Port: r}
 		if startPSNs != nil {
 			c.StartPSN, c.HasStart = startPSNs[r], true
 		}
@@ -286,7 +287,7 @@ func (j *netReduceJob) Start() error {
 
 // post posts the worker's next messages while its window (N results
 // ahead) and its send ring (a slot whose WRITE completed) allow.
-func (j *netReduceJob) post(w *Worker) error {
+func (j *netReduceJob) post(w *job.Worker) error {
 	for {
 		k := j.next[w.Rank]
 		if k >= j.msgs || k >= w.RecvDone+j.r.Cfg.Window || k-w.SendDone >= j.slots {
@@ -304,13 +305,13 @@ func (j *netReduceJob) post(w *Worker) error {
 	}
 }
 
-func (j *netReduceJob) OnCompletion(w *Worker) {
+func (j *netReduceJob) OnCompletion(w *job.Worker) {
 	j.r.Drain(w, func(c roce.Completion) {
 		if !c.Recv {
 			w.SendDone++
 		} else {
 			if !c.HasImm || int(c.Imm) != w.RecvDone {
-				j.r.Err = &JobError{Msg: fmt.Sprintf("rank %d: result message %d arrived when %d was due", w.Rank, c.Imm, w.RecvDone)}
+				j.r.Err = &job.JobError{Msg: fmt.Sprintf("rank %d: result message %d arrived when %d was due", w.Rank, c.Imm, w.RecvDone)}
 				return
 			}
 			j.verify(w, w.RecvDone)
@@ -323,7 +324,7 @@ func (j *netReduceJob) OnCompletion(w *Worker) {
 			}
 		}
 		if err := j.post(w); err != nil { // the window slides, or a send slot freed
-			j.r.Err = &JobError{Msg: fmt.Sprintf("rank %d: post message %d: %v", w.Rank, j.next[w.Rank], err)}
+			j.r.Err = &job.JobError{Msg: fmt.Sprintf("rank %d: post message %d: %v", w.Rank, j.next[w.Rank], err)}
 		}
 	})
 }
@@ -332,7 +333,7 @@ func (j *netReduceJob) OnCompletion(w *Worker) {
 // the ring is used again: the rank-order sum of all ranks' message k, and
 // the INA header of the predecessor (the connection it came in on). The
 // first mismatch in (message, rank) order is kept for check.
-func (j *netReduceJob) verify(w *Worker, k int) {
+func (j *netReduceJob) verify(w *job.Worker, k int) {
 	n := len(j.r.Workers)
 	e := j.expectedSum(k)
 	defer func() {
@@ -347,9 +348,9 @@ func (j *netReduceJob) verify(w *Worker, k int) {
 	want := j.hdr[:]
 	j.header(want, k, (w.Rank+n-1)%n)
 	d := j.r.Cfg.DType
-	var m *Mismatch
+	var m *job.Mismatch
 	if !bytes.Equal(got[:wire.INALen], want[:]) {
-		m = &Mismatch{Rank: w.Rank, Element: int64(k*j.chunk) / int64(d.Size()),
+		m = &job.Mismatch{Rank: w.Rank, Element: int64(k*j.chunk) / int64(d.Size()),
 			Got: fmt.Sprintf("INA header % x", got[:wire.INALen]), Want: fmt.Sprintf("INA header % x", want)}
 	} else {
 		m = firstDiff(d, w.Rank, int64(k*j.chunk), got[wire.INALen:], e.sum)
@@ -443,19 +444,19 @@ func (j *netReduceJob) piece0(rank, m, size int) []byte {
 
 // Check reports the first result (in message, then rank order) that was
 // not the rank-order sum or came with the wrong INA header.
-func (j *netReduceJob) Check() *Mismatch { return j.mismatch }
+func (j *netReduceJob) Check() *job.Mismatch { return j.mismatch }
 
 // firstDiff reports the first element where got differs from want; base is
 // got's byte offset in the tensor.
-func firstDiff(d tensor.DType, rank int, base int64, got, want []byte) *Mismatch {
+func firstDiff(d tensor.DType, rank int, base int64, got, want []byte) *job.Mismatch {
 	if bytes.Equal(got, want) {
 		return nil
 	}
 	sz := d.Size()
 	for i := 0; i+sz <= len(want); i += sz {
 		if !bytes.Equal(got[i:i+sz], want[i:i+sz]) {
-			return &Mismatch{Rank: rank, Element: (base + int64(i)) / int64(sz), Got: tensor.Value(d, got, i/sz), Want: tensor.Value(d, want, i/sz)}
+			return &job.Mismatch{Rank: rank, Element: (base + int64(i)) / int64(sz), Got: tensor.Value(d, got, i/sz), Want: tensor.Value(d, want, i/sz)}
 		}
 	}
-	return &Mismatch{Rank: rank, Element: base / int64(sz), Got: fmt.Sprintf("%d bytes", len(got)), Want: fmt.Sprintf("%d bytes", len(want))}
+	return &job.Mismatch{Rank: rank, Element: base / int64(sz), Got: fmt.Sprintf("%d bytes", len(got)), Want: fmt.Sprintf("%d bytes", len(want))}
 }

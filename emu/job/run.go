@@ -1,4 +1,4 @@
-package emu
+package job
 
 import (
 	"context"
@@ -1049,18 +1049,18 @@ func (r *Job) poll(w *Worker) {
 	}
 }
 
-// wrNamer is a collective whose work request IDs encode more than the
+// WRNamer is a collective whose work request IDs encode more than the
 // WR's place (wa: which leg, ring: which step): it names the WR of a
 // send completion in the job's words, for the error a failed one ends
 // the job with ("WR 1099511627778" was wa's message 2 of the sum).
-type wrNamer interface {
-	nameWR(c roce.Completion) string
+type WRNamer interface {
+	NameWR(c roce.Completion) string
 }
 
-// qpPeers is a collective that names the rank at the other end of each
+// QPPeers is a collective that names the rank at the other end of each
 // of its own QPs.
-type qpPeers interface {
-	peerOf(w *Worker, q Endpoint) int
+type QPPeers interface {
+	PeerOf(w *Worker, q Endpoint) int
 }
 
 // fail stops the job with a transport error naming the QP and the reason.
@@ -1075,8 +1075,8 @@ func (r *Job) fail(w *Worker, q Endpoint, c roce.Completion, what string) {
 	case q == w.RQ:
 		peer, dir = (w.Rank+n-1)%n, "receive QP from rank"
 	case q != w.SQ:
-		if p, ok := r.Alg.(qpPeers); ok {
-			peer = p.peerOf(w, q)
+		if p, ok := r.Alg.(QPPeers); ok {
+			peer = p.PeerOf(w, q)
 		}
 		dir = "QP to rank"
 	}
@@ -1354,9 +1354,9 @@ func (r *Job) Drain(w *Worker, f func(c roce.Completion)) {
 				for _, c := range w.cqe[:n] {
 					if c.Status != roce.StatusSuccess {
 						what := "a receive"
-						switch namer, ok := r.Alg.(wrNamer); {
+						switch namer, ok := r.Alg.(WRNamer); {
 						case !c.Recv && ok:
-							what = namer.nameWR(c)
+							what = namer.NameWR(c)
 						case !c.Recv:
 							what = fmt.Sprintf("WR %d (%s)", c.WRID, c.Opcode)
 						}

@@ -1,8 +1,9 @@
-package emu
+package collective
 
 import (
 	"bytes"
 	"fmt"
+	"github.com/inaemu/inaemu/emu/job"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,8 +18,8 @@ import (
 // verbsJobCfg is a small verbs job: 4 ranks × 32 KiB in 4 KiB messages
 // (8 WRs per rank), on 10G links, with netem loss, duplication,
 // reordering and corruption on every link.
-func verbsJobCfg(verb Verb, seed uint64) Config {
-	cfg := DefaultConfig()
+func verbsJobCfg(verb job.Verb, seed uint64) job.Config {
+	cfg := job.DefaultConfig()
 	cfg.Workers, cfg.Mode, cfg.Verb, cfg.TensorBytes, cfg.MsgLen, cfg.MTU, cfg.Seed = 4, Verbs, verb, 32<<10, 4, 1024, seed
 	cfg.Timeout = 8 // ≈1 ms: losses of a last frame are repaired quickly in virtual time
 	n, err := faults.ParseNetem("loss 2% duplicate 2% reorder 5% corrupt 1%")
@@ -55,20 +56,20 @@ func opcodesIn(t *testing.T, capture []byte) map[wire.Opcode]int {
 // no other data opcode; the same seed gives the same capture byte for
 // byte.
 func TestVerbsJobs(t *testing.T) {
-	want := map[Verb][]wire.Opcode{
-		VerbWrite:    {wire.WriteFirst, wire.WriteMiddle, wire.WriteLast, wire.Acknowledge},
-		VerbRead:     {wire.ReadRequest, wire.ReadResponseFirst, wire.ReadResponseMiddle, wire.ReadResponseLast},
-		VerbFetchAdd: {wire.FetchAdd, wire.AtomicAcknowledge},
-		VerbCmpSwap:  {wire.CompareSwap, wire.AtomicAcknowledge},
+	want := map[job.Verb][]wire.Opcode{
+		job.VerbWrite:    {wire.WriteFirst, wire.WriteMiddle, wire.WriteLast, wire.Acknowledge},
+		job.VerbRead:     {wire.ReadRequest, wire.ReadResponseFirst, wire.ReadResponseMiddle, wire.ReadResponseLast},
+		job.VerbFetchAdd: {wire.FetchAdd, wire.AtomicAcknowledge},
+		job.VerbCmpSwap:  {wire.CompareSwap, wire.AtomicAcknowledge},
 	}
-	for _, verb := range verbsAll {
+	for _, verb := range job.AllVerbs {
 		t.Run(string(verb), func(t *testing.T) {
 			var caps [2]bytes.Buffer
-			var res [2]*Result
+			var res [2]*job.Result
 			for i := range caps {
 				cfg := verbsJobCfg(verb, 3)
 				cfg.Capture = &caps[i]
-				res[i] = runExact(t, cfg)
+				res[i] = runOK(t, cfg)
 			}
 			assert.Equal(t, caps[0].Bytes(), caps[1].Bytes(), "same seed, same capture")
 			r := res[0]
@@ -92,7 +93,7 @@ func TestVerbsJobs(t *testing.T) {
 // bit (a WRITE's or READ's byte, an atomic's original value) makes the
 // job WRONG, naming the rank.
 func TestVerbsJobsCatchWrongDelivery(t *testing.T) {
-	for _, verb := range verbsAll {
+	for _, verb := range job.AllVerbs {
 		t.Run(string(verb), func(t *testing.T) {
 			verbsTamper = func(rank, m int, landed []byte) {
 				if rank == 2 && m == 5 {
@@ -101,12 +102,12 @@ func TestVerbsJobsCatchWrongDelivery(t *testing.T) {
 			}
 			defer func() { verbsTamper = nil }()
 			cfg := verbsJobCfg(verb, 3)
-			res, err := Run(cfg)
+			res, err := job.Run(cfg)
 			require.NoError(t, err)
 			require.False(t, res.Exact)
 			require.NotNil(t, res.Mismatch)
 			wantRank := 2
-			if verb == VerbWrite {
+			if verb == job.VerbWrite {
 				wantRank = 3 // the region written is rank 3's
 			}
 			assert.Equal(t, wantRank, res.Mismatch.Rank, "%+v", res.Mismatch)
@@ -116,16 +117,16 @@ func TestVerbsJobsCatchWrongDelivery(t *testing.T) {
 
 // TestVerbsBadConfig: a verb that does not exist is refused in one line.
 func TestVerbsBadConfig(t *testing.T) {
-	_, err := ParseVerb("send")
+	_, err := job.ParseVerb("send")
 	require.EqualError(t, err, `"send": want write, read, fetch-add, cmp-swap`)
 	cfg := verbsJobCfg("swap", 1)
-	_, err = Run(cfg)
+	_, err = job.Run(cfg)
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "\n")
-	var ce *ConfigError
+	var ce *job.ConfigError
 	assert.ErrorAs(t, err, &ce, fmt.Sprintf("%T", err))
-	cfg = DefaultConfig()
-	cfg.Verb = VerbRead
+	cfg = job.DefaultConfig()
+	cfg.Verb = job.VerbRead
 	require.EqualError(t, cfg.Validate(), "--verb read: only --mode verbs takes a verb (this run is netreduce)")
 	cfg.Mode = Verbs
 	require.NoError(t, cfg.Validate())
@@ -135,10 +136,10 @@ func TestVerbsBadConfig(t *testing.T) {
 // (links, switch, NICs, QPs executing READs and atomics, the job posting
 // and checking) allocates nothing, for every verb.
 func TestVerbsEventLoopAllocatesNothing(t *testing.T) {
-	for _, verb := range verbsAll {
-		cfg := DefaultConfig()
+	for _, verb := range job.AllVerbs {
+		cfg := job.DefaultConfig()
 		cfg.Mode, cfg.Verb, cfg.Workers, cfg.TensorBytes, cfg.MsgLen = Verbs, verb, 4, 16<<20, 4
-		if verb.atomic() {
+		if verb.Atomic() {
 			cfg.TensorBytes = 256 << 20 // 64Ki atomics per rank: the loop stays busy
 		}
 		r := startJob(t, cfg)

@@ -1,8 +1,9 @@
-package emu
+package collective
 
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/inaemu/inaemu/emu/job"
 	"math"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func schemeTopo(t *testing.T, hosts, gpus int, intra string) *topo.Topology {
 
 // schemeResults runs cfg and returns every GPU's result of its (one)
 // scheme job, as the job held them when it checked them.
-func schemeResults(t *testing.T, cfg Config) (*Result, [][]byte) {
+func schemeResults(t *testing.T, cfg job.Config) (*job.Result, [][]byte) {
 	t.Helper()
 	var got [][]byte
 	schemeChecked = func(s *scheme) {
@@ -50,11 +51,11 @@ func schemeResults(t *testing.T, cfg Config) (*Result, [][]byte) {
 func TestSchemesExact(t *testing.T) {
 	for _, sh := range []struct{ hosts, gpus int }{{4, 2}, {2, 4}, {3, 1}, {2, 8}} {
 		tp := schemeTopo(t, sh.hosts, sh.gpus, "300G")
-		for _, mode := range []Mode{PN, PR, TA, FR} {
+		for _, mode := range []job.Mode{PN, PR, TA, FR} {
 			for _, d := range []tensor.DType{tensor.F32, tensor.I32, tensor.F16} {
 				name := fmt.Sprintf("%dx%d/%s/%s", sh.hosts, sh.gpus, mode, d)
 				t.Run(name, func(t *testing.T) {
-					cfg := DefaultConfig()
+					cfg := job.DefaultConfig()
 					cfg.Topology, cfg.Workers, cfg.Mode, cfg.DType, cfg.Seed = tp, sh.hosts, mode, d, 7
 					cfg.TensorBytes = int64(d.Size()) * (40_000 + 13)
 					res, got := schemeResults(t, cfg)
@@ -80,7 +81,7 @@ func TestSchemesExact(t *testing.T) {
 // schemeReference is what every GPU of a scheme job of m machines × n
 // GPUs must hold, elems elements of d (f32 or i32): the order of each
 // scheme written out element by element.
-func schemeReference(mode Mode, d tensor.DType, m, n, elems int, seed uint64) []byte {
+func schemeReference(mode job.Mode, d tensor.DType, m, n, elems int, seed uint64) []byte {
 	P := m * n
 	x := make([][]byte, P) // GPU h*n+i is GPU i of machine h
 	for g := range x {
@@ -182,11 +183,11 @@ func TestSchemeOrdersDiffer(t *testing.T) {
 // rank-order sum (a run whose stages summed in rank order would fail it).
 func TestSchemeCheckCatchesWrongResults(t *testing.T) {
 	tp := schemeTopo(t, 2, 4, "300G")
-	for _, mode := range []Mode{PN, PR, TA} {
-		cfg := DefaultConfig()
+	for _, mode := range []job.Mode{PN, PR, TA} {
+		cfg := job.DefaultConfig()
 		cfg.Topology, cfg.Workers, cfg.Mode, cfg.Seed, cfg.TensorBytes = tp, 2, mode, 3, 4096*4
 		schemeChecked = func(s *scheme) { s.res[5][4*1000] ^= 1 }
-		res, err := Run(cfg)
+		res, err := job.Run(cfg)
 		schemeChecked = nil
 		require.NoError(t, err)
 		require.False(t, res.Exact, "%s", mode)
@@ -204,7 +205,7 @@ func TestSchemeRefusals(t *testing.T) {
 		name  string
 		tp    *topo.Topology
 		ranks []string
-		mode  Mode
+		mode  job.Mode
 		bytes int64
 		want  string
 	}{
@@ -214,11 +215,11 @@ func TestSchemeRefusals(t *testing.T) {
 		{"ta not a power of two", six, []string{"h0:gpu0", "h0:gpu1", "h0:gpu2", "h1:gpu0", "h1:gpu1", "h1:gpu2"}, TA, 4096, "3 GPUs per machine: ta's reduce and broadcast"},
 		{"tiny", tp, []string{"h0:gpu0", "h0:gpu1", "h1:gpu0", "h1:gpu1", "h2:gpu0", "h2:gpu1"}, PR, 20, "--tensor 5 elements: too small to cut into 2 pieces of at least 3 elements"},
 	} {
-		cfg := DefaultConfig()
+		cfg := job.DefaultConfig()
 		cfg.Topology = c.tp
-		cfg.Jobs = []JobSpec{{Name: "s", Mode: c.mode, Ranks: c.ranks, TensorBytes: c.bytes}}
-		_, err := Run(cfg)
-		var ce *ConfigError
+		cfg.Jobs = []job.JobSpec{{Name: "s", Mode: c.mode, Ranks: c.ranks, TensorBytes: c.bytes}}
+		_, err := job.Run(cfg)
+		var ce *job.ConfigError
 		require.ErrorAs(t, err, &ce, c.name)
 		assert.Contains(t, err.Error(), "job s: mode "+string(c.mode)+": "+c.want, c.name)
 	}
@@ -236,10 +237,10 @@ func TestSchemesUnderFaults(t *testing.T) {
 	require.NoError(t, err)
 	for _, c := range []struct {
 		tp   *topo.Topology
-		mode Mode
+		mode job.Mode
 	}{{star, PN}, {star, PR}, {star, TA}, {star, FR}, {racks, PN}, {racks, TA}} {
 		t.Run(fmt.Sprintf("%s/%s", c.tp.Kind, c.mode), func(t *testing.T) {
-			cfg := DefaultConfig()
+			cfg := job.DefaultConfig()
 			cfg.Topology, cfg.Workers, cfg.Mode, cfg.Seed, cfg.TensorBytes = c.tp, 4, c.mode, 5, 256<<10
 			cfg.Netem = faults.Netem{Loss: 0.01, Duplicate: 0.01, Corrupt: 0.005, Reorder: 0.02, Delay: 2 * time.Microsecond}
 			cfg.Timeout = 8 // 1 ms: a tail loss costs a timeout

@@ -1,4 +1,4 @@
-package emu
+package collective
 
 import (
 	"time"

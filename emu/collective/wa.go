@@ -1,8 +1,9 @@
-package emu
+package collective
 
 import (
 	"errors"
 	"fmt"
+	"github.com/inaemu/inaemu/emu/job"
 	"math/rand/v2"
 	"slices"
 
@@ -45,11 +46,11 @@ import (
 // ..., and the sum travels back as it is. Every worker checks each
 // message of the sum against that reference as it arrives.
 type waJob struct {
-	r     *Job
+	r     *job.Job
 	p     int // workers; r.workers[p] is the aggregator
 	msgB  int
 	nmsg  int
-	bcast Bcast
+	bcast job.Bcast
 	codec *inceptionn.Codec
 
 	// conn[i] is worker i's connection to the aggregator: its QP there
@@ -71,13 +72,13 @@ type waJob struct {
 	results []*roce.MR // per worker: where the sum lands
 	got     [][]bool   // per worker, message: arrived
 
-	own      []Source
-	expSt    []Source
+	own      []job.Source
+	expSt    []job.Source
 	expected map[int]*expectedMsg
 	piece    []byte
 	gradBuf  [][]byte // per worker: its message in flight
-	gradHop  HopReport
-	mismatch *Mismatch
+	gradHop  job.HopReport
+	mismatch *job.Mismatch
 	mmAt     [2]int // (message, rank) of mismatch
 	maxErr   float64
 }
@@ -92,21 +93,21 @@ var (
 
 // WA is the worker-aggregator job's mode: workers send to an aggregator
 // host, which sums and sends back.
-const WA Mode = "wa"
+const WA job.Mode = "wa"
 
 func init() {
-	Register(Algorithm{Mode: WA, New: func(r *Job) (Collective, error) { return newWAJob(r) },
+	job.Register(job.Algorithm{Mode: WA, New: func(r *job.Job) (job.Collective, error) { return newWAJob(r) },
 		OwnConnections: true, ExtraRank: true, Compresses: true, Memory: waMemory,
-		Validate: func(c *Config) error {
+		Validate: func(c *job.Config) error {
 			if c.Devices != nil {
-				return &ConfigError{errors.New("--mode wa runs on emulated links; the TAP backend runs ring and netreduce jobs")}
+				return &job.ConfigError{Err: errors.New("--mode wa runs on emulated links; the TAP backend runs ring and netreduce jobs")}
 			}
 			return nil
 		},
 		// A wa job's legs and compression live in NICs: GPUs, whose hops
 		// to GPUs of their host never pass one, cannot take part.
-		ValidateJob: func(j JobConfig) error {
-			if g := GPURank(j.Ranks); g != "" {
+		ValidateJob: func(j job.JobConfig) error {
+			if g := job.GPURank(j.Ranks); g != "" {
 				return fmt.Errorf("job %s: a wa job's ranks are host NICs (its workers, then its aggregator), not GPUs (%s)", j.Name, g)
 			}
 			return nil
@@ -114,22 +115,22 @@ func init() {
 }
 
 // waMemory: w ranks, w-1 workers and the aggregator.
-func waMemory(cfg Config, e *MemoryEstimate) (int64, bool) {
+func waMemory(cfg job.Config, e *job.MemoryEstimate) (int64, bool) {
 	w, t := int64(cfg.Workers), cfg.TensorBytes
 	msgB := int64(cfg.MsgLen) * int64(cfg.MTU)
 	// w ranks: w-1 workers and the aggregator. The aggregator holds
 	// every worker's tensor and the sum, each worker its result and a
 	// message; the expected sums are made per message as results come.
 	p := w - 1
-	msgs := CeilDiv(t, msgB)
+	msgs := job.CeilDiv(t, msgB)
 	e.Buffers = (2*p+1)*t + p*msgB + 2*msgB
-	e.Queues = 2 * (p + 1) * 2 * (2*msgs + 1) * WRBytes
+	e.Queues = 2 * (p + 1) * 2 * (2*msgs + 1) * job.WRBytes
 	e.Largest = t
 	return int64(cfg.MsgLen) + 2, false
 }
 
 // Report: the aggregator holds no result.
-func (j *waJob) Report(jr *JobResult) { jr.Workers = j.p }
+func (j *waJob) Report(jr *job.JobResult) { jr.Workers = j.p }
 
 // node is rank's node in the tree the sum goes down (the aggregator is
 // node 0, worker i node i+1).
@@ -138,7 +139,7 @@ func (j *waJob) node(rank int) int { return (rank + 1) % (j.p + 1) }
 // rankOf is node's rank.
 func (j *waJob) rankOf(node int) int { return (node + j.p) % (j.p + 1) }
 
-func newWAJob(r *Job) (*waJob, error) {
+func newWAJob(r *job.Job) (*waJob, error) {
 	cfg := r.Cfg
 	p := len(r.Workers) - 1
 	t := int(cfg.TensorBytes)
@@ -170,9 +171,9 @@ func newWAJob(r *Job) (*waJob, error) {
 		}
 	}
 	switch j.bcast {
-	case BcastTree:
+	case job.BcastTree:
 		binomial(0)
-	case BcastWorkerTree:
+	case job.BcastWorkerTree:
 		j.children[0] = []int{1}
 		binomial(1)
 	default:
@@ -182,13 +183,13 @@ func newWAJob(r *Job) (*waJob, error) {
 	}
 	j.nextKid = make([]int, nodes)
 	j.pending = make([]int, nodes)
-	if j.bcast == BcastWorkerTree { // the aggregator streams the sum to worker 0
+	if j.bcast == job.BcastWorkerTree { // the aggregator streams the sum to worker 0
 		j.pending[0] = j.nmsg
 	}
 	j.down = make([][]*roce.QP, nodes)
 
 	qpn := map[string]uint32{}
-	newQP := func(w *Worker) *roce.QP {
+	newQP := func(w *job.Worker) *roce.QP {
 		// Above every ring QPN (qpnPair) of the run's jobs on the NIC.
 		k := qpn[w.NIC.Name]
 		qpn[w.NIC.Name]++
@@ -243,7 +244,7 @@ func (j *waJob) Connect() error {
 	base := roce.Config{MTU: r.Cfg.MTU, Timeout: r.Cfg.Timeout, RetryCnt: r.Cfg.RetryCnt, RNRRetry: 7, MinRNRTimer: 1,
 		MaxSendWR: maxWR, MaxRecvWR: maxWR, Profile: r.Cfg.NIC,
 		AdaptiveTimeout: r.Fab.Live()} // the wall clock's round trips are the machine's (roce/rto.go)
-	pair := func(a, b *Worker, qa, qb *roce.QP, markA bool) error {
+	pair := func(a, b *job.Worker, qa, qb *roce.QP, markA bool) error {
 		if !r.Fab.Reachable(a.NIC, b.NIC) || !r.Fab.Reachable(b.NIC, a.NIC) {
 			return fmt.Errorf("job %s: rank %d (%s) and rank %d (%s) have no path between them in the topology", r.Name, a.Rank, a.NIC.Name, b.Rank, b.NIC.Name)
 		}
@@ -253,7 +254,7 @@ func (j *waJob) Connect() error {
 		cb.SQPSN, cb.RQPSN = y, x
 		pa := a.NIC.PathTo(b.NIC, qb.QPN())
 		if markA {
-			pa = MarkPath(pa)
+			pa = job.MarkPath(pa)
 		}
 		if err := qa.Connect(pa, ca); err != nil {
 			return err
@@ -281,22 +282,22 @@ func (j *waJob) Connect() error {
 // peerOf is the rank at the other end of w's QP q (for error messages):
 // a worker's gradient connection, the connections the sum goes down, and
 // a worker's from its tree parent.
-func (j *waJob) peerOf(w *Worker, q Endpoint) int {
+func (j *waJob) PeerOf(w *job.Worker, q job.Endpoint) int {
 	for i, c := range j.conn {
 		switch {
-		case w.Rank == j.p && q == Endpoint(c[1]):
+		case w.Rank == j.p && q == job.Endpoint(c[1]):
 			return i
-		case w.Rank == i && q == Endpoint(c[0]):
+		case w.Rank == i && q == job.Endpoint(c[0]):
 			return j.p
 		}
 	}
 	x := j.node(w.Rank)
 	for k, d := range j.down[x] {
-		if q == Endpoint(d) {
+		if q == job.Endpoint(d) {
 			return j.rankOf(j.children[x][k])
 		}
 	}
-	if w.Rank < j.p && q == Endpoint(j.in[w.Rank]) {
+	if w.Rank < j.p && q == job.Endpoint(j.in[w.Rank]) {
 		for parent, kids := range j.children {
 			if slices.Contains(kids, x) {
 				return j.rankOf(parent)
@@ -346,7 +347,7 @@ func (j *waJob) sendGradient(i, m int) error {
 	}
 	if err := j.conn[i][0].PostSend(roce.SendWR{ID: uint64(m), Opcode: roce.WRWriteImm, Local: buf,
 		RemoteVA: j.grads[i].Addr + uint64(lo), RKey: j.grads[i].RKey, Imm: uint32(m), Signaled: true}); err != nil {
-		return &JobError{Msg: fmt.Sprintf("rank %d: post gradient message %d: %v", i, m, err)}
+		return &job.JobError{Msg: fmt.Sprintf("rank %d: post gradient message %d: %v", i, m, err)}
 	}
 	return nil
 }
@@ -355,7 +356,7 @@ func (j *waJob) sendGradient(i, m int) error {
 const downWR = 1 << 40
 
 // nameWR names a WR by its leg and message; on its QP, WR m is message m.
-func (j *waJob) nameWR(c roce.Completion) string {
+func (j *waJob) NameWR(c roce.Completion) string {
 	if m := c.WRID &^ downWR; c.WRID&downWR != 0 {
 		return fmt.Sprintf("message %d of 0..%d of the sum (WR %d, %s)", m, j.nmsg-1, m, c.Opcode)
 	}
@@ -367,7 +368,7 @@ func (j *waJob) msgRange(m int) (int, int) {
 	return lo, min(lo+j.msgB, int(j.r.Cfg.TensorBytes))
 }
 
-func (j *waJob) OnCompletion(w *Worker) {
+func (j *waJob) OnCompletion(w *job.Worker) {
 	j.r.Drain(w, func(c roce.Completion) {
 		if !c.Recv {
 			w.SendDone++
@@ -386,10 +387,10 @@ func (j *waJob) OnCompletion(w *Worker) {
 
 // arrive: at the aggregator a worker's message (summed once all p are
 // in); at a worker a message of the sum.
-func (j *waJob) arrive(w *Worker, c roce.Completion) error {
+func (j *waJob) arrive(w *job.Worker, c roce.Completion) error {
 	m := int(c.Imm)
 	if !c.HasImm || m >= j.nmsg {
-		return &JobError{Msg: fmt.Sprintf("rank %d: unexpected message (imm %#x)", w.Rank, c.Imm)}
+		return &job.JobError{Msg: fmt.Sprintf("rank %d: unexpected message (imm %#x)", w.Rank, c.Imm)}
 	}
 	w.RecvDone++
 	lo, hi := j.msgRange(m)
@@ -405,21 +406,21 @@ func (j *waJob) arrive(w *Worker, c roce.Completion) error {
 		if waTamper != nil {
 			waTamper(m, sum)
 		}
-		if j.bcast == BcastWorkerTree {
+		if j.bcast == job.BcastWorkerTree {
 			if err := j.postSum(0, 0, m); err != nil {
 				return err
 			}
 		}
 		if j.summed++; j.summed == j.nmsg {
 			w.DoneAt = j.r.Fab.Clock.Now()
-			if j.bcast != BcastWorkerTree {
+			if j.bcast != job.BcastWorkerTree {
 				return j.sendDown(0)
 			}
 		}
 		return nil
 	}
 	if j.got[w.Rank][m] {
-		return &JobError{Msg: fmt.Sprintf("rank %d: message %d of the sum arrived twice", w.Rank, m)}
+		return &job.JobError{Msg: fmt.Sprintf("rank %d: message %d of the sum arrived twice", w.Rank, m)}
 	}
 	j.got[w.Rank][m] = true
 	j.verify(w, m, j.results[w.Rank].Buf[lo:hi])
@@ -428,7 +429,7 @@ func (j *waJob) arrive(w *Worker, c roce.Completion) error {
 	}
 	if w.RecvDone == w.RecvWant {
 		w.DoneAt = j.r.Fab.Clock.Now()
-		if j.bcast != BcastUnicast {
+		if j.bcast != job.BcastUnicast {
 			return j.sendDown(j.node(w.Rank))
 		}
 	}
@@ -461,14 +462,14 @@ func (j *waJob) postSum(x, k, m int) error {
 	lo, hi := j.msgRange(m)
 	if err := j.down[x][k].PostSend(roce.SendWR{ID: downWR | uint64(m), Opcode: roce.WRWriteImm, Local: src[lo:hi],
 		RemoteVA: dst.Addr + uint64(lo), RKey: dst.RKey, Imm: uint32(m), Signaled: true}); err != nil {
-		return &JobError{Msg: fmt.Sprintf("rank %d: post the sum to rank %d: %v", j.rankOf(x), child, err)}
+		return &job.JobError{Msg: fmt.Sprintf("rank %d: post the sum to rank %d: %v", j.rankOf(x), child, err)}
 	}
 	return nil
 }
 
 // sent: one of node w's WRITEs down the tree is acknowledged; once the
 // current child has all of them, the next child's turn.
-func (j *waJob) sent(w *Worker) {
+func (j *waJob) sent(w *job.Worker) {
 	x := j.node(w.Rank)
 	if j.pending[x]--; j.pending[x] == 0 {
 		j.nextKid[x]++
@@ -479,7 +480,7 @@ func (j *waJob) sent(w *Worker) {
 }
 
 // verify checks message m of worker w's sum against the reference.
-func (j *waJob) verify(w *Worker, m int, got []byte) {
+func (j *waJob) verify(w *job.Worker, m int, got []byte) {
 	e := j.expected[m]
 	if e == nil {
 		e = j.expectedSum(m)
@@ -492,7 +493,7 @@ func (j *waJob) verify(w *Worker, m int, got []byte) {
 		}
 	}
 	if e.exact != nil {
-		j.maxErr = MaxAbsDiff(got, e.exact, j.maxErr)
+		j.maxErr = job.MaxAbsDiff(got, e.exact, j.maxErr)
 	}
 	if e.left--; e.left == 0 {
 		delete(j.expected, m)
@@ -526,7 +527,7 @@ func (j *waJob) expectedSum(m int) *expectedMsg {
 			} else {
 				tensor.Add(d, e.exact, piece)
 			}
-			PacketTrip(j.codec, j.r.Cfg.MTU, piece)
+			job.PacketTrip(j.codec, j.r.Cfg.MTU, piece)
 		}
 		if i == 0 {
 			copy(e.sum, piece)
@@ -537,8 +538,8 @@ func (j *waJob) expectedSum(m int) *expectedMsg {
 	return e
 }
 
-func (j *waJob) Check() *Mismatch { return j.mismatch }
+func (j *waJob) Check() *job.Mismatch { return j.mismatch }
 
-func (j *waJob) maxAbsErr() float64 { return j.maxErr }
+func (j *waJob) MaxAbsErr() float64 { return j.maxErr }
 
-func (j *waJob) hopReports() []HopReport { return []HopReport{j.gradHop} }
+func (j *waJob) HopReports() []job.HopReport { return []job.HopReport{j.gradHop} }

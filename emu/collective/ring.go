@@ -1,8 +1,9 @@
-package emu
+package collective
 
 import (
 	"errors"
 	"fmt"
+	"github.com/inaemu/inaemu/emu/job"
 	"slices"
 
 	"github.com/inaemu/inaemu/frames/inceptionn"
@@ -52,7 +53,7 @@ import (
 // ranks. With at most ringWindow messages per chunk the job sends
 // exactly what it sent when it held whole tensors.
 type ringJob struct {
-	r         *Job
+	r         *job.Job
 	n         int
 	msgB      int        // bytes per message
 	bounds    []int      // chunk c is bytes bounds[c]:bounds[c+1]
@@ -61,18 +62,18 @@ type ringJob struct {
 	window    int        // WRITEs unacknowledged beyond which step 0 waits
 	arrived   [][][]bool // per rank, step, message
 	ranks     []ringRank
-	own       []Source                // per rank: its tensor, for its own pieces
-	expSt     []Source                // per rank: its tensor, for the expected sums
+	own       []job.Source            // per rank: its tensor, for its own pieces
+	expSt     []job.Source            // per rank: its tensor, for the expected sums
 	out       [][]byte                // per rank: where its result is kept (nil: checked only)
 	expected  map[[2]int]*expectedMsg // (chunk, message) -> rank-order sum
 	spareSums []*expectedMsg          // checked by every local rank, to reuse
 	nLocal    int
 	piece     []byte // scratch
-	mismatch  *Mismatch
+	mismatch  *job.Mismatch
 	mmAt      [3]int            // (chunk, rank, message) of mismatch: the first in that order is kept
 	codec     *inceptionn.Codec // the NICs' codec when the job compresses
 	maxErr    float64           // largest |result - exact sum|, when it does
-	hops      []HopReport       // per step, what it carried, when it does
+	hops      []job.HopReport   // per step, what it carried, when it does
 }
 
 // ringRank is one rank's sending state.
@@ -85,7 +86,7 @@ type ringRank struct {
 // ringWindow is how many WRITEs a rank keeps unacknowledged before it
 // starts another message of step 0: four NetReduce windows and a margin,
 // many times what keeps a link busy.
-func ringWindow(cfg Config) int { return netReduceSlots(cfg) }
+func ringWindow(cfg job.Config) int { return netReduceSlots(cfg) }
 
 // ringRecvSlots is the receive MR's size in messages.
 const ringRecvSlots = 2
@@ -97,14 +98,14 @@ var ringTamper func(rank, step, msg int, out []byte)
 
 // Ring is the ring job's mode: Ring-AllReduce, reduce-scatter then
 // all-gather; the switch only forwards.
-const Ring Mode = "ring"
+const Ring job.Mode = "ring"
 
 func init() {
-	Register(Algorithm{Mode: Ring, New: func(r *Job) (Collective, error) { return newRingJob(r) },
+	job.Register(job.Algorithm{Mode: Ring, New: func(r *job.Job) (job.Collective, error) { return newRingJob(r) },
 		Compresses: true, Streams: true, Memory: ringMemory,
-		Validate: func(c *Config) error {
+		Validate: func(c *job.Config) error {
 			if c.TensorBytes/int64(c.DType.Size()) < int64(c.Workers) {
-				return &ConfigError{errors.New("--tensor: ring mode needs at least one element per worker")}
+				return &job.ConfigError{Err: errors.New("--tensor: ring mode needs at least one element per worker")}
 			}
 			return nil
 		}})
@@ -113,13 +114,13 @@ func init() {
 // ringMemory: per worker a receive MR of two messages and a pool of
 // about a window of message buffers; per chunk about a window of expected
 // sums (the tensor is generated and checked as it goes).
-func ringMemory(cfg Config, e *MemoryEstimate) (int64, bool) {
+func ringMemory(cfg job.Config, e *job.MemoryEstimate) (int64, bool) {
 	w, t, mtu := int64(cfg.Workers), cfg.TensorBytes, int64(cfg.MTU)
 	msgB := int64(cfg.MsgLen) * mtu
 	sz := int64(cfg.DType.Size())
-	maxC := CeilDiv(t/sz, w) * sz
+	maxC := job.CeilDiv(t/sz, w) * sz
 	steps := 2 * (w - 1)
-	perChunk := CeilDiv(maxC, msgB)
+	perChunk := job.CeilDiv(maxC, msgB)
 	wr := steps*perChunk + 1
 	// Per worker a receive MR of two messages and a pool of about a
 	// window of message buffers; per chunk about a window of
@@ -131,14 +132,14 @@ func ringMemory(cfg Config, e *MemoryEstimate) (int64, bool) {
 	pool := min(int64(ringWindow(cfg)), perChunk) + 8 // step 0's and a few on their way on
 	pool *= min(msgB, maxC)
 	e.Buffers = w*(recv+2*pool) + msgB
-	e.Queues = w*2*wr*WRBytes + w*(steps*perChunk+steps*24)
+	e.Queues = w*2*wr*job.WRBytes + w*(steps*perChunk+steps*24)
 	e.Largest = max(recv, msgB)
 	// A chunk's packets, or the window's if fewer: a rank starts
 	// step 0's messages only while its WRITEs are about a window.
-	return 2*min(CeilDiv(maxC, mtu), int64(ringWindow(cfg)+8)*int64(cfg.MsgLen)) + 2, false
+	return 2*min(job.CeilDiv(maxC, mtu), int64(ringWindow(cfg)+8)*int64(cfg.MsgLen)) + 2, false
 }
 
-func newRingJob(r *Job) (*ringJob, error) {
+func newRingJob(r *job.Job) (*ringJob, error) {
 	cfg := r.Cfg
 	n := cfg.Workers
 	j := &ringJob{r: r, n: n, msgB: cfg.MsgLen * cfg.MTU, steps: 2 * (n - 1), window: ringWindow(cfg),
@@ -238,7 +239,7 @@ func (j *ringJob) Start() error {
 
 // sendStep0 sends the rank's own pieces of its step-0 chunk while its
 // window allows.
-func (j *ringJob) sendStep0(w *Worker) error {
+func (j *ringJob) sendStep0(w *job.Worker) error {
 	rs := &j.ranks[w.Rank]
 	c := j.sendChunk(w.Rank, 0)
 	for ; rs.next0 < j.msgCount(c) && len(rs.inUse) < j.window; rs.next0++ {
@@ -254,12 +255,12 @@ func (j *ringJob) sendStep0(w *Worker) error {
 
 // post sends message m of step s from buf, which stays the WRITE's until
 // it completes.
-func (j *ringJob) post(w *Worker, s, m int, buf []byte) error {
+func (j *ringJob) post(w *job.Worker, s, m int, buf []byte) error {
 	lo, _ := j.msgRange(j.sendChunk(w.Rank, s), m)
 	succ := j.r.Workers[(w.Rank+1)%j.n]
 	id := uint64(s)<<24 | uint64(m)
 	j.ranks[w.Rank].inUse[id] = buf
-	if j.codec != nil && !IntraHop(w, succ) {
+	if j.codec != nil && !job.IntraHop(w, succ) {
 		j.hop(s).Add(j.codec, j.r.Cfg.MTU, buf)
 	}
 	return w.SQ.PostSend(roce.SendWR{ID: id, Opcode: roce.WRWriteImm, Local: buf,
@@ -268,11 +269,11 @@ func (j *ringJob) post(w *Worker, s, m int, buf []byte) error {
 
 // nameWR names a WR by its step and message (its ID is step<<24 |
 // message).
-func (j *ringJob) nameWR(c roce.Completion) string {
+func (j *ringJob) NameWR(c roce.Completion) string {
 	return fmt.Sprintf("step %d of 0..%d, message %d (%s)", c.WRID>>24, j.steps-1, c.WRID&(1<<24-1), c.Opcode)
 }
 
-func (j *ringJob) OnCompletion(w *Worker) {
+func (j *ringJob) OnCompletion(w *job.Worker) {
 	j.r.Drain(w, func(c roce.Completion) {
 		rs := &j.ranks[w.Rank]
 		if !c.Recv {
@@ -286,7 +287,7 @@ func (j *ringJob) OnCompletion(w *Worker) {
 			return
 		}
 		if err := j.sendStep0(w); err != nil {
-			j.r.Err = &JobError{Msg: fmt.Sprintf("rank %d: post step 0 message %d: %v", w.Rank, rs.next0, err)}
+			j.r.Err = &job.JobError{Msg: fmt.Sprintf("rank %d: post step 0 message %d: %v", w.Rank, rs.next0, err)}
 		}
 	})
 }
@@ -296,10 +297,10 @@ func (j *ringJob) OnCompletion(w *Worker) {
 // sends on (the last such step makes the rank's reduced chunk, a
 // result); in all-gather a reduced chunk, a result, passed on until every
 // rank has it.
-func (j *ringJob) arrive(w *Worker, c roce.Completion) error {
+func (j *ringJob) arrive(w *job.Worker, c roce.Completion) error {
 	s, m := int(c.Imm>>24), int(c.Imm&0xFFFFFF)
 	if !c.HasImm || s >= j.steps || m >= len(j.arrived[w.Rank][s]) || j.arrived[w.Rank][s][m] {
-		return &JobError{Msg: fmt.Sprintf("rank %d: unexpected message (imm %#x)", w.Rank, c.Imm)}
+		return &job.JobError{Msg: fmt.Sprintf("rank %d: unexpected message (imm %#x)", w.Rank, c.Imm)}
 	}
 	j.arrived[w.Rank][s][m] = true
 	ch := j.recvChunk(w.Rank, s)
@@ -315,7 +316,7 @@ func (j *ringJob) arrive(w *Worker, c roce.Completion) error {
 		w.RecvMR.Read(at, out)
 	}
 	if s == j.n-2 && j.codec != nil { // the owner's copy takes the trip the others' do
-		PacketTrip(j.codec, j.r.Cfg.MTU, out)
+		job.PacketTrip(j.codec, j.r.Cfg.MTU, out)
 	}
 	if ringTamper != nil {
 		ringTamper(w.Rank, s, m, out)
@@ -335,7 +336,7 @@ func (j *ringJob) arrive(w *Worker, c roce.Completion) error {
 		return nil
 	}
 	if err := j.post(w, s+1, m, out); err != nil {
-		return &JobError{Msg: fmt.Sprintf("rank %d: post step %d message %d: %v", w.Rank, s+1, m, err)}
+		return &job.JobError{Msg: fmt.Sprintf("rank %d: post step %d message %d: %v", w.Rank, s+1, m, err)}
 	}
 	return nil
 }
@@ -343,7 +344,7 @@ func (j *ringJob) arrive(w *Worker, c roce.Completion) error {
 // verify checks message m of chunk c of rank w's result against the
 // rank-order sum. The first mismatch in (chunk, rank, message) order is
 // kept for check.
-func (j *ringJob) verify(w *Worker, c, m int, got []byte) {
+func (j *ringJob) verify(w *job.Worker, c, m int, got []byte) {
 	key := [2]int{c, m}
 	e := j.expected[key]
 	if e == nil {
@@ -358,7 +359,7 @@ func (j *ringJob) verify(w *Worker, c, m int, got []byte) {
 		}
 	}
 	if e.exact != nil {
-		j.maxErr = MaxAbsDiff(got, e.exact, j.maxErr)
+		j.maxErr = job.MaxAbsDiff(got, e.exact, j.maxErr)
 	}
 	if e.left--; e.left == 0 {
 		delete(j.expected, key)
@@ -398,19 +399,19 @@ func (j *ringJob) expectedSum(c, m int) *expectedMsg {
 	for i := 1; i < j.n; i++ {
 		fill((c+i)%j.n, piece)
 		tensor.Add(d, e.exact, piece)
-		PacketTrip(j.codec, mtu, e.sum)
+		job.PacketTrip(j.codec, mtu, e.sum)
 		tensor.Add(d, e.sum, piece)
 	}
-	PacketTrip(j.codec, mtu, e.sum)
+	job.PacketTrip(j.codec, mtu, e.sum)
 	return e
 }
 
-func (j *ringJob) maxAbsErr() float64 { return j.maxErr }
+func (j *ringJob) MaxAbsErr() float64 { return j.maxErr }
 
 // hop is step s's report, made on first use.
-func (j *ringJob) hop(s int) *HopReport {
+func (j *ringJob) hop(s int) *job.HopReport {
 	if j.hops == nil {
-		j.hops = make([]HopReport, j.steps)
+		j.hops = make([]job.HopReport, j.steps)
 		for i := range j.hops {
 			j.hops[i].Hop, j.hops[i].Carries = i, "partial sums"
 			switch {
@@ -424,7 +425,7 @@ func (j *ringJob) hop(s int) *HopReport {
 	return &j.hops[s]
 }
 
-func (j *ringJob) hopReports() []HopReport { return slices.Clone(j.hops) }
+func (j *ringJob) HopReports() []job.HopReport { return slices.Clone(j.hops) }
 
 // ringSum writes into sum a chunk's reduction in a ring's order, the one
 // that starts at rank c: c's piece, plus c+1's, and so on round the n
@@ -440,4 +441,4 @@ func ringSum(d tensor.DType, n, c int, sum, scratch []byte, fill func(rank int, 
 
 // Check reports the first result (in chunk, rank, message order) that was
 // not the rank-order sum.
-func (j *ringJob) Check() *Mismatch { return j.mismatch }
+func (j *ringJob) Check() *job.Mismatch { return j.mismatch }

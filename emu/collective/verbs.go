@@ -1,8 +1,8 @@
-package emu
+package collective
 
 import (
 	"fmt"
-	"strings"
+	"github.com/inaemu/inaemu/emu/job"
 
 	"github.com/inaemu/inaemu/roce"
 )
@@ -36,61 +36,25 @@ import (
 // package.
 
 // Verbs is the verbs job's mode.
-const Verbs Mode = "verbs"
-
-// Verb is what a verbs job's ranks do.
-type Verb string
-
-const (
-	VerbWrite    Verb = "write"
-	VerbRead     Verb = "read"
-	VerbFetchAdd Verb = "fetch-add"
-	VerbCmpSwap  Verb = "cmp-swap"
-)
-
-// verbsAll lists the verbs in the order help names them.
-var verbsAll = []Verb{VerbWrite, VerbRead, VerbFetchAdd, VerbCmpSwap}
-
-// ParseVerb reads write, read, fetch-add or cmp-swap.
-func ParseVerb(s string) (Verb, error) {
-	for _, v := range verbsAll {
-		if string(v) == s {
-			return v, nil
-		}
-	}
-	names := make([]string, len(verbsAll))
-	for i, v := range verbsAll {
-		names[i] = string(v)
-	}
-	return "", fmt.Errorf("%q: want %s", s, strings.Join(names, ", "))
-}
-
-func (v Verb) String() string {
-	if v == "" {
-		return string(VerbWrite)
-	}
-	return string(v)
-}
+const Verbs job.Mode = "verbs"
 
 // checkVerb refuses a verb that is not one, and a verb other than the
 // default given to a run none of whose jobs is a verbs job (it would be
 // ignored without a word).
-func checkVerb(c *Config, jobs []JobConfig) error {
-	if c.Verb == "" || c.Verb == VerbWrite {
+func checkVerb(c *job.Config, jobs []job.JobConfig) error {
+	if c.Verb == "" || c.Verb == job.VerbWrite {
 		return nil
 	}
-	if _, err := ParseVerb(string(c.Verb)); err != nil {
-		return &ConfigError{fmt.Errorf("--verb %v", err)}
+	if _, err := job.ParseVerb(string(c.Verb)); err != nil {
+		return &job.ConfigError{Err: fmt.Errorf("--verb %v", err)}
 	}
 	for _, j := range jobs {
 		if j.Cfg.Mode == Verbs {
 			return nil
 		}
 	}
-	return &ConfigError{fmt.Errorf("--verb %s: only --mode verbs takes a verb (this run is %s)", c.Verb, c.Mode)}
+	return &job.ConfigError{Err: fmt.Errorf("--verb %s: only --mode verbs takes a verb (this run is %s)", c.Verb, c.Mode)}
 }
-
-func (v Verb) atomic() bool { return v == VerbFetchAdd || v == VerbCmpSwap }
 
 // verbsDepth bounds a rank's outstanding WRs: perftest's default
 // --tx-depth of 128, halved to keep a READ's responses and the next
@@ -98,16 +62,16 @@ func (v Verb) atomic() bool { return v == VerbFetchAdd || v == VerbCmpSwap }
 const verbsDepth = 64
 
 func init() {
-	Register(Algorithm{Mode: Verbs, New: func(r *Job) (Collective, error) { return newVerbsJob(r) }, ValidateRun: checkVerb,
-		Memory: func(c Config, e *MemoryEstimate) (out int64, whole bool) {
+	job.Register(job.Algorithm{Mode: Verbs, New: func(r *job.Job) (job.Collective, error) { return newVerbsJob(r) }, ValidateRun: checkVerb,
+		Memory: func(c job.Config, e *job.MemoryEstimate) (out int64, whole bool) {
 			e.Buffers, e.Queues, e.Largest, out = verbsMemory(c)
 			return out, false
 		}})
 }
 
 type verbsJob struct {
-	r    *Job
-	verb Verb
+	r    *job.Job
+	verb job.Verb
 	n    int
 	msgB int
 	msgs int // WRs per rank
@@ -122,44 +86,44 @@ type verbsJob struct {
 	want     []uint64 // atomics: the original value the next completion must return
 	startVal []uint64 // atomics: the word's start value, per region owner
 	piece    []byte
-	src      []Source // per rank: its tensor, read where a check needs it
-	mm       *Mismatch
+	src      []job.Source // per rank: its tensor, read where a check needs it
+	mm       *job.Mismatch
 	mmRank   int
 }
 
-func newVerbsJob(r *Job) (*verbsJob, error) {
+func newVerbsJob(r *job.Job) (*verbsJob, error) {
 	cfg := r.Cfg
 	if r.Fab.Live() {
-		return nil, &ConfigError{fmt.Errorf("--mode verbs runs on emulated links (not on TAPs)")}
+		return nil, &job.ConfigError{Err: fmt.Errorf("--mode verbs runs on emulated links (not on TAPs)")}
 	}
 	verb := cfg.Verb
 	if verb == "" {
-		verb = VerbWrite
+		verb = job.VerbWrite
 	}
-	if _, err := ParseVerb(string(verb)); err != nil {
-		return nil, &ConfigError{fmt.Errorf("--verb %v", err)}
+	if _, err := job.ParseVerb(string(verb)); err != nil {
+		return nil, &job.ConfigError{Err: fmt.Errorf("--verb %v", err)}
 	}
 	j := &verbsJob{r: r, verb: verb, n: cfg.Workers, msgB: cfg.MsgLen * cfg.MTU, size: int(cfg.TensorBytes)}
 	j.msgs = (j.size + j.msgB - 1) / j.msgB
 	j.mem, j.local, j.orig = make([][]byte, j.n), make([][]byte, j.n), make([][]byte, j.n)
 	j.next, j.want, j.startVal = make([]int, j.n), make([]uint64, j.n), make([]uint64, j.n)
 	j.piece = make([]byte, j.msgB)
-	j.src = make([]Source, j.n)
+	j.src = make([]job.Source, j.n)
 	for _, w := range r.Workers {
 		if w.GPU >= 0 {
-			return nil, &ConfigError{fmt.Errorf("--mode verbs: rank %d is on a GPU (%s:gpu%d); verbs ranks are host NICs", w.Rank, w.Host, w.GPU)}
+			return nil, &job.ConfigError{Err: fmt.Errorf("--mode verbs: rank %d is on a GPU (%s:gpu%d); verbs ranks are host NICs", w.Rank, w.Host, w.GPU)}
 		}
 	}
 	for _, w := range r.Workers {
 		k := w.Rank
 		j.src[k] = r.Input(k)
 		switch {
-		case verb.atomic():
+		case verb.Atomic():
 			j.mem[k] = make([]byte, 8)
 			j.startVal[k] = j.atomicStart(k)
 			roce.PutUint64At(j.mem[k], 0, j.startVal[k])
 			j.orig[k] = make([]byte, 8*verbsDepth)
-		case verb == VerbRead:
+		case verb == job.VerbRead:
 			j.mem[k] = make([]byte, j.size)
 			j.fill(k, 0, j.mem[k]) // what the predecessor reads
 			j.local[k] = make([]byte, j.size)
@@ -190,7 +154,7 @@ func (j *verbsJob) fill(rank, off int, buf []byte) {
 
 // atomicStart is the start value of rank's word, from the seed.
 func (j *verbsJob) atomicStart(rank int) uint64 {
-	if j.verb == VerbCmpSwap {
+	if j.verb == job.VerbCmpSwap {
 		return casLink(j.r.Cfg.Seed, rank, 0)
 	}
 	return verbsMix(j.r.Cfg.Seed, 0xFA, uint64(rank))
@@ -231,48 +195,48 @@ func (j *verbsJob) msgRange(m int) (int, int) { return m * j.msgB, min((m+1)*j.m
 
 // post posts the rank's next WRs while fewer than verbsDepth are
 // outstanding.
-func (j *verbsJob) post(w *Worker) error {
+func (j *verbsJob) post(w *job.Worker) error {
 	succ := j.r.Workers[(w.Rank+1)%j.n]
 	for ; j.next[w.Rank] < j.msgs && j.next[w.Rank]-w.SendDone < verbsDepth; j.next[w.Rank]++ {
 		m := j.next[w.Rank]
 		wr := roce.SendWR{ID: uint64(m), RKey: succ.RecvMR.RKey, RemoteVA: j.r.RecvVA, Signaled: true}
 		switch j.verb {
-		case VerbWrite, VerbRead:
+		case job.VerbWrite, job.VerbRead:
 			lo, hi := j.msgRange(m)
 			wr.Opcode, wr.Local, wr.RemoteVA = roce.WRWrite, j.local[w.Rank][lo:hi], j.r.RecvVA+uint64(lo)
-			if j.verb == VerbRead {
+			if j.verb == job.VerbRead {
 				wr.Opcode = roce.WRRead
 			}
-		case VerbFetchAdd:
+		case job.VerbFetchAdd:
 			wr.Opcode, wr.SwapAdd = roce.WRFetchAdd, addend(j.r.Cfg.Seed, w.Rank, m)
-		case VerbCmpSwap:
+		case job.VerbCmpSwap:
 			wr.Opcode = roce.WRCompSwap
 			wr.Compare, wr.SwapAdd = casLink(j.r.Cfg.Seed, succ.Rank, m), casLink(j.r.Cfg.Seed, succ.Rank, m+1)
 		}
-		if j.verb.atomic() {
+		if j.verb.Atomic() {
 			s := m % verbsDepth * 8
 			wr.Local = j.orig[w.Rank][s : s+8]
 		}
 		if err := w.SQ.PostSend(wr); err != nil {
-			return &JobError{Msg: fmt.Sprintf("rank %d: post %s %d: %v", w.Rank, j.verb, m, err)}
+			return &job.JobError{Msg: fmt.Sprintf("rank %d: post %s %d: %v", w.Rank, j.verb, m, err)}
 		}
 	}
 	return nil
 }
 
-func (j *verbsJob) nameWR(c roce.Completion) string {
+func (j *verbsJob) NameWR(c roce.Completion) string {
 	return fmt.Sprintf("%s %d of 0..%d (WR %d, %s)", j.verb, c.WRID, j.msgs-1, c.WRID, c.Opcode)
 }
 
-func (j *verbsJob) OnCompletion(w *Worker) {
+func (j *verbsJob) OnCompletion(w *job.Worker) {
 	j.r.Drain(w, func(c roce.Completion) {
 		if c.Recv {
-			j.r.Err = &JobError{Msg: fmt.Sprintf("rank %d: a receive completion in a verbs job", w.Rank)}
+			j.r.Err = &job.JobError{Msg: fmt.Sprintf("rank %d: a receive completion in a verbs job", w.Rank)}
 			return
 		}
 		m := int(c.WRID)
 		if m != w.SendDone {
-			j.r.Err = &JobError{Msg: fmt.Sprintf("rank %d: %s %d completed when %d was due", w.Rank, j.verb, m, w.SendDone)}
+			j.r.Err = &job.JobError{Msg: fmt.Sprintf("rank %d: %s %d completed when %d was due", w.Rank, j.verb, m, w.SendDone)}
 			return
 		}
 		j.verify(w, m)
@@ -294,33 +258,33 @@ func (j *verbsJob) OnCompletion(w *Worker) {
 var verbsTamper func(rank, m int, landed []byte)
 
 // verify checks WR m of rank w as it completes (WRs complete in order).
-func (j *verbsJob) verify(w *Worker, m int) {
+func (j *verbsJob) verify(w *job.Worker, m int) {
 	succ := (w.Rank + 1) % j.n
 	if verbsTamper != nil {
 		lo, hi := j.msgRange(m)
 		switch j.verb {
-		case VerbWrite:
+		case job.VerbWrite:
 			verbsTamper(w.Rank, m, j.mem[succ][lo:hi])
-		case VerbRead:
+		case job.VerbRead:
 			verbsTamper(w.Rank, m, j.local[w.Rank][lo:hi])
 		default:
 			s := m % verbsDepth * 8
 			verbsTamper(w.Rank, m, j.orig[w.Rank][s:s+8])
 		}
 	}
-	keep := func(mm *Mismatch) {
+	keep := func(mm *job.Mismatch) {
 		if mm != nil && (j.mm == nil || w.Rank < j.mmRank) {
 			j.mm, j.mmRank = mm, w.Rank
 		}
 	}
 	seed := j.r.Cfg.Seed
 	switch j.verb {
-	case VerbWrite:
+	case job.VerbWrite:
 		lo, hi := j.msgRange(m)
 		want := j.piece[:hi-lo]
 		j.fill(w.Rank, lo, want)
 		keep(firstDiff(j.r.Cfg.DType, succ, int64(lo), j.mem[succ][lo:hi], want))
-	case VerbRead:
+	case job.VerbRead:
 		lo, hi := j.msgRange(m)
 		want := j.piece[:hi-lo]
 		j.fill(succ, lo, want)
@@ -329,36 +293,36 @@ func (j *verbsJob) verify(w *Worker, m int) {
 		s := m % verbsDepth * 8
 		got := roce.Uint64At(j.orig[w.Rank], s)
 		if got != j.want[w.Rank] {
-			keep(&Mismatch{Rank: w.Rank, Element: int64(m), Got: fmt.Sprintf("%s %d returned %#x", j.verb, m, got),
+			keep(&job.Mismatch{Rank: w.Rank, Element: int64(m), Got: fmt.Sprintf("%s %d returned %#x", j.verb, m, got),
 				Want: fmt.Sprintf("%#x (the serial order's)", j.want[w.Rank])})
 		}
-		if j.verb == VerbFetchAdd {
+		if j.verb == job.VerbFetchAdd {
 			j.want[w.Rank] += addend(seed, w.Rank, m)
 		} else {
 			j.want[w.Rank] = casLink(seed, succ, m+1)
 		}
 		if m == j.msgs-1 { // the last: the word holds the whole chain or sum
 			if end := roce.Uint64At(j.mem[succ], 0); end != j.want[w.Rank] {
-				keep(&Mismatch{Rank: succ, Element: 0, Got: fmt.Sprintf("word %#x after %d %ss", end, j.msgs, j.verb),
+				keep(&job.Mismatch{Rank: succ, Element: 0, Got: fmt.Sprintf("word %#x after %d %ss", end, j.msgs, j.verb),
 					Want: fmt.Sprintf("%#x", j.want[w.Rank])})
 			}
 		}
 	}
 }
 
-func (j *verbsJob) Check() *Mismatch { return j.mm }
+func (j *verbsJob) Check() *job.Mismatch { return j.mm }
 
 // verbsMemory is what a verbs job holds: per rank its region and its
 // local buffer (write, read), and the WR queues.
-func verbsMemory(cfg Config) (buffers, queues, largest, outstanding int64) {
+func verbsMemory(cfg job.Config) (buffers, queues, largest, outstanding int64) {
 	w, t := int64(cfg.Workers), cfg.TensorBytes
 	msgB := int64(cfg.MsgLen) * int64(cfg.MTU)
-	msgs := CeilDiv(t, msgB)
-	if cfg.Verb.atomic() {
+	msgs := job.CeilDiv(t, msgB)
+	if cfg.Verb.Atomic() {
 		buffers = w * (8 + 8*verbsDepth)
 	} else {
 		buffers, largest = 2*w*t+msgB, t
 	}
-	queues = w * 2 * (msgs + 1) * WRBytes
+	queues = w * 2 * (msgs + 1) * job.WRBytes
 	return buffers, queues, largest, int64(verbsDepth)*int64(cfg.MsgLen) + 2
 }

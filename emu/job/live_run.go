@@ -1,4 +1,4 @@
-package emu
+package job
 
 import (
 	"context"
