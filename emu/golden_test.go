@@ -67,7 +67,7 @@ seed: 9
 link: 100G
 latency: 500ns
 faults: ["spoof=2 port=1 class=data nth=5", "hold=3 port=3 dir=in class=data nth=2"]
-`, "90fd6cee65ca0474a61ba6b39a0902ab5060bd098f1f9647476207ff71dafe66"},
+`, "3baa5e5b4e7818b11109d8693fcedea54d6e7d8f56f439a5915899ff04d9bf35"},
 	{"ring-v2ipv4-gemodel-queue", `
 workers: 6
 mode: ring
