@@ -18,19 +18,25 @@ func txOut(n int) time.Duration { return time.Duration((n+7)/8) * cycle }
 // engine shared by the aggregation flow (a completed sum, broadcast to
 // every member branch in one grant) and the retransmission requests of the
 // branches. It grants by weighted round robin: the aggregation flow has
-// weight 1/2, the branches' retransmissions share the other 1/2.
+// weight 1/2, the branches' retransmissions share the other 1/2; a class
+// with nothing to send leaves the engine to the other.
 //
 // The emulator must fix a frame's departure when the switch handles the
 // frame that triggers it, so grants are booked as they are requested and
-// never moved: a request takes the earliest gap in the booked grants at or
-// after it reaches the arbiter, and a retransmission never takes a gap
-// next to another retransmission's grant. So a burst of re-sends leaves
-// every other grant to the aggregation flow (its half), and the
-// aggregation flow alone runs at the engine's full rate. Deterministic:
-// the booking depends on the requests' times and order only.
+// never moved. A retransmission takes the earliest gap in the booked
+// grants from when it reaches the arbiter (first come, first served: the
+// branches' requests are served in turn as they arrive). An aggregation
+// waits for the aggregation grants before it and for at most one
+// retransmission grant (the one running when it arrives, or the next:
+// its turn in the round robin comes after one), never for a whole backlog
+// of re-sends. Where that puts it on top of booked retransmissions, the
+// engine time it takes is owed by the next retransmission booked, so the
+// engine never does more than its rate. Deterministic: the booking
+// depends on the requests' times and order only.
 type arbiter struct {
 	grants []grant // booked, by start; those over before now are pruned
-	// Waits and Waited: grants that could not start on arrival, and their
+	debt   time.Duration
+	// waits and waited: grants that could not start on arrival, and their
 	// total wait (the arbiter's effect on when results leave).
 	waits  uint64
 	waited time.Duration
@@ -41,9 +47,9 @@ type grant struct {
 	resend     bool
 }
 
-// book reserves the engine for dur from the earliest time at or after at
-// that the rules allow, and returns how long the request waited. now is
-// the switch's clock: grants over by then are forgotten.
+// book reserves the engine for dur for a request that reaches the arbiter
+// at at, and returns how long it waits. now is the switch's clock: grants
+// over by then are forgotten.
 func (a *arbiter) book(now, at, dur time.Duration, resend bool) time.Duration {
 	keep := a.grants[:0]
 	for _, g := range a.grants {
@@ -52,23 +58,32 @@ func (a *arbiter) book(now, at, dur time.Duration, resend bool) time.Duration {
 		}
 	}
 	a.grants = keep
-	start := at
-	// Candidates: the arrival, then the end of each grant after it (the
-	// earliest gap starts at one of them).
-	if !a.fits(start, dur, resend) {
-		start = -1
+	var start time.Duration
+	if resend {
+		start = a.gap(at, dur)
+		if a.debt > 0 { // after the backlog, plus the time aggregations took on top of it
+			start, a.debt = a.gap(start+a.debt, dur), 0
+		}
+	} else {
+		start = at
+		passed, over := false, false // a retransmission's grant let through; on top of others
 		for _, g := range a.grants {
-			if g.end >= at && a.fits(g.end, dur, resend) {
-				start = g.end
-				break
+			switch {
+			case g.end <= start || g.start >= start+dur:
+			case !g.resend:
+				// Aggregations are served in order; after each, one
+				// retransmission has its turn again.
+				start, passed = g.end, false
+			case !passed:
+				// The retransmission running when it arrives, or the
+				// one whose turn comes first.
+				start, passed = g.end, true
+			default:
+				over = true
 			}
 		}
-		if start < 0 { // after the last grant (and after its gap rule)
-			last := a.grants[len(a.grants)-1].end
-			if resend && a.grants[len(a.grants)-1].resend {
-				last += dur // leave one grant's room for the aggregation flow
-			}
-			start = max(last, at)
+		if over {
+			a.debt += dur // later re-sends owe the engine time it took
 		}
 	}
 	i, _ := slices.BinarySearchFunc(a.grants, start, func(g grant, t time.Duration) int { return cmpDur(g.start, t) })
@@ -80,19 +95,20 @@ func (a *arbiter) book(now, at, dur time.Duration, resend bool) time.Duration {
 	return start - at
 }
 
-// fits reports whether [s, s+dur) overlaps no booked grant and, for a
-// retransmission, touches no other retransmission's grant.
-func (a *arbiter) fits(s, dur time.Duration, resend bool) bool {
-	e := s + dur
-	for _, g := range a.grants {
-		if g.start < e && s < g.end {
-			return false
+// gap is the start of the earliest gap of dur in the booked grants at or
+// after at.
+func (a *arbiter) gap(at, dur time.Duration) time.Duration {
+	start := at
+	for _, g := range a.grants { // by start
+		if g.end <= start {
+			continue
 		}
-		if resend && g.resend && (g.end == s || g.start == e) {
-			return false
+		if g.start >= start+dur {
+			break
 		}
+		start = g.end
 	}
-	return true
+	return start
 }
 
 func cmpDur(a, b time.Duration) int {
