@@ -24,6 +24,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+
+	_ "github.com/inaemu/inaemu/emu/ars" // the AllReduce-Switch program (--switch-program ars)
 )
 
 const (

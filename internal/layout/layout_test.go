@@ -27,6 +27,7 @@ var levels = map[string]int{
 	"emu/fabric": 5, "faultwire": 5, "emu/nic/compress": 5,
 	// switch programs: each registers itself with the pipeline (switching)
 	"emu/netreduce": 5,
+	"emu/ars":       6, // the AllReduce-Switch: a netreduce.RingHost
 	"emu/live":      6,
 	"emu":           7, "emu/replay": 7,
 	"emu/scenario": 8, "dut": 8,
