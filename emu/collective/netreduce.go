@@ -49,7 +49,8 @@ type netReduceJob struct {
 	expNext  int                  // the next message whose sum is made
 	nLocal   int                  // the workers in this process: each checks every sum
 	piece    []byte               // scratch: one rank's message
-	hdr      [wire.INALen]byte    // scratch: the INA header a result must carry
+	hdrLen   int                  // the header in front of a message's data: the program's (netreduce.HeaderLen)
+	hdr      []byte               // scratch: the header a result must carry
 	mismatch *job.Mismatch
 	mmAt     [2]int // (message, rank) of mismatch: the first in that order is kept
 	ringID   uint8
@@ -121,8 +122,9 @@ func netReduceMemory(cfg job.Config, e *job.MemoryEstimate) (int64, bool) {
 
 func newNetReduceJob(r *job.Job) (*netReduceJob, error) {
 	cfg := r.Cfg
-	j := &netReduceJob{r: r, stride: cfg.MsgLen * cfg.MTU}
-	j.chunk = j.stride - wire.INALen
+	j := &netReduceJob{r: r, stride: cfg.MsgLen * cfg.MTU, hdrLen: netreduce.HeaderLen(cfg.SwitchProgram)}
+	j.chunk = j.stride - j.hdrLen
+	j.hdr = make([]byte, j.hdrLen)
 	j.msgs = int(NetReduceMessages(cfg))
 	j.groups = [][]int{make([]int, len(r.Workers))}
 	for i := range j.groups[0] {
@@ -165,7 +167,7 @@ func netReduceSlots(cfg job.Config) int { return 4*cfg.Window + 8 }
 // msgLen is message k's length: header plus data (the last is short).
 func (j *netReduceJob) msgLen(k int) int {
 	if k == j.msgs-1 {
-		return int(j.r.Cfg.TensorBytes-int64(k)*int64(j.chunk)) + wire.INALen
+		return int(j.r.Cfg.TensorBytes-int64(k)*int64(j.chunk)) + j.hdrLen
 	}
 	return j.stride
 }
@@ -182,7 +184,7 @@ func (j *netReduceJob) header(h wire.INA, k, rank int) {
 // NetReduceMessages is how many messages each worker sends: MsgLen
 // packets each, the first carrying the INA header before its tensor bytes.
 func NetReduceMessages(cfg job.Config) int64 {
-	chunk := int64(cfg.MsgLen*cfg.MTU - wire.INALen)
+	chunk := int64(cfg.MsgLen*cfg.MTU - netreduce.HeaderLen(cfg.SwitchProgram))
 	return (cfg.TensorBytes + chunk - 1) / chunk
 }
 
@@ -297,7 +299,7 @@ func (j *netReduceJob) post(w *job.Worker) error {
 		j.next[w.Rank]++
 		msg := j.slot(j.send[w.Rank], k)
 		j.header(wire.INA(msg), k, w.Rank)
-		j.sendSt[w.Rank].Fill(msg[wire.INALen:])
+		j.sendSt[w.Rank].Fill(msg[j.hdrLen:])
 		if err := w.SQ.PostSend(roce.SendWR{ID: uint64(k), Opcode: roce.WRWriteImm, Local: msg,
 			RemoteVA: j.r.RecvVA + uint64(k*j.stride), RKey: succ.RecvMR.RKey, Imm: uint32(k), Signaled: true}); err != nil {
 			return err
@@ -316,7 +318,7 @@ func (j *netReduceJob) OnCompletion(w *job.Worker) {
 			}
 			j.verify(w, w.RecvDone)
 			if o := j.out[w.Rank]; o != nil {
-				copy(o[w.RecvDone*j.chunk:], j.slot(w.RecvMR.Buf, w.RecvDone)[wire.INALen:])
+				copy(o[w.RecvDone*j.chunk:], j.slot(w.RecvMR.Buf, w.RecvDone)[j.hdrLen:])
 			}
 			w.RecvDone++
 			if w.RecvDone == w.RecvWant {
@@ -349,11 +351,11 @@ func (j *netReduceJob) verify(w *job.Worker, k int) {
 	j.header(want, k, (w.Rank+n-1)%n)
 	d := j.r.Cfg.DType
 	var m *job.Mismatch
-	if !bytes.Equal(got[:wire.INALen], want[:]) {
+	if !bytes.Equal(got[:j.hdrLen], want) {
 		m = &job.Mismatch{Rank: w.Rank, Element: int64(k*j.chunk) / int64(d.Size()),
-			Got: fmt.Sprintf("INA header % x", got[:wire.INALen]), Want: fmt.Sprintf("INA header % x", want)}
+			Got: fmt.Sprintf("INA header % x", got[:j.hdrLen]), Want: fmt.Sprintf("INA header % x", want)}
 	} else {
-		m = firstDiff(d, w.Rank, int64(k*j.chunk), got[wire.INALen:], e.sum)
+		m = firstDiff(d, w.Rank, int64(k*j.chunk), got[j.hdrLen:], e.sum)
 	}
 	if m != nil {
 		j.mismatch, j.mmAt = m, [2]int{k, w.Rank}
@@ -379,7 +381,7 @@ func (j *netReduceJob) expectedSum(k int) *expectedMsg {
 			e = &expectedMsg{}
 			j.extra[m] = e
 		}
-		size := j.msgLen(m) - wire.INALen
+		size := j.msgLen(m) - j.hdrLen
 		if cap(e.sum) < size {
 			e.sum = make([]byte, j.chunk)
 		}
@@ -434,7 +436,7 @@ func groupSum(d tensor.DType, groups [][]int, sum, part []byte, piece func(rank 
 // expect stream (a remote rank's: front to back, so the move is free).
 func (j *netReduceJob) piece0(rank, m, size int) []byte {
 	if w := j.r.Workers[rank]; w.Local && j.next[rank] > m && j.next[rank]-m <= j.slots {
-		return j.slot(j.send[rank], m)[wire.INALen:]
+		return j.slot(j.send[rank], m)[j.hdrLen:]
 	}
 	j.expSt[rank].MoveTo(int64(m) * int64(j.chunk) / int64(j.r.Cfg.DType.Size()))
 	p := j.piece[:size]

@@ -1,6 +1,7 @@
 package netreduce
 
 import (
+	"github.com/inaemu/inaemu/frames/wire"
 	"fmt"
 
 	"github.com/inaemu/inaemu/emu/switching"
@@ -46,6 +47,22 @@ type CTTHolder interface {
 // than NetReduce's 8-byte INA header in front of the data: its length.
 type INAHeader interface {
 	INAHeaderLen() int
+}
+
+// HeaderLen is the header the hosts put in front of a message's data for
+// the program registered as name: its INAHeaderLen, else the 8-byte INA
+// header. It asks an instance on a scratch switch, so a job sizes its
+// messages before any switch holds its ring.
+func HeaderLen(name string) int {
+	if name == "" {
+		name = ProgramName
+	}
+	if p, err := switching.New(nil, "scratch", switching.Timing{}).Program(name); err == nil {
+		if h, ok := p.(INAHeader); ok {
+			return h.INAHeaderLen()
+		}
+	}
+	return wire.INALen
 }
 
 // Program puts the accelerator in a switch's pipeline: its results take
