@@ -34,8 +34,7 @@ func writeJUnit(fs *cmdEnv, path string, r junit.Report) int {
 // checkRules are the rules 'inaemu check' applies, one testcase each in
 // its JUnit report (a rule a violation names that is not here gets one
 // too).
-var checkRules = []string{capcheck.RuleICRC, capcheck.RulePacked, capcheck.RulePSNOrder, capcheck.RuleNAKPSN, capcheck.RuleExtraNAK,
-	capcheck.RuleACKRegress, "read-psn", "atomic-psn", "atomic-replay", capcheck.RuleAggSum}
+var checkRules = capcheck.RuleNames()
 
 // checkJUnit is check's report as JUnit: a testcase per rule, a failure
 // per violation (its message the violation's line, with the frame
