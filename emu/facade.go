@@ -6,6 +6,10 @@
 package emu
 
 import (
+	// The built-in switch programs beside NetReduce's (which its
+	// collective links in): a program registers itself when imported.
+	_ "github.com/inaemu/inaemu/emu/ars"
+
 	"github.com/inaemu/inaemu/emu/collective"
 	"github.com/inaemu/inaemu/emu/job"
 )
@@ -62,33 +66,36 @@ const (
 	WRBytes         = job.WRBytes
 )
 
+// The runner's entry points (emu/job).
 var (
-	AlgorithmNames    = job.AlgorithmNames
-	AvailableMemory   = job.AvailableMemory
-	CeilDiv           = job.CeilDiv
-	DefaultConfig     = job.DefaultConfig
+	// Run runs cfg's jobs to their end and checks every rank's result.
+	Run = job.Run
+	// DefaultConfig is one NetReduce job of 8 workers on a 10G star.
+	DefaultConfig = job.DefaultConfig
+	// NewSession builds a run without starting it (tests drive its loop).
+	NewSession = job.NewSession
+	// EstimateMemory and EstimateRunMemory say what a job, and a run of
+	// several, will hold at their peak; AvailableMemory what there is.
 	EstimateMemory    = job.EstimateMemory
 	EstimateRunMemory = job.EstimateRunMemory
-	GPURank           = job.GPURank
-	HostMAC           = job.HostMAC
-	IntraHop          = job.IntraHop
-	JobSeed           = job.JobSeed
-	Lookup            = job.Lookup
-	MarkPath          = job.MarkPath
-	MaxAbsDiff        = job.MaxAbsDiff
-	NewSession        = job.NewSession
-	PacketTrip        = job.PacketTrip
-	ParseBcast        = job.ParseBcast
-	ParseMode         = job.ParseMode
-	ParsePattern      = job.ParsePattern
-	ParseVerb         = job.ParseVerb
-	PerPacketBytes    = job.PerPacketBytes
-	Register          = job.Register
-	Run               = job.Run
-	ServeSwitch       = job.ServeSwitch
+	AvailableMemory   = job.AvailableMemory
+	// ServeSwitch runs the aggregating switch of a job on real ports.
+	ServeSwitch = job.ServeSwitch
+	// The flag vocabulary: modes (AlgorithmNames lists the registered
+	// ones), broadcasts, verbs, gradient patterns.
+	AlgorithmNames = job.AlgorithmNames
+	ParseMode      = job.ParseMode
+	ParseBcast     = job.ParseBcast
+	ParseVerb      = job.ParseVerb
+	ParsePattern   = job.ParsePattern
+	// HostMAC is rank r's NIC MAC; PerPacketBytes a transport's headers
+	// per packet.
+	HostMAC        = job.HostMAC
+	PerPacketBytes = job.PerPacketBytes
 )
 
-// The collective algorithms (emu/collective), each registered as a job mode.
+// The collective algorithms (emu/collective), each registered as a job
+// mode.
 const (
 	FR        = collective.FR
 	NetReduce = collective.NetReduce
@@ -100,6 +107,7 @@ const (
 	WA        = collective.WA
 )
 
+// What the NetReduce and scheme collectives tell their callers.
 var (
 	IsGPUScheme       = collective.IsGPUScheme
 	NetReduceRing     = collective.NetReduceRing

@@ -24,8 +24,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
-
-	_ "github.com/inaemu/inaemu/emu/ars" // the AllReduce-Switch program (--switch-program ars)
 )
 
 const (

@@ -38,4 +38,3 @@ func TestTreeOrderDiffersFromRankOrder(t *testing.T) {
 	j.groups = groups
 	assert.NotEqual(t, flat, tree, "f32: tree and rank order differ somewhere in a message")
 }
-

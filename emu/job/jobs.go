@@ -198,9 +198,7 @@ func GPURank(ranks []string) string {
 // each job's settings, then the run as a whole (durations, fault targets,
 // the memory the jobs need).
 func (c *Config) Validate() error {
-	if c.Mode == "" {
-		c.Mode = DefaultMode
-	}
+	c.Mode = Mode(c.Mode.String()) // a job that names no mode is DefaultMode's
 	jobs, err := c.jobConfigs()
 	if err != nil {
 		return err

@@ -1,8 +1,8 @@
 package netreduce
 
 import (
-	"github.com/inaemu/inaemu/frames/wire"
 	"fmt"
+	"github.com/inaemu/inaemu/frames/wire"
 
 	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/frames"

@@ -23,7 +23,9 @@ type queuePort struct {
 	got  [][]byte
 }
 
-func (q *queuePort) Push(frame []byte, ready time.Duration) bool { panic("a tagged egress gets PushTagged") }
+func (q *queuePort) Push(frame []byte, ready time.Duration) bool {
+	panic("a tagged egress gets PushTagged")
+}
 
 func (q *queuePort) PushTagged(frame []byte, ready time.Duration, tag uint32) bool {
 	q.tags, q.got = append(q.tags, tag), append(q.got, append([]byte(nil), frame...))

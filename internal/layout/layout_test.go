@@ -29,10 +29,14 @@ var levels = map[string]int{
 	"emu/netreduce": 5,
 	"emu/ars":       6, // the AllReduce-Switch: a netreduce.RingHost
 	"emu/live":      6,
-	"emu":           7, "emu/replay": 7,
-	"emu/scenario": 8, "dut": 8,
-	"conformance": 9,
-	"cmd/inaemu":  10, "internal/benchtable": 10,
+	// the runner, the algorithms it runs (each registers itself with it),
+	// and the facade that links them and the programs in
+	"emu/job": 7, "emu/replay": 7,
+	"emu/collective": 8,
+	"emu":            9,
+	"emu/scenario":   10, "dut": 10,
+	"conformance": 11,
+	"cmd/inaemu":  12, "internal/benchtable": 12,
 }
 
 // wireOnly are the packages that judge or draw captures of any device:
@@ -147,6 +151,37 @@ func TestCheckerImportsNoEmulator(t *testing.T) {
 	for _, d := range strings.Fields(string(deps)) {
 		if dep := strings.TrimPrefix(d, module); dep == "emu" || strings.HasPrefix(dep, "emu/") {
 			t.Errorf("capcheck depends on %s: the checker judges wire formats and imports nothing of the emulator", dep)
+		}
+	}
+}
+
+// The layout in docs/internals.md reads "imports go one way, down this
+// list": a package listed below another must not sit at a higher level,
+// so the list is the levels table drawn in order.
+func TestLayoutListIsInImportOrder(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "internals.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The list is the fenced block after "Imports go one way".
+	_, after, _ := strings.Cut(string(doc), "Imports go one way")
+	_, block, _ := strings.Cut(after, "```\n")
+	block, _, _ = strings.Cut(block, "```")
+	var order []string
+	for _, l := range strings.Split(block, "\n") {
+		if f := strings.Fields(l); len(f) > 1 {
+			if _, ok := levels[f[0]]; ok {
+				order = append(order, f[0])
+			}
+		}
+	}
+	if len(order) < len(levels) {
+		t.Fatalf("docs/internals.md's layout lists %d of the %d packages", len(order), len(levels))
+	}
+	for i := 1; i < len(order); i++ {
+		if levels[order[i]] > levels[order[i-1]] {
+			t.Errorf("docs/internals.md lists %s (level %d) below %s (level %d): it imports down the list, so it belongs above",
+				order[i], levels[order[i]], order[i-1], levels[order[i-1]])
 		}
 	}
 }
