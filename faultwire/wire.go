@@ -184,7 +184,7 @@ func New(cfg Config) (*Wire, error) {
 			return nil, fmt.Errorf("faultwire: %q forges from port %d; the wire has ports 0..%d", e.Spec, e.From, len(cfg.Pairs)-1)
 		}
 	}
-	w := &Wire{idle: cfg.Idle, loop: wallloop.New(wireBuffers, 1)}
+	w := &Wire{idle: cfg.Idle, loop: wallloop.New(wireBuffers, tap.MaxFrame, 1)}
 	if w.idle <= 0 {
 		w.idle = DefaultIdle
 	}

@@ -1,24 +1,13 @@
 package roce
 
-import "time"
+import "github.com/inaemu/inaemu/internal/clock"
 
-// Clock drives every timer of the transport. The emulator's discrete-event
-// scheduler (internal/vclock) implements it in virtual time, so a QP needs
-// no goroutine; on real interfaces the same clock is advanced in real time
-// by one event loop (internal/wallloop), so a QP still runs on one
-// goroutine.
-type Clock interface {
-	// Now is the time since the clock's epoch.
-	Now() time.Duration
-	// AfterFunc calls f once, d from now, on the clock's event loop.
-	AfterFunc(d time.Duration, f func()) Timer
-}
+// Clock drives every timer of the transport (see internal/clock, where it
+// is defined so that the clocks need not import the transport). The
+// emulator's discrete-event scheduler (internal/vclock) implements it in
+// virtual time, so a QP needs no goroutine; on real interfaces the same
+// clock is advanced in real time by one event loop (internal/wallloop).
+type Clock = clock.Clock
 
 // Timer is a pending AfterFunc call.
-type Timer interface {
-	// Stop cancels the call; it reports whether the call was pending.
-	Stop() bool
-	// Reset (re)schedules the call d from now; it reports whether the call
-	// was pending.
-	Reset(d time.Duration) bool
-}
+type Timer = clock.Timer

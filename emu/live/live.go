@@ -68,7 +68,7 @@ func NewFabric(hosts int, t frames.Transport, timing switching.Timing, devs Devi
 	if t == frames.NotRoCE {
 		t = frames.V2IPv4
 	}
-	l := &liveIO{loop: wallloop.New(liveBuffers, liveBurst)}
+	l := &liveIO{loop: wallloop.New(liveBuffers, tap.MaxFrame, liveBurst)}
 	f := &fabric.Fabric{Clock: l.loop.Clock}
 	f.Backend = l
 	for p, d := range devs.Switch { // before any reader starts

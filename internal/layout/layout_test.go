@@ -16,7 +16,7 @@ const module = "github.com/inaemu/inaemu/"
 // same picture.
 var levels = map[string]int{
 	// wire formats and leaves
-	"frames/wire": 0, "frames/inceptionn": 0, "contrib/wireshark": 0, "tensor": 0, "emu/commmodel": 0, "internal/units": 0, "internal/junit": 0, "internal/f16ref": 0, "internal/inceptionnref": 0, "internal/layout": 0, "internal/benchratio": 0,
+	"frames/wire": 0, "frames/inceptionn": 0, "contrib/wireshark": 0, "tensor": 0, "emu/commmodel": 0, "internal/units": 0, "internal/junit": 0, "internal/f16ref": 0, "internal/inceptionnref": 0, "internal/layout": 0, "internal/benchratio": 0, "internal/clock": 0,
 	"frames": 1, "emu/workload": 1,
 	"roce": 2, "faults": 2, "internal/pcapio": 2, "internal/testtool": 2,
 	"internal/vclock": 3, "internal/testvec": 3, "tap": 3,
@@ -182,6 +182,48 @@ func TestLayoutListIsInImportOrder(t *testing.T) {
 		if levels[order[i]] > levels[order[i-1]] {
 			t.Errorf("docs/internals.md lists %s (level %d) below %s (level %d): it imports down the list, so it belongs above",
 				order[i], levels[order[i]], order[i-1], levels[order[i-1]])
+		}
+	}
+}
+
+// moduleDeps lists the module's packages pkg depends on, directly or
+// through another (go list -deps, without tests), pkg itself left out.
+func moduleDeps(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", module+pkg).Output()
+	if err != nil {
+		t.Skipf("SKIP: go list failed (%v): the imports of %s are not checked here", err, pkg)
+	}
+	var deps []string
+	for _, d := range strings.Fields(string(out)) {
+		if dep, ours := strings.CutPrefix(d, module); ours && dep != pkg {
+			deps = append(deps, dep)
+		}
+	}
+	return deps
+}
+
+// TestClockImportsNoProtocol: the virtual clock implements the clock
+// interfaces of the leaf internal/clock (which roce aliases as roce.Clock
+// and roce.Timer) and depends on nothing else of the module, so a clock
+// never drags in the transport or a wire format it times.
+func TestClockImportsNoProtocol(t *testing.T) {
+	for _, dep := range moduleDeps(t, "internal/vclock") {
+		if dep != "internal/clock" {
+			t.Errorf("internal/vclock depends on %s: the clock imports internal/clock only, never a protocol package (roce, frames, ...)", dep)
+		}
+	}
+}
+
+// TestWallLoopImportsNoTransport: the wall-clock loop reads frames from
+// its own Device interface (tap.Device is one), so it depends on the
+// virtual clock it advances and nothing else of the module: not tap, not
+// a protocol. The TAP backend and the fault-injecting wire hand it their
+// devices.
+func TestWallLoopImportsNoTransport(t *testing.T) {
+	for _, dep := range moduleDeps(t, "internal/wallloop") {
+		if dep != "internal/vclock" && dep != "internal/clock" {
+			t.Errorf("internal/wallloop depends on %s: the loop takes a wallloop.Device, not a tap.Device, and imports the clocks only", dep)
 		}
 	}
 }

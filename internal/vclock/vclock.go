@@ -1,16 +1,17 @@
 // Package vclock is a virtual clock: a discrete-event timer queue advanced
 // by hand (or run until idle). Events at the same instant fire in the order
-// they were scheduled, so a run is deterministic.
+// they were scheduled, so a run is deterministic. It imports no protocol:
+// the interfaces it implements are internal/clock's.
 package vclock
 
 import (
 	"time"
 
-	"github.com/inaemu/inaemu/roce"
+	"github.com/inaemu/inaemu/internal/clock"
 )
 
-// Clock implements roce.Clock in virtual time. It is not safe for
-// concurrent use: the event loop is single-threaded by design.
+// Clock implements clock.Clock (roce.Clock) in virtual time. It is not
+// safe for concurrent use: the event loop is single-threaded by design.
 type Clock struct {
 	now time.Duration
 	q   queue
@@ -24,7 +25,7 @@ func New() *Clock { return &Clock{} }
 func (c *Clock) Now() time.Duration { return c.now }
 
 // AfterFunc schedules f at Now()+d.
-func (c *Clock) AfterFunc(d time.Duration, f func()) roce.Timer {
+func (c *Clock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	t := &Timer{c: c, f: f, idx: -1}
 	t.Reset(d)
 	return t

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/inaemu/inaemu/roce"
+	"github.com/inaemu/inaemu/internal/clock"
 )
 
 func TestOrderAndTime(t *testing.T) {
@@ -83,7 +83,7 @@ func TestQueueOrderAgainstReference(t *testing.T) {
 			scheduled bool
 		}
 		var refs []*ref
-		var timers []roce.Timer
+		var timers []clock.Timer
 		var fired []int
 		seq := 0
 		sched := func(r *ref, d time.Duration) {

@@ -3,7 +3,8 @@
 // timers fire in real time, and one reader goroutine per device handing
 // each frame it reads to the loop, which alone touches the state it
 // feeds. The TAP backend's fabric and the fault-injecting wire both run on
-// it.
+// it. It knows a device only as Device (tap.Device is one), so the loop
+// imports no transport.
 package wallloop
 
 import (
@@ -14,8 +15,22 @@ import (
 	"time"
 
 	"github.com/inaemu/inaemu/internal/vclock"
-	"github.com/inaemu/inaemu/tap"
 )
+
+// Device is an Ethernet port a loop serves (package tap's devices are
+// ones): the loop reads it and closes it; its owner writes to it, from
+// the loop's events.
+type Device interface {
+	// Name names the port (for errors and reports).
+	Name() string
+	// ReadFrame blocks for the next frame, copies it into buf and returns
+	// its length. After Close it returns an error wrapping os.ErrClosed.
+	ReadFrame(buf []byte) (int, error)
+	// WriteFrame sends one Ethernet frame (without FCS).
+	WriteFrame(frame []byte) error
+	// Close releases the port; a ReadFrame blocked on it returns.
+	Close() error
+}
 
 // Loop is a wall-clock event loop.
 type Loop struct {
@@ -28,7 +43,7 @@ type Loop struct {
 	quit  chan struct{}
 	wg    sync.WaitGroup
 	once  sync.Once
-	devs  []tap.Device
+	devs  []Device
 	// failed is the first error a deliverer or timer reported with Fail.
 	failed error
 }
@@ -40,14 +55,15 @@ type frame struct {
 	deliver func(frame []byte)
 }
 
-// New makes a loop whose clock starts now, with buffers frame buffers
-// (the readers stop reading while all are in use) and at most burst
-// frames handled per wake-up before the timers get a turn.
-func New(buffers, burst int) *Loop {
+// New makes a loop whose clock starts now, with buffers frame buffers of
+// maxFrame bytes (the devices' largest frame; the readers stop reading
+// while all are in use) and at most burst frames handled per wake-up
+// before the timers get a turn.
+func New(buffers, maxFrame, burst int) *Loop {
 	l := &Loop{Clock: vclock.New(), start: time.Now(), burst: burst, rx: make(chan frame, buffers),
 		free: make(chan []byte, buffers), errc: make(chan error, 1), quit: make(chan struct{})}
 	for range buffers {
-		l.free <- make([]byte, tap.MaxFrame)
+		l.free <- make([]byte, maxFrame)
 	}
 	return l
 }
@@ -57,7 +73,7 @@ func (l *Loop) Now() time.Duration { return time.Since(l.start) }
 
 // Add starts d's reader: each frame read is handed to deliver on the
 // loop, with the clock at the time it was read. Close closes d.
-func (l *Loop) Add(d tap.Device, deliver func(frame []byte)) {
+func (l *Loop) Add(d Device, deliver func(frame []byte)) {
 	l.devs = append(l.devs, d)
 	l.wg.Add(1)
 	go func() {
