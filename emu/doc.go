@@ -7,5 +7,7 @@
 // (netreduce, ring, wa, verbs; the schemes over multi-GPU machines fr, pn,
 // pr and ta run their stages as jobs of these). Sweep runs a job over a grid of settings;
 // EstimateMemory says what a job will hold. On the TAP backend (package
-// live) the same jobs run on real interfaces in wall-clock time.
+// emu/live, given as Config.Devices; live.ServeSwitch runs the switch) the
+// same jobs run on real interfaces in wall-clock time; emu itself imports
+// no device package.
 package emu

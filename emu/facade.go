@@ -79,8 +79,6 @@ var (
 	EstimateMemory    = job.EstimateMemory
 	EstimateRunMemory = job.EstimateRunMemory
 	AvailableMemory   = job.AvailableMemory
-	// ServeSwitch runs the aggregating switch of a job on real ports.
-	ServeSwitch = job.ServeSwitch
 	// The flag vocabulary: modes (AlgorithmNames lists the registered
 	// ones), broadcasts, verbs, gradient patterns.
 	AlgorithmNames = job.AlgorithmNames

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inaemu/inaemu/emu/live"
 	"github.com/inaemu/inaemu/emu/nic"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
@@ -70,7 +71,7 @@ func BenchmarkTAPPort(b *testing.B) {
 	sw := measurePort(b, topo, hosts, func(ctx context.Context, ports []tap.Device) {
 		cfg := DefaultConfig()
 		cfg.Workers, cfg.Window, cfg.MsgLen = 2, benchWindow, 1
-		if _, err := ServeSwitch(ctx, cfg, ports, nil); err != nil {
+		if _, err := live.ServeSwitch(ctx, cfg, ports, nil); err != nil {
 			b.Error(err)
 		}
 	})

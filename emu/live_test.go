@@ -83,7 +83,7 @@ func TestLiveSplitAcrossRunners(t *testing.T) {
 			swDone := make(chan switching.Report, 1)
 			ready := make(chan struct{})
 			go func() {
-				rep, err := ServeSwitch(ctx, liveConfig(mode, n), ports, func() { close(ready) })
+				rep, err := live.ServeSwitch(ctx, liveConfig(mode, n), ports, func() { close(ready) })
 				if err != nil {
 					t.Errorf("switch: %v", err)
 				}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/emu/live"
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/scenario"
 	"github.com/inaemu/inaemu/emu/switching"
@@ -70,7 +71,7 @@ func runSwitch(fs *cmdEnv, jf *jobFlags, prefix string, duration time.Duration, 
 		defer cancel()
 	}
 	start := time.Now()
-	rep, err := emu.ServeSwitch(ctx, cfg, ports, func() {
+	rep, err := live.ServeSwitch(ctx, cfg, ports, func() {
 		// Ready means frames get through: wait (up to 10 s) until the
 		// kernel has the ports up and, in a bridge, forwarding.
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)

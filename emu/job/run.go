@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/inaemu/inaemu/emu/fabric"
-	"github.com/inaemu/inaemu/emu/live"
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/nic"
 	"github.com/inaemu/inaemu/emu/nic/compress"
@@ -127,11 +126,11 @@ type Config struct {
 	// (to every worker in turn; the default), BcastTree (a binomial tree)
 	// or BcastWorkerTree (streamed to worker 0, a binomial tree from there).
 	Bcast Bcast
-	// Devices, if set, runs the job on real interfaces (the TAP backend):
-	// wall-clock time, no emulated links, so no faults, capture or link
-	// model; MaxVirtual bounds the wall time. Only the ranks with a device
-	// run (and are checked) here.
-	Devices *live.Devices
+	// Devices, if set, runs the job on real interfaces (a live backend,
+	// e.g. emu/live's TAPs): wall-clock time, no emulated links, so no
+	// faults, capture or link model; MaxVirtual bounds the wall time.
+	// Only the ranks with a device run (and are checked) here.
+	Devices Devices
 }
 
 // DefaultConfig is `inaemu run` with no flags.
@@ -429,7 +428,8 @@ type Algorithm struct {
 	// (the job has no frames of its own).
 	Memory func(c Config, e *MemoryEstimate) (outstanding int64, whole bool)
 	// ServeSwitch installs what a switch serving the job on real
-	// interfaces must hold (NetReduce: its ring), nil for nothing.
+	// interfaces must hold (NetReduce: its ring), nil for nothing; the
+	// live backend's ServeSwitch (emu/live) calls it.
 	ServeSwitch func(c Config, sw *switching.Switch) error
 }
 
@@ -756,7 +756,7 @@ func NewSession(cfg Config) (*Session, error) {
 	}
 	var fab *fabric.Fabric
 	if cfg.Devices != nil {
-		fab, err = live.NewFabric(cfg.Workers, cfg.Transport, cfg.Timing, *cfg.Devices)
+		fab, err = cfg.Devices.Fabric(cfg.Workers, cfg.Transport, cfg.Timing)
 	} else {
 		fab, err = fabric.New(fabric.Config{Topology: cfg.Topology, Hosts: cfg.starHosts(), Transport: cfg.Transport, Link: cfg.Link, Timing: cfg.Timing,
 			SwitchMemory: cfg.SwitchMemory, Netem: cfg.Netem, Events: cfg.Events, Seed: cfg.Seed, Capture: cfg.Capture, OpenPorts: cfg.OpenPorts, SwitchProgram: cfg.SwitchProgram})

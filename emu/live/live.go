@@ -1,8 +1,13 @@
 // Package live is the TAP backend: a fabric whose host NICs and switch
 // ports are real interfaces (package tap) instead of emulated links. One
 // reader goroutine per device hands frames to the single-threaded event
-// loop, which follows the wall clock; the kernel (a bridge per link) is the
-// network.
+// loop (internal/wallloop), which follows the wall clock; the kernel (a
+// bridge per link) is the network.
+//
+// It is the only package under emu/ that knows devices: Devices is the
+// runner's job.Devices (the fabric, whose Backend is the loop, and the
+// start barrier the processes of a job meet at), and ServeSwitch runs a
+// job's switch on its own ports.
 package live
 
 import (
@@ -50,6 +55,11 @@ const (
 // switch ports.
 type liveIO struct {
 	loop *wallloop.Loop
+}
+
+// Fabric builds the live fabric of a job (job.Devices): NewFabric on d.
+func (d *Devices) Fabric(hosts int, t frames.Transport, timing switching.Timing) (*fabric.Fabric, error) {
+	return NewFabric(hosts, t, timing, *d)
 }
 
 // NewFabric builds a fabric on devices: hosts with a device run here,

@@ -28,13 +28,14 @@ var levels = map[string]int{
 	// switch programs: each registers itself with the pipeline (switching)
 	"emu/netreduce": 5,
 	"emu/ars":       6, // the AllReduce-Switch: a netreduce.RingHost
-	"emu/live":      6,
 	// the runner, the algorithms it runs (each registers itself with it),
 	// and the facade that links them and the programs in
 	"emu/job": 7, "emu/replay": 7,
-	"emu/collective": 8,
-	"emu":            9,
-	"emu/scenario":   10, "dut": 10,
+	// the TAP backend (emu/live) implements the runner's job.Devices;
+	// nothing else under emu/ imports it (TestEmuImportsNoDevices)
+	"emu/collective": 8, "emu/live": 8,
+	"emu":          9,
+	"emu/scenario": 10, "dut": 10,
 	"conformance": 11,
 	"cmd/inaemu":  12, "internal/benchtable": 12,
 }
@@ -225,5 +226,34 @@ func TestWallLoopImportsNoTransport(t *testing.T) {
 		if dep != "internal/vclock" && dep != "internal/clock" {
 			t.Errorf("internal/wallloop depends on %s: the loop takes a wallloop.Device, not a tap.Device, and imports the clocks only", dep)
 		}
+	}
+}
+
+// TestEmuImportsNoDevices: of the packages under emu/ only the live
+// backend (emu/live) depends on tap, directly or through another. The
+// runner takes a live backend through job.Devices (the fabric, whose
+// fabric.Backend serves it, and the start barrier) and the wall-clock
+// loop through wallloop.Device, so the emulator builds and runs without
+// the device layer, and another backend needs no runner change.
+func TestEmuImportsNoDevices(t *testing.T) {
+	out, err := exec.Command("go", "list", module+"emu/...").Output()
+	if err != nil {
+		t.Skipf("SKIP: go list failed (%v): the emulator's imports are not checked here", err)
+	}
+	seen := 0
+	for _, p := range strings.Fields(string(out)) {
+		pkg := strings.TrimPrefix(p, module)
+		if pkg == "emu/live" {
+			continue
+		}
+		seen++
+		for _, dep := range moduleDeps(t, pkg) {
+			if dep == "tap" || dep == "emu/live" {
+				t.Errorf("%s depends on %s: only the live backend (emu/live) may know devices; take them through job.Devices or fabric.Backend", pkg, dep)
+			}
+		}
+	}
+	if seen < 10 {
+		t.Fatalf("go list saw %d packages under emu/", seen)
 	}
 }
