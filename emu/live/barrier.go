@@ -121,12 +121,11 @@ func hostARP(f []byte) (rank int, op int, ok bool) {
 	if len(f) < 42 || f[12] != 0x08 || f[13] != 0x06 {
 		return 0, 0, false
 	}
-	src := f[6:12]
-	if src[0] != 0x02 || src[1] != 0x1A || src[2] != 0xE0 || src[3] != 0 {
+	rank, port, ok := nic.HostOfMAC(f[6:12])
+	if !ok || port != 0 {
 		return 0, 0, false
 	}
-	rank = (int(src[4])<<8 | int(src[5])) - 1
-	return rank, int(f[20])<<8 | int(f[21]), rank >= 0
+	return rank, int(f[20])<<8 | int(f[21]), true
 }
 
 // arpReply turns a gratuitous ARP request into a reply to the host with

@@ -115,6 +115,16 @@ func MAC(h, p int) net.HardwareAddr {
 	return net.HardwareAddr{0x02, 0x1A, 0xE0, byte(p), byte((h + 1) >> 8), byte(h + 1)}
 }
 
+// HostOfMAC is the host and NIC port MAC gave a MAC (ok false for a MAC
+// MAC never gives): what a frame's source says about its sender.
+func HostOfMAC(mac []byte) (h, p int, ok bool) {
+	if len(mac) != 6 || mac[0] != 0x02 || mac[1] != 0x1A || mac[2] != 0xE0 {
+		return 0, 0, false
+	}
+	h = (int(mac[4])<<8 | int(mac[5])) - 1
+	return h, int(mac[3]), h >= 0
+}
+
 // Addr is host h's NIC p's address for transport t: 10.p.(h+1)>>8.(h+1),
 // fd00::(h+1) with p in byte 13, or for RoCEv1 the link-local GID the MAC
 // gives (EUI-64), as rxe derives it.

@@ -103,6 +103,11 @@ func TestAddresses(t *testing.T) {
 		t.Run(fmt.Sprintf("%v/h%d/nic%d", tc.tr, tc.h, tc.p), func(t *testing.T) {
 			assert.Equal(t, tc.mac, nic.MAC(tc.h, tc.p).String())
 			assert.Equal(t, netip.MustParseAddr(tc.addr), nic.Addr(tc.tr, tc.h, tc.p))
+			mac, err := net.ParseMAC(tc.mac) // the table's MAC, read back
+			require.NoError(t, err)
+			h, p, ok := nic.HostOfMAC(mac)
+			assert.True(t, ok)
+			assert.Equal(t, [2]int{tc.h, tc.p}, [2]int{h, p})
 
 			n := nic.New(vclock.New(), fmt.Sprintf("h%d", tc.h), tc.h, tc.p, tc.tr)
 			assert.Equal(t, tc.mac, n.MAC.String())
@@ -125,6 +130,16 @@ func TestAddresses(t *testing.T) {
 // 02:1a:e0:00:01:00, which decodes as rank 255. The MACs stay unique, so
 // the emulated fabric forwards correctly; the documented form and the
 // rank decoding do not hold.
+// A MAC the scheme never gives is no host's.
+func TestHostOfMACRefusesOtherMACs(t *testing.T) {
+	for _, m := range []string{"02:1a:e5:00:00:01", "00:1a:e0:00:00:01", "02:1a:e0:00:00:00"} {
+		mac, err := net.ParseMAC(m)
+		require.NoError(t, err)
+		_, _, ok := nic.HostOfMAC(mac)
+		assert.False(t, ok, m)
+	}
+}
+
 func TestMACMatchesAddr(t *testing.T) {
 	assert.Equal(t, "02:1a:e0:00:01:00", nic.MAC(255, 0).String(), "host 255: h+1 = 0x0100")
 	for h := 0; h < 1024; h++ {
