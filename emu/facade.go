@@ -82,6 +82,7 @@ var (
 	// The flag vocabulary: modes (AlgorithmNames lists the registered
 	// ones), broadcasts, verbs, gradient patterns.
 	AlgorithmNames = job.AlgorithmNames
+	ModeHelp       = job.ModeHelp
 	ParseMode      = job.ParseMode
 	ParseBcast     = job.ParseBcast
 	ParseVerb      = job.ParseVerb

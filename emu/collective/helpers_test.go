@@ -37,3 +37,14 @@ func startJob(t testing.TB, cfg job.Config) *job.Session {
 	}
 	return u
 }
+
+// Every registered mode says what it does: --help's mode list is made
+// from the registry (job.ModeHelp), so a mode without a Doc would show
+// there as a bare name.
+func TestEveryModeHasADoc(t *testing.T) {
+	names := job.AlgorithmNames()
+	require.Len(t, names, 8, "netreduce, ring, wa, verbs, fr, pn, pr, ta")
+	for _, n := range names {
+		require.NotEmpty(t, job.Lookup(job.Mode(n)).Doc, n)
+	}
+}

@@ -74,7 +74,7 @@ type expectedMsg struct {
 const NetReduce job.Mode = "netreduce"
 
 func init() {
-	job.Register(job.Algorithm{Mode: NetReduce, New: func(r *job.Job) (job.Collective, error) { return newNetReduceJob(r) },
+	job.Register(job.Algorithm{Mode: NetReduce, Doc: "NetReduce, the hosts' ring of RDMA WRITEs summed in the aggregating switch (the default)", New: func(r *job.Job) (job.Collective, error) { return newNetReduceJob(r) },
 		InSwitch: true, Streams: true, StreamsLive: true, StreamsWindow: true,
 		Validate: func(c *job.Config) error {
 			if c.Window < 1 || c.Window > netreduce.MaxWindow {

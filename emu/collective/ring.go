@@ -101,7 +101,7 @@ var ringTamper func(rank, step, msg int, out []byte)
 const Ring job.Mode = "ring"
 
 func init() {
-	job.Register(job.Algorithm{Mode: Ring, New: func(r *job.Job) (job.Collective, error) { return newRingJob(r) },
+	job.Register(job.Algorithm{Mode: Ring, Doc: "Ring-AllReduce, reduce-scatter then all-gather; the switch only forwards", New: func(r *job.Job) (job.Collective, error) { return newRingJob(r) },
 		Compresses: true, Streams: true, Memory: ringMemory,
 		Validate: func(c *job.Config) error {
 			if c.TensorBytes/int64(c.DType.Size()) < int64(c.Workers) {

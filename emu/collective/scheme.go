@@ -66,12 +66,13 @@ var schemeModes = map[job.Mode]job.Mode{FR: Ring, PN: NetReduce, PR: Ring, TA: R
 
 func init() {
 	// fr is the ring algorithm over every GPU, reported as fr.
-	job.Register(job.Algorithm{Mode: FR, OnGPUs: true, Plan: func(j job.JobConfig) ([]job.JobConfig, error) {
+	job.Register(job.Algorithm{Mode: FR, Doc: "on hosts with GPUs, one ring over all of them (NetReduce's Appendix A)", OnGPUs: true, Plan: func(j job.JobConfig) ([]job.JobConfig, error) {
 		j.Cfg.Mode, j.Label = Ring, FR
 		return []job.JobConfig{j}, nil
 	}})
-	for _, m := range []job.Mode{PN, PR, TA} {
-		job.Register(job.Algorithm{Mode: m, OnGPUs: true, NeedsGPUs: true, Plan: planScheme,
+	for m, doc := range map[job.Mode]string{PN: "on hosts with GPUs, parallel NetReduce rings, one per GPU index",
+		PR: "on hosts with GPUs, parallel rings, one per GPU index", TA: "on hosts with GPUs, reduce to a master, a ring of masters, broadcast"} {
+		job.Register(job.Algorithm{Mode: m, Doc: doc, OnGPUs: true, NeedsGPUs: true, Plan: planScheme,
 			New: func(r *job.Job) (job.Collective, error) { return newSchemeJob(r, r.Group.(*scheme)), nil },
 			// A scheme job's own part (its inter-machine jobs are
 			// estimated as jobs): every GPU's working tensor and result,

@@ -62,7 +62,7 @@ func checkVerb(c *job.Config, jobs []job.JobConfig) error {
 const verbsDepth = 64
 
 func init() {
-	job.Register(job.Algorithm{Mode: Verbs, New: func(r *job.Job) (job.Collective, error) { return newVerbsJob(r) }, ValidateRun: checkVerb,
+	job.Register(job.Algorithm{Mode: Verbs, Doc: "no allreduce: each rank does one RDMA verb (--verb) against the next, as perftest does", New: func(r *job.Job) (job.Collective, error) { return newVerbsJob(r) }, ValidateRun: checkVerb,
 		Memory: func(c job.Config, e *job.MemoryEstimate) (out int64, whole bool) {
 			e.Buffers, e.Queues, e.Largest, out = verbsMemory(c)
 			return out, false

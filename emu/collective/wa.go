@@ -96,7 +96,7 @@ var (
 const WA job.Mode = "wa"
 
 func init() {
-	job.Register(job.Algorithm{Mode: WA, New: func(r *job.Job) (job.Collective, error) { return newWAJob(r) },
+	job.Register(job.Algorithm{Mode: WA, Doc: "worker-aggregator: the workers send to one more host, the aggregator, which sums and sends back", New: func(r *job.Job) (job.Collective, error) { return newWAJob(r) },
 		OwnConnections: true, ExtraRank: true, Compresses: true, Memory: waMemory,
 		Validate: func(c *job.Config) error {
 			if c.Devices != nil {

@@ -385,6 +385,8 @@ type Collective interface {
 // in emu/collective; the runner never names a mode.
 type Algorithm struct {
 	Mode Mode
+	// Doc says what the mode does, for --help (ModeHelp).
+	Doc string
 	// New makes a job's collective on its Job, whose workers are placed
 	// and (unless OwnConnections) have their ring of QPs, not connected.
 	New func(j *Job) (Collective, error)
@@ -454,6 +456,18 @@ type Connector interface{ Connect() error }
 // Reporter is a collective that adds figures of its own to its job's
 // result (the workers that hold a result, the frames of its stages).
 type Reporter interface{ Report(jr *JobResult) }
+
+// ModeHelp lists the registered modes with what each does, for --help.
+func ModeHelp() string {
+	var b strings.Builder
+	for i, n := range AlgorithmNames() {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s: %s", n, algorithms[Mode(n)].Doc)
+	}
+	return b.String()
+}
 
 // AlgorithmNames are the modes a job may take, sorted.
 func AlgorithmNames() []string {

@@ -87,7 +87,7 @@ func Options() []Option {
 		{Key: "workers", Arg: "N", Group: JobGroup, Kind: Number, Default: fmt.Sprint(def.Workers), Min: 1, Max: netreduce.MaxWorkers,
 			Help: "number of workers H (2..64; a scheme over GPUs: 1..64 machines); with a topology the job runs on its first H hosts (default there: all of them)"},
 		{Key: "mode", Arg: "MODE", Group: JobGroup, Default: def.Mode.String(),
-			Help: "allreduce algorithm: netreduce (through the aggregating switch), ring (Ring-AllReduce; the switch only forwards) or wa (worker-aggregator: the workers send to one more host, the aggregator, which sums and sends back); on hosts with GPUs, a scheme of NetReduce's Appendix A over all their GPUs: fr (one ring), pn (parallel NetReduce rings), pr (parallel rings) or ta (reduce to a master, ring of masters, broadcast); or verbs: no allreduce, each rank does one RDMA verb (--verb) against the next, as perftest does"},
+			Help: "the job's algorithm, one of the registered modes: " + emu.ModeHelp()},
 		{Key: "verb", Arg: "VERB", Group: JobGroup, Default: def.Verb.String(),
 			Help: "what a --mode verbs job does, each rank against the next through the switch, checked bit for bit: write, read (RDMA READ), fetch-add or cmp-swap (8-byte atomics; see docs/verbs.md)"},
 		{Key: "window", Arg: "N", Group: JobGroup, Kind: Number, Default: fmt.Sprint(def.Window), Min: 1, Max: netreduce.MaxWindow,
