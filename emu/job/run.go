@@ -28,8 +28,7 @@ import (
 	"github.com/inaemu/inaemu/tensor"
 )
 
-// Mode names a job's collective algorithm: netreduce, ring, or any other
-// registered with RegisterAlgorithm.
+// Mode names a job's collective algorithm, one registered with Register.
 type Mode string
 
 // DefaultMode is the mode of a job that names none: NetReduce's ring of
