@@ -43,8 +43,8 @@ func (m Mode) String() string {
 }
 
 // ParseMode reads the name of a registered algorithm (AlgorithmNames:
-// netreduce, ring, wa, verbs, ...) or of a scheme over multi-GPU machines
-// (fr, pn, pr, ta).
+// netreduce, ring, wa, verbs and the schemes over multi-GPU machines fr,
+// pn, pr and ta today; any a package registers).
 func ParseMode(s string) (Mode, error) {
 	if _, ok := algorithms[Mode(s)]; ok {
 		return Mode(s), nil
