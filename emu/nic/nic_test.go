@@ -1,7 +1,7 @@
 package nic_test
 
 // The NIC is driven in virtual time (internal/vclock). Its transmit side is
-// a fake: either a counter of Kick calls, or a small wire that, when
+// a fake of package nictest: either a counter of Kick calls, or a small wire that, when
 // kicked, schedules a pump event which pulls frames with NextFrame and
 // delivers each to the peer NIC's Receive after a delay, as a link
 // direction does (Kick never calls NextFrame itself). Addresses and frame
@@ -10,6 +10,7 @@ package nic_test
 import (
 	"bytes"
 	"fmt"
+	"github.com/inaemu/inaemu/emu/nic/nictest"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -25,60 +26,6 @@ import (
 	"github.com/inaemu/inaemu/internal/vclock"
 	"github.com/inaemu/inaemu/roce"
 )
-
-// ---- fakes ----
-
-// kicks is a Transmitter that only counts Kick calls.
-type kicks struct{ n int }
-
-func (k *kicks) Kick() { k.n++ }
-
-// wire is one direction from a NIC to a receiver: a kick schedules the
-// pump (at once, as its own event); the pump sends a frame every gap and
-// hands it to recv delay later, until the NIC has nothing.
-type wireDir struct {
-	clk   *vclock.Clock
-	from  *nic.NIC
-	recv  func([]byte)
-	gap   time.Duration
-	delay time.Duration
-	kicks int
-	busy  bool
-	buf   []byte
-	sent  [][]byte
-}
-
-func (w *wireDir) Kick() {
-	w.kicks++
-	if w.busy {
-		return
-	}
-	w.busy = true
-	w.clk.AfterFunc(0, w.pump)
-}
-
-func (w *wireDir) pump() {
-	if w.buf == nil {
-		w.buf = make([]byte, 4096+256)
-	}
-	n := w.from.NextFrame(w.buf)
-	if n == 0 {
-		w.busy = false
-		return
-	}
-	f := bytes.Clone(w.buf[:n])
-	w.sent = append(w.sent, f)
-	w.clk.AfterFunc(w.delay, func() { w.recv(f) })
-	w.clk.AfterFunc(w.gap, w.pump)
-}
-
-// runIdle steps the clock until nothing is pending.
-func runIdle(t *testing.T, clk *vclock.Clock) {
-	t.Helper()
-	for i := 0; clk.Step(); i++ {
-		require.Less(t, i, 100_000, "the event loop does not go idle")
-	}
-}
 
 // ---- addresses and names ----
 
@@ -202,10 +149,6 @@ func TestGratuitousARP(t *testing.T) {
 
 // ---- transmit ----
 
-func rcCfg(sq, rq uint32) roce.Config {
-	return roce.Config{MTU: 256, SQPSN: sq, RQPSN: rq, Timeout: 14, RetryCnt: 7, RNRRetry: 7, MinRNRTimer: 1}
-}
-
 // TestTransmitArbiter: control frames go first, then the QPs round-robin
 // (a QP with nothing left is skipped). Kick is called when work appears,
 // never NextFrame.
@@ -213,24 +156,24 @@ func TestTransmitArbiter(t *testing.T) {
 	clk := vclock.New()
 	a := nic.New(clk, "h0", 0, 0, frames.V2IPv4)
 	b := nic.New(clk, "h1", 1, 0, frames.V2IPv4)
-	tx := &kicks{}
+	tx := &nictest.Kicks{}
 	a.Attach(tx)
 	q1, q2 := a.NewQP(0x11), a.NewQP(0x12)
 	assert.Equal(t, []*roce.QP{q1, q2}, a.QPs())
-	require.NoError(t, q1.Connect(a.PathTo(b, 0x21), rcCfg(100, 900)))
-	require.NoError(t, q2.Connect(a.PathTo(b, 0x22), rcCfg(200, 900)))
-	assert.Zero(t, tx.n, "connected QPs with nothing to send do not kick")
+	require.NoError(t, q1.Connect(a.PathTo(b, 0x21), nictest.RCConfig(100, 900)))
+	require.NoError(t, q2.Connect(a.PathTo(b, 0x22), nictest.RCConfig(200, 900)))
+	assert.Zero(t, tx.N, "connected QPs with nothing to send do not kick")
 
 	// Three packets on q1 (600 B at MTU 256), one on q2.
 	require.NoError(t, q1.PostSend(roce.SendWR{ID: 1, Opcode: roce.WRWrite, Local: make([]byte, 600), RemoteVA: 0x1000, RKey: 5}))
 	require.NoError(t, q2.PostSend(roce.SendWR{ID: 2, Opcode: roce.WRWrite, Local: make([]byte, 100), RemoteVA: 0x1000, RKey: 5}))
-	kicksAfterPosts := tx.n
+	kicksAfterPosts := tx.N
 	assert.Positive(t, kicksAfterPosts, "posting work kicks the transmitter")
 
 	ctl1, ctl2 := []byte("control frame one............................................."), []byte("control frame two")
 	a.SendControl(ctl1)
 	a.SendControl(ctl2)
-	assert.Equal(t, kicksAfterPosts+2, tx.n, "each control frame kicks")
+	assert.Equal(t, kicksAfterPosts+2, tx.N, "each control frame kicks")
 	ctl1[0] = 'X' // the NIC took a copy
 
 	buf := make([]byte, 4096)
@@ -262,34 +205,6 @@ func TestTransmitArbiter(t *testing.T) {
 	assert.Zero(t, a.NextFrame(buf), "nothing left")
 }
 
-// pair is two NICs joined back to back by two wire directions.
-type pair struct {
-	clk    *vclock.Clock
-	a, b   *nic.NIC
-	ab, ba *wireDir
-}
-
-func newPair(tr frames.Transport) *pair {
-	clk := vclock.New()
-	a := nic.New(clk, "h0", 0, 0, tr)
-	b := nic.New(clk, "h1", 1, 0, tr)
-	p := &pair{clk: clk, a: a, b: b,
-		ab: &wireDir{clk: clk, from: a, recv: b.Receive, gap: 100 * time.Nanosecond, delay: time.Microsecond},
-		ba: &wireDir{clk: clk, from: b, recv: a.Receive, gap: 100 * time.Nanosecond, delay: time.Microsecond}}
-	a.Attach(p.ab)
-	b.Attach(p.ba)
-	return p
-}
-
-// connect makes QP qa on a and qb on b and connects them.
-func (p *pair) connect(t *testing.T, qa, qb uint32) (*roce.QP, *roce.QP) {
-	t.Helper()
-	x, y := p.a.NewQP(qa), p.b.NewQP(qb)
-	require.NoError(t, x.Connect(p.a.PathTo(p.b, qb), rcCfg(100+qa, 500+qb)))
-	require.NoError(t, y.Connect(p.b.PathTo(p.a, qa), rcCfg(500+qb, 100+qa)))
-	return x, y
-}
-
 func pattern(n int, seed byte) []byte {
 	b := make([]byte, n)
 	for i := range b {
@@ -303,16 +218,16 @@ func pattern(n int, seed byte) []byte {
 func TestWriteBetweenNICs(t *testing.T) {
 	for _, tr := range []frames.Transport{frames.V2IPv4, frames.V2IPv6, frames.V1} {
 		t.Run(tr.String(), func(t *testing.T) {
-			p := newPair(tr)
-			qa, _ := p.connect(t, 0x11, 0x22)
+			p := nictest.NewPair(tr)
+			qa, _ := p.Connect(t, 0x11, 0x22)
 			mem := make([]byte, 1024)
-			require.NoError(t, p.b.PD.Register(&roce.MR{Addr: 0x10000, Buf: mem, RKey: 0x1234, Access: roce.AccessLocalWrite | roce.AccessRemoteWrite}))
+			require.NoError(t, p.B.PD.Register(&roce.MR{Addr: 0x10000, Buf: mem, RKey: 0x1234, Access: roce.AccessLocalWrite | roce.AccessRemoteWrite}))
 			calls := 0
-			p.a.OnCompletion = func() { calls++ }
+			p.A.OnCompletion = func() { calls++ }
 
 			data := pattern(600, 3)
 			require.NoError(t, qa.PostSend(roce.SendWR{ID: 42, Opcode: roce.WRWrite, Local: data, RemoteVA: 0x10000 + 16, RKey: 0x1234, Signaled: true}))
-			runIdle(t, p.clk)
+			nictest.RunIdle(t, p.Clock)
 
 			assert.Equal(t, data, mem[16:616])
 			assert.Equal(t, make([]byte, 16), mem[:16], "bytes before the target untouched")
@@ -324,13 +239,13 @@ func TestWriteBetweenNICs(t *testing.T) {
 			assert.Equal(t, roce.WRWrite, cq[0].Opcode)
 			assert.Equal(t, 1, calls, "one completion, one OnCompletion")
 
-			assert.Len(t, p.ab.sent, 3, "three request packets")
-			assert.Equal(t, nic.Stats{RxFrames: 3, RoCESent: p.b.Stats.RoCESent}, p.b.Stats, "every frame reached the QP")
-			assert.Equal(t, uint64(3), p.a.Stats.RoCESent)
-			assert.Equal(t, uint64(len(p.ba.sent)), p.b.Stats.RoCESent)
-			assert.Equal(t, uint64(len(p.ba.sent)), p.a.Stats.RxFrames)
-			assert.Positive(t, p.a.Stats.RxFrames, "the responder ACKed")
-			assert.Zero(t, p.a.Stats.NotForMe+p.a.Stats.NotRoCE+p.a.Stats.NoQP+p.a.Stats.Malformed)
+			assert.Len(t, p.AB.Sent, 3, "three request packets")
+			assert.Equal(t, nic.Stats{RxFrames: 3, RoCESent: p.B.Stats.RoCESent}, p.B.Stats, "every frame reached the QP")
+			assert.Equal(t, uint64(3), p.A.Stats.RoCESent)
+			assert.Equal(t, uint64(len(p.BA.Sent)), p.B.Stats.RoCESent)
+			assert.Equal(t, uint64(len(p.BA.Sent)), p.A.Stats.RxFrames)
+			assert.Positive(t, p.A.Stats.RxFrames, "the responder ACKed")
+			assert.Zero(t, p.A.Stats.NotForMe+p.A.Stats.NotRoCE+p.A.Stats.NoQP+p.A.Stats.Malformed)
 		})
 	}
 }
@@ -338,18 +253,18 @@ func TestWriteBetweenNICs(t *testing.T) {
 // TestRoundRobinOverTheWire: two QPs with a WRITE each share the line
 // packet by packet, and both WRITEs land.
 func TestRoundRobinOverTheWire(t *testing.T) {
-	p := newPair(frames.V2IPv4)
-	q1, _ := p.connect(t, 0x11, 0x21)
-	q2, _ := p.connect(t, 0x12, 0x22)
+	p := nictest.NewPair(frames.V2IPv4)
+	q1, _ := p.Connect(t, 0x11, 0x21)
+	q2, _ := p.Connect(t, 0x12, 0x22)
 	mem := make([]byte, 2048)
-	require.NoError(t, p.b.PD.Register(&roce.MR{Addr: 0x10000, Buf: mem, RKey: 0x1234, Access: roce.AccessRemoteWrite}))
+	require.NoError(t, p.B.PD.Register(&roce.MR{Addr: 0x10000, Buf: mem, RKey: 0x1234, Access: roce.AccessRemoteWrite}))
 	d1, d2 := pattern(700, 1), pattern(700, 2) // three packets each
 	require.NoError(t, q1.PostSend(roce.SendWR{ID: 1, Opcode: roce.WRWrite, Local: d1, RemoteVA: 0x10000, RKey: 0x1234, Signaled: true}))
 	require.NoError(t, q2.PostSend(roce.SendWR{ID: 2, Opcode: roce.WRWrite, Local: d2, RemoteVA: 0x10000 + 1024, RKey: 0x1234, Signaled: true}))
-	runIdle(t, p.clk)
+	nictest.RunIdle(t, p.Clock)
 
 	var order []uint32
-	for _, f := range p.ab.sent {
+	for _, f := range p.AB.Sent {
 		var v frames.View
 		require.NoError(t, v.Parse(f))
 		order = append(order, v.DestQP())
@@ -368,20 +283,10 @@ func rxNIC(t *testing.T) (*nic.NIC, *roce.QP, *nic.NIC) {
 	clk := vclock.New()
 	h0 := nic.New(clk, "h0", 0, 0, frames.V2IPv4)
 	h1 := nic.New(clk, "h1", 1, 0, frames.V2IPv4)
-	h1.Attach(&kicks{})
+	h1.Attach(&nictest.Kicks{})
 	q := h1.NewQP(0x22)
-	require.NoError(t, q.Connect(h1.PathTo(h0, 0x11), rcCfg(500, 100)))
+	require.NoError(t, q.Connect(h1.PathTo(h0, 0x11), nictest.RCConfig(500, 100)))
 	return h1, q, h0
-}
-
-func roceFrame(t *testing.T, p frames.Path, pkt *frames.Packet) []byte {
-	t.Helper()
-	b, err := frames.NewBuilder(p)
-	require.NoError(t, err)
-	buf := make([]byte, 9000)
-	n, err := b.Build(buf, pkt)
-	require.NoError(t, err)
-	return buf[:n]
 }
 
 func TestReceive(t *testing.T) {
@@ -389,7 +294,7 @@ func TestReceive(t *testing.T) {
 	h1MAC, h2MAC := nic.MAC(1, 0), nic.MAC(2, 0)
 	toH1 := h0.PathTo(&nic.NIC{MAC: h1MAC, IP: nic.Addr(frames.V2IPv4, 1, 0)}, 0x22)
 	send := &frames.Packet{Opcode: wire.SendOnly, PSN: 100, AckReq: true, Payload: []byte("hello")}
-	good := roceFrame(t, toH1, send)
+	good := nictest.Frame(t, toH1, send)
 
 	unknownQP := toH1
 	unknownQP.DestQP = 0x99
@@ -421,12 +326,12 @@ func TestReceive(t *testing.T) {
 		toQP    bool // handed to the QP
 	}{
 		{"to another unicast MAC", other, nic.Stats{NotForMe: 1}, false, false},
-		{"RoCE to another unicast MAC", roceFrame(t, toH2, send), nic.Stats{NotForMe: 1}, false, false},
+		{"RoCE to another unicast MAC", nictest.Frame(t, toH2, send), nic.Stats{NotForMe: 1}, false, false},
 		{"broadcast ARP", h0.GratuitousARP(), nic.Stats{NotRoCE: 1}, true, false},
 		{"unicast ARP", arpToMe, nic.Stats{NotRoCE: 1}, true, false},
 		{"IPv4 TCP", tcp, nic.Stats{NotRoCE: 1}, true, false},
-		{"RoCE for an unknown QPN", roceFrame(t, unknownQP, send), nic.Stats{NoQP: 1}, false, false},
-		{"broadcast RoCE for an unknown QPN", roceFrame(t, bcastPath, send), nic.Stats{NoQP: 1}, false, false},
+		{"RoCE for an unknown QPN", nictest.Frame(t, unknownQP, send), nic.Stats{NoQP: 1}, false, false},
+		{"broadcast RoCE for an unknown QPN", nictest.Frame(t, bcastPath, send), nic.Stats{NoQP: 1}, false, false},
 		{"RoCE for its QP", good, nic.Stats{}, false, true},
 		{"IPv4 datagram cut", ipv4Cut, nic.Stats{Malformed: 1}, false, false},
 		{"BTH cut", bthCut, nic.Stats{Malformed: 1}, false, false},
@@ -529,10 +434,10 @@ func TestOnCompletionIsItsOwnEvent(t *testing.T) {
 	clk := vclock.New()
 	a := nic.New(clk, "h0", 0, 0, frames.V2IPv4)
 	b := nic.New(clk, "h1", 1, 0, frames.V2IPv4)
-	a.Attach(&kicks{})
+	a.Attach(&nictest.Kicks{})
 	q1, q2 := a.NewQP(0x11), a.NewQP(0x12)
-	require.NoError(t, q1.Connect(a.PathTo(b, 0x21), rcCfg(100, 900)))
-	require.NoError(t, q2.Connect(a.PathTo(b, 0x22), rcCfg(200, 900)))
+	require.NoError(t, q1.Connect(a.PathTo(b, 0x21), nictest.RCConfig(100, 900)))
+	require.NoError(t, q2.Connect(a.PathTo(b, 0x22), nictest.RCConfig(200, 900)))
 
 	type call struct {
 		at       time.Duration
@@ -554,7 +459,7 @@ func TestOnCompletionIsItsOwnEvent(t *testing.T) {
 	assert.Empty(t, calls, "OnCompletion must not run inside the call that queued the completions")
 	require.True(t, clk.Step())
 	assert.Equal(t, []call{{5 * time.Microsecond, 3, false}}, calls, "one call for the burst, after it")
-	runIdle(t, clk)
+	nictest.RunIdle(t, clk)
 	assert.Len(t, calls, 1)
 
 	// The next burst (on the other QP) wakes it again.
@@ -563,7 +468,7 @@ func TestOnCompletionIsItsOwnEvent(t *testing.T) {
 	clk.Advance(time.Microsecond)
 	q2.SetError() // unsignaled WRs still complete with an error when flushed
 	assert.Len(t, calls, 1)
-	runIdle(t, clk)
+	nictest.RunIdle(t, clk)
 	assert.Equal(t, []call{{5 * time.Microsecond, 3, false}, {6 * time.Microsecond, 5, false}}, calls)
 }
 
@@ -573,9 +478,9 @@ func TestNoOnCompletionSchedulesNothing(t *testing.T) {
 	clk := vclock.New()
 	a := nic.New(clk, "h0", 0, 0, frames.V2IPv4)
 	b := nic.New(clk, "h1", 1, 0, frames.V2IPv4)
-	a.Attach(&kicks{})
+	a.Attach(&nictest.Kicks{})
 	q := a.NewQP(0x11)
-	require.NoError(t, q.Connect(a.PathTo(b, 0x21), rcCfg(100, 900)))
+	require.NoError(t, q.Connect(a.PathTo(b, 0x21), nictest.RCConfig(100, 900)))
 	require.NoError(t, q.PostSend(roce.SendWR{ID: 1, Opcode: roce.WRWrite, Local: make([]byte, 8), RemoteVA: 0x1000, RKey: 1, Signaled: true}))
 	q.SetError()
 	assert.Equal(t, 1, q.SendCQ().Len())

@@ -24,7 +24,7 @@ var levels = map[string]int{
 	"capcheck": 3, "graphs": 3,
 	"emu/topo": 3,
 	"emu/nic":  4, "emu/switching": 4, "internal/wallloop": 4, "internal/taptest": 4,
-	"emu/fabric": 5, "faultwire": 5, "emu/nic/compress": 5,
+	"emu/fabric": 5, "faultwire": 5, "emu/nic/compress": 5, "emu/nic/nictest": 5,
 	// switch programs: each registers itself with the pipeline (switching)
 	"emu/netreduce": 5,
 	"emu/ars":       6, // the AllReduce-Switch: a netreduce.RingHost

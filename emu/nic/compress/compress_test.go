@@ -3,6 +3,7 @@ package compress_test
 import (
 	"bytes"
 	"encoding/binary"
+	"github.com/inaemu/inaemu/emu/nic/nictest"
 	"math"
 	"testing"
 	"time"
@@ -32,17 +33,17 @@ func gradients(n int, seed uint64) []byte { return inceptionnref.Gradients(n, se
 
 // compressingPair is two NICs with engines for bound 2^-k, and QPs qa on
 // a and qb on b whose traffic class asks for compression.
-func compressingPair(t *testing.T, tr frames.Transport, k int) (*pair, *roce.QP, *roce.QP) {
+func compressingPair(t *testing.T, tr frames.Transport, k int) (*nictest.Pair, *roce.QP, *roce.QP) {
 	t.Helper()
-	p := newPair(tr)
+	p := nictest.NewPair(tr)
 	c, err := inceptionn.New(k)
 	require.NoError(t, err)
-	require.NoError(t, compress.Enable(p.a, compress.Config{Codec: c}))
-	require.NoError(t, compress.Enable(p.b, compress.Config{Codec: c}))
-	x, y := p.a.NewQP(0x11), p.b.NewQP(0x22)
-	pa, pb := p.a.PathTo(p.b, 0x22), p.b.PathTo(p.a, 0x11)
+	require.NoError(t, compress.Enable(p.A, compress.Config{Codec: c}))
+	require.NoError(t, compress.Enable(p.B, compress.Config{Codec: c}))
+	x, y := p.A.NewQP(0x11), p.B.NewQP(0x22)
+	pa, pb := p.A.PathTo(p.B, 0x22), p.B.PathTo(p.A, 0x11)
 	pa.TClass, pb.TClass = frames.CompressedDSCP<<2, frames.CompressedDSCP<<2
-	cfg := rcCfg(100, 500)
+	cfg := nictest.RCConfig(100, 500)
 	cfg.MTU = 1024
 	require.NoError(t, x.Connect(pa, cfg))
 	cfg.SQPSN, cfg.RQPSN = 500, 100
@@ -59,15 +60,15 @@ func TestCompressedWrite(t *testing.T) {
 		for _, k := range []int{6, 8, 10} {
 			p, qa, _ := compressingPair(t, tr, k)
 			mem := make([]byte, 4096)
-			require.NoError(t, p.b.PD.Register(&roce.MR{Addr: 0x10000, Buf: mem, RKey: 9, Access: roce.AccessRemoteWrite}))
+			require.NoError(t, p.B.PD.Register(&roce.MR{Addr: 0x10000, Buf: mem, RKey: 9, Access: roce.AccessRemoteWrite}))
 			data := gradients(3001, uint64(k))
 			require.NoError(t, qa.PostSend(roce.SendWR{ID: 1, Opcode: roce.WRWrite, Local: data, RemoteVA: 0x10000, RKey: 9, Signaled: true}))
-			runIdle(t, p.clk)
+			nictest.RunIdle(t, p.Clock)
 
 			require.Equal(t, quantized(k, data), mem[:3001], "%s k=%d", tr, k)
-			require.Len(t, p.ab.sent, 3, "%s: packets as without compression", tr)
+			require.Len(t, p.AB.Sent, 3, "%s: packets as without compression", tr)
 			payload, frameBytes, wirePads := 0, 0, 0
-			for i, f := range p.ab.sent {
+			for i, f := range p.AB.Sent {
 				var v frames.View
 				require.NoError(t, v.Parse(f))
 				assert.True(t, v.Compressed(), "frame %d is marked", i)
@@ -77,12 +78,12 @@ func TestCompressedWrite(t *testing.T) {
 				frameBytes += len(f)
 				wirePads += len(v.Pad())
 			}
-			for _, f := range p.ba.sent {
+			for _, f := range p.BA.Sent {
 				var v frames.View
 				require.NoError(t, v.Parse(f))
 				assert.Equal(t, wire.Acknowledge, v.Opcode())
 			}
-			cs, rs := p.a.Stats.Compression, p.b.Stats.Compression
+			cs, rs := p.A.Stats.Compression, p.B.Stats.Compression
 			rawFrames := frameBytes - payload - wirePads + 3001 + 3 // 953 B: 3 B of pad
 			assert.Equal(t, nic.CompressionStats{TxCompressed: 3, TxPayload: 3001, TxWirePayload: uint64(payload), TxClasses: cs.TxClasses,
 				TxRawFrameBytes: uint64(rawFrames), TxFrameBytes: uint64(frameBytes)}, *cs)
@@ -99,26 +100,26 @@ func TestCompressedWrite(t *testing.T) {
 func TestIncompressiblePacketGoesAsItIs(t *testing.T) {
 	p, qa, _ := compressingPair(t, frames.V2IPv4, 10)
 	mem := make([]byte, 2048)
-	require.NoError(t, p.b.PD.Register(&roce.MR{Addr: 0x10000, Buf: mem, RKey: 9, Access: roce.AccessRemoteWrite}))
+	require.NoError(t, p.B.PD.Register(&roce.MR{Addr: 0x10000, Buf: mem, RKey: 9, Access: roce.AccessRemoteWrite}))
 	data := make([]byte, 1024) // floats in [1, 2): 34 bits each packed
 	for i := 0; i < len(data); i += 4 {
 		binary.LittleEndian.PutUint32(data[i:], math.Float32bits(1+float32(i)/1024))
 	}
 	small := gradients(1024, 3)
 	require.NoError(t, qa.PostSend(roce.SendWR{ID: 1, Opcode: roce.WRWrite, Local: append(data, small...), RemoteVA: 0x10000, RKey: 9}))
-	runIdle(t, p.clk)
+	nictest.RunIdle(t, p.Clock)
 	assert.Equal(t, data, mem[:1024], "sent as it was")
 	assert.Equal(t, quantized(10, small), mem[1024:])
 	var v frames.View
-	require.NoError(t, v.Parse(p.ab.sent[0]))
+	require.NoError(t, v.Parse(p.AB.Sent[0]))
 	assert.False(t, v.Compressed())
 	assert.Zero(t, v.DSCP(), "unmarked: the receiver passes it by")
 	assert.Equal(t, data, v.Payload())
 	assert.True(t, v.ICRCOK())
-	cs := p.a.Stats.Compression
+	cs := p.A.Stats.Compression
 	assert.EqualValues(t, 1, cs.TxUncompressed)
 	assert.EqualValues(t, 1, cs.TxCompressed)
-	assert.EqualValues(t, 1, p.b.Stats.Compression.RxDecompressed)
+	assert.EqualValues(t, 1, p.B.Stats.Compression.RxDecompressed)
 }
 
 // TestCorruptCompressedFrameIsRetransmitted: a compressed frame with a
@@ -127,23 +128,23 @@ func TestIncompressiblePacketGoesAsItIs(t *testing.T) {
 func TestCorruptCompressedFrameIsRetransmitted(t *testing.T) {
 	p, qa, qb := compressingPair(t, frames.V2IPv4, 8)
 	mem := make([]byte, 4096)
-	require.NoError(t, p.b.PD.Register(&roce.MR{Addr: 0x10000, Buf: mem, RKey: 9, Access: roce.AccessRemoteWrite}))
+	require.NoError(t, p.B.PD.Register(&roce.MR{Addr: 0x10000, Buf: mem, RKey: 9, Access: roce.AccessRemoteWrite}))
 	hits := 0
-	p.ab.recv = func(f []byte) {
+	p.AB.Recv = func(f []byte) {
 		if hits == 0 {
 			f = bytes.Clone(f)
 			f[len(f)-10] ^= 0x10
 		}
 		hits++
-		p.b.Receive(f)
+		p.B.Receive(f)
 	}
 	data := gradients(2048, 7)
 	require.NoError(t, qa.PostSend(roce.SendWR{ID: 1, Opcode: roce.WRWrite, Local: data, RemoteVA: 0x10000, RKey: 9}))
-	runIdle(t, p.clk)
+	nictest.RunIdle(t, p.Clock)
 	assert.Equal(t, quantized(8, data), mem[:2048])
 	assert.EqualValues(t, 1, qb.Counters.RxICRCErrors)
 	assert.Positive(t, qa.Counters.RetransmittedPkts)
-	assert.EqualValues(t, hits-1, p.b.Stats.Compression.RxDecompressed, "every frame but the corrupt one")
+	assert.EqualValues(t, hits-1, p.B.Stats.Compression.RxDecompressed, "every frame but the corrupt one")
 }
 
 // TestUndecodablePayloadIsDropped: a marked frame with a valid ICRC whose
@@ -153,15 +154,15 @@ func TestUndecodablePayloadIsDropped(t *testing.T) {
 	clk := vclock.New()
 	h0 := nic.New(clk, "h0", 0, 0, frames.V2IPv4)
 	h1 := nic.New(clk, "h1", 1, 0, frames.V2IPv4)
-	h1.Attach(&kicks{})
+	h1.Attach(&nictest.Kicks{})
 	c, _ := inceptionn.New(10)
 	require.NoError(t, compress.Enable(h1, compress.Config{Codec: c}))
 	q := h1.NewQP(0x22)
-	require.NoError(t, q.Connect(h1.PathTo(h0, 0x11), rcCfg(500, 100)))
+	require.NoError(t, q.Connect(h1.PathTo(h0, 0x11), nictest.RCConfig(500, 100)))
 	path := h0.PathTo(h1, 0x22)
 	path.TClass = frames.CompressedDSCP << 2
-	h1.Receive(roceFrame(t, path, &frames.Packet{Opcode: wire.SendOnly, PSN: 100, Payload: []byte{0x01, 0x00, 0xFF}}))
-	runIdle(t, clk)
+	h1.Receive(nictest.Frame(t, path, &frames.Packet{Opcode: wire.SendOnly, PSN: 100, Payload: []byte{0x01, 0x00, 0xFF}}))
+	nictest.RunIdle(t, clk)
 	assert.EqualValues(t, 1, h1.Stats.Compression.RxUndecodable)
 	assert.Zero(t, q.Counters.RcvdPkts+q.Counters.RxDropped)
 	assert.EqualValues(t, 100, q.ExpectedPSN())
@@ -173,34 +174,34 @@ func TestUndecodablePayloadIsDropped(t *testing.T) {
 // ceil(L/32) cycles, and handles one packet at a time.
 func TestEngineTimes(t *testing.T) {
 	p, qa, qb := compressingPair(t, frames.V2IPv4, 10)
-	require.NoError(t, compress.Enable(p.a, compress.Config{Codec: mustCodec(t, 10), Rate: 12.8e9, Latency: 50 * time.Nanosecond}))
-	require.NoError(t, p.b.PD.Register(&roce.MR{Addr: 0x10000, Buf: make([]byte, 4096), RKey: 9, Access: roce.AccessRemoteWrite}))
-	p.a.Attach(&kicks{})
+	require.NoError(t, compress.Enable(p.A, compress.Config{Codec: mustCodec(t, 10), Rate: 12.8e9, Latency: 50 * time.Nanosecond}))
+	require.NoError(t, p.B.PD.Register(&roce.MR{Addr: 0x10000, Buf: make([]byte, 4096), RKey: 9, Access: roce.AccessRemoteWrite}))
+	p.A.Attach(&nictest.Kicks{})
 	require.NoError(t, qa.PostSend(roce.SendWR{ID: 1, Opcode: roce.WRWrite, Local: gradients(2000, 1), RemoteVA: 0x10000, RKey: 9}))
 	buf := make([]byte, 4352)
 	var frames2 [][]byte
 	for _, want := range []int64{50_000 + 32*20_000, 50_000 + 31*20_000} { // 1024 B: 32 cycles; 976 B: 31 (12.8G: 20 ns)
-		n := p.a.NextFrame(buf)
+		n := p.A.NextFrame(buf)
 		require.Positive(t, n)
-		assert.Equal(t, want, p.a.TxEnginePs())
+		assert.Equal(t, want, p.A.TxEnginePs())
 		frames2 = append(frames2, bytes.Clone(buf[:n]))
 	}
-	assert.Zero(t, p.a.NextFrame(buf))
-	assert.Zero(t, p.a.TxEnginePs(), "no frame, no engine time")
+	assert.Zero(t, p.A.NextFrame(buf))
+	assert.Zero(t, p.A.TxEnginePs(), "no frame, no engine time")
 
 	// Both arrive at t0: the first is decompressed by t0 + 32 x 10 ns, the
 	// second 31 cycles after that.
-	t0 := p.clk.Now()
-	p.b.Receive(frames2[0])
-	p.b.Receive(frames2[1])
+	t0 := p.Clock.Now()
+	p.B.Receive(frames2[0])
+	p.B.Receive(frames2[1])
 	assert.EqualValues(t, 100, qb.ExpectedPSN(), "nothing handed over on arrival")
-	p.clk.AdvanceTo(t0 + 319*time.Nanosecond)
+	p.Clock.AdvanceTo(t0 + 319*time.Nanosecond)
 	assert.EqualValues(t, 100, qb.ExpectedPSN())
-	p.clk.AdvanceTo(t0 + 320*time.Nanosecond)
+	p.Clock.AdvanceTo(t0 + 320*time.Nanosecond)
 	assert.EqualValues(t, 101, qb.ExpectedPSN(), "first packet after 32 cycles")
-	p.clk.AdvanceTo(t0 + 629*time.Nanosecond)
+	p.Clock.AdvanceTo(t0 + 629*time.Nanosecond)
 	assert.EqualValues(t, 101, qb.ExpectedPSN())
-	p.clk.AdvanceTo(t0 + 630*time.Nanosecond)
+	p.Clock.AdvanceTo(t0 + 630*time.Nanosecond)
 	assert.EqualValues(t, 102, qb.ExpectedPSN(), "second 31 cycles later")
 }
 
@@ -226,7 +227,7 @@ func TestEngineRefusesNonsense(t *testing.T) {
 func TestReceiveKeepsOrder(t *testing.T) {
 	p, qa, qb := compressingPair(t, frames.V2IPv4, 10)
 	mem := make([]byte, 4096)
-	require.NoError(t, p.b.PD.Register(&roce.MR{Addr: 0x10000, Buf: mem, RKey: 9, Access: roce.AccessRemoteWrite}))
+	require.NoError(t, p.B.PD.Register(&roce.MR{Addr: 0x10000, Buf: mem, RKey: 9, Access: roce.AccessRemoteWrite}))
 	ones := make([]byte, 1024) // 1.0 takes 32 bits: sent as it is
 	for i := 0; i < len(ones); i += 4 {
 		binary.LittleEndian.PutUint32(ones[i:], math.Float32bits(1))
@@ -234,13 +235,13 @@ func TestReceiveKeepsOrder(t *testing.T) {
 	data := append(append(gradients(1024, 5), ones...), gradients(1024, 6)...)
 	data = append(data, 0, 0, 0x80, 0x3F) // one more float, 1.0: a 4-byte last packet
 	require.NoError(t, qa.PostSend(roce.SendWR{ID: 1, Opcode: roce.WRWrite, Local: data, RemoteVA: 0x10000, RKey: 9, Signaled: true}))
-	runIdle(t, p.clk)
+	nictest.RunIdle(t, p.Clock)
 	assert.Equal(t, quantized(10, data[:1024]), mem[:1024])
 	assert.Equal(t, ones, mem[1024:2048])
 	assert.Equal(t, quantized(10, data[2048:3072]), mem[2048:3072])
 	assert.Equal(t, data[3072:], mem[3072:3076])
 	assert.Zero(t, qb.Counters.OutOfSequence, "no packet overtook another")
 	assert.Zero(t, qa.Counters.RetransmittedPkts)
-	assert.EqualValues(t, 2, p.a.Stats.Compression.TxUncompressed)
-	assert.EqualValues(t, 2, p.b.Stats.Compression.RxDecompressed)
+	assert.EqualValues(t, 2, p.A.Stats.Compression.TxUncompressed)
+	assert.EqualValues(t, 2, p.B.Stats.Compression.RxDecompressed)
 }
