@@ -207,4 +207,5 @@ const runLong = "Report (--json keys in brackets; every field in docs/reports.md
 	"            [result_resends]; packets of no known connection [clt_misses]; packets of\n" +
 	"            a message whose first packet was not seen [first_lost_drops]; duplicates of\n" +
 	"            released messages forwarded [stale_forwards]; a member's frames from\n" +
-	"            another port [port_drops]"
+	"            another port [port_drops]; another switch program's own counters on a\n" +
+	"            line of its own ('switch    ars: ...') [switch.ars{...}]"

@@ -142,8 +142,14 @@ func runReplay(fs *cmdEnv, file string, a replayArgs) int {
 		fmt.Fprintf(stdout, "  ring      %s\n", rep.Ring)
 	}
 	s, nr := rep.Switch, netreduce.StatsOf(rep.Switch)
-	fmt.Fprintf(stdout, "  switch    %d aggregations, %d result re-sends, %d ICRC drops, %d first-lost drops, %d CLT misses, %d forwarded, %d flooded\n",
-		nr.Aggregations, nr.ResultResends, nr.ICRCDrops, nr.FirstLostDrops, nr.CLTMisses, s.Forwarded, s.Flooded)
+	other := programLines(s)
+	if ranNetReduce(s) || len(other) == 0 {
+		fmt.Fprintf(stdout, "  switch    %d aggregations, %d result re-sends, %d ICRC drops, %d first-lost drops, %d CLT misses, %d forwarded, %d flooded\n",
+			nr.Aggregations, nr.ResultResends, nr.ICRCDrops, nr.FirstLostDrops, nr.CLTMisses, s.Forwarded, s.Flooded)
+	}
+	for _, l := range other { // the switch's other program (--switch-program)
+		fmt.Fprintf(stdout, "  switch    %s; %d forwarded, %d flooded\n", l, s.Forwarded, s.Flooded)
+	}
 	fmt.Fprintf(stdout, "  output    %s: %d frames\n", a.out, rep.Emitted)
 	return exitOK
 }

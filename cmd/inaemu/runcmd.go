@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/scenario"
+	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/internal/units"
 	"github.com/inaemu/inaemu/tap"
 )
@@ -301,14 +304,34 @@ func topJobs(r *emu.Result) int {
 	return n
 }
 
-// hasNetReduce reports whether a job of the run aggregates in switches.
-func hasNetReduce(r *emu.Result) bool {
-	for _, j := range r.Jobs {
-		if j.Mode == string(emu.NetReduce) {
-			return true
+// ranNetReduce reports whether a switch of the run ran the NetReduce
+// program (a job aggregated on it).
+func ranNetReduce(s switching.Report) bool {
+	_, ok := s.Programs[netreduce.ProgramName]
+	return ok
+}
+
+// programLines are the text report's lines of the switch programs other
+// than NetReduce that ran, by name ("ars: 16387 aggregations, ..."): each
+// report that says itself in a line (switching.ReportLine), one line per
+// switch for a report that does not sum over switches.
+func programLines(s switching.Report) []string {
+	var lines []string
+	for _, name := range slices.Sorted(maps.Keys(s.Programs)) {
+		if name == netreduce.ProgramName {
+			continue
+		}
+		reps := []any{s.Programs[name]}
+		if ps, ok := reps[0].(switching.PerSwitch); ok {
+			reps = ps
+		}
+		for _, rep := range reps {
+			if l, ok := rep.(switching.ReportLine); ok {
+				lines = append(lines, name+": "+l.Line())
+			}
 		}
 	}
-	return false
+	return lines
 }
 
 // wrongJob is the name of the first job whose result differs ("" for
@@ -385,7 +408,7 @@ func printSummary(w io.Writer, bw units.BandwidthUnit, r *emu.Result, pcap strin
 	if n := r.Switch.PortSecurity; n > 0 {
 		fmt.Fprintf(w, "  security  %d frames dropped by port security (a host port's frame from another host's MAC or address, or a host's from another port)\n", n)
 	}
-	if hasNetReduce(r) && r.Switch.Frames > 0 {
+	if ranNetReduce(r.Switch) && r.Switch.Frames > 0 {
 		s := netreduce.StatsOf(r.Switch)
 		release := ""
 		if r.Release != "" {
@@ -404,6 +427,11 @@ func printSummary(w io.Writer, bw units.BandwidthUnit, r *emu.Result, pcap strin
 			c := j.Ring.Counters
 			fmt.Fprintf(w, "  racks     job %s: %s under %s: %d partials up (%d again), %d totals down (%d again), %d results translated, %d notifications, %d untranslatable (CTTs in --json)\n",
 				j.Name, strings.Join(at, ", "), j.Ring.Switch, c.PartialsSent, c.PartialResends, c.TotalsSent, c.TotalResends, c.Translated, c.NotifySent, c.Untranslatable)
+		}
+	}
+	if r.Switch.Frames > 0 {
+		for _, l := range programLines(r.Switch) {
+			fmt.Fprintf(w, "  switch    %s\n", l)
 		}
 	}
 	if pcap != "" {

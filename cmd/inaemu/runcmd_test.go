@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/emu/netreduce"
+	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/internal/pcapio"
 )
 
@@ -455,4 +457,45 @@ func TestFailedWRNamedInTheJobsWords(t *testing.T) {
 			assert.Equal(t, 1, strings.Count(errOut, "\n"), errOut)
 		})
 	}
+}
+
+// The switch line names the counters of the program that ran: an ars
+// run (and its replay) prints the AllReduce-Switch's, not NetReduce's
+// zeros; a NetReduce run prints NetReduce's line alone.
+func TestRunAndReplayPrintTheRunningProgramsSwitchLine(t *testing.T) {
+	dir := t.TempDir()
+	pcap := filepath.Join(dir, "ars.pcapng")
+	code, out, errOut := runCLI(runArgs(append([]string{"--switch-program", "ars", "--transport", "v1", "--seed", "5", "--pcap", pcap}, small...)...)...)
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	assert.Regexp(t, `(?m)^  switch    ars: [1-9]\d* aggregations, 0 result re-sends, .*; drops: 0 first-lost, 0 gap, 0 busy, 0 ICRC, 0 bad, 0 port; \d+ arbiter waits \(.* in all\)$`, out)
+	assert.NotContains(t, out, "CLT misses", "NetReduce's line is not printed for a run it did not aggregate")
+
+	code, out, errOut = runCLI("replay", pcap, "--through-switch", "--out", filepath.Join(dir, "replayed.pcapng"))
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	assert.Regexp(t, `(?m)^  switch    ars: [1-9]\d* aggregations, .*; \d+ forwarded, \d+ flooded$`, out)
+	assert.NotContains(t, out, "CLT misses")
+
+	code, out, errOut = runCLI(runArgs(append([]string{"--seed", "5"}, small...)...)...)
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	assert.Regexp(t, `(?m)^  switch    [1-9]\d* aggregations, 0 result re-sends, 0 CLT misses, `, out)
+	assert.NotContains(t, out, "ars:")
+}
+
+// lineReport is a program report that says itself in a line.
+type lineReport int
+
+func (r lineReport) Line() string { return fmt.Sprintf("%d things", int(r)) }
+
+// programLines prints every program but NetReduce whose report has a
+// line, one per switch when the reports did not sum, sorted by name.
+func TestProgramLinesOnePerProgramThatHasOne(t *testing.T) {
+	r := switching.Report{Programs: map[string]any{
+		"netreduce": netreduce.Stats{Aggregations: 3},
+		"zeta":      lineReport(1),
+		"alpha":     switching.PerSwitch{lineReport(2), lineReport(3)},
+		"mute":      struct{ N int }{4},
+	}}
+	assert.Equal(t, []string{"alpha: 2 things", "alpha: 3 things", "zeta: 1 things"}, programLines(r))
+	assert.True(t, ranNetReduce(r))
+	assert.False(t, ranNetReduce(switching.Report{Programs: map[string]any{"zeta": lineReport(1)}}))
 }

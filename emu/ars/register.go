@@ -2,6 +2,7 @@ package ars
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/switching"
@@ -20,8 +21,10 @@ type registered struct {
 }
 
 var (
-	_ netreduce.RingHost  = (*registered)(nil)
-	_ netreduce.INAHeader = (*registered)(nil)
+	_ netreduce.RingHost   = (*registered)(nil)
+	_ netreduce.INAHeader  = (*registered)(nil)
+	_ switching.ReportSum  = Report{}
+	_ switching.ReportLine = Report{}
 )
 
 func newProgram(env switching.ProgramEnv) switching.Program {
@@ -69,4 +72,15 @@ func (r Report) Sum(other any) any {
 	r.Rings += o.Rings
 	r.MemoryBytes += o.MemoryBytes
 	return r
+}
+
+// Line is the report's line in inaemu run's and replay's text
+// (switching.ReportLine): the work, the re-sends answered from the
+// buffer, the drops by kind and the output arbiter's waits.
+func (r Report) Line() string {
+	s := r.Stats
+	return fmt.Sprintf("%d aggregations, %d result re-sends, %d early re-sends, %d first re-reads, %d stale forwards; drops: %d first-lost, %d gap, %d busy, %d ICRC, %d bad, %d port; %d arbiter waits (%v in all)",
+		s.Aggregations, s.ResultResends, s.EarlyResends, s.FirstResends, s.StaleForwards,
+		s.FirstLostDrops, s.GapDrops, s.BusyDrops, s.ICRCDrops, s.BadDrops, s.PortDrops,
+		s.ArbiterWaits, time.Duration(s.ArbiterWaitNS))
 }

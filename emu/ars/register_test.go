@@ -81,3 +81,13 @@ func TestRingBeyondTheMemoryBudgetIsRefused(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "--switch-memory")
 }
+
+// The report's text line names every drop kind and the arbiter's waits,
+// and sums over switches (ReportSum) before it is printed.
+func TestReportLine(t *testing.T) {
+	a := Report{Stats: Stats{Aggregations: 7, ResultResends: 2, EarlyResends: 1, FirstResends: 3, StaleForwards: 4,
+		FirstLostDrops: 5, GapDrops: 6, BusyDrops: 8, ICRCDrops: 9, BadDrops: 10, PortDrops: 11, ArbiterWaits: 12, ArbiterWaitNS: 1500}}
+	b := Report{Stats: Stats{Aggregations: 1, ArbiterWaits: 1, ArbiterWaitNS: 500}}
+	var l switching.ReportLine = a.Sum(b).(Report)
+	assert.Equal(t, "8 aggregations, 2 result re-sends, 1 early re-sends, 3 first re-reads, 4 stale forwards; drops: 5 first-lost, 6 gap, 8 busy, 9 ICRC, 10 bad, 11 port; 13 arbiter waits (2µs in all)", l.Line())
+}

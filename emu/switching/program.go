@@ -38,6 +38,14 @@ type ReportSum interface {
 	Sum(other any) any
 }
 
+// ReportLine is a program report that says itself in one line of the
+// text reports (inaemu run, replay): its main counters, without the
+// program's name, which the caller prints before it. A report without
+// it is in the JSON only.
+type ReportLine interface {
+	Line() string
+}
+
 // ProgramEmit takes a frame a program sends (valid only during the call)
 // and the time it spent in the pipeline; the switch forwards it by its
 // destination, never filtering it against the ingress port (a result may
