@@ -36,6 +36,8 @@ type aggCase struct {
 	// Hosts[r] the host of rank r.
 	Topology string
 	Hosts    []int
+	// Program is the switch program the job aggregates on ("": netreduce).
+	Program string
 }
 
 // host is the host rank r runs on.
@@ -158,7 +160,7 @@ func (c aggCase) scenario(rel netreduce.Release) *scenario.Scenario {
 	seed, to := c.Seed, c.Timeout
 	sc := &scenario.Scenario{Workers: &w, Timeout: &to, Mode: "netreduce", Window: &n, MsgLen: &l, MTU: &m,
 		Tensor: fmt.Sprint(c.Elems * c.DType.Size()), DType: c.DType.String(), Seed: &seed,
-		Release: rel.String(), Netem: c.Netem, MaxTime: "120s"}
+		Release: rel.String(), Netem: c.Netem, MaxTime: "120s", SwitchProgram: c.Program}
 	for _, e := range c.Events {
 		sc.Faults = append(sc.Faults, c.onHosts(e))
 	}
@@ -182,6 +184,9 @@ func (c aggCase) String() string {
 		c.Workers, c.Window, c.MsgLen, c.MTU, c.Elems, c.DType, c.Timeout, c.Seed, c.Netem, c.Events)
 	if c.Topology != "" {
 		s += fmt.Sprintf(" topology=%s hosts=%v", c.Topology, c.Hosts[:c.Workers])
+	}
+	if c.Program != "" {
+		s += " switch-program=" + c.Program
 	}
 	return s
 }
@@ -504,6 +509,7 @@ func AggregationSuite(o SuiteOptions) []PropertyResult {
 		}
 		seed := caseSeed(o.Seed, name, i)
 		c := sample(aggCaseGen(seed), seed).(aggCase)
+		c.fit(o)
 		if o.DUT != nil {
 			c = c.forDevice(o.DUT.Ports)
 		} else {

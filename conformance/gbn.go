@@ -336,6 +336,7 @@ func GBNSuite(o SuiteOptions) []PropertyResult {
 	}
 	name := "gbn"
 	res := PropertyResult{Name: name, Passed: true}
+	res.Notes = o.programNote()
 	eachCase(o, name, &res, func(i int, seed uint64) bool {
 		c := sample(gbnCaseGen(seed), seed).(gbnCase)
 		fail := gbnFails(c)

@@ -74,6 +74,7 @@ var transports = []string{"v2-ipv4", "v2-ipv6", "v1"}
 // in either mode, on any transport.
 func cleanCase(o SuiteOptions, seed uint64) *scenario.Scenario {
 	c := sample(aggCaseGen(seed), seed).(aggCase) // on the star: the ICRC suites read its interface order
+	c.fit(o)
 	if o.DUT != nil {
 		c = c.forDevice(o.DUT.Ports)
 	}
@@ -130,13 +131,14 @@ func emittedVerify(o SuiteOptions) PropertyResult {
 }
 
 // sampleFrames are RoCE frames of small clean runs on every transport.
-func sampleFrames(seed uint64) [][]byte {
+func sampleFrames(o SuiteOptions, seed uint64) [][]byte {
+	o = SuiteOptions{SwitchProgram: o.SwitchProgram} // the frames are inaemu's own
 	var out [][]byte
 	var v frames.View
 	for k, t := range transports {
-		sc := cleanCase(SuiteOptions{}, seed+uint64(k))
+		sc := cleanCase(o, seed+uint64(k))
 		sc.Transport, sc.Faults = t, nil
-		recs, _, err := captureOf(SuiteOptions{}, sc)
+		recs, _, err := captureOf(o, sc)
 		if err != nil {
 			continue
 		}
@@ -196,7 +198,7 @@ func maskedBit(f []byte, i, b int) bool {
 
 // framePool is sampleFrames(seed); with none, res fails saying so.
 func framePool(o SuiteOptions, res *PropertyResult, seed uint64) ([][]byte, bool) {
-	pool := sampleFrames(seed)
+	pool := sampleFrames(o, seed)
 	if len(pool) == 0 {
 		o.record(res)
 		res.Passed, res.Failure = false, "no frames to test"
@@ -272,6 +274,7 @@ func noAggregateFromCorruption(o SuiteOptions) PropertyResult {
 	res := PropertyResult{Name: name, Passed: true}
 	eachCase(o, name, &res, func(i int, seed uint64) bool {
 		c := sample(aggCaseGen(seed), seed).(aggCase) // on the star: even interfaces are the hosts' links into the switch
+		c.fit(o)
 		c.Workers, c.Elems, c.Netem = min(c.Workers, 6), min(c.Elems, 4096), ""
 		if o.DUT != nil {
 			c = c.forDevice(o.DUT.Ports)
@@ -304,9 +307,9 @@ func noAggregateFromCorruption(o SuiteOptions) PropertyResult {
 		case o.DUT != nil:
 			// A device's drop counters are its own: an exact result is the
 			// verdict (a corrupted contribution would change the sum).
-		case netreduce.StatsOf(out.Switch).ICRCDrops != uint64(corrupted-forwarded):
+		case icrcDrops(out) != uint64(corrupted-forwarded):
 			fail = fmt.Sprintf("%d corrupted gradient frames reached the switch (%d forwarded unchanged as ordinary traffic) but it dropped %d for their ICRC",
-				corrupted, forwarded, netreduce.StatsOf(out.Switch).ICRCDrops)
+				corrupted, forwarded, icrcDrops(out))
 		}
 		if fail == "" {
 			return true

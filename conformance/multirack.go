@@ -383,6 +383,9 @@ func MultiRackSuite(o SuiteOptions) []PropertyResult {
 	if o.DUT != nil {
 		return []PropertyResult{skipped("multirack/exact", "needs a spine-leaf network of switches; a device under test is one switch")}
 	}
+	if why := o.noTrees(); why != "" {
+		return []PropertyResult{skipped("multirack/exact", why)}
+	}
 	return exactSuite(o, "multirack", "multirack/exact", multiRackCaseGen, runMultiRackCase, shrinkMultiRack, multiRackCase.scenario,
 		func(out aggOutcome) bool { return out.fail != "forgery" }) // a run ends exact then; the suite reads its counters
 }

@@ -19,6 +19,8 @@ type mutation struct {
 	name, file, old, new string
 	// suites are the suites that must catch it (nil: aggregation).
 	suites []string
+	// args are more conformance flags the suites run with.
+	args []string
 }
 
 // mutations are the bugs the suites (issue 11) or users found on main,
@@ -150,55 +152,63 @@ func TestSuitesCatchReintroducedBugs(t *testing.T) {
 	good := filepath.Join(work, "inaemu")
 	build(t, root, good)
 	for _, m := range mutations {
-		t.Run(m.name, func(t *testing.T) {
-			src := filepath.Join(work, m.name)
-			copyModule(t, root, src)
-			p := filepath.Join(src, m.file)
-			b, err := os.ReadFile(p)
-			require.NoError(t, err)
-			require.Equal(t, 1, strings.Count(string(b), m.old), "the mutation no longer applies to %s: update it", m.file)
-			require.NoError(t, os.WriteFile(p, []byte(strings.Replace(string(b), m.old, m.new, 1)), 0o644))
-			bin := filepath.Join(work, m.name+".bin")
-			build(t, src, bin)
-			suites := m.suites
-			if suites == nil {
-				suites = []string{"aggregation"}
+		t.Run(m.name, func(t *testing.T) { requireCaught(t, root, work, good, m, []string{"1", "2", "3"}) })
+	}
+}
+
+// requireCaught builds inaemu from a copy of the module at root (in work)
+// with mutation m put back, runs the default conformance run (100 cases,
+// with m.args) of each suite that must catch it at each seed, and
+// requires each to fail with a shrunk counterexample that the mutant
+// fails when replayed (if the report's replay is a run) and the real
+// code (the binary good) passes.
+func requireCaught(t *testing.T, root, work, good string, m mutation, seeds []string) {
+	src := filepath.Join(work, m.name)
+	copyModule(t, root, src)
+	p := filepath.Join(src, m.file)
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.Equal(t, 1, strings.Count(string(b), m.old), "the mutation no longer applies to %s: update it", m.file)
+	require.NoError(t, os.WriteFile(p, []byte(strings.Replace(string(b), m.old, m.new, 1)), 0o644))
+	bin := filepath.Join(work, m.name+".bin")
+	build(t, src, bin)
+	suites := m.suites
+	if suites == nil {
+		suites = []string{"aggregation"}
+	}
+	for _, suite := range suites {
+		for _, seed := range seeds {
+			out := filepath.Join(work, m.name+"-"+suite+"-"+seed)
+			cmd := exec.Command(bin, append([]string{"conformance", "--suite", suite, "--count", "100", "--seed", seed, "--json", "--out", out}, m.args...)...)
+			stdout, err := cmd.Output()
+			var ee *exec.ExitError
+			require.True(t, errors.As(err, &ee), "seed %s: the suite must fail with the bug back in (err %v)", seed, err)
+			var doc struct {
+				Properties []struct {
+					Passed         bool    `json:"passed"`
+					Cases          int     `json:"cases"`
+					Counterexample *string `json:"counterexample"`
+					Failure        string  `json:"failure"`
+					Replay         string  `json:"replay"`
+				} `json:"properties"`
 			}
-			for _, suite := range suites {
-				for _, seed := range []string{"1", "2", "3"} {
-					out := filepath.Join(work, m.name+"-"+suite+"-"+seed)
-					cmd := exec.Command(bin, "conformance", "--suite", suite, "--count", "100", "--seed", seed, "--json", "--out", out)
-					stdout, err := cmd.Output()
-					var ee *exec.ExitError
-					require.True(t, errors.As(err, &ee), "seed %s: the suite must fail with the bug back in (err %v)", seed, err)
-					var doc struct {
-						Properties []struct {
-							Passed         bool    `json:"passed"`
-							Cases          int     `json:"cases"`
-							Counterexample *string `json:"counterexample"`
-							Failure        string  `json:"failure"`
-							Replay         string  `json:"replay"`
-						} `json:"properties"`
-					}
-					require.NoError(t, json.Unmarshal(stdout, &doc))
-					require.Len(t, doc.Properties, 1)
-					pr := doc.Properties[0]
-					require.False(t, pr.Passed)
-					require.NotNil(t, pr.Counterexample, "seed %s: a counterexample file", seed)
-					t.Logf("%s seed %s: caught at case %d: %.300s", suite, seed, pr.Cases, pr.Failure)
-					// The shrunk scenario replays: the mutant fails it (when the
-					// report's replay is the run of it; a failure seen in a
-					// run's counters, or in one job's figures moved by
-					// another's faults, which takes two runs, replays with the
-					// conformance command), the real code passes it.
-					if strings.HasPrefix(pr.Replay, "inaemu run --scenario ") {
-						require.Error(t, exec.Command(bin, "run", "--scenario", *pr.Counterexample).Run(), "%s seed %s: the mutant replays its failure", suite, seed)
-					}
-					o, err := exec.Command(good, "run", "--scenario", *pr.Counterexample).CombinedOutput()
-					require.NoError(t, err, "%s seed %s: the real code passes the counterexample: %s", suite, seed, o)
-				}
+			require.NoError(t, json.Unmarshal(stdout, &doc))
+			require.Len(t, doc.Properties, 1)
+			pr := doc.Properties[0]
+			require.False(t, pr.Passed)
+			require.NotNil(t, pr.Counterexample, "seed %s: a counterexample file", seed)
+			t.Logf("%s seed %s: caught at case %d: %s", suite, seed, pr.Cases, pr.Failure)
+			// The shrunk scenario replays: the mutant fails it (when the
+			// report's replay is the run of it; a failure seen in a
+			// run's counters, or in one job's figures moved by
+			// another's faults, which takes two runs, replays with the
+			// conformance command), the real code passes it.
+			if strings.HasPrefix(pr.Replay, "inaemu run --scenario ") {
+				require.Error(t, exec.Command(bin, "run", "--scenario", *pr.Counterexample).Run(), "%s seed %s: the mutant replays its failure", suite, seed)
 			}
-		})
+			o, err := exec.Command(good, "run", "--scenario", *pr.Counterexample).CombinedOutput()
+			require.NoError(t, err, "%s seed %s: the real code passes the counterexample: %s", suite, seed, o)
+		}
 	}
 }
 

@@ -26,6 +26,7 @@ type schemeCase struct {
 	Window, MsgLen, Elems int
 	DType                 tensor.DType
 	Events                []string
+	Program               string // the switch program pn's NetReduce rings aggregate on ("": netreduce)
 }
 
 func (c schemeCase) String() string {
@@ -33,8 +34,12 @@ func (c schemeCase) String() string {
 	if c.Racks {
 		net = fmt.Sprintf("spine-leaf spines=%d", c.Spines)
 	}
-	return fmt.Sprintf("%s %s %d×%d GPUs mtu=%d timeout=%d window=%d msg_len=%d elems=%d dtype=%s seed=%d faults=%q",
+	s := fmt.Sprintf("%s %s %d×%d GPUs mtu=%d timeout=%d window=%d msg_len=%d elems=%d dtype=%s seed=%d faults=%q",
 		c.Mode, net, c.Machines, c.GPUs, c.MTU, c.Timeout, c.Window, c.MsgLen, c.Elems, c.DType, c.Seed, c.Events)
+	if c.Program != "" {
+		s += " switch-program=" + c.Program
+	}
+	return s
 }
 
 func (c schemeCase) scenario() *scenario.Scenario {
@@ -45,7 +50,7 @@ func (c schemeCase) scenario() *scenario.Scenario {
 		tp = &topo.Spec{Kind: "spine-leaf", Leaves: 2, HostsPerLeaf: perLeaf, Spines: c.Spines, Uplink: fmt.Sprintf("%dG", 10*perLeaf),
 			GPUs: c.GPUs, Intra: "150G", Alpha: "1us"}
 	}
-	return &scenario.Scenario{Workers: &w, MTU: &mtu, Seed: &seed, Timeout: &to, Window: &n, MsgLen: &l, Mode: c.Mode, MaxTime: "120s",
+	return &scenario.Scenario{Workers: &w, MTU: &mtu, Seed: &seed, Timeout: &to, Window: &n, MsgLen: &l, Mode: c.Mode, MaxTime: "120s", SwitchProgram: c.Program,
 		Tensor: fmt.Sprint(c.Elems * c.DType.Size()), DType: c.DType.String(), Topology: tp, Faults: append([]string(nil), c.Events...)}
 }
 
@@ -131,7 +136,7 @@ func SchemesSuite(o SuiteOptions) []PropertyResult {
 	if o.DUT != nil {
 		return []PropertyResult{skipped("schemes/exact", "needs the emulator's multi-GPU machines and their intra-machine interconnect")}
 	}
-	return exactSuite(o, "schemes", "schemes/exact", schemeCaseGen, runSchemeCase, shrinkScheme, schemeCase.scenario, nil)
+	return exactSuite(o, "schemes", "schemes/exact", fitted(schemeCaseGen, (*schemeCase).fit, o), runSchemeCase, shrinkScheme, schemeCase.scenario, nil)
 }
 
 // shrinkScheme makes a failing case smaller while it fails the same way:

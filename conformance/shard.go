@@ -67,14 +67,17 @@ type ShardRecord struct {
 // result per property. Shard is set in a shard's report; Merge turns the
 // shards' reports into the unsharded one.
 type Report struct {
-	Seed       uint64           `json:"seed"`
-	Release    string           `json:"release"`
-	Suite      string           `json:"suite"`
-	Count      int              `json:"count"`
-	Shard      *Shard           `json:"shard,omitempty"`
-	DUT        string           `json:"dut,omitempty"`        // the device under test (--dut), if any
-	DeviceLog  string           `json:"device_log,omitempty"` // the file that holds the device's output (--dut-cmd)
-	Properties []PropertyResult `json:"properties"`
+	Seed    uint64 `json:"seed"`
+	Release string `json:"release"`
+	Suite   string `json:"suite"`
+	Count   int    `json:"count"`
+	Shard   *Shard `json:"shard,omitempty"`
+	// SwitchProgram is the switch program the NetReduce jobs aggregated
+	// on when not netreduce (--switch-program).
+	SwitchProgram string           `json:"switch_program,omitempty"`
+	DUT           string           `json:"dut,omitempty"`        // the device under test (--dut), if any
+	DeviceLog     string           `json:"device_log,omitempty"` // the file that holds the device's output (--dut-cmd)
+	Properties    []PropertyResult `json:"properties"`
 }
 
 // Merge combines the reports of shards 0..N-1 of one suite (same seed,
@@ -98,9 +101,9 @@ func Merge(reports []Report) (Report, error) {
 			return Report{}, fmt.Errorf("report %d is not a shard's (no \"shard\" in it)", k+1)
 		case r.Shard.Of != n:
 			return Report{}, fmt.Errorf("report %d is shard %v, report 1 of %d shards", k+1, *r.Shard, n)
-		case r.Seed != first.Seed || r.Release != first.Release || r.Suite != first.Suite || r.Count != first.Count:
-			return Report{}, fmt.Errorf("report %d is of another run (seed %d, release %s, suite %s, count %d; report 1: seed %d, release %s, suite %s, count %d)",
-				k+1, r.Seed, r.Release, r.Suite, r.Count, first.Seed, first.Release, first.Suite, first.Count)
+		case r.Seed != first.Seed || r.Release != first.Release || r.Suite != first.Suite || r.Count != first.Count || r.SwitchProgram != first.SwitchProgram:
+			return Report{}, fmt.Errorf("report %d is of another run (seed %d, release %s, suite %s, count %d, switch program %q; report 1: seed %d, release %s, suite %s, count %d, switch program %q)",
+				k+1, r.Seed, r.Release, r.Suite, r.Count, r.SwitchProgram, first.Seed, first.Release, first.Suite, first.Count, first.SwitchProgram)
 		case len(r.Properties) != len(first.Properties):
 			return Report{}, fmt.Errorf("report %d has %d properties, report 1 %d", k+1, len(r.Properties), len(first.Properties))
 		}

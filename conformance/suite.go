@@ -21,7 +21,10 @@ type SuiteOptions struct {
 	Count   int               // generated cases per property
 	Seed    uint64            // the suite's seed: case i's inputs come from (Seed, i)
 	Release netreduce.Release // the release rule the aggregation suite runs against
-	OutDir  string            // where counterexamples are written ("" = nowhere)
+	// SwitchProgram is the switch program the NetReduce jobs aggregate on
+	// ("": netreduce); the cases are drawn within its limits (see fit).
+	SwitchProgram string
+	OutDir        string // where counterexamples are written ("" = nowhere)
 	// Progress, if set, is told after every case, with its property.
 	Progress func(property string)
 	// Shard, if set, runs only the shard's cases (case i when i mod Of is
@@ -83,6 +86,9 @@ func (o SuiteOptions) replay(path string) string {
 // suite (args: its suite and other flags), against the device if any.
 func (o SuiteOptions) rerun(args string, i int) string {
 	s := fmt.Sprintf("inaemu conformance %s --seed %d --count %d", args, o.Seed, i+1)
+	if o.program() != "" {
+		s += " --switch-program " + o.SwitchProgram
+	}
 	if o.DUT != nil {
 		s += " " + o.DUT.Replay
 	}
@@ -368,7 +374,8 @@ func reportShrunk[C fmt.Stringer](o SuiteOptions, res *PropertyResult, i int, c 
 // forged, and port security drops it before any ICRC check).
 func forgeryDrops(res *emu.Result, openPorts bool) string {
 	forged, corrupted := res.Faults.Spoofed, res.Faults.Corrupted
-	security, binding := res.Switch.PortSecurity, netreduce.StatsOf(res.Switch).PortDrops
+	_, binding := netreduce.AggregationDrops(res.Switch) // whichever program aggregated
+	security := res.Switch.PortSecurity
 	by, other := security, binding
 	if openPorts {
 		by, other = binding, security

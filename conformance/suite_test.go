@@ -159,7 +159,7 @@ func TestMaskedBitRegions(t *testing.T) {
 	// The regions are written from docs/roce.md §2; check them against frames
 	// of every transport: a flip of every unmasked covered bit breaks the
 	// ICRC, a flip of every masked bit does not.
-	pool := sampleFrames(3)
+	pool := sampleFrames(SuiteOptions{}, 3)
 	require.NotEmpty(t, pool)
 	seen := map[int]bool{}
 	step := max(1, len(pool)/300)

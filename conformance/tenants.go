@@ -52,12 +52,18 @@ type tenantCase struct {
 	A, B   tenantJob
 	C      *tenantJob // a third job, clean as a, or nil
 	Events []string   // in --fault form with host numbers
+	// Program is the switch program the NetReduce jobs aggregate on ("":
+	// netreduce).
+	Program string
 }
 
 func (c tenantCase) String() string {
 	s := fmt.Sprintf("hosts=%d gpus=%d mtu=%d seed=%d a=%+v b=%+v", c.Hosts, c.GPUs, c.MTU, c.Seed, c.A, c.B)
 	if c.C != nil {
 		s += fmt.Sprintf(" c=%+v", *c.C)
+	}
+	if c.Program != "" {
+		s += " switch-program=" + c.Program
 	}
 	return s + fmt.Sprintf(" faults=%q", c.Events)
 }
@@ -68,7 +74,7 @@ func (c tenantCase) scenario(faults bool) *scenario.Scenario {
 	seed, mtu := c.Seed, c.MTU
 	sc := &scenario.Scenario{MTU: &mtu, Seed: &seed, Mode: "netreduce", MaxTime: "120s",
 		Topology: &topo.Spec{Kind: "star", Hosts: topo.HostsSpec{Count: c.Hosts}},
-		Jobs:     []scenario.Job{c.A.job("a", c.GPUs), c.B.job("b", c.GPUs)}}
+		Jobs:     []scenario.Job{c.A.job("a", c.GPUs), c.B.job("b", c.GPUs)}, SwitchProgram: c.Program}
 	if c.GPUs > 0 {
 		sc.Topology.GPUs, sc.Topology.Intra, sc.Topology.Alpha = c.GPUs, "150G", "1us"
 	}
@@ -269,7 +275,7 @@ func TenantSuite(o SuiteOptions) []PropertyResult {
 	if o.DUT != nil {
 		return []PropertyResult{skipped("tenants/isolation", "needs several jobs on one switch and the emulator's per-job counters and virtual times")}
 	}
-	return exactSuite(o, "tenants", "tenants/isolation", tenantCaseGen, runTenantCase, shrinkTenant,
+	return exactSuite(o, "tenants", "tenants/isolation", fitted(tenantCaseGen, (*tenantCase).fit, o), runTenantCase, shrinkTenant,
 		func(c tenantCase) *scenario.Scenario { return c.scenario(true) },
 		// Interference takes the run with and without b's faults, a
 		// forgery dropped by the wrong check the run's counters.

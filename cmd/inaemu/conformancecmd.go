@@ -17,11 +17,13 @@ import (
 
 	"github.com/inaemu/inaemu/conformance"
 	"github.com/inaemu/inaemu/emu/netreduce"
+	"github.com/inaemu/inaemu/emu/switching"
 )
 
 // conformanceArgs are conformance's flags.
 type conformanceArgs struct {
 	suite, release, out, shard string
+	program                    string // --switch-program
 	junit                      string
 	count, jobs                int
 	seed                       uint64
@@ -55,13 +57,14 @@ that replays it (replay). --junit writes the same as JUnit XML. Every field: doc
 	f.IntVar(&a.count, "count", 100, "generated cases per property")
 	f.Uint64Var(&a.seed, "seed", 0, "the suite's seed (default: a fresh one, printed)")
 	f.StringVar(&a.release, "release", "safe", "aggregator release rule the aggregation suite runs against: safe or paper")
+	f.StringVar(&a.program, "switch-program", netreduce.ProgramName, "the switch program the suites' NetReduce jobs aggregate on: "+strings.Join(switching.ProgramNames(), " or ")+"; cases are drawn within its limits, and a suite it cannot run is skipped with the reason")
 	f.StringVar(&a.out, "out", "counterexamples", "directory for shrunk counterexamples (a scenario file and its pcapng each)")
 	f.StringVar(&a.shard, "shard", "", "run shard `I/N` of the cases (or N: I from JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID); merge the --json reports with 'inaemu merge'")
 	f.IntVarP(&a.jobs, "jobs", "j", 1, "run the cases in `N` shards at once in this process (one per core) and merge them")
 	df = addDUTFlags(c)
 	f.StringVar(&a.junit, "junit", "", fmt.Sprintf(junitHelp, "a testcase per property, its failure with the counterexample and replay command"))
 	f.BoolVar(&a.asJSON, "json", false, `print one JSON object: {"seed","release","suite","count","shard","dut","device_log","properties":[{"name","passed","cases","counterexample","failure","replay","notes","wall_ns","shard","skipped"},...]}`)
-	completeWords(c, map[string][]string{"suite": append(names, "all"), "release": {"safe", "paper"}})
+	completeWords(c, map[string][]string{"suite": append(names, "all"), "release": {"safe", "paper"}, "switch-program": switching.ProgramNames()})
 	c.MarkFlagsMutuallyExclusive("shard", "jobs")
 	_ = c.MarkFlagDirname("out")
 	return c
@@ -112,6 +115,10 @@ func runConformance(fs *cmdEnv, a conformanceArgs, df *dutFlags, names []string)
 		fs.usageError("%v", err)
 		return exitUsage
 	}
+	if err := switching.CheckProgram(a.program); err != nil {
+		fs.usageError("--switch-program: %v", err)
+		return exitUsage
+	}
 	if a.count < 1 {
 		fs.usageError("--count %d: want at least 1", a.count)
 		return exitUsage
@@ -146,10 +153,17 @@ func runConformance(fs *cmdEnv, a conformanceArgs, df *dutFlags, names []string)
 		seed = binary.LittleEndian.Uint64(b[:]) >> 16
 	}
 	head := conformance.Report{Seed: seed, Release: rel.String(), Suite: a.suite, Count: a.count}
-	opts := conformance.SuiteOptions{Count: a.count, Seed: seed, Release: rel, OutDir: a.out, Shard: shard}
+	opts := conformance.SuiteOptions{Count: a.count, Seed: seed, Release: rel, OutDir: a.out, Shard: shard, SwitchProgram: a.program}
+	if a.program != netreduce.ProgramName {
+		head.SwitchProgram = a.program
+	}
 	var writeErr firstError // the first counterexample that could not be written
 	opts.WriteFailed = writeErr.set
 	if df.given(fs) {
+		if head.SwitchProgram != "" {
+			fs.usageError("--switch-program %s: with --dut the device aggregates, not an inaemu switch program", a.program)
+			return exitUsage
+		}
 		var code int
 		if !conformanceDUT(fs, df, a.jobs, &opts, &code) {
 			return code
@@ -173,6 +187,9 @@ func runConformance(fs *cmdEnv, a conformanceArgs, df *dutFlags, names []string)
 			what = fmt.Sprintf(", shard %v", shard)
 		} else if a.jobs > 1 {
 			what = fmt.Sprintf(", %d shards at once", a.jobs)
+		}
+		if head.SwitchProgram != "" {
+			what += ", switch program " + head.SwitchProgram
 		}
 		if opts.DUT != nil {
 			what += fmt.Sprintf(", against the device on %s..%s", opts.DUT.Port(0), opts.DUT.Port(opts.DUT.Ports-1))

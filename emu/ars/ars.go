@@ -84,7 +84,6 @@ type Program struct {
 	rings  [256]*ring
 	nrings int
 	conns  map[connKey]*member
-	arb    arbiter
 	st     Stats
 	view   frames.View
 	out    []byte
@@ -149,6 +148,12 @@ type ring struct {
 	// released: every message below it reached every receiver (each rank
 	// sent a flow N messages later), so its index may be reused.
 	released int64
+	// arb is the ring's output arbiter: like its buffers, each ring
+	// (tenant) has its own, as if AGG_PORT_CFG were per group, so one
+	// tenant's re-sends never delay another's results (the tenants
+	// conformance suite holds every other job's virtual time to the run
+	// without the faults).
+	arb arbiter
 }
 
 // AddRing sets up a ring: its members' ports, QPs and first PSNs.
@@ -226,7 +231,12 @@ func (p *Program) Report() any { return p.Stats() }
 // Stats is the program's report, typed.
 func (p *Program) Stats() Report {
 	st := p.st
-	st.ArbiterWaits, st.ArbiterWaitNS = p.arb.waits, int64(p.arb.waited)
+	for _, r := range p.rings {
+		if r != nil {
+			st.ArbiterWaits += r.arb.waits
+			st.ArbiterWaitNS += int64(r.arb.waited)
+		}
+	}
 	return Report{Stats: st, Rings: p.nrings, MemoryBytes: p.MemoryBytes()}
 }
 
@@ -401,12 +411,17 @@ func (p *Program) aggregate(v *frames.View, m *member, col, off int, data []byte
 			p.st.BadDrops++
 			return true
 		}
-		f := m.frames[i]
+		// The answer is the re-sent frame with the sum for its data, not
+		// the stored frame: the ICRC does not cover the Ethernet header, so
+		// a stored copy whose MAC a bit error changed would make every
+		// answer undeliverable (the conformance suites' netem corruption
+		// found it: a connection stalled for good).
+		f := v.Frame()
 		out := p.out[:len(f)]
 		copy(out, f)
-		copy(out[m.dataOff[i]:], s.result[:s.dataLen])
+		copy(out[v.PayloadOffset()+len(v.Payload())-len(data):], s.result[:s.dataLen])
 		p.fixICRC(out)
-		wait := p.arb.book(p.now(), p.now()+p.timing.Resend-txOut(len(out)), txOut(len(out)), true)
+		wait := r.arb.book(p.now(), p.now()+p.timing.Resend-txOut(len(out)), txOut(len(out)), true)
 		p.st.ResultResends++
 		emit(out, p.timing.Resend+wait)
 		return true
@@ -452,7 +467,7 @@ func (p *Program) aggregate(v *frames.View, m *member, col, off int, data []byte
 	for _, o := range r.members {
 		longest = max(longest, len(o.frames[i]))
 	}
-	lat += p.arb.book(p.now(), p.now()+lat-txOut(longest), txOut(longest), false)
+	lat += r.arb.book(p.now(), p.now()+lat-txOut(longest), txOut(longest), false)
 	for _, o := range r.members {
 		f := o.frames[i]
 		copy(f[o.dataOff[i]:], sum)
@@ -484,3 +499,14 @@ func (r *ring) advance(rank int, msg int64) {
 		r.released = max(r.released, low-int64(r.cfg.Window)+1)
 	}
 }
+
+// Limits are the rings the buffers hold (netreduce.RingLimiter): what
+// AddRing refuses beyond, so tools that draw rings (the conformance
+// suites) draw them within.
+func (p *Program) Limits() netreduce.Limits {
+	return netreduce.Limits{MaxWorkers: MaxWorkers, MaxWindow: MaxWindow, MaxMsgLen: FlowFrames, MinMTU: 256, MaxMTU: PayloadSlot,
+		DTypes: []tensor.DType{tensor.F32, tensor.I32}}
+}
+
+// AggregationDrops is the ICRC and port drops (netreduce.DropReport).
+func (r Report) AggregationDrops() (icrc, port uint64) { return r.ICRCDrops, r.PortDrops }

@@ -1023,6 +1023,11 @@ func (r *Job) connect() error {
 // ACKs arrive there), and its receive QP's first PSN (its ACKs).
 type RingPSNs struct{ Send, SendR, Recv []uint32 }
 
+// InitialPSNs are the initial PSNs of a job of ranks ranks with seed
+// seed (a test that wants a connection across the 24-bit PSN wrap picks
+// its seed by them).
+func InitialPSNs(seed uint64, ranks int) RingPSNs { return initialPSNs(seed, ranks) }
+
 // initialPSNs draws the job's initial PSNs from the seed, so a switch told
 // the seed knows where each connection's first message starts.
 func initialPSNs(seed uint64, n int) RingPSNs {

@@ -2,11 +2,13 @@ package netreduce
 
 import (
 	"fmt"
-	"github.com/inaemu/inaemu/frames/wire"
+	"slices"
 
 	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/frames/wire"
 	"github.com/inaemu/inaemu/internal/units"
+	"github.com/inaemu/inaemu/tensor"
 )
 
 // ProgramName is the name the accelerator registers as a switch program,
@@ -64,6 +66,66 @@ func HeaderLen(name string) int {
 	}
 	return wire.INALen
 }
+
+// Limits are what a RingHost can hold of a ring, for tools that draw
+// rings to fit it (the conformance suites generate jobs within them). A
+// zero bound is none.
+type Limits struct {
+	MaxWorkers, MaxWindow, MaxMsgLen int
+	MinMTU, MaxMTU                   int
+	DTypes                           []tensor.DType // the element types it sums; nil: every one
+	Trees                            bool           // multi-rack rings (RingConfig.Tree)
+}
+
+// RingLimiter is a RingHost that says its Limits. One that does not holds
+// every ring the runner validates, multi-rack trees included, as the
+// NetReduce accelerator does.
+type RingLimiter interface {
+	Limits() Limits
+}
+
+// LimitsOf are the Limits of the program registered as name ("": the
+// NetReduce accelerator's), asked of an instance on a scratch switch as
+// HeaderLen does.
+func LimitsOf(name string) Limits {
+	if name == "" {
+		name = ProgramName
+	}
+	if p, err := switching.New(nil, "scratch", switching.Timing{}).Program(name); err == nil {
+		if l, ok := p.(RingLimiter); ok {
+			return l.Limits()
+		}
+	}
+	return Limits{Trees: true}
+}
+
+// Fits reports whether d is one of the element types l sums.
+func (l Limits) Fits(d tensor.DType) bool {
+	return l.DTypes == nil || slices.Contains(l.DTypes, d)
+}
+
+// DropReport is a program report that counts the aggregation frames it
+// dropped for a bad ICRC and as forgeries (a member's frame from a port
+// other than its connection's): what a test that injected corruptions and
+// forgeries compares with them, whichever program aggregated.
+type DropReport interface {
+	AggregationDrops() (icrc, port uint64)
+}
+
+// AggregationDrops adds up the DropReports among a switch report's
+// program reports.
+func AggregationDrops(r switching.Report) (icrc, port uint64) {
+	for _, rep := range r.Programs {
+		if d, ok := rep.(DropReport); ok {
+			i, p := d.AggregationDrops()
+			icrc, port = icrc+i, port+p
+		}
+	}
+	return icrc, port
+}
+
+// AggregationDrops is the ICRC and port drops (DropReport).
+func (s Stats) AggregationDrops() (icrc, port uint64) { return s.ICRCDrops, s.PortDrops }
 
 // Program puts the accelerator in a switch's pipeline: its results take
 // the aggregation latency of their ring's arithmetic, re-sent results the
