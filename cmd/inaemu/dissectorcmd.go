@@ -27,6 +27,12 @@ this Lua dissector adds what is inaemu's: NetReduce's INA header at the start of
 FIRST/ONLY payloads (filter ina), multi-rack NetReduce's switch-to-switch frames (ina.tree) and
 INCEPTIONN's packed payloads.
 
+An AllReduce-Switch capture (--switch-program ars) puts 20 bytes in front of the data: the INA
+header and 12 reserved zero bytes (ina.reserved). The preference ina.header_len says which:
+auto (the default: 20 when those 12 bytes are zero and the data after them is not), 8 or 20;
+set it in Edit > Preferences > Protocols > INA or with tshark -o ina.header_len:20 when a
+tensor of zeros leaves auto in doubt.
+
 Without flags it prints the dissector (inaemu dissector > inaemu.lua; then
 wireshark -X lua_script:inaemu.lua FILE). With --install it writes inaemu.lua into Wireshark's
 personal Lua plugins folder, where Wireshark and tshark load it on every start: the folder

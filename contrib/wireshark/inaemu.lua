@@ -8,8 +8,22 @@
 --                        tshark -X lua_script:contrib/wireshark/inaemu.lua -r run.pcapng -V
 -- or copy it into your personal plugins folder (Help > About > Folders).
 --
--- Filter fields: ina.tag, ina.ring, ina.msg, ina.msglen, ina.rank, ina.data_len;
--- ina.tree.* for the switch-to-switch frames (listed further down).
+-- Filter fields: ina.tag, ina.ring, ina.msg, ina.msglen, ina.rank, ina.data_len,
+-- ina.reserved (the AllReduce-Switch's, below); ina.tree.* for the
+-- switch-to-switch frames (listed further down).
+--
+-- The AllReduce-Switch program (inaemu run --switch-program ars; TCSI '21
+-- Table IV, docs/ars.md) puts a 20-byte header in front of the data: the
+-- same 8-byte INA header, then 12 reserved bytes that are zero. Its
+-- captures say so in their section comment ("inaemu: switch-program=ars"),
+-- which a Lua dissector cannot read, so the preference ina.header_len
+-- (Edit > Preferences > Protocols > INA; tshark -o ina.header_len:20)
+-- says how long the header is: 8 (NetReduce), 20 (AllReduce-Switch) or
+-- auto, the default, which takes 20 when the 12 bytes after the INA
+-- header are zero, the packet holds data after them and not all of it is
+-- zero, and the WRITE's RETH DMA length has room for the 20 bytes. A tensor
+-- whose first three elements are zero in a NetReduce capture, or of zeros
+-- in an AllReduce-Switch capture, fools auto: set the preference.
 
 local INA_TAG = 0x494E4131 -- "INA1"
 
@@ -20,12 +34,47 @@ local f_msg = ProtoField.uint8("ina.msg", "MsgID", base.DEC)
 local f_msglen = ProtoField.uint8("ina.msglen", "MsgLen (packets)", base.DEC)
 local f_rank = ProtoField.uint8("ina.rank", "Rank", base.DEC)
 local f_data = ProtoField.uint32("ina.data_len", "Tensor bytes in this packet", base.DEC)
-ina.fields = { f_tag, f_ring, f_msg, f_msglen, f_rank, f_data }
+local f_reserved = ProtoField.bytes("ina.reserved", "Reserved (AllReduce-Switch header, zero)")
+ina.fields = { f_tag, f_ring, f_msg, f_msglen, f_rank, f_data, f_reserved }
+
+local NR_HEADER, ARS_HEADER = 8, 20
+ina.prefs.header_len = Pref.enum("Header length", 0,
+	"Bytes in front of the data of a WRITE FIRST/ONLY: 8 (NetReduce's INA header), 20 (the AllReduce-Switch's: "
+		.. "the INA header and 12 reserved bytes) or auto (20 when those 12 bytes are zero and data follows)",
+	{ { 1, "auto", 0 }, { 2, "8", NR_HEADER }, { 3, "20", ARS_HEADER } }, false)
 
 -- The InfiniBand dissector hands RDMA payloads to heuristic dissectors of
 -- "infiniband.payload". Only WRITE FIRST (6) and WRITE ONLY (10) / ONLY
 -- WITH IMMEDIATE (11) carry the header; the tag makes the match certain.
 local f_opcode = Field.new("infiniband.bth.opcode")
+local f_dmalen = Field.new("infiniband.reth.dmalen")
+
+local function zeros(tvb, off, n)
+	for i = off, off + n - 1 do
+		if tvb(i, 1):uint() ~= 0 then
+			return false
+		end
+	end
+	return true
+end
+
+-- header_len is the header in front of this packet's data (ina.header_len;
+-- auto as described at the top).
+local function header_len(tvb)
+	local pref = ina.prefs.header_len
+	if pref ~= 0 then
+		return pref
+	end
+	local n = tvb:len()
+	if n <= ARS_HEADER or not zeros(tvb, NR_HEADER, ARS_HEADER - NR_HEADER) or zeros(tvb, ARS_HEADER, n - ARS_HEADER) then
+		return NR_HEADER
+	end
+	local dl = f_dmalen()
+	if dl ~= nil and dl.value < ARS_HEADER then
+		return NR_HEADER
+	end
+	return ARS_HEADER
+end
 
 local function heuristic(tvb, pinfo, tree)
 	if tvb:len() < 8 or tvb(0, 4):uint() ~= INA_TAG then
@@ -39,17 +88,23 @@ local function heuristic(tvb, pinfo, tree)
 	if code ~= 6 and code ~= 10 and code ~= 11 then
 		return false
 	end
-	local t = tree:add(ina, tvb(0, 8))
+	local hl = math.min(header_len(tvb), tvb:len())
+	local t = tree:add(ina, tvb(0, hl))
 	t:add(f_tag, tvb(0, 4))
 	t:add(f_ring, tvb(4, 1))
 	t:add(f_msg, tvb(5, 1))
 	t:add(f_msglen, tvb(6, 1))
 	t:add(f_rank, tvb(7, 1))
-	t:add(f_data, tvb(8, 0), tvb:len() - 8)
-	t:append_text(string.format(", Ring %d, Msg %d, MsgLen %d, Rank %d",
-		tvb(4, 1):uint(), tvb(5, 1):uint(), tvb(6, 1):uint(), tvb(7, 1):uint()))
-	pinfo.cols.info:append(string.format(" [INA ring=%d msg=%d len=%d rank=%d]",
-		tvb(4, 1):uint(), tvb(5, 1):uint(), tvb(6, 1):uint(), tvb(7, 1):uint()))
+	if hl > NR_HEADER then
+		t:add(f_reserved, tvb(NR_HEADER, hl - NR_HEADER))
+	end
+	t:add(f_data, tvb(hl, 0), tvb:len() - hl)
+	local ars = hl > NR_HEADER and " hdr=" .. hl or ""
+	t:append_text(string.format(", Ring %d, Msg %d, MsgLen %d, Rank %d%s",
+		tvb(4, 1):uint(), tvb(5, 1):uint(), tvb(6, 1):uint(), tvb(7, 1):uint(),
+		hl > NR_HEADER and ", " .. (hl - NR_HEADER) .. " reserved bytes (AllReduce-Switch)" or ""))
+	pinfo.cols.info:append(string.format(" [INA ring=%d msg=%d len=%d rank=%d%s]",
+		tvb(4, 1):uint(), tvb(5, 1):uint(), tvb(6, 1):uint(), tvb(7, 1):uint(), ars))
 	return true
 end
 

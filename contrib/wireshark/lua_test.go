@@ -288,3 +288,67 @@ func TestLuaDissectorShowsCompressedPayloads(t *testing.T) {
 	require.NoError(t, err, errOut)
 	require.Contains(t, out, "[INCEPTIONN BAD: cut in group")
 }
+
+// TestLuaDissectorShowsTheAllReduceSwitchHeader: on an AllReduce-Switch
+// capture (--switch-program ars) a WRITE FIRST's 20-byte header is the
+// INA header and 12 reserved zero bytes (ina.reserved), and the data after
+// it is 1004 bytes, as the preference ina.header_len says or, by default,
+// as auto finds; forced to 8, tshark reads it as NetReduce's. NetReduce's
+// own captures stay 8-byte ones under auto, a tensor of zeros included
+// (its first three elements would pass for the reserved bytes).
+func TestLuaDissectorShowsTheAllReduceSwitchHeader(t *testing.T) {
+	testtool.Need(t, "tshark", testtool.HaveTshark)
+	capture := func(program string, pat workload.Pattern) string {
+		fn := filepath.Join(t.TempDir(), "run.pcapng")
+		f, err := os.Create(fn)
+		require.NoError(t, err)
+		cfg := emu.DefaultConfig()
+		cfg.Workers, cfg.MsgLen, cfg.MTU, cfg.TensorBytes, cfg.Seed, cfg.Capture = 3, 4, 1024, 10000, 1, f
+		cfg.Transport, cfg.SwitchProgram, cfg.Pattern = frames.V1, program, pat
+		res, err := emu.Run(cfg)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		require.True(t, res.Exact)
+		return fn
+	}
+	// firsts are the WRITE FIRSTs' ina.reserved, ina.data_len and Info.
+	firsts := func(fn string, opts ...string) [][]string {
+		args := append([]string{"-X", "lua_script:inaemu.lua"}, opts...)
+		args = append(args, "-r", fn, "-Y", "ina", "-T", "fields", "-E", "separator=|",
+			"-e", "infiniband.bth.opcode", "-e", "ina.reserved", "-e", "ina.data_len", "-e", "_ws.col.Info")
+		out, errOut, err := testtool.Run(t, "tshark", args...)
+		require.NoError(t, err, errOut)
+		require.NotContains(t, errOut, "Lua: Error")
+		var rows [][]string
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			c := strings.Split(l, "|")
+			require.Len(t, c, 4, l)
+			require.Equal(t, "6", c[0], "only WRITE FIRSTs carry the header (10000 bytes in messages of 4 packets): %s", l)
+			rows = append(rows, c[1:])
+		}
+		// 10000 bytes in messages of 4×1024-20 = 4076 bytes: three
+		// messages, each first packet into and out of the switch.
+		require.Len(t, rows, 3*3*2, out)
+		return rows
+	}
+
+	ars := capture("ars", workload.Random)
+	for _, opts := range [][]string{nil, {"-o", "ina.header_len:auto"}, {"-o", "ina.header_len:20"}} {
+		for _, r := range firsts(ars, opts...) {
+			require.Equal(t, "000000000000000000000000", r[0], "%v: the 12 reserved bytes: %v", opts, r)
+			require.Equal(t, "1004", r[1], "%v: 1024-byte payload, 20-byte header: %v", opts, r)
+			require.Contains(t, r[2], "hdr=20]", "%v", opts)
+		}
+	}
+	for _, r := range firsts(ars, "-o", "ina.header_len:8") {
+		require.Equal(t, []string{"", "1016"}, r[:2], "read as NetReduce's: %v", r)
+		require.NotContains(t, r[2], "hdr=")
+	}
+
+	for _, pat := range []workload.Pattern{workload.Random, workload.Zeros} {
+		fn := capture("", pat)
+		for _, r := range firsts(fn) {
+			require.Equal(t, []string{"", "1016"}, r[:2], "NetReduce %v under auto: %v", pat, r)
+		}
+	}
+}
