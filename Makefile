@@ -51,7 +51,7 @@ BENCHCOUNT ?= 5
 BENCHTIME  ?= 300ms
 bench:
 	@mkdir -p bin
-	@$(GO) test -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) -benchtime $(BENCHTIME) ./frames/ ./roce/ ./emu/... ./faultwire/ > bin/bench.out 2>&1; \
+	@$(GO) test -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) -benchtime $(BENCHTIME) ./frames/ ./roce/ ./tensor/ ./emu/... ./faultwire/ > bin/bench.out 2>&1; \
 		status=$$?; cat bin/bench.out; echo; \
 		$(GO) run ./internal/benchtable < bin/bench.out && exit $$status
 
