@@ -221,6 +221,10 @@ func (p *Program) MemoryBytes() int64 {
 	return n
 }
 
+// RingMemoryBytes is what AddRing(cfg) adds to MemoryBytes
+// (netreduce.RingMemory): a job's memory estimate and report use it.
+func (p *Program) RingMemoryBytes(cfg netreduce.RingConfig) int64 { return ringMemory(cfg.Workers) }
+
 func ringMemory(workers int) int64 {
 	return int64(BufferSlots) * (int64(workers)*(headerSlot+PayloadSlot) + PayloadSlot)
 }

@@ -23,6 +23,7 @@ type registered struct {
 var (
 	_ netreduce.RingHost   = (*registered)(nil)
 	_ netreduce.INAHeader  = (*registered)(nil)
+	_ netreduce.RingMemory = (*registered)(nil)
 	_ switching.ReportSum  = Report{}
 	_ switching.ReportLine = Report{}
 )
@@ -36,7 +37,7 @@ func newProgram(env switching.ProgramEnv) switching.Program {
 func (r *registered) AddRing(cfg netreduce.RingConfig) error {
 	if r.env.MemoryBudget != nil && r.env.MemoryUsed != nil {
 		if budget := r.env.MemoryBudget(); budget > 0 {
-			used, need := r.env.MemoryUsed(), ringMemory(cfg.Workers)
+			used, need := r.env.MemoryUsed(), r.RingMemoryBytes(cfg)
 			if used+need > budget {
 				return fmt.Errorf("switch %s: ring %d needs %s of AllReduce-Switch buffers (%d frames × (%d ports' header and payload slots + the result)) and %s of the %s budget is in use: raise --switch-memory",
 					r.env.Switch, cfg.ID, units.FormatBytes(need), BufferSlots, cfg.Workers, units.FormatBytes(used), units.FormatBytes(budget))

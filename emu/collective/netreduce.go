@@ -100,8 +100,9 @@ func init() {
 
 // netReduceMemory: send and receive rings of a few windows per worker
 // (the tensor is generated and checked as it goes), the expected sums,
-// one per ring slot, and the switch's aggregators (the ring's own
-// MemoryBytes: the window's slots in use).
+// one per ring slot, and the switch's memory for the ring (the program's
+// own figure, netreduce.RingMemoryOf; NetReduce's: the window's
+// aggregators in use).
 func netReduceMemory(cfg job.Config, e *job.MemoryEstimate) (int64, bool) {
 	w, mtu := int64(cfg.Workers), int64(cfg.MTU)
 	msgB := int64(cfg.MsgLen) * mtu
@@ -112,10 +113,15 @@ func netReduceMemory(cfg job.Config, e *job.MemoryEstimate) (int64, bool) {
 	e.Queues = w * 2 * (msgs + 1) * job.WRBytes
 	aggs := 2 * int64(cfg.Window) * int64(cfg.MsgLen)
 	used := min(msgs, 2*int64(cfg.Window)) * int64(cfg.MsgLen)
-	// The ring's aggregator array as the program counts it; the pages
-	// touched are those of the aggregators in use.
-	ring := NetReduceRing(cfg, nil).MemoryBytes()
-	e.Switch = used*(ring/aggs) + aggs*w*(24+8) + aggs*64
+	// The ring's memory as the program counts it: a program's own figure
+	// (netreduce.RingMemory) whole; NetReduce's aggregator array by the
+	// pages touched, those of the aggregators in use.
+	ring, own := netreduce.RingMemoryOf(cfg.SwitchProgram, NetReduceRing(cfg, nil))
+	if own {
+		e.Switch = ring
+	} else {
+		e.Switch = used*(ring/aggs) + aggs*w*(24+8) + aggs*64
+	}
 	e.Largest = max(size, ring)
 	return 4*int64(cfg.Window)*int64(cfg.MsgLen) + 2, false
 }

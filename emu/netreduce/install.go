@@ -135,7 +135,7 @@ func Install(p Placement) (Installed, error) {
 	for i := range all {
 		all[i] = i
 	}
-	m := ring.MemoryBytes()
+	m := p.memory(sw, ring)
 	return Installed{ID: id, Groups: [][]int{all}, Members: []Member{{Switch: sw, Role: Single, MemoryBytes: m}}, MemoryBytes: m}, nil
 }
 
@@ -150,6 +150,17 @@ func (p *Placement) add(sw *switching.Switch, ring RingConfig) error {
 		return fmt.Errorf("job %s: %w", p.Job, err)
 	}
 	return err
+}
+
+// memory is what ring takes on sw's program: its own figure
+// (RingMemory), else the aggregator array's.
+func (p *Placement) memory(sw *switching.Switch, ring RingConfig) int64 {
+	if h, err := Host(sw, p.Program); err == nil {
+		if m, ok := h.(RingMemory); ok {
+			return m.RingMemoryBytes(ring)
+		}
+	}
+	return ring.MemoryBytes()
 }
 
 // freeRingID is the lowest RingID no switch of sws holds.
@@ -239,8 +250,8 @@ func (p *Placement) installTree(leaves []*switching.Switch) (Installed, error) {
 	if err := p.add(spine, sc); err != nil {
 		return Installed{}, err
 	}
-	in.MemoryBytes = sc.MemoryBytes()
-	in.Members = append(in.Members, Member{Switch: spine, Role: Spine, MemoryBytes: sc.MemoryBytes()})
+	in.MemoryBytes = p.memory(spine, sc)
+	in.Members = append(in.Members, Member{Switch: spine, Role: Spine, MemoryBytes: in.MemoryBytes})
 	n := len(p.Switches)
 	for li, l := range leaves {
 		lc := ring
@@ -264,8 +275,9 @@ func (p *Placement) installTree(leaves []*switching.Switch) (Installed, error) {
 				l.Route(other.MAC, []int{up[li]})
 			}
 		}
-		in.MemoryBytes += lc.MemoryBytes()
-		in.Members = append(in.Members, Member{Switch: l, Role: Leaf, Ranks: in.Groups[li], MemoryBytes: lc.MemoryBytes()})
+		lm := p.memory(l, lc)
+		in.MemoryBytes += lm
+		in.Members = append(in.Members, Member{Switch: l, Role: Leaf, Ranks: in.Groups[li], MemoryBytes: lm})
 	}
 	return in, nil
 }

@@ -67,6 +67,29 @@ func HeaderLen(name string) int {
 	return wire.INALen
 }
 
+// RingMemory is a RingHost whose rings take memory of its own size, not
+// NetReduce's aggregator array (RingConfig.MemoryBytes): what AddRing of
+// ring cfg adds to its MemoryBytes. A job's memory estimate and its
+// report take a ring's memory from it.
+type RingMemory interface {
+	RingMemoryBytes(cfg RingConfig) int64
+}
+
+// RingMemoryOf is the memory ring cfg takes on the program registered as
+// name ("": the NetReduce accelerator): its RingMemoryBytes, asked of an
+// instance on a scratch switch as HeaderLen does, and true; else the
+// aggregator array's (cfg.MemoryBytes) and false.
+func RingMemoryOf(name string, cfg RingConfig) (int64, bool) {
+	if name != "" && name != ProgramName {
+		if p, err := switching.New(nil, "scratch", switching.Timing{}).Program(name); err == nil {
+			if m, ok := p.(RingMemory); ok {
+				return m.RingMemoryBytes(cfg), true
+			}
+		}
+	}
+	return cfg.MemoryBytes(), false
+}
+
 // Limits are what a RingHost can hold of a ring, for tools that draw
 // rings to fit it (the conformance suites generate jobs within them). A
 // zero bound is none.
