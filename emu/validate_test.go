@@ -323,3 +323,22 @@ func TestValidateSpoofEntersTheRingsSwitch(t *testing.T) {
 	assert.True(t, res.Exact)
 	assert.Positive(t, netreduce.StatsOf(res.Switch).PortDrops)
 }
+
+// A one-job run is estimated as it runs, its mode resolved: fr is a ring
+// over every GPU (the estimate of fr itself, which registers no memory of
+// its own, would be the emulator's base only and let --max-memory pass
+// anything), and a wa job counts its aggregator.
+func TestEstimateOfOneJobIsItsResolvedJob(t *testing.T) {
+	fr := DefaultConfig()
+	fr.Mode, fr.Workers, fr.TensorBytes = FR, 4, 64<<20
+	fr.Topology = parseTopo(t, "star:hosts=4,gpus=2,intra=150G")
+	ring := fr
+	ring.Mode, ring.Workers = Ring, 8
+	assert.Equal(t, EstimateMemory(ring).Total, EstimateRunMemory(fr).Total, "fr: a ring of the 8 GPUs")
+
+	wa := DefaultConfig()
+	wa.Mode, wa.Workers, wa.TensorBytes = WA, 3, 16<<20
+	four := wa
+	four.Workers = 4 // three workers and the aggregator
+	assert.Equal(t, EstimateMemory(four).Total, EstimateRunMemory(wa).Total, "wa: its aggregator is a rank")
+}

@@ -192,8 +192,13 @@ func cgroupMemory() (limit, used int64, ok bool) {
 // together: each job's estimate, the emulator's own base once.
 func EstimateRunMemory(cfg Config) MemoryEstimate {
 	jobs, err := cfg.jobConfigs()
-	if err != nil || len(cfg.Jobs) == 0 && len(jobs) == 1 {
+	if err != nil {
 		return EstimateMemory(cfg)
+	}
+	if len(cfg.Jobs) == 0 && len(jobs) == 1 {
+		// The one job as it runs: its mode resolved (fr is a ring over
+		// every GPU) and its ranks counted (wa's aggregator too).
+		return EstimateMemory(jobs[0].Cfg)
 	}
 	var e MemoryEstimate
 	for _, j := range jobs {
