@@ -1293,7 +1293,8 @@ func (u *Session) result(events int) *Result {
 	for _, s := range u.Fab.Switches {
 		res.Switch.Add(s.Report())
 	}
-	res.ICRCDrops += netreduce.StatsOf(res.Switch).ICRCDrops
+	icrc, _ := netreduce.AggregationDrops(res.Switch) // whichever programs aggregated
+	res.ICRCDrops += icrc
 	res.Faults = u.Fab.FaultStats()
 	res.FaultDrops = res.Faults.Lost + res.Faults.Dropped
 	res.QueueDrops = u.Fab.LinkStats().QueueDrops
