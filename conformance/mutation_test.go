@@ -84,7 +84,7 @@ var mutations = []mutation{
 		// before the previous step's had landed: a ring reduce-scatter of
 		// four GPUs passed on partial sums not yet complete.
 		name:   "intra-step-does-not-wait",
-		file:   "emu/intrastage.go",
+		file:   "emu/collective/intrastage.go",
 		old:    "\t\tif x.step > st.got[g] {\n\t\t\treturn\n\t\t}\n",
 		new:    "",
 		suites: []string{"schemes"},
@@ -94,9 +94,9 @@ var mutations = []mutation{
 		// all-gather, not the chunk it reduced itself: a scheme's GPU held
 		// a piece of zeros.
 		name:   "ring-keeps-gathered-results-only",
-		file:   "emu/job_ring.go",
-		old:    "\t\tif o := j.out[w.rank]; o != nil {",
-		new:    "\t\tif o := j.out[w.rank]; o != nil && s >= j.n-1 {",
+		file:   "emu/collective/ring.go",
+		old:    "\t\tif o := j.out[w.Rank]; o != nil {",
+		new:    "\t\tif o := j.out[w.Rank]; o != nil && s >= j.n-1 {",
 		suites: []string{"schemes"},
 	},
 	{
