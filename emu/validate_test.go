@@ -342,3 +342,30 @@ func TestEstimateOfOneJobIsItsResolvedJob(t *testing.T) {
 	four.Workers = 4 // three workers and the aggregator
 	assert.Equal(t, EstimateMemory(four).Total, EstimateRunMemory(wa).Total, "wa: its aggregator is a rank")
 }
+
+// A job its switch program cannot hold is refused by Validate, naming the
+// flag and the program, before anything runs; and a switch program given
+// to a run with no job that aggregates in a switch is refused, not ignored.
+func TestValidateSwitchProgramLimits(t *testing.T) {
+	for _, c := range []struct {
+		set  func(*Config)
+		want string
+	}{
+		{func(c *Config) {}, "--msg-len 170: switch program ars takes messages of 1..128 packets"},
+		{func(c *Config) { c.MsgLen, c.Window = 128, 3 }, "--window 3: switch program ars holds 1..2 messages in flight per worker"},
+		{func(c *Config) { c.MsgLen, c.MTU = 128, 2048 }, "--mtu 2048: switch program ars takes 256..1024"},
+		{func(c *Config) { c.MsgLen, c.Mode = 128, Ring }, "--switch-program ars: only jobs that aggregate in the switch"},
+		{func(c *Config) { c.MsgLen, c.SwitchProgram = 128, "arz" }, `switch program "arz": want ars or netreduce (did you mean ars?)`},
+	} {
+		cfg := DefaultConfig()
+		cfg.SwitchProgram, cfg.Workers, cfg.TensorBytes = "ars", 4, 1<<20
+		c.set(&cfg)
+		err := cfg.Validate()
+		var ce *ConfigError
+		require.ErrorAs(t, err, &ce)
+		assert.Contains(t, err.Error(), c.want)
+	}
+	cfg := DefaultConfig()
+	cfg.SwitchProgram, cfg.Workers, cfg.TensorBytes, cfg.MsgLen = "ars", 4, 1<<20, 128
+	require.NoError(t, cfg.Validate(), "the paper's settings fit")
+}

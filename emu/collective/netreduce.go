@@ -80,8 +80,12 @@ func init() {
 			if c.Window < 1 || c.Window > netreduce.MaxWindow {
 				return &job.ConfigError{Err: fmt.Errorf("--window %d: want 1..%d", c.Window, netreduce.MaxWindow)}
 			}
+			if err := checkProgramLimits(c); err != nil {
+				return &job.ConfigError{Err: err}
+			}
 			return nil
 		},
+		ValidateRun: checkSwitchProgram,
 		ValidateJob: func(j job.JobConfig) error {
 			// The switch tells a packet's message by its signed 24-bit PSN
 			// distance, exact while a connection spans fewer than 2^23 PSNs.
@@ -96,6 +100,50 @@ func init() {
 			return netreduce.AddRing(sw, c.SwitchProgram, NetReduceRing(c, nil))
 		},
 	})
+}
+
+// checkProgramLimits refuses a job its switch program cannot hold
+// (netreduce.Limits: the AllReduce-Switch's buffers take at most window 2
+// and 128-packet messages of 1 KiB f32 or i32), before anything runs:
+// otherwise the refusal would come from the ring's install, after the
+// run began, and a sweep's validation would pass such points.
+func checkProgramLimits(c *job.Config) error {
+	name := c.SwitchProgram
+	if name == "" {
+		name = netreduce.ProgramName
+	}
+	if err := switching.CheckProgram(name); err != nil {
+		return fmt.Errorf("--switch-program: %v", err)
+	}
+	l := netreduce.LimitsOf(name)
+	switch {
+	case l.MaxWorkers > 0 && c.Workers > l.MaxWorkers:
+		return fmt.Errorf("--workers %d: switch program %s aggregates 2..%d ports", c.Workers, name, l.MaxWorkers)
+	case l.MaxWindow > 0 && c.Window > l.MaxWindow:
+		return fmt.Errorf("--window %d: switch program %s holds 1..%d messages in flight per worker", c.Window, name, l.MaxWindow)
+	case l.MaxMsgLen > 0 && c.MsgLen > l.MaxMsgLen:
+		return fmt.Errorf("--msg-len %d: switch program %s takes messages of 1..%d packets", c.MsgLen, name, l.MaxMsgLen)
+	case l.MaxMTU > 0 && (c.MTU < l.MinMTU || c.MTU > l.MaxMTU):
+		return fmt.Errorf("--mtu %d: switch program %s takes %d..%d", c.MTU, name, l.MinMTU, l.MaxMTU)
+	case !l.Fits(c.DType):
+		return fmt.Errorf("--dtype %v: switch program %s sums %v", c.DType, name, l.DTypes)
+	}
+	return nil
+}
+
+// checkSwitchProgram refuses a --switch-program other than the default
+// given to a run none of whose jobs aggregates in a switch (it would be
+// ignored without a word, and its captures would name it).
+func checkSwitchProgram(c *job.Config, jobs []job.JobConfig) error {
+	if c.SwitchProgram == "" || c.SwitchProgram == netreduce.ProgramName {
+		return nil
+	}
+	for _, j := range jobs {
+		if a := job.Lookup(j.Cfg.Mode); a != nil && a.InSwitch {
+			return nil
+		}
+	}
+	return &job.ConfigError{Err: fmt.Errorf("--switch-program %s: only jobs that aggregate in the switch (netreduce, and pn's rings) run on a switch program (this run is %s)", c.SwitchProgram, c.Mode)}
 }
 
 // netReduceMemory: send and receive rings of a few windows per worker

@@ -8,7 +8,7 @@
 // package that imports this one): its New makes the job's Collective
 // (Start, OnCompletion, Check), and its descriptor answers everything the
 // runner would otherwise ask by mode — how ranks are placed (ExtraRank,
-// OnGPUs, NeedsGPUs, NICRanks), whether it plans sub-jobs (Plan, Group,
+// OnGPUs, NeedsGPUs), whether it plans sub-jobs (Plan, Group,
 // StageIO), its own validation (Validate, ValidateJob, ValidateRun), its
 // memory (Memory), what a switch on real interfaces must hold for it
 // (ServeSwitch). Optional interfaces add the rest: Connector (its own QPs),

@@ -401,8 +401,6 @@ type Algorithm struct {
 	// OnGPUs: a job without Jobs runs on every GPU of the first --workers
 	// hosts; NeedsGPUs: and refuses hosts without any.
 	OnGPUs, NeedsGPUs bool
-	// NICRanks: the job's ranks must be host NICs, not GPUs.
-	NICRanks bool
 	// Compresses: the job may compress its gradients (--compress).
 	Compresses bool
 	// InSwitch: the job aggregates in switches: it reports its release
@@ -417,8 +415,9 @@ type Algorithm struct {
 	// Validate checks a job's settings the algorithm adds to the common
 	// ones (after them).
 	Validate func(c *Config) error
-	// ValidateJob checks a resolved job (its ranks, its size on the
-	// wire); its error says which job.
+	// ValidateJob checks a resolved job (its ranks, e.g. wa's host NICs;
+	// its size on the wire); an error names the job where the run has
+	// several or the message needs it.
 	ValidateJob func(j JobConfig) error
 	// ValidateRun checks the run's settings that only this algorithm
 	// takes, given every job (e.g. --verb without a verbs job).
