@@ -402,10 +402,14 @@ func runAggCaseOn(o SuiteOptions, c aggCase, rel netreduce.Release) (aggOutcome,
 	switch {
 	case errors.As(err, &je):
 		if !c.bounded() {
+			var names []string
 			if o.DUT == nil {
-				recs, _, _ = captureOf(o, c.scenario(rel)) // capturing never changes an emulated run
+				recs, names, _, _ = captureNamed(o, c.scenario(rel)) // capturing never changes an emulated run
 			}
 			if why := budgetExceeded(c, recs, je); why != "" {
+				return aggOutcome{transport: true, detail: why}, recs
+			}
+			if why := attemptsBroken(c, recs, names, je); why != "" {
 				return aggOutcome{transport: true, detail: why}, recs
 			}
 		}
@@ -471,6 +475,134 @@ func budgetExceeded(c aggCase, recs []pcapio.Record, je *emu.JobError) string {
 		k := key{rank, v.PSN()}
 		if hits[k]++; hits[k] >= retryBudget {
 			return fmt.Sprintf("PSN %d of rank %d's connection: its request or response was destroyed %d times (retry_cnt %d allows %d retries; rank %d's QP failed)", k.psn, rank, hits[k], retryBudget-1, retryBudget-1, f.Rank)
+		}
+	}
+	return ""
+}
+
+// attemptsBroken reads the fault log of an emulated run (recs, on the
+// interfaces names: "portN-in" or "hN-leaf0" is host N's link into its
+// switch) when a
+// QP's work completed with RETRY_EXC_ERR, and names a ring connection
+// and message offset whose every attempt met a destroyed frame of its
+// exchange, at least retryBudget attempts: the sender's request of that
+// PSN destroyed, the result or ACK of it destroyed, or another rank's
+// request of the same message (the same PSN offset from its connection's
+// first) destroyed, that rank's contribution reaching the switch only at
+// the window's end or later, so the aggregate stayed incomplete. The attempts are
+// the sender's requests of the PSN at the switch's ingress, each window
+// running to the next. budgetExceeded needs one frame destroyed that
+// often; here the breaks may come from different frames, as when a burst
+// of another rank's losses is followed by a burst on the result's link
+// (Gilbert-Elliott loss). Each break costs the sender that retry, so the
+// retries provably ran out. "" if the log does not show it (or the
+// interfaces are not the emulator's).
+func attemptsBroken(c aggCase, recs []pcapio.Record, names []string, je *emu.JobError) string {
+	f := je.QP
+	if f == nil || f.Status != roce.StatusRetryExcErr || !f.Send || len(names) == 0 {
+		return ""
+	}
+	ring := map[[2][6]byte]int{}
+	for r := 0; r < c.Workers; r++ {
+		ring[[2][6]byte{[6]byte(emu.HostMAC(c.host(r))), [6]byte(emu.HostMAC(c.host((r + 1) % c.Workers)))}] = r
+	}
+	type frame struct {
+		rank      int
+		psn       uint32
+		at        time.Duration
+		request   bool // a request at the switch's ingress (else a result or ACK)
+		destroyed bool
+	}
+	var fs []frame
+	base := map[int]uint32{} // each connection's first request PSN
+	var v frames.View
+	for _, r := range recs {
+		idx := r.Info.InterfaceIndex
+		if idx < 0 || idx >= len(names) || len(r.Data) < 12 || v.Parse(r.Data) != nil {
+			continue
+		}
+		destroyed, copied := pcapio.IsGhost(r.Comments), false
+		for _, cm := range r.Comments {
+			destroyed = destroyed || strings.Contains(cm, "corrupt")
+			copied = copied || strings.Contains(cm, "duplicate")
+		}
+		if copied {
+			continue
+		}
+		src, dst := [6]byte(r.Data[6:12]), [6]byte(r.Data[0:6])
+		response := v.Opcode().IsAck()
+		pair := [2][6]byte{src, dst}
+		if response {
+			pair = [2][6]byte{dst, src}
+		}
+		rank, ok := ring[pair]
+		if !ok {
+			continue
+		}
+		// The sender's uplink: "portH-in" on the plain star, "hH-SWITCH"
+		// on any other topology.
+		h := c.host(rank)
+		uplink := names[idx] == fmt.Sprintf("port%d-in", h) || strings.HasPrefix(names[idx], fmt.Sprintf("h%d-", h))
+		x := frame{rank: rank, psn: v.PSN(), at: time.Duration(r.Info.Timestamp.UnixNano()), destroyed: destroyed,
+			request: !response && uplink}
+		if _, seen := base[rank]; !seen && x.request {
+			base[rank] = x.psn
+		}
+		fs = append(fs, x)
+	}
+	offset := func(x frame) (uint32, bool) {
+		b, ok := base[x.rank]
+		return (x.psn - b) & 0xFFFFFF, ok
+	}
+	type key struct {
+		rank int
+		off  uint32
+	}
+	attempts := map[key][]time.Duration{}
+	for _, x := range fs {
+		if d, ok := offset(x); ok && x.request {
+			k := key{x.rank, d}
+			attempts[k] = append(attempts[k], x.at)
+		}
+	}
+	// arrived[rank, off]: when that rank's contribution first reached the
+	// switch whole.
+	arrived := map[key]time.Duration{}
+	for _, x := range fs {
+		if d, ok := offset(x); ok && x.request && !x.destroyed {
+			if t, seen := arrived[key{x.rank, d}]; !seen || x.at < t {
+				arrived[key{x.rank, d}] = x.at
+			}
+		}
+	}
+	for k, ts := range attempts {
+		if len(ts) < retryBudget {
+			continue
+		}
+		broken := 0
+		for i, t := range ts {
+			end := time.Duration(1<<63 - 1)
+			if i+1 < len(ts) {
+				end = ts[i+1]
+			}
+			for _, x := range fs {
+				d, ok := offset(x)
+				if !ok || d != k.off || !x.destroyed || x.at < t || x.at >= end {
+					continue
+				}
+				own := x.rank == k.rank
+				// Another rank's loss breaks this attempt only if its
+				// contribution reached the switch no sooner than the
+				// window's end (the aggregate stayed incomplete).
+				if t0, in := arrived[key{x.rank, d}]; own || x.request && (!in || t0 >= end) {
+					broken++
+					break
+				}
+			}
+		}
+		if broken >= retryBudget {
+			return fmt.Sprintf("PSN offset %d of rank %d's connection: each of %d attempts met a destroyed frame of its exchange (its request, its result or ACK, or another rank's contribution not yet at the switch), retry_cnt %d allows %d retries; rank %d's QP failed",
+				k.off, k.rank, broken, retryBudget-1, retryBudget-1, f.Rank)
 		}
 	}
 	return ""

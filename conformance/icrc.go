@@ -32,22 +32,30 @@ func ICRCSuite(o SuiteOptions) []PropertyResult {
 
 // captureOf runs sc with a capture and returns the capture's records.
 func captureOf(o SuiteOptions, sc *scenario.Scenario) ([]pcapio.Record, *emu.Result, error) {
+	recs, _, res, err := captureNamed(o, sc)
+	return recs, res, err
+}
+
+// captureNamed is captureOf with the names of the capture's interfaces
+// (the link directions: "port3-in" is host 3's link into the switch).
+func captureNamed(o SuiteOptions, sc *scenario.Scenario) ([]pcapio.Record, []string, *emu.Result, error) {
 	cfg := emu.DefaultConfig()
 	if err := sc.Apply(&cfg); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var buf bytes.Buffer
 	cfg.Capture = &buf
 	res, err := o.runJob(cfg)
 	var je *emu.JobError
 	if err != nil && !errors.As(err, &je) {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	recs, rerr := readRecords(&buf)
+	r, rerr := pcapio.NewReader("capture", &buf)
 	if rerr != nil {
-		return nil, res, rerr
+		return nil, nil, res, rerr
 	}
-	return recs, res, err
+	recs, names, _ := r.All()
+	return recs, names, res, err
 }
 
 // readRecords reads a whole capture (the records before any damage: the
