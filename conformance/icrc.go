@@ -101,7 +101,7 @@ func cleanCase(o SuiteOptions, seed uint64) *scenario.Scenario {
 	r := rand.New(rand.NewPCG(seed, 1))
 	sc.Transport = transports[r.IntN(len(transports))]
 	if r.IntN(2) == 1 {
-		sc.Mode = "ring"
+		sc.Mode, sc.SwitchProgram = "ring", "" // a ring job runs on no switch program
 	}
 	return sc
 }

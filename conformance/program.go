@@ -142,13 +142,23 @@ func (c *tenantCase) fit(o SuiteOptions) {
 		return
 	}
 	l := o.limits()
-	c.Program, c.MTU = o.SwitchProgram, fitMTU(c.MTU, l)
+	c.MTU = fitMTU(c.MTU, l)
 	for _, j := range []*tenantJob{&c.A, &c.B, c.C} {
 		if j != nil {
 			j.Window, j.MsgLen, j.DType = fitWindow(j.Window, l.MaxWindow), fitMsgLen(j.MsgLen, l.MaxMsgLen), fitDType(j.DType, l)
+			if inSwitch(j.Mode) {
+				// A run takes a switch program only when one of its
+				// jobs aggregates in the switch (inaemu refuses it
+				// otherwise).
+				c.Program = o.SwitchProgram
+			}
 		}
 	}
 }
+
+// inSwitch reports whether a job of mode aggregates in a switch program:
+// NetReduce's ring ("" or netreduce) and pn's parallel NetReduce rings.
+func inSwitch(mode string) bool { return mode == "" || mode == "netreduce" || mode == "pn" }
 
 // fit draws c within the limits of o's program (see aggCase.fit); one
 // without multi-rack trees runs it on the star, without the faults aimed
@@ -158,7 +168,9 @@ func (c *schemeCase) fit(o SuiteOptions) {
 		return
 	}
 	l := o.limits()
-	c.Program = o.SwitchProgram
+	if inSwitch(c.Mode) {
+		c.Program = o.SwitchProgram
+	}
 	if !l.Trees && c.Racks {
 		c.Racks, c.Spines = false, 1
 		c.Events = slices.DeleteFunc(c.Events, func(e string) bool { return strings.Contains(e, "link=") })

@@ -291,7 +291,19 @@ func printConformance(fs *cmdEnv, rep conformance.Report, asJSON bool, elapsed t
 		if rep.DeviceLog != "" {
 			fmt.Fprintf(stdout, "  device log: %s\n", rep.DeviceLog)
 		}
-		fmt.Fprintf(stdout, "  %d of %d properties hold (%v)\n", len(rep.Properties)-failed, len(rep.Properties), elapsed.Round(time.Millisecond))
+		// A skipped property is not one that holds: the count says so.
+		skipped := 0
+		for _, r := range rep.Properties {
+			if r.Skipped != "" {
+				skipped++
+			}
+		}
+		ran := len(rep.Properties) - skipped
+		if skipped > 0 {
+			fmt.Fprintf(stdout, "  %d of %d properties hold, %d skipped (%v)\n", ran-failed, ran, skipped, elapsed.Round(time.Millisecond))
+		} else {
+			fmt.Fprintf(stdout, "  %d of %d properties hold (%v)\n", ran-failed, ran, elapsed.Round(time.Millisecond))
+		}
 	}
 	if failed > 0 {
 		return exitFail

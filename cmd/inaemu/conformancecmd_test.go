@@ -141,3 +141,13 @@ func TestConformanceDeviceLogWriteErrorWarns(t *testing.T) {
 	closeLog(&w, "run", nil)
 	require.Empty(t, w.String())
 }
+
+// A skipped property is not counted as one that holds: against ars the
+// multi-rack property is skipped, and the summary says so (the whole run
+// reads "8 of 8 properties hold, 1 skipped", not "9 of 9").
+func TestConformanceSummaryCountsSkippedApart(t *testing.T) {
+	code, out, stderr := runCLI("conformance", "--switch-program", "ars", "--suite", "multirack", "--count", "2", "--seed", "1")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "multirack/exact                          skipped: ars has no multi-rack trees")
+	require.Contains(t, out, "0 of 0 properties hold, 1 skipped")
+}
