@@ -575,6 +575,15 @@ func attemptsBroken(c aggCase, recs []pcapio.Record, names []string, je *emu.Job
 			}
 		}
 	}
+	// The destroyed frames by offset: a stalled run has thousands of
+	// offsets retransmitted retryBudget times, each window looks at its
+	// own offset's few losses only.
+	lost := map[uint32][]frame{}
+	for _, x := range fs {
+		if d, ok := offset(x); ok && x.destroyed {
+			lost[d] = append(lost[d], x)
+		}
+	}
 	for k, ts := range attempts {
 		if len(ts) < retryBudget {
 			continue
@@ -585,9 +594,9 @@ func attemptsBroken(c aggCase, recs []pcapio.Record, names []string, je *emu.Job
 			if i+1 < len(ts) {
 				end = ts[i+1]
 			}
-			for _, x := range fs {
-				d, ok := offset(x)
-				if !ok || d != k.off || !x.destroyed || x.at < t || x.at >= end {
+			for _, x := range lost[k.off] {
+				d, _ := offset(x)
+				if x.at < t || x.at >= end {
 					continue
 				}
 				own := x.rank == k.rank
