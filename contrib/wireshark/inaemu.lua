@@ -422,3 +422,95 @@ local function compressed(tvb, pinfo, tree)
 end
 
 inc:register_heuristic("infiniband.payload", compressed)
+
+-- INA-PS frames: in-network aggregation with a parameter server, ATP's
+-- 308-byte layout (github.com/in-ATP/ATP, common/packet.h struct agghdr)
+-- with ESA's priority (frames/inaps.go draws it): Ethernet with EtherType
+-- 0x0700, an IPv4 header with no UDP after it, then
+--
+--   bitmap (4) | fan-in (1) | flags (1) | job (2) | sequence (2) |
+--   aggregator (2) | priority (1) | level (1) | 62 × int32 | key (8) |
+--   tensor length (4)
+--
+-- Flags, most significant bit first: overflow, PS index (2 bits), data
+-- index, ECN, resend, switch collision, ACK; resend and collision without
+-- ACK is inaemu's reminder. Priority and level are ATP's second
+-- aggregator index (agtr2) in ATP's own frames.
+--
+-- Filter fields: inaps.bitmap, inaps.fanin, inaps.flags (and
+-- inaps.flags.overflow, .psindex, .dataindex, .ecn, .resend, .collision,
+-- .ack), inaps.job, inaps.seq, inaps.aggregator, inaps.priority,
+-- inaps.level, inaps.value (62 of them), inaps.key, inaps.tensor_len.
+
+local INAPS_LEN = 274
+local inaps = Proto("inaps", "INA-PS header (ATP, ESA)")
+local fp = {
+	bitmap = ProtoField.uint32("inaps.bitmap", "Bitmap (workers in)", base.HEX),
+	fanin = ProtoField.uint8("inaps.fanin", "Fan-in (workers)", base.DEC),
+	flags = ProtoField.uint8("inaps.flags", "Flags", base.HEX),
+	overflow = ProtoField.bool("inaps.flags.overflow", "Overflow (raw floats)", 8, nil, 0x80),
+	psindex = ProtoField.uint8("inaps.flags.psindex", "PS index", base.DEC, nil, 0x60),
+	dataindex = ProtoField.bool("inaps.flags.dataindex", "Data index", 8, nil, 0x10),
+	ecn = ProtoField.bool("inaps.flags.ecn", "ECN", 8, nil, 0x08),
+	resend = ProtoField.bool("inaps.flags.resend", "Resend", 8, nil, 0x04),
+	collision = ProtoField.bool("inaps.flags.collision", "Switch collision", 8, nil, 0x02),
+	ack = ProtoField.bool("inaps.flags.ack", "ACK", 8, nil, 0x01),
+	job = ProtoField.uint16("inaps.job", "Job ID", base.DEC),
+	seq = ProtoField.uint16("inaps.seq", "Sequence", base.DEC),
+	aggregator = ProtoField.uint16("inaps.aggregator", "Aggregator index", base.DEC),
+	priority = ProtoField.uint8("inaps.priority", "Priority (ESA; ATP: agtr2 high byte)", base.DEC),
+	level = ProtoField.uint8("inaps.level", "Level (ESA; ATP: agtr2 low byte)", base.HEX),
+	value = ProtoField.int32("inaps.value", "Value", base.DEC),
+	key = ProtoField.uint64("inaps.key", "Key", base.HEX),
+	tensor_len = ProtoField.uint32("inaps.tensor_len", "Tensor length", base.DEC),
+}
+inaps.fields = { fp.bitmap, fp.fanin, fp.flags, fp.overflow, fp.psindex, fp.dataindex, fp.ecn, fp.resend, fp.collision,
+	fp.ack, fp.job, fp.seq, fp.aggregator, fp.priority, fp.level, fp.value, fp.key, fp.tensor_len }
+local ex_short = ProtoExpert.new("inaps.short", "INA-PS header cut short", expert.group.MALFORMED, expert.severity.ERROR)
+inaps.experts = { ex_short }
+
+function inaps.dissector(tvb, pinfo, tree)
+	-- The IPv4 header first (its protocol field says nothing of what
+	-- follows, so IP shows the rest as data: ATP's switch parses by
+	-- EtherType).
+	local ihl = 20
+	if tvb:len() >= 1 then
+		ihl = (tvb(0, 1):uint() % 16) * 4
+	end
+	Dissector.get("ip"):call(tvb, pinfo, tree)
+	pinfo.cols.protocol = "INA-PS"
+	local h = tvb(ihl)
+	local t = tree:add(inaps, h:range(0, math.min(h:len(), INAPS_LEN)))
+	if h:len() < INAPS_LEN then
+		t:add_proto_expert_info(ex_short)
+		return
+	end
+	t:add(fp.bitmap, h(0, 4))
+	t:add(fp.fanin, h(4, 1))
+	local ft = t:add(fp.flags, h(5, 1))
+	for _, f in ipairs({ fp.overflow, fp.psindex, fp.dataindex, fp.ecn, fp.resend, fp.collision, fp.ack }) do
+		ft:add(f, h(5, 1))
+	end
+	t:add(fp.job, h(6, 2))
+	t:add(fp.seq, h(8, 2))
+	t:add(fp.aggregator, h(10, 2))
+	t:add(fp.priority, h(12, 1))
+	t:add(fp.level, h(13, 1))
+	local vt = t:add(h(14, 248), "Values (62 × int32)")
+	for i = 0, 61 do
+		vt:add(fp.value, h(14 + 4 * i, 4))
+	end
+	t:add(fp.key, h(262, 8))
+	t:add(fp.tensor_len, h(270, 4))
+	local flags = h(5, 1):uint()
+	local kind = "gradient"
+	if flags == 0x06 then
+		kind = "reminder"
+	elseif flags % 2 == 1 then
+		kind = "ACK"
+	end
+	pinfo.cols.info = string.format("INA-PS %s job=%d seq=%d agg=%d bitmap=0x%x", kind, h(6, 2):uint(), h(8, 2):uint(),
+		h(10, 2):uint(), h(0, 4):uint())
+end
+
+DissectorTable.get("ethertype"):add(0x0700, inaps)

@@ -352,3 +352,52 @@ func TestLuaDissectorShowsTheAllReduceSwitchHeader(t *testing.T) {
 		}
 	}
 }
+
+// INA-PS frames (EtherType 0x0700: ATP's layout with ESA's priority)
+// decode field by field, a reminder and an ACK named as such.
+func TestLuaDissectorShowsINAPSFrames(t *testing.T) {
+	testtool.Need(t, "tshark", testtool.HaveTshark)
+	fn := filepath.Join(t.TempDir(), "inaps.pcap")
+	f, err := os.Create(fn)
+	require.NoError(t, err)
+	w := pcapgo.NewWriter(f)
+	require.NoError(t, w.WriteFileHeader(65535, layers.LinkTypeEthernet))
+	for i, flags := range []uint8{0x68, 0x06, 0x01} {
+		x := &frames.INAPS{Bitmap: 1 << 2, FanIn: 8, Flags: flags, Job: 3, Seq: uint16(1 + i), Aggregator: 19999, Priority: 200, Level: 1,
+			Key: 0x100000007, TensorLength: 65536}
+		x.Values[0], x.Values[1], x.Values[61] = 1, -1, 0x7fffffff
+		buf := gopacket.NewSerializeBuffer()
+		require.NoError(t, gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true},
+			&layers.Ethernet{SrcMAC: []byte{2, 0x1a, 0xe0, 0, 0, 2}, DstMAC: []byte{2, 0x1a, 0xe0, 0, 0, 3}, EthernetType: frames.EtherTypeINAPS},
+			&layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: 254, SrcIP: []byte{10, 0, 0, 2}, DstIP: []byte{10, 0, 0, 3}}, x))
+		require.Len(t, buf.Bytes(), 308)
+		require.NoError(t, w.WritePacket(gopacket.CaptureInfo{Timestamp: time.Unix(0, int64(i)*1000), CaptureLength: 308, Length: 308}, buf.Bytes()))
+	}
+	require.NoError(t, f.Close())
+	out, errOut, err := testtool.Run(t, "tshark", "-X", "lua_script:inaemu.lua", "-r", fn, "-T", "fields", "-E", "separator=|",
+		"-e", "inaps.bitmap", "-e", "inaps.fanin", "-e", "inaps.flags.psindex", "-e", "inaps.flags.ecn", "-e", "inaps.job", "-e", "inaps.seq",
+		"-e", "inaps.aggregator", "-e", "inaps.priority", "-e", "inaps.key", "-e", "inaps.tensor_len", "-e", "ip.dst", "-e", "_ws.col.Info")
+	require.NoError(t, err, errOut)
+	require.NotContains(t, errOut, "Lua: Error")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3, out)
+	for i, want := range []string{
+		"0x00000004|8|3|1|3|1|19999|200|0x0000000100000007|65536|10.0.0.3|INA-PS gradient job=3 seq=1 agg=19999 bitmap=0x4",
+		"0x00000004|8|0|0|3|2|19999|200|0x0000000100000007|65536|10.0.0.3|INA-PS reminder job=3 seq=2 agg=19999 bitmap=0x4",
+		"0x00000004|8|0|0|3|3|19999|200|0x0000000100000007|65536|10.0.0.3|INA-PS ACK job=3 seq=3 agg=19999 bitmap=0x4",
+	} {
+		require.Equal(t, want, lines[i], "frame %d", i+1)
+	}
+	// A Lua error lands in the tree, not on stderr.
+	full, errOut, err := testtool.Run(t, "tshark", "-X", "lua_script:inaemu.lua", "-r", fn, "-V")
+	require.NoError(t, err, errOut)
+	require.NotContains(t, full, "Lua Error")
+	require.Contains(t, full, "INA-PS header (ATP, ESA)")
+	// The 62 values, in order.
+	vals, errOut, err := testtool.Run(t, "tshark", "-X", "lua_script:inaemu.lua", "-r", fn, "-c", "1", "-T", "fields", "-e", "inaps.value")
+	require.NoError(t, err, errOut)
+	v := strings.Split(strings.TrimSpace(vals), ",")
+	require.Len(t, v, 62)
+	require.Equal(t, []string{"1", "-1", "0"}, v[:3])
+	require.Equal(t, "2147483647", v[61])
+}
