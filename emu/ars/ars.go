@@ -257,11 +257,10 @@ func (p *Program) now() time.Duration {
 // routes, flooding) and for a stale duplicate the receiver should see.
 func (p *Program) Process(v *frames.View, port int, emit switching.ProgramEmit) bool {
 	op := v.Opcode()
-	first := op == wire.WriteFirst || op == wire.WriteOnly || op == wire.WriteOnlyWithImm
-	later := op == wire.WriteMiddle || op == wire.WriteLast || op == wire.WriteLastWithImm
-	if !first && !later {
+	if op.Class() != wire.ClassRC || !op.IsWrite() {
 		return false // Table VI: not an aggregation opcode
 	}
+	first := op.IsFirst() // FIRST or ONLY: the message's header leads it
 	pay := v.Payload()
 	m := p.conns[connKey{v.SrcAddr().Unmap(), v.DstAddr().Unmap(), v.DestQP()}]
 	if m == nil {

@@ -51,18 +51,27 @@ type INAHeader interface {
 	INAHeaderLen() int
 }
 
-// HeaderLen is the header the hosts put in front of a message's data for
-// the program registered as name: its INAHeaderLen, else the 8-byte INA
-// header. It asks an instance on a scratch switch, so a job sizes its
-// messages before any switch holds its ring.
-func HeaderLen(name string) int {
+// declared is an instance of the program registered as name ("": the
+// NetReduce accelerator), on a scratch switch of its own, to ask what it
+// declares (its header, limits, ring memory) before any switch holds a
+// ring of the job; nil for a name not registered.
+func declared(name string) switching.Program {
 	if name == "" {
 		name = ProgramName
 	}
-	if p, err := switching.New(nil, "scratch", switching.Timing{}).Program(name); err == nil {
-		if h, ok := p.(INAHeader); ok {
-			return h.INAHeaderLen()
-		}
+	p, err := switching.New(nil, "scratch", switching.Timing{}).Program(name)
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
+// HeaderLen is the header the hosts put in front of a message's data for
+// the program registered as name: its INAHeaderLen, else the 8-byte INA
+// header.
+func HeaderLen(name string) int {
+	if h, ok := declared(name).(INAHeader); ok {
+		return h.INAHeaderLen()
 	}
 	return wire.INALen
 }
@@ -77,15 +86,11 @@ type RingMemory interface {
 
 // RingMemoryOf is the memory ring cfg takes on the program registered as
 // name ("": the NetReduce accelerator): its RingMemoryBytes, asked of an
-// instance on a scratch switch as HeaderLen does, and true; else the
-// aggregator array's (cfg.MemoryBytes) and false.
+// instance as HeaderLen does, and true; else the aggregator array's
+// (cfg.MemoryBytes) and false.
 func RingMemoryOf(name string, cfg RingConfig) (int64, bool) {
-	if name != "" && name != ProgramName {
-		if p, err := switching.New(nil, "scratch", switching.Timing{}).Program(name); err == nil {
-			if m, ok := p.(RingMemory); ok {
-				return m.RingMemoryBytes(cfg), true
-			}
-		}
+	if m, ok := declared(name).(RingMemory); ok {
+		return m.RingMemoryBytes(cfg), true
 	}
 	return cfg.MemoryBytes(), false
 }
@@ -108,16 +113,10 @@ type RingLimiter interface {
 }
 
 // LimitsOf are the Limits of the program registered as name ("": the
-// NetReduce accelerator's), asked of an instance on a scratch switch as
-// HeaderLen does.
+// NetReduce accelerator's), asked of an instance as HeaderLen does.
 func LimitsOf(name string) Limits {
-	if name == "" {
-		name = ProgramName
-	}
-	if p, err := switching.New(nil, "scratch", switching.Timing{}).Program(name); err == nil {
-		if l, ok := p.(RingLimiter); ok {
-			return l.Limits()
-		}
+	if l, ok := declared(name).(RingLimiter); ok {
+		return l.Limits()
 	}
 	return Limits{Trees: true}
 }
