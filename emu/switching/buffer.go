@@ -82,7 +82,7 @@ func Priority(f []byte) int {
 // push queues frame on port p's egress, charged to ingress port in.
 func (s *Switch) push(p, in int, frame []byte, ready time.Duration) {
 	tag := uint32(in+1)*Priorities + uint32(Priority(frame))
-	if te, ok := s.ports[p].(TaggedEgress); ok {
+	if te := s.tagged[p]; te != nil {
 		if te.PushTagged(frame, ready, tag) {
 			s.buffer.charge(s.Name, tag, len(frame))
 		}

@@ -63,8 +63,9 @@ type Switch struct {
 
 	timing   Timing
 	clock    Clock
-	ports    []Egress // each port's transmit side: a link direction or a device
-	names    []string // each port's egress link direction, for messages
+	ports    []Egress       // each port's transmit side: a link direction or a device
+	tagged   []TaggedEgress // each port's egress if it reports departures (buffer accounting), else nil
+	names    []string       // each port's egress link direction, for messages
 	macs     map[[6]byte]int
 	routes   map[[6]byte][]int // host NIC MACs: the ports on shortest paths
 	flood    []int             // the ports a flooded frame leaves by (nil: all)
@@ -108,9 +109,10 @@ func New(clock Clock, name string, t Timing) *Switch {
 // direction leaving by it, the device).
 func (s *Switch) SetPort(p int, e Egress, name string) {
 	for len(s.ports) <= p {
-		s.ports, s.names = append(s.ports, nil), append(s.names, "")
+		s.ports, s.names, s.tagged = append(s.ports, nil), append(s.names, ""), append(s.tagged, nil)
 	}
 	s.ports[p], s.names[p] = e, name
+	s.tagged[p], _ = e.(TaggedEgress) // asked once here, not per frame
 }
 
 // SetFlood sets the ports a broadcast or unknown-unicast frame leaves by
