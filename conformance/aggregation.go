@@ -437,88 +437,70 @@ func runAggCaseOn(o SuiteOptions, c aggCase, rel netreduce.Release) (aggOutcome,
 // Any other failure (a stall, a result out of order, another status) is
 // never excused. "" if nothing excuses it.
 func budgetExceeded(c aggCase, recs []pcapio.Record, je *emu.JobError) string {
-	f := je.QP
-	if f == nil || f.Status != roce.StatusRetryExcErr || !f.Send {
+	f := retriesRanOut(je)
+	if f == nil {
 		return ""
-	}
-	// The ring's connections by MAC (the switch rebuilds results from the
-	// requester's own headers): requests rank r → r+1, responses back.
-	ring := map[[2][6]byte]int{}
-	for r := 0; r < c.Workers; r++ {
-		ring[[2][6]byte{[6]byte(emu.HostMAC(c.host(r))), [6]byte(emu.HostMAC(c.host((r + 1) % c.Workers)))}] = r
 	}
 	type key struct {
 		rank int
 		psn  uint32
 	}
 	hits := map[key]int{}
-	var v frames.View
-	for _, r := range recs {
-		destroyed, copied := pcapio.IsGhost(r.Comments), false
-		for _, cm := range r.Comments {
-			destroyed = destroyed || strings.Contains(cm, "corrupt")
-			copied = copied || strings.Contains(cm, "duplicate")
-		}
-		if !destroyed || copied || len(r.Data) < 12 || v.Parse(r.Data) != nil {
+	for _, x := range loggedRingFrames(c, recs, nil) {
+		if !x.destroyed {
 			continue
 		}
-		src, dst := [6]byte(r.Data[6:12]), [6]byte(r.Data[0:6])
-		response := v.Opcode().IsAck()
-		pair := [2][6]byte{src, dst}
-		if response {
-			pair = [2][6]byte{dst, src}
-		}
-		rank, ok := ring[pair]
-		if !ok {
-			continue
-		}
-		k := key{rank, v.PSN()}
+		k := key{x.rank, x.psn}
 		if hits[k]++; hits[k] >= retryBudget {
-			return fmt.Sprintf("PSN %d of rank %d's connection: its request or response was destroyed %d times (retry_cnt %d allows %d retries; rank %d's QP failed)", k.psn, rank, hits[k], retryBudget-1, retryBudget-1, f.Rank)
+			return fmt.Sprintf("PSN %d of rank %d's connection: its request or response was destroyed %d times (retry_cnt %d allows %d retries; rank %d's QP failed)", k.psn, k.rank, hits[k], retryBudget-1, retryBudget-1, f.Rank)
 		}
 	}
 	return ""
 }
 
-// attemptsBroken reads the fault log of an emulated run (recs, on the
-// interfaces names: "portN-in" or "hN-leaf0" is host N's link into its
-// switch) when a
-// QP's work completed with RETRY_EXC_ERR, and names a ring connection
-// and message offset whose every attempt met a destroyed frame of its
-// exchange, at least retryBudget attempts: the sender's request of that
-// PSN destroyed, the result or ACK of it destroyed, or another rank's
-// request of the same message (the same PSN offset from its connection's
-// first) destroyed, that rank's contribution reaching the switch only at
-// the window's end or later, so the aggregate stayed incomplete. The attempts are
-// the sender's requests of the PSN at the switch's ingress, each window
-// running to the next. budgetExceeded needs one frame destroyed that
-// often; here the breaks may come from different frames, as when a burst
-// of another rank's losses is followed by a burst on the result's link
-// (Gilbert-Elliott loss). Each break costs the sender that retry, so the
-// retries provably ran out. "" if the log does not show it (or the
-// interfaces are not the emulator's).
-func attemptsBroken(c aggCase, recs []pcapio.Record, names []string, je *emu.JobError) string {
-	f := je.QP
-	if f == nil || f.Status != roce.StatusRetryExcErr || !f.Send || len(names) == 0 {
-		return ""
+// retriesRanOut is the failed QP when the job failed because a send QP's
+// retries ran out (RETRY_EXC_ERR), the one failure a fault log can
+// excuse; nil otherwise.
+func retriesRanOut(je *emu.JobError) *emu.QPFailure {
+	if f := je.QP; f != nil && f.Status == roce.StatusRetryExcErr && f.Send {
+		return f
 	}
+	return nil
+}
+
+// loggedFrame is a frame of a ring connection in a run's fault log.
+type loggedFrame struct {
+	rank      int // the connection's sender
+	psn       uint32
+	at        time.Duration
+	request   bool // a request on its sender's link into its switch (else a result, ACK or NAK, or a request further on)
+	destroyed bool // lost, dropped or corrupted
+}
+
+// loggedRingFrames reads the frames of c's ring connections in a fault log
+// (recs), by MAC (the switch rebuilds results from the requester's own
+// headers): requests rank r → r+1, responses back. Extra copies netem
+// duplicated are left out. names are the capture's interfaces: with
+// them, a request is marked as on its sender's uplink ("portH-in" on the
+// plain star, "hH-SWITCH" on any other topology); without (a device's
+// wire), none is.
+func loggedRingFrames(c aggCase, recs []pcapio.Record, names []string) []loggedFrame {
 	ring := map[[2][6]byte]int{}
+	uplink := map[string]int{} // interface name → the rank whose uplink it is
 	for r := 0; r < c.Workers; r++ {
 		ring[[2][6]byte{[6]byte(emu.HostMAC(c.host(r))), [6]byte(emu.HostMAC(c.host((r + 1) % c.Workers)))}] = r
 	}
-	type frame struct {
-		rank      int
-		psn       uint32
-		at        time.Duration
-		request   bool // a request at the switch's ingress (else a result or ACK)
-		destroyed bool
+	for _, n := range names {
+		for r := 0; r < c.Workers; r++ {
+			if h := c.host(r); n == fmt.Sprintf("port%d-in", h) || strings.HasPrefix(n, fmt.Sprintf("h%d-", h)) {
+				uplink[n] = r
+			}
+		}
 	}
-	var fs []frame
-	base := map[int]uint32{} // each connection's first request PSN
+	var fs []loggedFrame
 	var v frames.View
 	for _, r := range recs {
-		idx := r.Info.InterfaceIndex
-		if idx < 0 || idx >= len(names) || len(r.Data) < 12 || v.Parse(r.Data) != nil {
+		if len(r.Data) < 12 || v.Parse(r.Data) != nil {
 			continue
 		}
 		destroyed, copied := pcapio.IsGhost(r.Comments), false
@@ -539,18 +521,45 @@ func attemptsBroken(c aggCase, recs []pcapio.Record, names []string, je *emu.Job
 		if !ok {
 			continue
 		}
-		// The sender's uplink: "portH-in" on the plain star, "hH-SWITCH"
-		// on any other topology.
-		h := c.host(rank)
-		uplink := names[idx] == fmt.Sprintf("port%d-in", h) || strings.HasPrefix(names[idx], fmt.Sprintf("h%d-", h))
-		x := frame{rank: rank, psn: v.PSN(), at: time.Duration(r.Info.Timestamp.UnixNano()), destroyed: destroyed,
-			request: !response && uplink}
-		if _, seen := base[rank]; !seen && x.request {
-			base[rank] = x.psn
+		x := loggedFrame{rank: rank, psn: v.PSN(), at: time.Duration(r.Info.Timestamp.UnixNano()), destroyed: destroyed}
+		if idx := r.Info.InterfaceIndex; !response && idx >= 0 && idx < len(names) {
+			up, isUplink := uplink[names[idx]]
+			x.request = isUplink && up == rank
 		}
 		fs = append(fs, x)
 	}
-	offset := func(x frame) (uint32, bool) {
+	return fs
+}
+
+// attemptsBroken reads the fault log of an emulated run (recs, on the
+// interfaces names: "portN-in" or "hN-leaf0" is host N's link into its
+// switch) when a QP's work completed with RETRY_EXC_ERR, and names a ring
+// connection and message offset whose every attempt met a destroyed
+// frame of its exchange, at least retryBudget attempts: the sender's
+// request of that PSN destroyed, the result or ACK of it destroyed, or
+// another rank's request of the same message (the same PSN offset from
+// its connection's first) destroyed, that rank's contribution reaching
+// the switch only at the window's end or later, so the aggregate stayed
+// incomplete. The attempts are the sender's requests of the PSN at the
+// switch's ingress, each window running to the next. budgetExceeded
+// needs one frame destroyed that often; here the breaks may come from
+// different frames, as when a burst of another rank's losses is followed
+// by a burst on the result's link (Gilbert-Elliott loss). Each break
+// costs the sender that retry, so the retries provably ran out. "" if the
+// log does not show it (or the interfaces are not the emulator's).
+func attemptsBroken(c aggCase, recs []pcapio.Record, names []string, je *emu.JobError) string {
+	f := retriesRanOut(je)
+	if f == nil || len(names) == 0 {
+		return ""
+	}
+	fs := loggedRingFrames(c, recs, names)
+	base := map[int]uint32{} // each connection's first request PSN
+	for _, x := range fs {
+		if _, seen := base[x.rank]; !seen && x.request {
+			base[x.rank] = x.psn
+		}
+	}
+	offset := func(x loggedFrame) (uint32, bool) {
 		b, ok := base[x.rank]
 		return (x.psn - b) & 0xFFFFFF, ok
 	}
@@ -578,7 +587,7 @@ func attemptsBroken(c aggCase, recs []pcapio.Record, names []string, je *emu.Job
 	// The destroyed frames by offset: a stalled run has thousands of
 	// offsets retransmitted retryBudget times, each window looks at its
 	// own offset's few losses only.
-	lost := map[uint32][]frame{}
+	lost := map[uint32][]loggedFrame{}
 	for _, x := range fs {
 		if d, ok := offset(x); ok && x.destroyed {
 			lost[d] = append(lost[d], x)
