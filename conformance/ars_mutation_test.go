@@ -1,11 +1,6 @@
 package conformance_test
 
-import (
-	"path/filepath"
-	"testing"
-
-	"github.com/stretchr/testify/require"
-)
+import "testing"
 
 // arsMutations are bugs an AllReduce-Switch program (emu/ars) could have,
 // put in; the suites, run against it (--switch-program ars), must catch
@@ -38,16 +33,4 @@ var arsMutations = []mutation{
 // AllReduce-Switch program: with each of arsMutations put back, the
 // default aggregation run against it (100 cases) fails at seed 1 with a
 // shrunk counterexample that replays (requireCaught).
-func TestSuitesCatchARSMutations(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a mutant binary per mutation; skipped with -short")
-	}
-	root, err := filepath.Abs("..")
-	require.NoError(t, err)
-	work := t.TempDir()
-	good := filepath.Join(work, "inaemu")
-	build(t, root, good)
-	for _, m := range arsMutations {
-		t.Run(m.name, func(t *testing.T) { requireCaught(t, root, work, good, m, []string{"1"}) })
-	}
-}
+func TestSuitesCatchARSMutations(t *testing.T) { requireAllCaught(t, arsMutations, []string{"1"}) }

@@ -143,6 +143,12 @@ var mutations = []mutation{
 // the mutant (when the report's replay is such a run) and passes with the
 // real code.
 func TestSuitesCatchReintroducedBugs(t *testing.T) {
+	requireAllCaught(t, mutations, []string{"1", "2", "3"})
+}
+
+// requireAllCaught builds inaemu once and requires each of ms caught at
+// each of seeds (requireCaught), one subtest per mutation.
+func requireAllCaught(t *testing.T, ms []mutation, seeds []string) {
 	if testing.Short() {
 		t.Skip("builds a mutant binary per mutation; skipped with -short")
 	}
@@ -151,8 +157,8 @@ func TestSuitesCatchReintroducedBugs(t *testing.T) {
 	work := t.TempDir()
 	good := filepath.Join(work, "inaemu")
 	build(t, root, good)
-	for _, m := range mutations {
-		t.Run(m.name, func(t *testing.T) { requireCaught(t, root, work, good, m, []string{"1", "2", "3"}) })
+	for _, m := range ms {
+		t.Run(m.name, func(t *testing.T) { requireCaught(t, root, work, good, m, seeds) })
 	}
 }
 
