@@ -201,6 +201,6 @@ func fitted[C any](gen func(uint64) gopter.Gen, fit func(*C, SuiteOptions), o Su
 // icrcDrops are the aggregation frames the run's switch programs dropped
 // for their ICRC, whichever program aggregated.
 func icrcDrops(res *emu.Result) uint64 {
-	n, _ := netreduce.AggregationDrops(res.Switch)
+	n, _ := res.Switch.AggregationDrops()
 	return n
 }

@@ -374,7 +374,7 @@ func reportShrunk[C fmt.Stringer](o SuiteOptions, res *PropertyResult, i int, c 
 // forged, and port security drops it before any ICRC check).
 func forgeryDrops(res *emu.Result, openPorts bool) string {
 	forged, corrupted := res.Faults.Spoofed, res.Faults.Corrupted
-	_, binding := netreduce.AggregationDrops(res.Switch) // whichever program aggregated
+	_, binding := res.Switch.AggregationDrops() // whichever program aggregated
 	security := res.Switch.PortSecurity
 	by, other := security, binding
 	if openPorts {

@@ -511,5 +511,5 @@ func (p *Program) Limits() netreduce.Limits {
 		DTypes: []tensor.DType{tensor.F32, tensor.I32}}
 }
 
-// AggregationDrops is the ICRC and port drops (netreduce.DropReport).
+// AggregationDrops is the ICRC and port drops (switching.DropReport).
 func (r Report) AggregationDrops() (icrc, port uint64) { return r.ICRCDrops, r.PortDrops }

@@ -1292,7 +1292,7 @@ func (u *Session) result(events int) *Result {
 	for _, s := range u.Fab.Switches {
 		res.Switch.Add(s.Report())
 	}
-	icrc, _ := netreduce.AggregationDrops(res.Switch) // whichever programs aggregated
+	icrc, _ := res.Switch.AggregationDrops() // whichever programs aggregated
 	res.ICRCDrops += icrc
 	res.Faults = u.Fab.FaultStats()
 	res.FaultDrops = res.Faults.Lost + res.Faults.Dropped

@@ -126,27 +126,7 @@ func (l Limits) Fits(d tensor.DType) bool {
 	return l.DTypes == nil || slices.Contains(l.DTypes, d)
 }
 
-// DropReport is a program report that counts the aggregation frames it
-// dropped for a bad ICRC and as forgeries (a member's frame from a port
-// other than its connection's): what a test that injected corruptions and
-// forgeries compares with them, whichever program aggregated.
-type DropReport interface {
-	AggregationDrops() (icrc, port uint64)
-}
-
-// AggregationDrops adds up the DropReports among a switch report's
-// program reports.
-func AggregationDrops(r switching.Report) (icrc, port uint64) {
-	for _, rep := range r.Programs {
-		if d, ok := rep.(DropReport); ok {
-			i, p := d.AggregationDrops()
-			icrc, port = icrc+i, port+p
-		}
-	}
-	return icrc, port
-}
-
-// AggregationDrops is the ICRC and port drops (DropReport).
+// AggregationDrops is the ICRC and port drops (switching.DropReport).
 func (s Stats) AggregationDrops() (icrc, port uint64) { return s.ICRCDrops, s.PortDrops }
 
 // Program puts the accelerator in a switch's pipeline: its results take

@@ -182,3 +182,22 @@ func (r *Report) UnmarshalJSON(data []byte) error {
 	}
 	return nil
 }
+
+// DropReport is a program report that counts the aggregation frames it
+// dropped for a bad ICRC and as forgeries (a member's frame from a port
+// other than its connection's): what a run's ICRC total and a test that
+// injected corruptions and forgeries count, whichever program aggregated.
+type DropReport interface {
+	AggregationDrops() (icrc, port uint64)
+}
+
+// AggregationDrops adds up the DropReports among the programs' reports.
+func (r Report) AggregationDrops() (icrc, port uint64) {
+	for _, rep := range r.Programs {
+		if d, ok := rep.(DropReport); ok {
+			i, p := d.AggregationDrops()
+			icrc, port = icrc+i, port+p
+		}
+	}
+	return icrc, port
+}
