@@ -45,6 +45,9 @@ type Config struct {
 	// Queue is every link direction's egress queue discipline (see
 	// NewQueue; "": DefaultQueue, drop-tail).
 	Queue string
+	// ECNMarkBytes, if positive, is every egress queue's ECN marking
+	// threshold in bytes (QueueConfig.MarkBytes).
+	ECNMarkBytes int
 	// Netem applies to every link direction; Events go to the directions
 	// their link, or port and dir, keys select. Each direction's stage is
 	// seeded from Seed and its place.
@@ -214,7 +217,7 @@ func New(cfg Config) (*Fabric, error) {
 					port, dir = a.Index, fd
 				}
 			}
-			queue, _ := NewQueue(cfg.Queue, QueueConfig{Limit: q})
+			queue, _ := NewQueue(cfg.Queue, QueueConfig{Limit: q, MarkBytes: cfg.ECNMarkBytes})
 			d := newLinkDir(f, name, port, dir, l.Rate, l.Latency, queue)
 			st := faults.NewLinkStage(name, port, dir, cfg.Netem, cfg.Events, faults.StageSeed(cfg.Seed, i, fd))
 			f.stages = append(f.stages, st)
@@ -438,4 +441,25 @@ func (f *Fabric) LinkStats() LinkStats {
 		s.MaxQueue = max(s.MaxQueue, d.Stats.MaxQueue)
 	}
 	return s
+}
+
+// ECNMarks is how many frames the egress queues marked CE.
+func (f *Fabric) ECNMarks() uint64 {
+	var n uint64
+	for _, d := range f.dirs {
+		if q, ok := d.queue.(*DropTail); ok {
+			n += q.Marked
+		}
+	}
+	return n
+}
+
+// FCSDrops is how many corrupted frames the receivers' MACs discarded
+// (see linkDir.fcsDrop).
+func (f *Fabric) FCSDrops() uint64 {
+	var n uint64
+	for _, d := range f.dirs {
+		n += d.Stats.FCSDrops
+	}
+	return n
 }

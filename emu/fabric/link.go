@@ -27,6 +27,9 @@ type LinkStats struct {
 	Delivered  uint64 `json:"delivered"`   // frames handed to the receiver
 	QueueDrops uint64 `json:"queue_drops"` // tail drops of a full egress queue
 	MaxQueue   int    `json:"max_queue"`   // deepest the egress queue got (frames)
+	// FCSDrops are corrupted frames the receiving MAC discarded (see
+	// fcsDrop).
+	FCSDrops uint64 `json:"fcs_drops,omitempty"`
 }
 
 // txSource is a transmitter that is asked for its next frame when the line
@@ -295,6 +298,14 @@ func (d *linkDir) onArrive() {
 		f := d.inflight[d.head]
 		d.inflight[d.head] = flight{}
 		d.head++
+		if f.note&faults.NoteCorrupt != 0 && fcsDrop(f.buf) {
+			d.Stats.FCSDrops++
+			if d.fab.capture != nil {
+				d.fab.capture.record(d, now, f.buf, f.note, f.ev, f.extra, true)
+			}
+			d.putBuf(f.buf)
+			continue
+		}
 		if d.fab.capture != nil {
 			d.fab.capture.record(d, now, f.buf, f.note, f.ev, f.extra, false)
 		}
@@ -351,4 +362,22 @@ func (d *linkDir) onIdleFlush() {
 	if !d.busy && d.stage != nil {
 		d.stage.Flush(d.emitFn)
 	}
+}
+
+// fcsDrop reports whether the receiving MAC discards a frame the fault
+// stage corrupted: an INA-PS frame (EtherType 0x0700) or its UDP channel
+// carries no end-to-end check of its own (ATP, ESA and SwitchML define
+// none), so the bit error a corrupt fault models on it is the one the
+// Ethernet FCS catches at the next MAC. A RoCE frame's corruption is
+// delivered: it models the error that escapes the FCS (inside a switch),
+// which the ICRC is there to catch.
+func fcsDrop(f []byte) bool {
+	if len(f) < 14 {
+		return false
+	}
+	if f[12] == 0x07 && f[13] == 0x00 {
+		return true
+	}
+	// IPv4/UDP to the INA-PS channel's port 4792 (no options: IHL 5).
+	return len(f) >= 38 && f[12] == 0x08 && f[13] == 0x00 && f[14] == 0x45 && f[23] == 17 && f[36] == 0x12 && f[37] == 0xB8
 }

@@ -50,6 +50,11 @@ const Never = time.Duration(math.MaxInt64)
 // QueueConfig is what every discipline is made from.
 type QueueConfig struct {
 	Limit int // frames (the link's queue, topo.LinkParams.Queue)
+	// MarkBytes, if positive, is the ECN marking threshold: a packet
+	// enqueued behind at least this many bytes has its IPv4 ECN set to CE
+	// if it is ECN-capable (ECT), as a switch's egress marks on queue
+	// depth (ATP's p4ml.p4: deq_qdepth against a threshold; DCTCP's K).
+	MarkBytes int
 }
 
 // DefaultQueue is the discipline of a fabric that names none.

@@ -25,6 +25,7 @@ type Stats struct {
 	CtrlSent  uint64 `json:"ctrl_sent"`  // frames sent that are not RoCE (gratuitous ARP)
 	RoCESent  uint64 `json:"roce_sent"`  // frames the QPs sent
 	Malformed uint64 `json:"malformed"`  // RoCE-looking frames the parser rejected
+	RawSent   uint64 `json:"raw_sent,omitempty"` // frames the raw source sent (INA-PS)
 	// Compression counts the compression offload's work (nil: the NIC has
 	// none; emu/nic/compress fills it).
 	Compression *CompressionStats `json:"compression,omitempty"`
@@ -101,7 +102,21 @@ type NIC struct {
 	rxNext    []func(*frames.View) // each offload's next receiver (see AddOffload)
 	txPs      int64                // the offloads' engine time of the frame NextFrame returned last
 	paceTimer roce.Timer           // asks the transmitter again when the offloads let a QP send
+	raw       RawSource
 }
+
+// RawSource is a host's own transport beside RoCE (an INA-PS endpoint):
+// the NIC pulls its frames when the line is free, after control frames
+// and before the QPs, so a host never queues more than it can send. It
+// writes a frame into buf and returns its length, or 0 for none.
+type RawSource interface{ NextFrame(buf []byte) int }
+
+// SetRawSource gives the NIC a raw source; frames that are not RoCE it
+// receives go to OnControl.
+func (h *NIC) SetRawSource(s RawSource) { h.raw = s }
+
+// Kick tells the transmitter the NIC has a frame (a raw source's).
+func (h *NIC) Kick() { h.up.Kick() }
 
 // Transmitter is a NIC's transmit side (a link direction, a device): it
 // pulls frames with NextFrame when the line is free, and Kick tells it
@@ -226,6 +241,12 @@ func (h *NIC) NextFrame(buf []byte) int {
 		h.ctrl = h.ctrl[1:]
 		h.Stats.CtrlSent++
 		return n
+	}
+	if h.raw != nil {
+		if n := h.raw.NextFrame(buf); n > 0 {
+			h.Stats.RawSent++
+			return n
+		}
 	}
 	held, heldAt := false, time.Duration(0)
 	for i := range h.qps {

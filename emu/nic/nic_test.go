@@ -486,3 +486,52 @@ func TestNoOnCompletionSchedulesNothing(t *testing.T) {
 	assert.Equal(t, 1, q.SendCQ().Len())
 	assert.Zero(t, clk.Pending())
 }
+
+// rawSource hands out the frames it holds, one per pull.
+type rawSource struct{ frames [][]byte }
+
+func (r *rawSource) NextFrame(buf []byte) int {
+	if len(r.frames) == 0 {
+		return 0
+	}
+	n := copy(buf, r.frames[0])
+	r.frames = r.frames[1:]
+	return n
+}
+
+func TestRawSourceGoesAfterControlBeforeQPs(t *testing.T) {
+	clk := vclock.New()
+	a := nic.New(clk, "h0", 0, 0, frames.V2IPv4)
+	b := nic.New(clk, "h1", 1, 0, frames.V2IPv4)
+	tx := &nictest.Kicks{}
+	a.Attach(tx)
+	q := a.NewQP(0x11)
+	require.NoError(t, q.Connect(a.PathTo(b, 0x21), nictest.RCConfig(100, 900)))
+	require.NoError(t, q.PostSend(roce.SendWR{ID: 1, Opcode: roce.WRWrite, Local: make([]byte, 100), RemoteVA: 0x1000, RKey: 5}))
+	src := &rawSource{frames: [][]byte{[]byte("raw one"), []byte("raw two")}}
+	a.SetRawSource(src)
+	a.SendControl([]byte("control"))
+	kicks := tx.N
+	a.Kick()
+	assert.Equal(t, kicks+1, tx.N, "Kick kicks the transmitter")
+	buf := make([]byte, 4096)
+	var got []string
+	for n := a.NextFrame(buf); n > 0; n = a.NextFrame(buf) {
+		if n < 30 {
+			got = append(got, string(buf[:n]))
+		} else {
+			got = append(got, "roce")
+		}
+	}
+	assert.Equal(t, []string{"control", "raw one", "raw two", "roce"}, got)
+	assert.Equal(t, nic.Stats{CtrlSent: 1, RawSent: 2, RoCESent: 1}, a.Stats)
+
+	// A frame that is not RoCE goes to OnControl.
+	var seen []byte
+	a.OnControl = func(f []byte) { seen = bytes.Clone(f) }
+	f := make([]byte, 60)
+	copy(f, a.MAC)
+	f[12], f[13] = 0x07, 0x00
+	a.Receive(f)
+	assert.Equal(t, f, seen)
+}

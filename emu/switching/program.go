@@ -31,6 +31,15 @@ type Program interface {
 	Report() any
 }
 
+// FrameProgram is a program that also takes frames the RoCE parser
+// rejects (not RoCE: an INA-PS frame with its own EtherType, a UDP
+// channel). The pipeline offers such a frame to every installed program
+// that implements it, in order, before forwarding it; frame is valid
+// only during the call, and the program may rewrite it in place.
+type FrameProgram interface {
+	ProcessFrame(frame []byte, port int, emit ProgramEmit) bool
+}
+
 // ReportSum is a program report that adds another switch's report of
 // the same program to itself (a run's switches together) and returns
 // the total. Reports that do not implement it are kept per switch.

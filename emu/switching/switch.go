@@ -247,10 +247,18 @@ func (s *Switch) Ingress(port int, frame []byte) {
 		}
 	}
 	// Stage 2: parsing and the programs.
-	if len(s.programs) > 0 && s.view.Parse(frame) == nil {
-		for _, p := range s.programs {
-			if p.Process(&s.view, port, s.emitFn) {
-				return
+	if len(s.programs) > 0 {
+		if err := s.view.Parse(frame); err == nil {
+			for _, p := range s.programs {
+				if p.Process(&s.view, port, s.emitFn) {
+					return
+				}
+			}
+		} else if err == frames.ErrNotRoCE {
+			for _, p := range s.programs {
+				if fp, ok := p.(FrameProgram); ok && fp.ProcessFrame(frame, port, s.emitFn) {
+					return
+				}
 			}
 		}
 	}

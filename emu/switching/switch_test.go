@@ -974,3 +974,55 @@ func TestNoBindingsNoPortSecurity(t *testing.T) {
 	assert.Len(t, r.outputs()[1], 2)
 	assert.Zero(t, r.sw.Stats.PortSecurity)
 }
+
+// frameProgram takes every frame that is not RoCE with EtherType 0x0700
+// and answers it with a copy to the ingress port's MAC.
+type frameProgram struct {
+	seen []int
+}
+
+func (p *frameProgram) Name() string                                          { return "test-frame" }
+func (p *frameProgram) Process(*frames.View, int, switching.ProgramEmit) bool { return false }
+func (p *frameProgram) MemoryBytes() int64                                    { return 0 }
+func (p *frameProgram) Report() any                                           { return nil }
+func (p *frameProgram) ProcessFrame(f []byte, port int, emit switching.ProgramEmit) bool {
+	if f[12] != 0x07 || f[13] != 0x00 {
+		return false
+	}
+	p.seen = append(p.seen, port)
+	f[14] = 0xAA // the program may rewrite the frame it emits
+	emit(f, 5*time.Nanosecond)
+	return true
+}
+
+func TestFrameProgramsSeeFramesThatAreNotRoCE(t *testing.T) {
+	clk := &fakeClock{now: time.Microsecond}
+	s := switching.New(clk, "s0", testTiming)
+	p0, p1 := &fakePort{}, &fakePort{}
+	s.SetPort(0, p0, "port0-out")
+	s.SetPort(1, p1, "port1-out")
+	macA := [6]byte{0x02, 0, 0, 0, 0, 0xA}
+	macB := [6]byte{0x02, 0, 0, 0, 0, 0xB}
+	s.Route(macA, []int{0})
+	s.Route(macB, []int{1})
+	prog := &frameProgram{}
+	s.Install(prog)
+	f := make([]byte, 60)
+	copy(f[0:6], macB[:])
+	copy(f[6:12], macA[:])
+	f[12], f[13] = 0x07, 0x00
+	s.Ingress(0, f)
+	assert.Equal(t, []int{0}, prog.seen)
+	require.Len(t, p1.got, 1, "the program's frame is routed by its destination")
+	assert.Equal(t, byte(0xAA), p1.got[0].frame[14])
+	assert.Equal(t, time.Microsecond+5*time.Nanosecond, p1.got[0].ready)
+	assert.Equal(t, uint64(1), s.Stats.Emitted)
+
+	// ARP is not the program's: the pipeline forwards it.
+	arp := bytes.Clone(f)
+	arp[12], arp[13] = 0x08, 0x06
+	s.Ingress(0, arp)
+	assert.Equal(t, []int{0}, prog.seen)
+	require.Len(t, p1.got, 2)
+	assert.Equal(t, uint64(2), s.Stats.Forwarded, "the emitted frame and the ARP")
+}
