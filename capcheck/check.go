@@ -222,6 +222,10 @@ type Violation struct {
 }
 
 func (v Violation) String() string {
+	if familyOf(v.Rule) == famINAPS {
+		// INA-PS frames have no QP or PSN: the detail names the fragment.
+		return fmt.Sprintf("%s frame %d (%s, %.9fs): %s", v.Rule, v.Frame, v.Interface, float64(v.TimeNS)/1e9, v.Detail)
+	}
 	s := fmt.Sprintf("%s frame %d (%s, %.9fs) qp %#06x psn %d: %s", v.Rule, v.Frame, v.Interface,
 		float64(v.TimeNS)/1e9, v.QP, v.PSN, v.Detail)
 	if v.Inferred != "" {
@@ -357,6 +361,14 @@ type Report struct {
 	NAKRespLatency LatencySummary `json:"nak_response_latency"`
 	Streams        []StreamReport `json:"streams"`
 	Violations     []Violation    `json:"violations"`
+	// INA-PS (rules_inaps.go): the INA-PS frames and reliable-channel
+	// datagrams seen, the results and partials judged against their
+	// contributions, and those not checked (contributions not all
+	// captured, a fault's corruption, raw-float frames, frames cut short).
+	INAPSFrames    int `json:"inaps_frames,omitempty"`
+	INAPSResults   int `json:"inaps_results,omitempty"`
+	INAPSPartials  int `json:"inaps_partials,omitempty"`
+	INAPSUnchecked int `json:"inaps_unchecked,omitempty"`
 }
 
 // CheckFile reads a pcap or pcapng file and checks it. The error is about
@@ -553,7 +565,9 @@ type checkFrame struct {
 	// bytes: all the checker keeps of them.
 	dstMAC, srcMAC [6]byte
 	hasMAC         bool
-	hash           uint64
+	// inaps: INA-PS traffic (rules_inaps.go), read again by its rules.
+	inaps bool
+	hash  uint64
 	// The INA header of a WRITE FIRST/ONLY whose payload has room for one
 	// (hasINA): its tag, ring and rank.
 	hasINA           bool
@@ -871,6 +885,8 @@ type frameParser struct {
 	// the leaf's child index (the tree's reduction order).
 	treeIface  map[int]bool
 	treeGroups map[uint8]map[uint8]uint64
+	// inapsCorrupt: the INA-PS frames a corrupt fault hit.
+	inapsCorrupt map[int]bool
 }
 
 func (p *frameParser) addr(a netip.Addr) uint32 {
@@ -976,6 +992,10 @@ func (p *frameParser) add(r *pcapio.Record) {
 		data = p.padded
 	}
 	if err := v.Parse(data); err != nil {
+		if _, _, ok := inapsFrame(r.Data); ok {
+			p.noteINAPS(i, f, fault.Has("corrupt"))
+			return
+		}
 		if f.snapped {
 			f.class = fcUnreadable
 			return
@@ -1144,6 +1164,19 @@ func (p *frameParser) check(opt CheckOptions, payloads func(yield func(i int, da
 				aggViolations = append(aggViolations, c.newViolation(rule, f, "", detail))
 			})
 	}()
+	// The inaps family reads the INA-PS frames again the same way.
+	var inapsViolations []Violation
+	inapsDone := make(chan error, 1)
+	if rep.INAPSFrames > 0 {
+		go func() {
+			sides := newHostSides(fs, c.ifaceNames, c.ifaceSide, c.ifaceHostLink, opt.LinkTaps)
+			inapsDone <- checkINAPS(payloads, fs, sides, p.inapsCorrupt, rep, func(rule string, f *checkFrame, detail string) {
+				inapsViolations = append(inapsViolations, c.newViolation(rule, f, "", detail))
+			})
+		}()
+	} else {
+		inapsDone <- nil
+	}
 	c.discover()
 	alts, left := c.pairingAlternatives()
 	if len(alts) == 0 {
@@ -1155,6 +1188,14 @@ func (p *frameParser) check(opt CheckOptions, payloads func(yield func(i int, da
 	c.countConnections()
 	aggErr := <-aggDone
 	rep.Violations = append(rep.Violations, aggViolations...)
+	inapsErr := <-inapsDone
+	rep.Violations = append(rep.Violations, inapsViolations...)
+	if u := inapsUnchecked(rep); u != "" {
+		rep.Unchecked = append(rep.Unchecked, u)
+	}
+	if inapsErr != nil {
+		rep.Unchecked = append(rep.Unchecked, "inaps-sum and inaps-partial stopped: "+inapsErr.Error())
+	}
 	c.finish()
 
 	sort.SliceStable(rep.Violations, func(i, j int) bool {

@@ -38,6 +38,17 @@
 //     ranks in rank order, then the leaves' partials in child order.
 //     Links that carry those frames are kept out of the stream rules:
 //     a connection's packets cross them only as re-sent results.
+//   - inaps-sum: an INA-PS result (ATP's frame, EtherType 0x0700: flags
+//     with ACK, or a reliable-channel answer or parameter) whose bitmap is
+//     not the job's full mask or whose values are not the wrapping int32
+//     sum of every worker's gradient for its (job, key, seq); and a
+//     worker's copies of one gradient (original, duplicates, channel
+//     retransmissions) that differ. See rules_inaps.go.
+//   - inaps-partial: an INA-PS partial (Collision without ACK, or a
+//     reminder's return with a bitmap) that is not the wrapping int32 sum
+//     of the gradients its bitmap names. A result or partial whose
+//     gradients the capture does not all show is not checked (listed in
+//     Report.Unchecked: the verdict is undecidable).
 //   - packed: a WRITE or SEND marked as carrying a compressed payload
 //     (DSCP 10, INCEPTIONN's ToS 0x28) whose good-ICRC payload does not
 //     unpack (frames/inceptionn's packed form).
@@ -46,7 +57,7 @@
 // report's count of what the rule judged), from which docs/check.md's
 // list, the JUnit testcases and the text report's per-family lines come;
 // each family's code is a file of its own (rules_icrc.go, rules_packed.go,
-// rules_psn.go, rules_readatomic.go, rules_agg.go), the machinery that
+// rules_psn.go, rules_readatomic.go, rules_agg.go, rules_inaps.go), the machinery that
 // runs the stream rules per vantage point and connection stream.go.
 //
 // Which opcodes each rule covers (IBTA Vol. 1 §9.2 opcode numbers, RC
@@ -65,6 +76,8 @@
 //	atomic-replay  Atomic Acknowledge (18)                 -
 //	agg-sum        inaemu's NetReduce WRITEs (6-11), INA   -
 //	               partials and totals (0xE0-0xE2)
+//	inaps-sum,     INA-PS frames (EtherType 0x0700) and    -
+//	inaps-partial  channel datagrams (UDP 4792), no RoCE
 //	packed         SEND and WRITE marked DSCP 10           -
 //
 // No rule applies to CNPs (0x81: congestion notifications carry no

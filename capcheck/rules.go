@@ -36,6 +36,8 @@ var Rules = []Rule{
 	{RuleAtomicPSN, famReadAtomic, "an Atomic Acknowledge whose PSN no compare-and-swap or fetch-and-add carried, or more of them than such requests", "atomic_requests"},
 	{RuleAtomicReplay, famReadAtomic, "a duplicate atomic answered with another original value (it must come from the responder's replay cache, not a second execution)", "atomic_requests"},
 	{RuleAggSum, famAgg, "a NetReduce result that is not the rank-order sum of the contributions that reached the switch (tree order across racks)", "agg_checked"},
+	{RuleINAPSSum, famINAPS, "an INA-PS result (ACK) that is not the wrapping int32 sum of every worker's gradient, or whose bitmap is not the job's full mask; a worker's two copies of one gradient that differ", "inaps_results"},
+	{RuleINAPSPartial, famINAPS, "an INA-PS partial (Collision, or a reminder's return) that is not the wrapping int32 sum of the gradients its bitmap names", "inaps_partials"},
 }
 
 // RuleNames are the names of Rules, in order.
@@ -45,6 +47,16 @@ func RuleNames() []string {
 		names[i] = r.Name
 	}
 	return names
+}
+
+// familyOf is the family of the rule named rule ("" for none).
+func familyOf(rule string) string {
+	for _, r := range Rules {
+		if r.Name == rule {
+			return r.Family
+		}
+	}
+	return ""
 }
 
 // RuleCounts is the number of violations per rule (rules with none are
@@ -64,6 +76,7 @@ const (
 	famPSN        = "psn"        // rules_psn.go
 	famReadAtomic = "readatomic" // rules_readatomic.go
 	famAgg        = "agg"        // rules_agg.go
+	famINAPS      = "inaps"      // rules_inaps.go
 )
 
 // A ruleFamily's summary writes its lines of the text report (none when
@@ -80,6 +93,7 @@ var families = map[string]ruleFamily{
 	famPacked:     {famPacked, "compressed", packedSummary},
 	famReadAtomic: {famReadAtomic, "read/atomic", readAtomicSummary},
 	famAgg:        {famAgg, "aggregation", aggSummary},
+	famINAPS:      {famINAPS, "ina-ps", inapsSummary},
 }
 
 // writeFamily writes family's summary line, if it has one to say.

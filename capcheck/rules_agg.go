@@ -128,6 +128,71 @@ func linkHostMACs(fs *frameStore, link []bool) map[int][6]byte {
 	return host
 }
 
+// hostSides says which way a frame crosses the switch, for the rules
+// that judge what reaches a switch against what leaves it (agg-sum, the
+// inaps family): sideIn (X-in, the host's side of its link) or sideOut
+// (X-out, toward the host); sideTap when neither can be told, and a link
+// between switches keeps its sideFwd or sideRev.
+type hostSides struct {
+	fs      *frameStore
+	side    []uint8
+	link    []bool
+	hostMAC map[int][6]byte
+	// any: some interface carries frames toward a switch.
+	any bool
+}
+
+// newHostSides reads the interfaces' sides: by name (X-in, X-out), as
+// orientHostLinks settled them (a host's A-B/B-A link), and on a link
+// tap (one interface carrying both directions of one host's link, a TAP
+// backend bridge PREFIX-brN or any single interface with linkTaps) per
+// frame, by the host's MAC (the unicast address in the most frames
+// there): from it reaches the switch, to it leaves the switch.
+func newHostSides(fs *frameStore, names []string, ifaceSide []uint8, hostLink []bool, linkTaps bool) *hostSides {
+	h := &hostSides{fs: fs, side: make([]uint8, len(names)), link: make([]bool, len(names))}
+	side, link := h.side, h.link
+	for i, n := range names {
+		switch {
+		case strings.HasSuffix(n, "-in"):
+			side[i], h.any = sideIn, true
+		case strings.HasSuffix(n, "-out"):
+			side[i] = sideOut
+		case hostLink[i]:
+			side[i] = ifaceSide[i]
+			h.any = h.any || side[i] == sideIn
+		case ifaceSide[i] == sideFwd || ifaceSide[i] == sideRev:
+			// A link between switches: neither contributions reaching an
+			// aggregating switch from a host nor results on their way to one.
+		case isLinkTap(n, linkTaps):
+			link[i], h.any = true, true
+		}
+	}
+	if h.any {
+		h.hostMAC = linkHostMACs(fs, link)
+	}
+	return h
+}
+
+// of is frame i's side.
+func (h *hostSides) of(i int) uint8 {
+	f := h.fs.at(i)
+	if f.iface >= len(h.side) {
+		return sideTap
+	}
+	if !h.link[f.iface] {
+		return h.side[f.iface]
+	}
+	switch mac := h.hostMAC[f.iface]; {
+	case f.srcMAC == mac:
+		return sideIn
+	case f.dstMAC == mac, f.dstMAC == [6]byte{} && f.srcMAC != [6]byte{}:
+		// to the host, or, with no destination recorded (a cooked
+		// capture), from the other end of its link
+		return sideOut
+	}
+	return sideTap
+}
+
 // aggReorder is how many frames agg-sum holds back to put a capture of
 // several interfaces in time order (dumpcap interleaves them only
 // roughly) while it reads the payloads as a stream.
@@ -143,49 +208,11 @@ const aggKeep = 64
 // again in capture order (payloads), in time order within aggReorder
 // frames; its memory is bounded by the messages in flight.
 func checkAggregation(payloads func(yield func(i int, data []byte) bool) error, fs *frameStore, names []string, ifaceSide []uint8, hostLink []bool, linkTaps bool, dt tensor.DType, tag uint32, hdr int, trees map[uint8][]uint64, rep *Report, report func(rule string, f *checkFrame, detail string)) error {
-	side := make([]uint8, len(names))
-	link := make([]bool, len(names))
-	any := false
-	for i, n := range names {
-		switch {
-		case strings.HasSuffix(n, "-in"):
-			side[i], any = sideIn, true
-		case strings.HasSuffix(n, "-out"):
-			side[i] = sideOut
-		case hostLink[i]:
-			side[i] = ifaceSide[i]
-			any = any || side[i] == sideIn
-		case ifaceSide[i] == sideFwd || ifaceSide[i] == sideRev:
-			// A link between switches: neither contributions reaching an
-			// aggregating switch from a host nor results on their way to one.
-		case isLinkTap(n, linkTaps):
-			link[i], any = true, true
-		}
-	}
-	if !any {
+	sides := newHostSides(fs, names, ifaceSide, hostLink, linkTaps)
+	if !sides.any {
 		return nil
 	}
-	// On a link tap a frame's side is its direction: from the host to the
-	// switch, or from the switch to the host.
-	hostMAC := linkHostMACs(fs, link)
-	frameSide := func(i int) uint8 {
-		f := fs.at(i)
-		if f.iface >= len(side) {
-			return sideTap
-		}
-		if !link[f.iface] {
-			return side[f.iface]
-		}
-		switch mac := hostMAC[f.iface]; {
-		case f.srcMAC == mac:
-			return sideIn
-		case f.dstMAC == mac, f.dstMAC == [6]byte{} && f.srcMAC != [6]byte{}:
-			// to the host, or, with no destination recorded (a cooked
-			// capture), from the other end of its link
-			return sideOut
-		}
-		return sideTap
-	}
+	frameSide := sides.of
 	usable := func(i int) bool {
 		f := fs.at(i)
 		return f.class == fcRequest && f.icrcOK && !f.ghost && !f.snapped && isWriteData(f.op) && frameSide(i) != sideTap

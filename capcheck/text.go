@@ -60,6 +60,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			plural(len(r.Unpaired), "request stream"), strings.Join(r.Unpaired, ", "))
 	}
 	writeFamily(&b, r, famAgg)
+	writeFamily(&b, r, famINAPS)
 	lat := func(label string, l LatencySummary) {
 		if l.Count == 0 {
 			fmt.Fprintf(&b, "  %-24s none\n", label)
