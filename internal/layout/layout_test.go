@@ -26,8 +26,10 @@ var levels = map[string]int{
 	"emu/nic":  4, "emu/switching": 4, "internal/wallloop": 4, "internal/taptest": 4,
 	"emu/fabric": 5, "faultwire": 5, "emu/nic/compress": 5, "emu/nic/nictest": 5,
 	// switch programs: each registers itself with the pipeline (switching)
-	"emu/netreduce": 5,
-	"emu/ars":       6, // the AllReduce-Switch: a netreduce.RingHost
+	"emu/netreduce": 5, "emu/inaps": 5, // INA-PS's aggregator pool and policies
+	"emu/inaps/endpoint":   6, // INA-PS's workers and PS
+	"emu/inaps/experiment": 7, // INA-PS jobs on a fabric
+	"emu/ars":              6, // the AllReduce-Switch: a netreduce.RingHost
 	// the runner, the algorithms it runs (each registers itself with it),
 	// and the facade that links them and the programs in
 	"emu/job": 7, "emu/replay": 7,
