@@ -219,7 +219,11 @@ func (d *linkDir) start() {
 		occ = max(occ, d.src.TxEnginePs())
 	}
 	d.freePs = startPs + occ
-	d.busy, d.txLen = true, n
+	// The transmit timer now marks the frame's end: a wake-up the source
+	// asked for while it was being pulled (a Kick from inside NextFrame)
+	// is superseded, and must not stay pending, or every later Kick would
+	// think one is scheduled and the line would never be asked again.
+	d.busy, d.txLen, d.wakePending = true, n, false
 	d.txTimer.Reset(time.Duration((d.freePs+999)/1000) - now)
 }
 

@@ -48,8 +48,9 @@ type channel struct {
 	deliver    func(k Kind, h wire.INAPS)
 	rto        time.Duration
 
-	next    uint32   // next sequence number to send
-	unacked [][]byte // sent and not acknowledged, in order (frame copies)
+	next    uint32   // next sequence number to give a message
+	unacked [][]byte // given a number and not acknowledged, in order (frame copies)
+	flying  int      // how many of unacked are on the wire (the first ones)
 	acked   uint32   // all below are acknowledged
 	expect  uint32   // next sequence number to deliver
 	timer   clock.Timer
@@ -98,11 +99,24 @@ func (c *channel) Send(k Kind, fill func(h wire.INAPS)) {
 	c.next++
 	fill(wire.INAPS(f[msgOff:]))
 	c.unacked = append(c.unacked, f)
-	c.transmit(f)
 	c.Sent++
-	if !c.armed {
+	c.fill()
+}
+
+// chanWindow is how many messages a channel has on the wire at once, so
+// that a burst of them (a PS asking every worker) cannot flood a queue
+// and a loss costs one window's resend, not the whole backlog.
+const chanWindow = 16
+
+// fill puts messages on the wire up to the window.
+func (c *channel) fill() {
+	for c.flying < len(c.unacked) && c.flying < chanWindow {
+		c.transmit(c.unacked[c.flying])
+		c.flying++
+	}
+	if c.flying > 0 && !c.armed {
 		c.armed = true
-		c.timer.Reset(c.rto)
+		c.timer.Reset(c.rto << c.backoff)
 	}
 }
 
@@ -132,7 +146,7 @@ func (c *channel) onTimeout() {
 	if len(c.unacked) == 0 {
 		return
 	}
-	for _, f := range c.unacked {
+	for _, f := range c.unacked[:c.flying] {
 		c.transmit(f)
 		c.Retries++
 	}
@@ -151,17 +165,15 @@ func IsChannel(f []byte) bool {
 func (c *channel) receive(f []byte) {
 	ch := f[chanOff:]
 	k, seq, ack := Kind(ch[0]), binary.BigEndian.Uint32(ch[2:]), binary.BigEndian.Uint32(ch[6:])
-	if n := int32(ack - c.acked); n > 0 && int(n) <= len(c.unacked) {
+	if n := int32(ack - c.acked); n > 0 && int(n) <= c.flying {
+		clear(c.unacked[:n])
 		c.unacked = c.unacked[n:]
+		c.flying -= int(n)
 		c.acked = ack
 		c.backoff = 0
-		if len(c.unacked) == 0 {
-			c.timer.Stop()
-			c.armed = false
-		} else {
-			c.armed = true
-			c.timer.Reset(c.rto)
-		}
+		c.timer.Stop()
+		c.armed = false
+		c.fill()
 	}
 	if k == KindACK {
 		return
