@@ -1,7 +1,8 @@
 // Package wireshark holds the Lua dissector for inaemu's INA headers
 // (NetReduce's INA header, multi-rack NetReduce's switch-to-switch frames,
-// INCEPTIONN's packed payloads), embedded so that `inaemu dissector` can
-// print or install it from any directory.
+// INCEPTIONN's packed payloads, INA-PS frames and the INA-PS reliable
+// channel), embedded so that `inaemu dissector` can print or install it
+// from any directory.
 package wireshark
 
 import _ "embed"

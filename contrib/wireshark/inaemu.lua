@@ -1,8 +1,10 @@
 -- inaemu.lua: shows NetReduce's INA header (InetTag "INA1", RingID, MsgID,
 -- MsgLen, Rank) at the start of the payload of RDMA WRITE FIRST and
 -- WRITE ONLY packets, as inaemu and the NetReduce paper (ASPLOS '23,
--- Fig. 4) put it there; and multi-rack NetReduce's switch-to-switch frames
--- (partial sums, totals and notifications, described further down).
+-- Fig. 4) put it there; multi-rack NetReduce's switch-to-switch frames
+-- (partial sums, totals and notifications); INCEPTIONN's packed payloads;
+-- INA-PS frames (ATP, ESA) and the INA-PS reliable channel (UDP port
+-- 4792), each described further down.
 --
 -- Load it for one run:   wireshark -X lua_script:contrib/wireshark/inaemu.lua run.pcapng
 --                        tshark -X lua_script:contrib/wireshark/inaemu.lua -r run.pcapng -V
@@ -469,21 +471,15 @@ inaps.fields = { fp.bitmap, fp.fanin, fp.flags, fp.overflow, fp.psindex, fp.data
 local ex_short = ProtoExpert.new("inaps.short", "INA-PS header cut short", expert.group.MALFORMED, expert.severity.ERROR)
 inaps.experts = { ex_short }
 
-function inaps.dissector(tvb, pinfo, tree)
-	-- The IPv4 header first (its protocol field says nothing of what
-	-- follows, so IP shows the rest as data: ATP's switch parses by
-	-- EtherType).
-	local ihl = 20
-	if tvb:len() >= 1 then
-		ihl = (tvb(0, 1):uint() % 16) * 4
-	end
-	Dissector.get("ip"):call(tvb, pinfo, tree)
-	pinfo.cols.protocol = "INA-PS"
-	local h = tvb(ihl)
+-- inaps_header adds the INA-PS header at the start of h (a TvbRange) to
+-- tree; nil when h is cut short, else the header's frame kind by its flags
+-- (gradient, reminder, ACK), job, sequence, aggregator and bitmap. Both
+-- the INA-PS frames and the reliable channel's messages (below) use it.
+local function inaps_header(h, tree)
 	local t = tree:add(inaps, h:range(0, math.min(h:len(), INAPS_LEN)))
 	if h:len() < INAPS_LEN then
 		t:add_proto_expert_info(ex_short)
-		return
+		return nil
 	end
 	t:add(fp.bitmap, h(0, 4))
 	t:add(fp.fanin, h(4, 1))
@@ -509,8 +505,92 @@ function inaps.dissector(tvb, pinfo, tree)
 	elseif flags % 2 == 1 then
 		kind = "ACK"
 	end
-	pinfo.cols.info = string.format("INA-PS %s job=%d seq=%d agg=%d bitmap=0x%x", kind, h(6, 2):uint(), h(8, 2):uint(),
-		h(10, 2):uint(), h(0, 4):uint())
+	return { kind = kind, job = h(6, 2):uint(), seq = h(8, 2):uint(), agg = h(10, 2):uint(), bitmap = h(0, 4):uint() }
+end
+
+function inaps.dissector(tvb, pinfo, tree)
+	-- The IPv4 header first (its protocol field says nothing of what
+	-- follows, so IP shows the rest as data: ATP's switch parses by
+	-- EtherType).
+	local ihl = 20
+	if tvb:len() >= 1 then
+		ihl = (tvb(0, 1):uint() % 16) * 4
+	end
+	Dissector.get("ip"):call(tvb, pinfo, tree)
+	pinfo.cols.protocol = "INA-PS"
+	local x = inaps_header(tvb(ihl), tree)
+	if x == nil then
+		return
+	end
+	pinfo.cols.info = string.format("INA-PS %s job=%d seq=%d agg=%d bitmap=0x%x", x.kind, x.job, x.seq, x.agg, x.bitmap)
 end
 
 DissectorTable.get("ethertype"):add(0x0700, inaps)
+
+-- The reliable worker <-> parameter server channel (emu/inaps/endpoint,
+-- channel.go): ESA sends retransmissions to the PS over a reliable
+-- transport; inaemu carries them as UDP datagrams to and from port 4792,
+-- go-back-N with a cumulative ACK. The payload is a 10-byte header
+--
+--   kind (1) | reserved (1) | seq (4) | ack (4)
+--
+-- then, for kinds 1..7, the INA-PS header above (274 bytes, the same
+-- fields). Kinds: 1 gradient (a worker's retransmission), 2 reminder (a
+-- worker missing a result), 3 resend request, 4 query (does the worker
+-- hold the result?), 5 answer (it does: the result), 6 not held,
+-- 7 parameter (a result sent to one worker), 0x80 ack (no INA-PS header;
+-- its seq is the next one the sender will number). seq numbers the
+-- messages of one direction of a (worker, PS) pair; ack is the next seq
+-- the sender expects from its peer.
+--
+-- Filter fields: inaps_chan.kind, inaps_chan.reserved, inaps_chan.seq,
+-- inaps_chan.ack, and the inaps.* fields of the embedded header.
+
+local CHAN_PORT, CHAN_LEN = 4792, 10
+local CHAN_KINDS = { [1] = "gradient", [2] = "reminder", [3] = "resend request", [4] = "query", [5] = "answer",
+	[6] = "not held", [7] = "parameter", [0x80] = "ack" }
+local inaps_chan = Proto("inaps_chan", "INA-PS channel")
+local fch = {
+	kind = ProtoField.uint8("inaps_chan.kind", "Kind", base.DEC, CHAN_KINDS),
+	reserved = ProtoField.uint8("inaps_chan.reserved", "Reserved", base.HEX),
+	seq = ProtoField.uint32("inaps_chan.seq", "Sequence (this direction's message number)", base.DEC),
+	ack = ProtoField.uint32("inaps_chan.ack", "ACK (next sequence expected from the peer)", base.DEC),
+}
+inaps_chan.fields = { fch.kind, fch.reserved, fch.seq, fch.ack }
+local ex_chan_short = ProtoExpert.new("inaps_chan.short", "INA-PS channel header cut short", expert.group.MALFORMED,
+	expert.severity.ERROR)
+inaps_chan.experts = { ex_chan_short }
+
+function inaps_chan.dissector(tvb, pinfo, tree)
+	pinfo.cols.protocol = "INA-PS"
+	local t = tree:add(inaps_chan, tvb(0, math.min(tvb:len(), CHAN_LEN)))
+	if tvb:len() < CHAN_LEN then
+		t:add_proto_expert_info(ex_chan_short)
+		pinfo.cols.info = "channel (cut short)"
+		return
+	end
+	local k, seq, ack = tvb(0, 1):uint(), tvb(2, 4):uint(), tvb(6, 4):uint()
+	t:add(fch.kind, tvb(0, 1))
+	t:add(fch.reserved, tvb(1, 1))
+	t:add(fch.seq, tvb(2, 4))
+	t:add(fch.ack, tvb(6, 4))
+	local name = CHAN_KINDS[k] or string.format("kind %d", k)
+	t:append_text(string.format(", %s #%d, ack %d", name, seq, ack))
+	local what = ""
+	if k >= 1 and k <= 7 then
+		local x = nil
+		if tvb:len() > CHAN_LEN then
+			x = inaps_header(tvb(CHAN_LEN), tree)
+		else
+			t:add_proto_expert_info(ex_short)
+		end
+		if x == nil then
+			what = " (header cut short)"
+		else
+			what = string.format(" job %d seq %d", x.job, x.seq)
+		end
+	end
+	pinfo.cols.info = string.format("channel %s%s (#%d, ack %d)", name, what, seq, ack)
+end
+
+DissectorTable.get("udp.port"):add(CHAN_PORT, inaps_chan)

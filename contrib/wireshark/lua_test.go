@@ -3,6 +3,7 @@
 package wireshark
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net/netip"
@@ -373,8 +374,38 @@ func TestLuaDissectorShowsINAPSFrames(t *testing.T) {
 		require.Len(t, buf.Bytes(), 308)
 		require.NoError(t, w.WritePacket(gopacket.CaptureInfo{Timestamp: time.Unix(0, int64(i)*1000), CaptureLength: 308, Length: 308}, buf.Bytes()))
 	}
+	// The reliable channel (UDP port 4792): a gradient retransmission, a
+	// parameter and an ACK, built by hand as channel.go lays them out.
+	for i, c := range []struct {
+		kind     uint8
+		seq, ack uint32
+		flags    uint8
+		bitmap   uint32
+	}{{1, 5, 3, 0, 1 << 1}, {7, 9, 6, 0x01, 0x7}, {0x80, 6, 10, 0, 0}} {
+		pay := []byte{c.kind, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+		binary.BigEndian.PutUint32(pay[2:], c.seq)
+		binary.BigEndian.PutUint32(pay[6:], c.ack)
+		if c.kind != 0x80 {
+			x := &frames.INAPS{Bitmap: c.bitmap, FanIn: 3, Flags: c.flags, Job: 2, Seq: 17, Aggregator: 7, Key: 4, TensorLength: 12400}
+			x.Values[0], x.Values[61] = -5, 42
+			h := gopacket.NewSerializeBuffer()
+			require.NoError(t, x.SerializeTo(h, gopacket.SerializeOptions{}))
+			pay = append(pay, h.Bytes()...)
+		}
+		buf := gopacket.NewSerializeBuffer()
+		ip := &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: []byte{10, 0, 0, 2}, DstIP: []byte{10, 0, 0, 4}}
+		udp := &layers.UDP{SrcPort: 4792, DstPort: 4792}
+		require.NoError(t, gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true},
+			&layers.Ethernet{SrcMAC: []byte{2, 0x1a, 0xe0, 0, 0, 2}, DstMAC: []byte{2, 0x1a, 0xe0, 0, 0, 4}, EthernetType: layers.EthernetTypeIPv4},
+			ip, udp, gopacket.Payload(pay)))
+		b := buf.Bytes()
+		if len(b) < 60 {
+			b = append(b, make([]byte, 60-len(b))...) // the minimum frame, as channel.go pads an ACK
+		}
+		require.NoError(t, w.WritePacket(gopacket.CaptureInfo{Timestamp: time.Unix(0, int64(3+i)*1000), CaptureLength: len(b), Length: len(b)}, b))
+	}
 	require.NoError(t, f.Close())
-	out, errOut, err := testtool.Run(t, "tshark", "-X", "lua_script:inaemu.lua", "-r", fn, "-T", "fields", "-E", "separator=|",
+	out, errOut, err := testtool.Run(t, "tshark", "-X", "lua_script:inaemu.lua", "-r", fn, "-Y", "eth.type == 0x0700", "-T", "fields", "-E", "separator=|",
 		"-e", "inaps.bitmap", "-e", "inaps.fanin", "-e", "inaps.flags.psindex", "-e", "inaps.flags.ecn", "-e", "inaps.job", "-e", "inaps.seq",
 		"-e", "inaps.aggregator", "-e", "inaps.priority", "-e", "inaps.key", "-e", "inaps.tensor_len", "-e", "ip.dst", "-e", "_ws.col.Info")
 	require.NoError(t, err, errOut)
@@ -388,6 +419,26 @@ func TestLuaDissectorShowsINAPSFrames(t *testing.T) {
 	} {
 		require.Equal(t, want, lines[i], "frame %d", i+1)
 	}
+	// The channel's frames: their own header, then the INA-PS header's
+	// fields (none for an ACK), and an Info line naming both.
+	out, errOut, err = testtool.Run(t, "tshark", "-X", "lua_script:inaemu.lua", "-r", fn, "-Y", "inaps_chan", "-T", "fields", "-E", "separator=|",
+		"-e", "inaps_chan.kind", "-e", "inaps_chan.seq", "-e", "inaps_chan.ack", "-e", "inaps.bitmap", "-e", "inaps.flags", "-e", "inaps.job",
+		"-e", "inaps.seq", "-e", "inaps.key", "-e", "_ws.col.Protocol", "-e", "_ws.col.Info")
+	require.NoError(t, err, errOut)
+	require.NotContains(t, errOut, "Lua: Error")
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3, out)
+	for i, want := range []string{
+		"1|5|3|0x00000002|0x00|2|17|0x0000000000000004|INA-PS|channel gradient job 2 seq 17 (#5, ack 3)",
+		"7|9|6|0x00000007|0x01|2|17|0x0000000000000004|INA-PS|channel parameter job 2 seq 17 (#9, ack 6)",
+		"128|6|10||||||INA-PS|channel ack (#6, ack 10)",
+	} {
+		require.Equal(t, want, lines[i], "channel frame %d", i+1)
+	}
+	named, errOut, err := testtool.Run(t, "tshark", "-X", "lua_script:inaemu.lua", "-r", fn, "-Y", "inaps_chan.kind == 7", "-V")
+	require.NoError(t, err, errOut)
+	require.Contains(t, named, "Kind: parameter (7)", "the kind's name from its value_string")
+	require.Contains(t, named, "INA-PS header (ATP, ESA)", "the embedded header, dissected")
 	// A Lua error lands in the tree, not on stderr.
 	full, errOut, err := testtool.Run(t, "tshark", "-X", "lua_script:inaemu.lua", "-r", fn, "-V")
 	require.NoError(t, err, errOut)
