@@ -193,6 +193,7 @@ func rootCommand(stdout, stderr io.Writer) *cobra.Command {
 		dissectorCommand(stdout, stderr),
 		checkCommand(stdout, stderr),
 		plotCommand(stdout, stderr),
+		inapsCommand(stdout, stderr),
 	)
 	for _, c := range root.Commands() {
 		// Flags are GNU-style: --name VALUE or --name=VALUE, anywhere on

@@ -219,9 +219,7 @@ func (j *jobFlags) config(e *cmdEnv) (emu.Config, bool) {
 		return cfg, false
 	}
 	if !j.seeded {
-		var b [8]byte
-		_, _ = crand.Read(b[:])
-		cfg.Seed = binary.LittleEndian.Uint64(b[:]) >> 16 // short enough to type
+		cfg.Seed = freshSeed()
 	}
 	mem, err := j.maxMemory()
 	if err != nil {
@@ -277,4 +275,11 @@ func (j *jobFlags) fromFlags(e *cmdEnv, key string) bool {
 	}
 	o, ok := scenario.OptionByKey(key)
 	return ok && e.changed(o.FlagName())
+}
+
+// freshSeed is a seed from the system's randomness, short enough to type.
+func freshSeed() uint64 {
+	var b [8]byte
+	_, _ = crand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:]) >> 16
 }

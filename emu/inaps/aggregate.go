@@ -1,6 +1,7 @@
 package inaps
 
 import (
+	"math/bits"
 	"time"
 
 	"github.com/inaemu/inaemu/emu/switching"
@@ -91,6 +92,15 @@ func (a *Aggregator) full() bool {
 // free releases a.
 func (p *Program) free(a *Aggregator) {
 	if a.Used {
+		if lost := a.Bitmap &^ a.Out; lost != 0 {
+			// Contributions that never left in a frame: a task a late
+			// copy started, freed by its job's teardown, or a bug.
+			if p.tearing {
+				p.stats.AbandonedContributions += uint64(bits.OnesCount32(lost))
+			} else {
+				p.stats.LostContributions += uint64(bits.OnesCount32(lost))
+			}
+		}
 		d := int64(p.env.Clock.Now() - a.Since)
 		p.heldNs += d
 		p.held[a.Job] += d
@@ -124,6 +134,7 @@ func (p *Program) build(a *Aggregator, j *Job, src, dst Addr, flags uint8) []byt
 func (p *Program) multicast(a *Aggregator, j *Job, idx uint16, emit switching.ProgramEmit, lat time.Duration) {
 	f := p.build(a, j, SwitchAddr, j.Workers[0], wire.INAPSFlagACK)
 	wire.INAPS(f[HeaderOff:]).SetAggregator(idx)
+	a.Out |= a.Bitmap
 	for _, w := range j.Workers {
 		Readdress(f, w)
 		emit(f, lat)
@@ -203,6 +214,7 @@ func (p *Program) fcfs(j *Job, f []byte, h wire.INAPS, emit switching.ProgramEmi
 			// the reminder's flags.
 			r := p.build(a, j, SwitchAddr, j.PS, wire.INAPSFlagResend)
 			wire.INAPS(r[HeaderOff:]).SetAggregator(idx)
+			a.Out |= a.Bitmap
 			emit(r, p.cfg.Latency)
 			p.stats.Flushed++
 			p.free(a)
@@ -232,6 +244,7 @@ func (p *Program) fcfs(j *Job, f []byte, h wire.INAPS, emit switching.ProgramEmi
 		p.stats.ToPS++
 		r := p.build(a, j, SwitchAddr, j.PS, 0)
 		wire.INAPS(r[HeaderOff:]).SetAggregator(idx)
+		a.Out |= a.Bitmap
 		emit(r, p.cfg.Latency)
 	}
 }
@@ -288,12 +301,15 @@ func (p *Program) preemptive(j *Job, f []byte, h wire.INAPS, emit switching.Prog
 		if old == nil {
 			old = j // a torn-down job's leftover: its partial goes nowhere useful
 		}
-		if p.Mutations.EvictLosesBitmap {
-			a.Bitmap = 0
-		}
 		src := Addr{MAC: [6]byte(f[6:12]), IP: [4]byte(f[26:30])}
 		r := p.build(a, old, src, old.PS, wire.INAPSFlagCollision)
 		wire.INAPS(r[HeaderOff:]).SetAggregator(idx)
+		if p.Mutations.EvictLosesBitmap {
+			// The values are swapped, the bitmap is not: the partial
+			// leaves naming the evicting packet's worker.
+			wire.INAPS(r[HeaderOff:]).SetBitmap(h.Bitmap())
+		}
+		a.Out |= wire.INAPS(r[HeaderOff:]).Bitmap()
 		p.stats.Preemptions++
 		p.stats.Evicted++
 		p.stats.Resubmits++
@@ -341,6 +357,7 @@ func (p *Program) reminder(j *Job, f []byte, h wire.INAPS, emit switching.Progra
 		} else {
 			r = p.build(a, j, SwitchAddr, j.PS, wire.INAPSFlagsReminder)
 			wire.INAPS(r[HeaderOff:]).SetAggregator(idx)
+			a.Out |= a.Bitmap
 			p.free(a)
 		}
 	} else {

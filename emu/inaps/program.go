@@ -45,6 +45,7 @@ type Aggregator struct {
 	Count    uint8
 	Values   Vec
 	Since    time.Duration // when the task took it
+	Out      uint32        // the contributions that have left in a frame built from it
 	lastFull bool          // the last contribution completed it (static's re-send answer)
 }
 
@@ -80,9 +81,10 @@ type Program struct {
 	out   [FrameLen]byte // scratch for the frames it builds
 	stats Stats
 	// held is aggregator-time held (occupancy), summed at release.
-	heldNs int64
-	held   map[uint16]int64 // per job
-	inUse  int
+	heldNs  int64
+	held    map[uint16]int64 // per job
+	tearing bool
+	inUse   int
 	// Mutations re-introduce known bugs for the property suites' power
 	// tests; zero in every real run.
 	Mutations Mutations
@@ -113,16 +115,23 @@ type Stats struct {
 	Flushed        uint64 `json:"flushed_by_resend"`  // fcfs: aggregators a resend flushed
 	Reminders      uint64 `json:"reminders"`          // reminders that reached the switch
 	RemindersValue uint64 `json:"reminders_with_value"`
-	Duplicates     uint64 `json:"duplicates"`         // contributions already in their aggregator, dropped
-	Stale          uint64 `json:"stale"`              // static: contributions of a finished round, dropped
-	Retransmits    uint64 `json:"retransmits"`        // static: results re-sent from the shadow copy
-	Resubmits      uint64 `json:"resubmits"`          // extra pipeline passes (packet swapping)
-	BadIndex       uint64 `json:"bad_index"`          // an index outside the pool or the job's region
-	UnknownJob     uint64 `json:"unknown_job"`        // frames of no installed job, forwarded
-	TeardownFreed  uint64 `json:"teardown_freed"`     // aggregators a job's teardown freed (stale tasks)
-	HeldNs         int64  `json:"aggregator_ns_held"` // aggregator-time held, summed over releases
-	MaxInUse       int    `json:"max_in_use"`         // most aggregators held at once
-	InUse          int    `json:"in_use"`             // held now
+	Duplicates     uint64 `json:"duplicates"`     // contributions already in their aggregator, dropped
+	Stale          uint64 `json:"stale"`          // static: contributions of a finished round, dropped
+	Retransmits    uint64 `json:"retransmits"`    // static: results re-sent from the shadow copy
+	Resubmits      uint64 `json:"resubmits"`      // extra pipeline passes (packet swapping)
+	BadIndex       uint64 `json:"bad_index"`      // an index outside the pool or the job's region
+	UnknownJob     uint64 `json:"unknown_job"`    // frames of no installed job, forwarded
+	TeardownFreed  uint64 `json:"teardown_freed"` // aggregators a job's teardown freed (stale tasks)
+	// LostContributions are contributions an aggregator took in and freed
+	// without their leaving in any frame (a result, a partial, a
+	// reminder's return): zero in a correct switch, whatever the faults.
+	LostContributions uint64 `json:"lost_contributions"`
+	// AbandonedContributions are those a job's teardown freed (tasks a
+	// late copy started after its result was out).
+	AbandonedContributions uint64 `json:"abandoned_contributions"`
+	HeldNs                 int64  `json:"aggregator_ns_held"` // aggregator-time held, summed over releases
+	MaxInUse               int    `json:"max_in_use"`         // most aggregators held at once
+	InUse                  int    `json:"in_use"`             // held now
 }
 
 // Name is ProgramName.
@@ -189,6 +198,8 @@ func (p *Program) Pool() []Aggregator { return p.pool }
 // returns how many.
 func (p *Program) Teardown(id uint16) int {
 	n := 0
+	p.tearing = true
+	defer func() { p.tearing = false }()
 	for i := range p.pool {
 		if a := &p.pool[i]; a.Used && a.Job == id {
 			p.free(a)

@@ -113,6 +113,9 @@ func collect(cfg Config, f *fabric.Fabric, prog *inaps.Program, jobs []*job, end
 	r.MeanUtilisation /= float64(len(jobs))
 	r.MeanUtilisationWire /= float64(len(jobs))
 	r.Switch = prog.Stats()
+	if n := r.Switch.LostContributions; n > 0 {
+		r.Failures = append(r.Failures, fmt.Sprintf("the switch freed %d contributions that never left it in a frame", n))
+	}
 	if n := r.Switch.InUse; n > 0 {
 		r.Failures = append(r.Failures, fmt.Sprintf("%d aggregators still allocated after every job's teardown", n))
 	}
