@@ -1155,6 +1155,12 @@ func (p *frameParser) check(opt CheckOptions, payloads func(yield func(i int, da
 	aggDone := make(chan error, 1)
 	go func() {
 		hdr, err := aggHeader(opt.SwitchProgram)
+		if err != nil && rep.RoCEFrames == 0 {
+			// No RoCE frame (an INA-PS capture, whose program, ina-ps,
+			// has no WRITE FIRST header): nothing for agg-sum to judge.
+			aggDone <- nil
+			return
+		}
 		if err != nil {
 			aggDone <- err
 			return
