@@ -269,7 +269,7 @@ func TestDamagedCaptureCheck(t *testing.T) {
 	code, out, errOut = runGuarded("check", path)
 	require.Equal(t, 2, code, errOut)
 	assert.Empty(t, out)
-	assert.Regexp(t, `^inaemu check: .*damaged\.pcapng: frame 4: damaged at or after byte \d+: .*, and none of the 3 frames before it is RoCE: nothing to check\n$`, errOut)
+	assert.Regexp(t, `^inaemu check: .*damaged\.pcapng: frame 4: damaged at or after byte \d+: .*, and none of the 3 frames before it is RoCE or INA-PS: nothing to check\n$`, errOut)
 }
 
 // Go's own flag durations (check --in-flight, switch --duration: wall

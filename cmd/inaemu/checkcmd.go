@@ -160,11 +160,11 @@ func runCheck(fs *cmdEnv, file string, a checkArgs) int {
 	case rep.Frames == 0:
 		fmt.Fprintf(stderr, "inaemu check: %s: the capture has no frames: nothing to check\n", file)
 		return exitUsage
-	case rep.RoCEFrames == 0 && rep.Truncated != "":
-		fmt.Fprintf(stderr, "inaemu check: %s, and none of the %d frames before it is RoCE: nothing to check\n", rep.Truncated, rep.Frames)
+	case rep.RoCEFrames == 0 && rep.INAPSFrames == 0 && rep.Truncated != "":
+		fmt.Fprintf(stderr, "inaemu check: %s, and none of the %d frames before it is RoCE or INA-PS: nothing to check\n", rep.Truncated, rep.Frames)
 		return exitUsage
-	case rep.RoCEFrames == 0:
-		fmt.Fprintf(stderr, "inaemu check: %s: none of its %d frames is RoCE: nothing to check\n", file, rep.Frames)
+	case rep.RoCEFrames == 0 && rep.INAPSFrames == 0:
+		fmt.Fprintf(stderr, "inaemu check: %s: none of its %d frames is RoCE or INA-PS: nothing to check\n", file, rep.Frames)
 		return exitUsage
 	}
 	if a.asJSON {

@@ -11,12 +11,17 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/capcheck"
 	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/emu/inaps"
+	"github.com/inaemu/inaemu/emu/inaps/experiment"
+	"github.com/inaemu/inaemu/emu/inaps/train"
+	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
 	"github.com/inaemu/inaemu/internal/pcapio"
@@ -306,7 +311,48 @@ func TestCheckNothingToCheck(t *testing.T) {
 	code, _, errOut := runGuarded("check", write("empty.pcapng"))
 	oneLine(t, code, errOut, "inaemu check: ", "the capture has no frames")
 	code, _, errOut = runGuarded("check", write("arp.pcapng", arp), "--json")
-	oneLine(t, code, errOut, "inaemu check: ", "none of its 1 frames is RoCE")
+	oneLine(t, code, errOut, "inaemu check: ", "none of its 1 frames is RoCE or INA-PS")
+}
+
+// A capture of INA-PS traffic alone (frames with EtherType 0x0700 and
+// the reliable channel's datagrams, no RoCE) is checked, not refused as
+// one with nothing to check: it conforms, exit 0, and a switch that adds a
+// retransmitted gradient twice fails inaps-sum, exit 1.
+func TestCheckINAPSOnlyCapture(t *testing.T) {
+	dir := t.TempDir()
+	m, err := train.ParseModel("tiny", strings.NewReader("layer_index, numel, forward_pass_ns, backward_pass_ns, partitions\n"+
+		"0, 12400, 10000, 0, 2\n1, 12400, 10000, 0, 2\n"))
+	require.NoError(t, err)
+	dup, err := faults.ParseNetem("duplicate 5%")
+	require.NoError(t, err)
+	capture := func(name string, mut inaps.Mutations) string {
+		var b bytes.Buffer
+		res, err := experiment.Run(experiment.Config{Policy: inaps.ESA, Jobs: []experiment.JobSpec{{Name: "a", Model: m, Workers: 3}, {Name: "b", Model: m, Workers: 3}},
+			Aggregators: 40, Seed: 7, StartSpread: time.Millisecond, Jitter: 300 * time.Microsecond, Netem: dup, Mutations: mut, Capture: &b})
+		require.NoError(t, err)
+		require.Equal(t, mut == inaps.Mutations{}, res.Exact, "%v", res.Failures)
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, b.Bytes(), 0o644))
+		return path
+	}
+	good := capture("esa.pcapng", inaps.Mutations{})
+	code, out, errOut := runCLI("check", good)
+	require.Equal(t, 0, code, "stdout %s\nstderr %s", out, errOut)
+	require.Empty(t, errOut)
+	require.Regexp(t, `(?m)^  ina-ps +\d+ INA-PS frames: [1-9]\d* results and [1-9]\d* partials judged .*, 0 not checked$`, out)
+	code, out, errOut = runCLI("check", good, "--json")
+	require.Equal(t, 0, code, errOut)
+	var rep capcheck.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	assert.Zero(t, rep.RoCEFrames)
+	assert.Equal(t, rep.Frames, rep.INAPSFrames)
+	assert.Positive(t, rep.INAPSResults)
+	assert.Equal(t, "conforms", rep.Verdict)
+	assert.Empty(t, rep.AggError)
+
+	code, out, errOut = runCLI("check", capture("readd.pcapng", inaps.Mutations{ReAddRetransmitted: true}))
+	require.Equal(t, 1, code, "stdout %s\nstderr %s", out, errOut)
+	require.Contains(t, out, "inaps-sum frame ")
 }
 
 // --ina-tag: a switch that tags its INA headers otherwise (here "NRD0")
