@@ -12,6 +12,7 @@ import (
 
 	"github.com/inaemu/inaemu/dut"
 	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/emu/inaps"
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/scenario"
 )
@@ -37,6 +38,9 @@ type SuiteOptions struct {
 	// cannot be created or written (a full disk, a read-only directory):
 	// the failure is still reported, without the file.
 	WriteFailed func(error)
+	// inapsMutations re-introduce bugs in the INA-PS switch for the inaps
+	// suite's power test (unexported: no run of the command sets them).
+	inapsMutations inaps.Mutations
 }
 
 // writeFailed passes err, if any, to WriteFailed.
@@ -144,6 +148,7 @@ var Suites = []struct {
 	{"tenants", TenantSuite, 1},
 	{"multirack", MultiRackSuite, 1},
 	{"schemes", SchemesSuite, 1},
+	{"inaps", INAPSSuite, 1},
 }
 
 // eachCase runs the cases of property name that o's shard owns: case i
