@@ -42,6 +42,10 @@ func (p *Program) ProcessFrame(f []byte, port int, emit switching.ProgramEmit) b
 		p.stats.BadIndex++
 		return true // dropped: the worker's reminder or timeout recovers
 	}
+	if h.Flags()&wire.INAPSFlagOverflow != 0 && p.cfg.Policy != Static {
+		p.overflow(j, f, h, emit)
+		return true
+	}
 	switch p.cfg.Policy {
 	case Static:
 		p.static(j, f, h, emit)
@@ -247,6 +251,23 @@ func (p *Program) fcfs(j *Job, f []byte, h wire.INAPS, emit switching.ProgramEmi
 		a.Out |= a.Bitmap
 		emit(r, p.cfg.Latency)
 	}
+}
+
+// overflow is ATP's overflow path: a fragment sent as raw floats is
+// never added here; it goes to the PS, and so does the partial of its
+// task if the switch holds it (the task cannot complete here without it).
+func (p *Program) overflow(j *Job, f []byte, h wire.INAPS, emit switching.ProgramEmit) {
+	idx := h.Aggregator()
+	if a := &p.pool[idx]; a.matches(h) && !a.Done {
+		r := p.build(a, j, SwitchAddr, j.PS, wire.INAPSFlagCollision)
+		wire.INAPS(r[HeaderOff:]).SetAggregator(idx)
+		a.Out |= a.Bitmap
+		p.stats.Flushed++
+		p.free(a)
+		emit(r, p.cfg.Latency)
+	}
+	p.stats.Overflows++
+	p.divert(j, f, h, emit, 0)
 }
 
 // divert sends a gradient raw to its job's PS, tagged as a collision

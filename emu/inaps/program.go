@@ -121,6 +121,7 @@ type Stats struct {
 	Resubmits      uint64 `json:"resubmits"`      // extra pipeline passes (packet swapping)
 	BadIndex       uint64 `json:"bad_index"`      // an index outside the pool or the job's region
 	UnknownJob     uint64 `json:"unknown_job"`    // frames of no installed job, forwarded
+	Overflows      uint64 `json:"overflows"`      // fragments sent as raw floats, sent on to the PS
 	TeardownFreed  uint64 `json:"teardown_freed"` // aggregators a job's teardown freed (stale tasks)
 	// LostContributions are contributions an aggregator took in and freed
 	// without their leaving in any frame (a result, a partial, a

@@ -20,6 +20,9 @@ type PSConfig struct {
 	DupThresh int
 	// Delay is the PS's processing time per fragment it completes.
 	Delay time.Duration
+	// Floats is the job's float path (ATP's overflow: raw floats summed
+	// here).
+	Floats Floats
 }
 
 // PSStats count a PS's work (spec: the PS's counters).
@@ -63,6 +66,9 @@ type entry struct {
 	asked     uint32 // workers asked to resend in this round
 	reminding bool
 	collided  bool
+	raw       map[int]*inaps.Vec // workers' fragments sent as raw floats (overflow)
+	final     bool               // val is the result itself (a worker's cached copy)
+	ovf       bool               // ... sent as raw floats
 }
 
 // closed is a completed fragment's result, kept a while for workers that
@@ -72,6 +78,7 @@ type closed struct {
 	val inaps.Vec
 	idx uint16
 	ok  bool
+	ovf bool
 }
 
 // PS is a job's parameter server.
@@ -214,7 +221,17 @@ func (p *PS) add(e *entry, bitmap uint32, h wire.INAPS) {
 		}
 		return
 	}
-	e.val.Add(h)
+	if h.Flags()&wire.INAPSFlagOverflow != 0 && bitmap&(bitmap-1) == 0 {
+		// A worker's fragment as raw floats: summed in floats at the end.
+		if e.raw == nil {
+			e.raw = map[int]*inaps.Vec{}
+		}
+		v := new(inaps.Vec)
+		v.Load(h)
+		e.raw[bitIndex(bitmap)] = v
+	} else {
+		e.val.Add(h)
+	}
 	e.bitmap |= bitmap
 	e.asked &^= bitmap
 	if e.bitmap == p.mask {
@@ -237,15 +254,21 @@ func (p *PS) complete(e *entry) {
 		moved = inaps.SaltedIndex(p.cfg.Job, uint16(slot), 0x8000+n, p.cfg.Pool) + 1
 		p.Stats.Reassigned++
 	}
-	p.send(e.key, e.iter, e.seq, &e.val, idx, moved)
+	ovf := e.ovf
+	if !e.final && len(e.raw) > 0 {
+		ints := e.val
+		p.cfg.Floats.FloatResult(&ints, e.raw, &e.val)
+		ovf = true
+	}
+	p.send(e.key, e.iter, e.seq, &e.val, idx, moved, ovf)
 	c := &p.done[int(uint64(e.key)%uint64(len(p.done)))]
-	*c = closed{key: e.key, val: e.val, idx: idx, ok: true}
+	*c = closed{key: e.key, val: e.val, idx: idx, ok: true, ovf: ovf}
 	p.close(e)
 }
 
 // send multicasts a result to the job's group (through the switch, whose
 // copy to each worker also frees the aggregator under fcfs).
-func (p *PS) send(k psKey, iter uint32, seq uint16, v *inaps.Vec, idx uint16, moved uint16) {
+func (p *PS) send(k psKey, iter uint32, seq uint16, v *inaps.Vec, idx uint16, moved uint16, ovf bool) {
 	b := p.out.get(inaps.FrameLen)
 	h := inaps.WriteHeaders(b, p.cfg.Self, p.group)
 	h.SetBitmap(p.mask)
@@ -253,6 +276,9 @@ func (p *PS) send(k psKey, iter uint32, seq uint16, v *inaps.Vec, idx uint16, mo
 	flags := uint8(wire.INAPSFlagACK)
 	if moved > 0 {
 		flags |= wire.INAPSFlagCollision
+	}
+	if ovf {
+		flags |= wire.INAPSFlagOverflow
 	}
 	h.SetFlags(flags)
 	h.SetJob(p.cfg.Job)
@@ -283,7 +309,11 @@ func (p *PS) reanswer(k psKey, w int) {
 	fill := func(h wire.INAPS) {
 		h.SetBitmap(p.mask)
 		h.SetFanIn(uint8(len(p.cfg.Workers)))
-		h.SetFlags(wire.INAPSFlagACK)
+		fl := uint8(wire.INAPSFlagACK)
+		if c.ovf {
+			fl |= wire.INAPSFlagOverflow
+		}
+		h.SetFlags(fl)
 		h.SetJob(p.cfg.Job)
 		h.SetSeq(uint16(k))
 		h.SetAggregator(c.idx)
@@ -458,6 +488,7 @@ func (p *PS) onMessage(w int, k Kind, m wire.INAPS) {
 		p.Stats.QueryForwarded++
 		e.val.Load(m)
 		e.bitmap = p.mask
+		e.final, e.ovf = true, m.Flags()&wire.INAPSFlagOverflow != 0
 		p.complete(e)
 	case KindNotHeld:
 		e := p.open[keyOf(uint32(m.Key()), m.Seq())]

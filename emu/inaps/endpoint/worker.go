@@ -29,6 +29,8 @@ type WorkerConfig struct {
 	RTOMin                time.Duration
 	DupThresh             int // results beyond a missing one that declare it lost (3)
 	Oracle                *Oracle
+	// Floats, if on, makes the gradients float32 in fixed point.
+	Floats Floats
 }
 
 // WorkerStats count a worker's transport.
@@ -92,6 +94,9 @@ type Worker struct {
 	cache    []inaps.Vec
 	cacheSeq []uint32
 	cacheIt  []uint32
+	cacheOvf []bool
+	fl       [inaps.Values]float32
+	q        inaps.Vec
 
 	// OnPartitionDone is told when every result of a pushed partition is
 	// in (its caller's index); OnIdle when the iteration's results are.
@@ -118,7 +123,7 @@ func NewWorker(cfg WorkerConfig, clk clock.Clock, kick func()) *Worker {
 		ring <<= 1
 	}
 	w := &Worker{cfg: cfg, clk: clk, kick: kick, ring: ring, sentAt: make([]time.Duration, ring), trig: make([]bool, ring), viaPS: make([]uint32, ring),
-		cache: make([]inaps.Vec, ring), cacheSeq: make([]uint32, ring), cacheIt: make([]uint32, ring),
+		cache: make([]inaps.Vec, ring), cacheSeq: make([]uint32, ring), cacheIt: make([]uint32, ring), cacheOvf: make([]bool, ring),
 		cwndBytes: cfg.InitWindow * inaps.FrameLen, rto: rtoEstimator{min: cfg.RTOMin}, next: 1, base: 1, scan: 1}
 	w.index = append([]uint16(nil), cfg.Index...)
 	w.Stats.MinWindow, w.Stats.MaxWindowSeen = cfg.InitWindow, cfg.InitWindow
@@ -226,7 +231,15 @@ func (w *Worker) fill(h wire.INAPS, it, s uint32, flags uint8) {
 	h.SetAggregator(w.indexOf(s))
 	h.SetPriority(w.prioOf(s))
 	h.SetLevel(0)
-	Gradient(h, w.cfg.Seed, w.cfg.Job, w.cfg.Rank, it, s)
+	if w.cfg.Floats.On() {
+		GradientFloats(&w.fl, w.cfg.Seed, w.cfg.Job, w.cfg.Rank, it, s)
+		if w.cfg.Floats.Quantise(&w.fl, w.cfg.Workers, &w.q) {
+			h.SetFlags(flags | wire.INAPSFlagOverflow)
+		}
+		w.q.Store(h)
+	} else {
+		Gradient(h, w.cfg.Seed, w.cfg.Job, w.cfg.Rank, it, s)
+	}
 	h.SetKey(uint64(it))
 	h.SetTensorLength(w.total)
 }
@@ -303,7 +316,7 @@ func (w *Worker) result(h wire.INAPS, ce bool) {
 	w.Stats.Payload += inaps.AggregatorBytes
 	k := s & uint32(w.ring-1)
 	w.cache[k].Load(h)
-	w.cacheSeq[k], w.cacheIt[k] = s, w.iter
+	w.cacheSeq[k], w.cacheIt[k], w.cacheOvf[k] = s, w.iter, h.Flags()&wire.INAPSFlagOverflow != 0
 	if !w.trig[k] {
 		w.rto.sample(w.clk.Now() - w.sentAt[k])
 	}
@@ -441,7 +454,11 @@ func (w *Worker) onMessage(k Kind, m wire.INAPS) {
 			w.ch.Send(KindAnswer, func(h wire.INAPS) {
 				h.SetBitmap(uint32(1)<<w.cfg.Workers - 1)
 				h.SetFanIn(uint8(w.cfg.Workers))
-				h.SetFlags(wire.INAPSFlagACK)
+				fl := uint8(wire.INAPSFlagACK)
+				if w.cacheOvf[kk] {
+					fl |= wire.INAPSFlagOverflow
+				}
+				h.SetFlags(fl)
 				h.SetJob(w.cfg.Job)
 				h.SetSeq(uint16(s))
 				h.SetAggregator(m.Aggregator())

@@ -56,6 +56,10 @@ type Config struct {
 	// switch's per packet (a preemption's resubmission another).
 	PSDelay, SwitchDelay time.Duration
 	PriorityScale        float64
+	// FloatScale, if positive, makes the gradients float32 carried as
+	// fixed point (value × FloatScale), with ATP's overflow path to the
+	// PS; 0 keeps them int32.
+	FloatScale float64
 	Estimator            train.Estimator
 	Seed                 uint64
 	Netem                faults.Netem
@@ -133,6 +137,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Policy == inaps.Static && c.Aggregators/len(c.Jobs) < 2 {
 		return fmt.Errorf("%d aggregators for %d jobs: the static policy gives each job a region of at least 2 (a slot and its shadow)", c.Aggregators, len(c.Jobs))
+	}
+	if c.FloatScale < 0 || c.FloatScale > 1<<40 {
+		return fmt.Errorf("float scale %v: want 0 (int32 gradients) or a positive scale up to 2^40", c.FloatScale)
+	}
+	if c.FloatScale > 0 && c.Policy == inaps.Static {
+		return fmt.Errorf("float gradients need a PS for their overflow path, and the static (SwitchML-style) policy has none (SwitchML's own float path, a per-packet exponent, is not modelled)")
 	}
 	if c.MaxWindow < 1 || c.MaxWindow > inaps.Slots {
 		return fmt.Errorf("window %d frames: want 1..%d (the slots of a job's index table)", c.MaxWindow, inaps.Slots)

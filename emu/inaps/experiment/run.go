@@ -110,7 +110,8 @@ func Run(cfg Config) (*Result, error) {
 		if err := prog.AddJob(sj); err != nil {
 			return nil, err
 		}
-		j.oracle = endpoint.NewOracle(cfg.Seed, j.id, W)
+		fl := endpoint.Floats{Scale: cfg.FloatScale}
+		j.oracle = endpoint.NewOracle(cfg.Seed, j.id, W, fl)
 		var index []uint16
 		if cfg.Policy != inaps.Static {
 			index = inaps.IndexTable(j.id, cfg.Aggregators)
@@ -129,7 +130,7 @@ func Run(cfg Config) (*Result, error) {
 			wk := &worker{total: total}
 			wc := endpoint.WorkerConfig{Job: j.id, Rank: w, Workers: W, Self: ws[w], PS: psAddr, Policy: cfg.Policy, Index: index,
 				First: sj.First, Size: sj.Size, Seed: cfg.Seed, InitWindow: cfg.InitWindowBytes / inaps.FrameLen, MaxWindow: cfg.MaxWindow,
-				AIMD: !cfg.NoAIMD && cfg.Policy != inaps.Static, RTOMin: cfg.RTOMin, DupThresh: cfg.DupThresh, Oracle: j.oracle}
+				AIMD: !cfg.NoAIMD && cfg.Policy != inaps.Static, RTOMin: cfg.RTOMin, DupThresh: cfg.DupThresh, Oracle: j.oracle, Floats: fl}
 			wk.t = endpoint.NewWorker(wc, f.Clock, n.Kick)
 			n.SetRawSource(wk.t)
 			n.OnControl = wk.t.Receive
@@ -146,7 +147,7 @@ func Run(cfg Config) (*Result, error) {
 		if cfg.Policy.HasPS() {
 			n := f.Hosts[j.hosts[W]]
 			j.ps = endpoint.NewPS(endpoint.PSConfig{Job: j.id, Workers: ws, Self: psAddr, Policy: cfg.Policy, Pool: cfg.Aggregators,
-				RTOMin: cfg.RTOMin, DupThresh: cfg.DupThresh, Delay: cfg.PSDelay}, f.Clock, n.Kick)
+				RTOMin: cfg.RTOMin, DupThresh: cfg.DupThresh, Delay: cfg.PSDelay, Floats: fl}, f.Clock, n.Kick)
 			n.SetRawSource(j.ps)
 			n.OnControl = j.ps.Receive
 		}

@@ -39,3 +39,21 @@ func TestSmoke(t *testing.T) {
 		t.Logf("%s: exact %v jct %v util %.3f wall %v failures %v\nswitch %+v\nps %+v\nworkers %+v", pol, r.Exact, r.MeanJCT, r.MeanUtilisation, r.Wall, r.Failures, r.Switch, r.PS, r.Workers)
 	}
 }
+
+func TestFloatsOverflowToThePS(t *testing.T) {
+	for _, pol := range []inaps.Policy{inaps.FCFS, inaps.ESA, inaps.Straw2} {
+		m := smallModel(t, 62*2000)
+		cfg := Config{Policy: pol, Jobs: []JobSpec{{"a", m, 4}, {"b", m, 8}}, Aggregators: 300, Seed: 5, StartSpread: time.Millisecond, Jitter: 300 * time.Microsecond, FloatScale: 1 << 24}
+		r, err := Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Exact {
+			t.Fatalf("%s: %v", pol, r.Failures)
+		}
+		if r.Switch.Overflows == 0 {
+			t.Fatalf("%s: no fragment overflowed: the float path went untried", pol)
+		}
+		t.Logf("%s: %d overflows, %d checked, jct %v", pol, r.Switch.Overflows, r.Jobs[0].Results+r.Jobs[1].Results, r.MeanJCT)
+	}
+}
