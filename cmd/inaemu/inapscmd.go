@@ -25,8 +25,8 @@ type inapsFlags struct {
 	jobs, workers, iterations, queue, maxWindow, dupack int
 	models, memory, order, link, latency, ecn, window   string
 	rtoMin, spread, jitter, psDelay, swDelay, maxTime   string
-	estimator, loss, netem                              string
-	scale                                               float64
+	estimator, loss, netem, dtype                       string
+	scale, fixed                                        float64
 	noAIMD                                              bool
 	fault                                               []string
 	seed                                                uint64
@@ -57,6 +57,8 @@ func addINAPSFlags(c *cobra.Command, a *inapsFlags, figure bool) {
 	f.StringVar(&a.swDelay, "switch-delay", "0", "the switch's processing time per INA-PS packet (a preemption's resubmission costs it again)")
 	f.Float64Var(&a.scale, "priority-scale", train.DefaultScale, "the 8-bit priority's scale: Eq. (1) in 1/ms times this, rounded, in 1..255")
 	f.StringVar(&a.estimator, "estimator", "remaining", "T_j of Eq. (1): remaining (comm + comp left in the iteration) or attained (time since the job's start)")
+	f.StringVar(&a.dtype, "dtype", "i32", "the gradients: i32 (full-range int32, sums wrap) or f32 (float32 carried as fixed point, value × --scale; a fragment with a value past the range goes to the PS as raw floats, ATP's overflow path)")
+	f.Float64Var(&a.fixed, "scale", 1<<24, "with --dtype f32: the fixed-point scale of the jobs' gradients")
 	f.StringVar(&a.loss, "loss", "", "netem loss on every link, both directions")
 	f.StringVar(&a.netem, "netem", "", "netem options for every link direction, e.g. 'loss 0.1% duplicate 0.1% reorder 1% corrupt 0.1%'")
 	f.StringArrayVar(&a.fault, "fault", nil, "deterministic fault 'ACTION key=value ...' (repeatable): port=R dir=in|out (host R's link: workers first, then the PSes), nth=K every=K prob=P%")
@@ -147,6 +149,16 @@ func (a *inapsFlags) config(e *cmdEnv, figure bool) (experiment.Config, bool) {
 		c.Estimator = train.AttainedService
 	default:
 		return bad("--estimator %q: want remaining or attained", a.estimator)
+	}
+	switch a.dtype {
+	case "i32":
+	case "f32":
+		if !(a.fixed > 0) || a.fixed > 1<<40 {
+			return bad("--scale %v: want a positive scale up to 2^40", a.fixed)
+		}
+		c.FloatScale = a.fixed
+	default:
+		return bad("--dtype %q: want i32 or f32", a.dtype)
 	}
 	spec := a.netem
 	if a.loss != "" {
