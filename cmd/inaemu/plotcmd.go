@@ -14,13 +14,14 @@ import (
 	"github.com/inaemu/inaemu/internal/pcapio"
 )
 
-// plotCommand is 'inaemu plot psn|sweep': pictures.
+// plotCommand is 'inaemu plot psn|sweep|esa': pictures.
 func plotCommand(stdout, stderr io.Writer) *cobra.Command {
 	c := parentCommand("plot", "picture", "draw pictures as SVG: PSN against time per connection from any capture", stdout, stderr)
 	c.Long = `  psn    PSN against time per connection (data, retransmissions, ACKs, NAKs, injected faults),
          the shape of Wireshark's tcptrace graph
-  sweep  bandwidth against a swept parameter (loss, link, workers, ...) from sweep or run --json output`
-	c.AddCommand(plotPSNCommand(stdout, stderr), plotSweepCommand(stdout, stderr))
+  sweep  bandwidth against a swept parameter (loss, link, workers, ...) from sweep or run --json output
+  esa    one of ESA's figures (8, 9, 10, 11) as the paper draws it, from inaps figure --json output`
+	c.AddCommand(plotPSNCommand(stdout, stderr), plotSweepCommand(stdout, stderr), plotESACommand(stdout, stderr))
 	return c
 }
 
