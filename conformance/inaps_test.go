@@ -20,7 +20,7 @@ const inapsTestCount = 20
 // cases (reported to the lead with replays: static's shadow copies across
 // iterations; fcfs, straw1/2 PS entries left open and stalls); while it
 // is set, TestINAPSSuiteHolds logs its failures instead of failing.
-const inapsKnownBugs = true
+const inapsKnownBugs = false
 
 // TestINAPSSuiteHolds: the real switch passes the suite at a few seeds.
 func TestINAPSSuiteHolds(t *testing.T) {

@@ -395,7 +395,12 @@ func (p *Program) reminder(j *Job, f []byte, h wire.INAPS, emit switching.Progra
 func (p *Program) psResult(j *Job, f []byte, h wire.INAPS, emit switching.ProgramEmit) {
 	if p.cfg.Policy == FCFS {
 		if idx := h.Aggregator(); int(idx) < len(p.pool) && p.pool[idx].matches(h) {
-			p.free(&p.pool[idx])
+			// The ACK carries the task's whole result: every contribution
+			// the aggregator holds is in it (one that came after a flush
+			// was sent again to the PS by its worker as well).
+			a := &p.pool[idx]
+			a.Out |= a.Bitmap
+			p.free(a)
 			p.stats.Released++
 		}
 	}

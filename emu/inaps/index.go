@@ -34,12 +34,16 @@ func SaltedIndex(id, slot, salt uint16, n int) uint16 {
 	return uint16(int(crc32.ChecksumIEEE(b[:])&0xffff) % n)
 }
 
-// StaticIndex is a SwitchML-style job's aggregator for sequence number
-// seq in its region [first, first+size): half the region is a shadow
-// set, consecutive rounds of a slot alternate between the two.
-func StaticIndex(first, size int, seq uint32) uint16 {
-	half := size / 2
-	s := int(seq-1) % half
-	set := int(seq-1) / half % 2
-	return uint16(first + set*half + s)
+// StaticIndex is a SwitchML-style job's aggregator for its n-th packet
+// (counted from 1 over the whole job, iteration after iteration, as
+// SwitchML's pool indices run on) in its region [first, first+size):
+// half the region is a shadow set, consecutive rounds of a slot
+// alternate between the two. Counting per iteration instead would put a
+// new iteration's first packets in the sets the last one's results still
+// sit in, before a slower worker has them.
+func StaticIndex(first, size int, n uint64) uint16 {
+	half := uint64(size / 2)
+	s := (n - 1) % half
+	set := (n - 1) / half % 2
+	return uint16(uint64(first) + set*half + s)
 }

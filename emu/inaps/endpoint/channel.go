@@ -57,6 +57,10 @@ type channel struct {
 	armed   bool
 	backoff int
 
+	ahead [chanWindow][]byte // messages received ahead of a gap
+	spare [][]byte
+	dups  int // duplicate ACKs in a row
+
 	Retries uint64 // messages sent again after a timeout
 	Sent    uint64
 }
@@ -170,10 +174,17 @@ func (c *channel) receive(f []byte) {
 		c.unacked = c.unacked[n:]
 		c.flying -= int(n)
 		c.acked = ack
-		c.backoff = 0
+		c.backoff, c.dups = 0, 0
 		c.timer.Stop()
 		c.armed = false
 		c.fill()
+	} else if n == 0 && c.flying > 0 && k == KindACK {
+		// A duplicate ACK: the peer holds later messages and misses the
+		// first; the third resends it at once (TCP's fast retransmit).
+		if c.dups++; c.dups == 3 {
+			c.transmit(c.unacked[0])
+			c.Retries++
+		}
 	}
 	if k == KindACK {
 		return
@@ -181,9 +192,51 @@ func (c *channel) receive(f []byte) {
 	if len(f) < ChannelFrameLen {
 		return
 	}
-	if seq == c.expect {
+	switch d := int32(seq - c.expect); {
+	case d == 0:
 		c.expect++
 		c.deliver(k, wire.INAPS(f[msgOff:ChannelFrameLen]))
+		// Messages that came ahead of this one, now in order.
+		for {
+			i := c.early(c.expect)
+			if i < 0 {
+				break
+			}
+			b := c.ahead[i]
+			c.ahead[i] = nil
+			c.expect++
+			c.deliver(Kind(b[chanOff]), wire.INAPS(b[msgOff:ChannelFrameLen]))
+			c.spare = append(c.spare, b)
+		}
+	case d > 0 && d <= chanWindow:
+		// Ahead of a gap (reordered, or one before it lost): kept, so the
+		// sender resends only the gap.
+		if c.early(seq) < 0 {
+			var b []byte
+			if n := len(c.spare); n > 0 {
+				b, c.spare = c.spare[n-1], c.spare[:n-1]
+			} else {
+				b = make([]byte, ChannelFrameLen)
+			}
+			copy(b, f[:ChannelFrameLen])
+			for i := range c.ahead {
+				if c.ahead[i] == nil {
+					c.ahead[i] = b
+					break
+				}
+			}
+		}
 	}
 	c.sendACK() // in order or not: tell the sender where we are
+}
+
+// early is the index in ahead of the kept message numbered seq (-1:
+// none).
+func (c *channel) early(seq uint32) int {
+	for i, b := range c.ahead {
+		if b != nil && binary.BigEndian.Uint32(b[chanOff+2:]) == seq {
+			return i
+		}
+	}
+	return -1
 }

@@ -150,7 +150,7 @@ func (p *PS) lookup(h wire.INAPS) *entry {
 	if e := p.open[k]; e != nil {
 		return e
 	}
-	if c := &p.done[int(uint64(k)%uint64(len(p.done)))]; c.ok && c.key == k {
+	if c := p.slot(k); c.ok && c.key == k {
 		return nil
 	}
 	var e *entry
@@ -174,9 +174,7 @@ func (p *PS) lookup(h wire.INAPS) *entry {
 	}
 	p.order[i] = e
 	p.Stats.Entries++
-	if p.cfg.Policy.Preemptive() {
-		e.timer.Reset(p.rto.rto())
-	}
+	e.timer.Reset(p.timeout(e))
 	return e
 }
 
@@ -195,8 +193,12 @@ func (p *PS) partial(h wire.INAPS) {
 	e := p.lookup(h)
 	if e == nil {
 		p.Stats.Late++
-		if h.Flags()&wire.INAPSFlagResend != 0 && h.Bitmap()&(h.Bitmap()-1) == 0 {
-			p.reanswer(k, bitIndex(h.Bitmap())) // a worker resent: it never got the result
+		if h.Flags()&wire.INAPSFlagResend != 0 {
+			// A worker resent (alone, or flushing the aggregator with the
+			// others' bits): one of them never got the result.
+			for b := h.Bitmap(); b != 0; b &= b - 1 {
+				p.reanswer(k, bitIndex(b))
+			}
 		}
 		return
 	}
@@ -261,7 +263,7 @@ func (p *PS) complete(e *entry) {
 		ovf = true
 	}
 	p.send(e.key, e.iter, e.seq, &e.val, idx, moved, ovf)
-	c := &p.done[int(uint64(e.key)%uint64(len(p.done)))]
+	c := p.slot(e.key)
 	*c = closed{key: e.key, val: e.val, idx: idx, ok: true, ovf: ovf}
 	p.close(e)
 }
@@ -301,7 +303,7 @@ func (p *PS) send(k psKey, iter uint32, seq uint16, v *inaps.Vec, idx uint16, mo
 // asked for it (a resend, a reminder): over the channel under ESA, as a
 // result frame under fcfs.
 func (p *PS) reanswer(k psKey, w int) {
-	c := &p.done[int(uint64(k)%uint64(len(p.done)))]
+	c := p.slot(k)
 	if !c.ok || c.key != k || w < 0 || w >= len(p.chans) {
 		return
 	}
@@ -373,14 +375,33 @@ func (p *PS) dupACK(h wire.INAPS) {
 	}
 }
 
-// onTimer: an entry has waited an RTO: remind the switch (again).
+// timeout is how long an entry waits before the PS acts: an RTO (with
+// back-off) under ESA, whose PS reminds the switch; ten under ATP's
+// policy, whose PS has no timer of its own (its workers' resends complete
+// an entry), for entries nothing else will close: a late copy's, opened
+// after the fragment's result was out.
+func (p *PS) timeout(e *entry) time.Duration {
+	d := p.rto.backedOff(e.backoff)
+	if !p.cfg.Policy.Preemptive() {
+		d *= 10
+	}
+	return d
+}
+
+// onTimer: an entry has waited its timeout: under ESA remind the switch
+// (again); otherwise ask the workers.
 func (p *PS) onTimer(e *entry) {
 	if p.open[e.key] != e {
 		return
 	}
 	e.backoff = min(e.backoff+1, 6)
 	e.asked = 0
-	p.remind(e)
+	if p.cfg.Policy.Preemptive() {
+		p.remind(e)
+		return
+	}
+	p.query(e)
+	e.timer.Reset(p.timeout(e))
 }
 
 // remind sends a reminder to the switch for e's aggregator.
@@ -398,7 +419,7 @@ func (p *PS) remind(e *entry) {
 	h.SetKey(uint64(e.iter))
 	p.out.put(b)
 	p.kick()
-	e.timer.Reset(p.rto.rto() << e.backoff)
+	e.timer.Reset(p.timeout(e))
 }
 
 // reminderBack is a reminder returning from the switch: with the
@@ -425,11 +446,22 @@ func (p *PS) reminderBack(h wire.INAPS) {
 	p.Stats.RemindersEmpty++
 	// Nothing held: the switch may have completed it while the reminder
 	// was on its way; ask the workers first.
+	p.query(e)
+}
+
+// query asks every worker whether it holds e's result.
+func (p *PS) query(e *entry) {
 	e.notHeld = 0
 	for w := range p.chans {
 		p.Stats.Queries++
 		p.chans[w].Send(KindQuery, func(m wire.INAPS) { p.about(m, e) })
 	}
+}
+
+// slot is a closed fragment's place in done: hashed, so that the same
+// sequence number of consecutive iterations do not evict each other.
+func (p *PS) slot(k psKey) *closed {
+	return &p.done[int((uint64(k)*0x9E3779B97F4A7C15)>>52)%len(p.done)]
 }
 
 // about writes an entry's identity into a channel message.
@@ -522,4 +554,18 @@ func (p *PS) Describe() string {
 		s += fmt.Sprintf(" (iteration %d seq %d bitmap %#x notHeld %#x asked %#x)", e.iter, e.seq, e.bitmap, e.notHeld, e.asked)
 	}
 	return s
+}
+
+// Idle reports whether the PS has nothing left to do: no entry open,
+// every channel message acknowledged.
+func (p *PS) Idle() bool {
+	if len(p.open) > 0 {
+		return false
+	}
+	for _, c := range p.chans {
+		if len(c.unacked) > 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -27,5 +27,18 @@ func (r *rtoEstimator) rto() time.Duration {
 	if !r.have {
 		return r.min
 	}
-	return max(r.min, r.srtt+4*r.rttvar)
+	return min(max(r.min, r.srtt+4*r.rttvar), r.min*rtoCap)
+}
+
+// rtoCap bounds the RTO, back-off included, at this many times its floor
+// (RFC 6298 allows a maximum; TCP's 60 s would be absurd at these time
+// scales). A worker's RTT sample is the time to its parameter, so it
+// takes in the wait for the job's slowest worker: one straggler's wait
+// would otherwise set an RTO of tens of milliseconds, every loss after it
+// would cost that much, and the stragglers it makes would feed it.
+const rtoCap = 100
+
+// backedOff is the RTO doubled n times, within the cap.
+func (r *rtoEstimator) backedOff(n int) time.Duration {
+	return min(r.rto()<<n, r.min*rtoCap)
 }

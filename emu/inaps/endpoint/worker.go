@@ -228,7 +228,7 @@ func (w *Worker) fill(h wire.INAPS, it, s uint32, flags uint8) {
 	h.SetFlags(flags)
 	h.SetJob(w.cfg.Job)
 	h.SetSeq(uint16(s))
-	h.SetAggregator(w.indexOf(s))
+	h.SetAggregator(w.indexOf(it, s))
 	h.SetPriority(w.prioOf(s))
 	h.SetLevel(0)
 	if w.cfg.Floats.On() {
@@ -244,9 +244,9 @@ func (w *Worker) fill(h wire.INAPS, it, s uint32, flags uint8) {
 	h.SetTensorLength(w.total)
 }
 
-func (w *Worker) indexOf(s uint32) uint16 {
+func (w *Worker) indexOf(it, s uint32) uint16 {
 	if w.cfg.Policy == inaps.Static {
-		return inaps.StaticIndex(w.cfg.First, w.cfg.Size, s)
+		return inaps.StaticIndex(w.cfg.First, w.cfg.Size, uint64(it)*uint64(w.total)+uint64(s))
 	}
 	return w.index[(s-1)%inaps.Slots]
 }
@@ -394,7 +394,7 @@ func (w *Worker) header(h wire.INAPS, s uint32) {
 	h.SetFlags(wire.INAPSFlagsReminder)
 	h.SetJob(w.cfg.Job)
 	h.SetSeq(uint16(s))
-	h.SetAggregator(w.indexOf(s))
+	h.SetAggregator(w.indexOf(w.iter, s))
 	h.SetKey(uint64(w.iter))
 	h.SetTensorLength(s) // the full sequence number, for the PS
 }
@@ -405,7 +405,7 @@ func (w *Worker) arm() {
 		w.armed = false
 		return
 	}
-	due := w.sentAt[w.base&uint32(w.ring-1)] + w.rto.rto()<<w.backoff
+	due := w.sentAt[w.base&uint32(w.ring-1)] + w.rto.backedOff(w.backoff)
 	w.armed = true
 	w.timer.Reset(max(0, due-w.clk.Now()))
 }
@@ -418,7 +418,7 @@ func (w *Worker) onTimer() {
 		return
 	}
 	k := w.base & uint32(w.ring-1)
-	if due := w.sentAt[k] + w.rto.rto()<<w.backoff; due > w.clk.Now() {
+	if due := w.sentAt[k] + w.rto.backedOff(w.backoff); due > w.clk.Now() {
 		w.arm()
 		return
 	}
@@ -509,3 +509,7 @@ func (w *Worker) Describe() string {
 	}
 	return s
 }
+
+// Idle reports whether the worker's channel has every message
+// acknowledged.
+func (w *Worker) Idle() bool { return w.ch == nil || len(w.ch.unacked) == 0 }

@@ -60,12 +60,12 @@ type Config struct {
 	// fixed point (value × FloatScale), with ATP's overflow path to the
 	// PS; 0 keeps them int32.
 	FloatScale float64
-	Estimator            train.Estimator
-	Seed                 uint64
-	Netem                faults.Netem
-	Events               []faults.Event
-	Capture              io.Writer
-	MaxTime              time.Duration // virtual time before giving up (10 s)
+	Estimator  train.Estimator
+	Seed       uint64
+	Netem      faults.Netem
+	Events     []faults.Event
+	Capture    io.Writer
+	MaxTime    time.Duration // virtual time before giving up (10 s)
 	// Mutations re-introduce bugs in the switch (the suites' power tests).
 	Mutations inaps.Mutations
 }

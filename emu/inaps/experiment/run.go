@@ -175,9 +175,33 @@ func Run(cfg Config) (*Result, error) {
 			break
 		}
 	}
+	// What is still in flight lands (duplicates, channel acknowledgements,
+	// the PS's last entries, which a late copy may have opened): until the
+	// hosts are idle, or a second of virtual time.
 	end := f.Clock.Now()
-	settle := end + 100*time.Millisecond
-	for f.Clock.Now() <= settle && f.Clock.Step() {
+	idle := func() bool {
+		for _, j := range jobs {
+			if j.ps != nil && !j.ps.Idle() {
+				return false
+			}
+			for _, w := range j.workers {
+				if !w.t.Idle() {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	for n := 0; f.Clock.Now() <= end+time.Second; n++ {
+		if n%256 == 0 && idle() {
+			break
+		}
+		if !f.Clock.Step() {
+			break
+		}
+	}
+	// Then the wire drains (a frame still on a link).
+	for stop := f.Clock.Now() + time.Millisecond; f.Clock.Now() <= stop && f.Clock.Step(); {
 	}
 	res := collect(cfg, f, prog, jobs, end)
 	res.Finished = finished
