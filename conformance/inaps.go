@@ -408,12 +408,15 @@ func genINAPSEvent(r interface{ Intn(int) int }, c inapsCase, frames int) inapsE
 	return e
 }
 
-// inapsMaxTime is a case's virtual time limit: the slowest generated cases
-// that hold take under a second (a fault's delay of milliseconds, PS
-// delays beyond the RTO, several recoveries in a row), a stalled one
-// mostly jumps from timeout to timeout, so 2 s fail a stall within a few
-// seconds of wall time at worst.
-const inapsMaxTime = 2 * time.Second
+// inapsMaxTime is a case's virtual time limit. A run that stops making
+// progress fails sooner, as stalled (experiment.Config.StallTime: no
+// result for 200 RTO floors); one that progresses may take this long: a
+// window of one or two frames under 2 % loss on every hop recovers each
+// loss by a timeout, and a recovery crosses eight hops, any of which may
+// lose it again (a 621-fragment, three-iteration case takes 2.2 s). Such
+// runs are sparse in events: 30 s of virtual time is under a second of
+// wall time.
+const inapsMaxTime = 30 * time.Second
 
 // inapsOutcome classifies a run's failures: "wrong" (a wrong result),
 // "lost" (the switch freed a contribution that never left it), "stall"

@@ -58,7 +58,7 @@ func replayCommand(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&a.release, "release", "safe", "aggregator release rule: safe or paper")
 	f.StringVar(&a.link, "link", "100G", "egress link rate, as tc writes it (100G or 100gbit; 100gbps is bytes)")
 	f.BoolVar(&a.asJSON, "json", false, "print the report as one JSON object")
-	f.StringVar(&a.program, "switch-program", "", "the switch program to feed the capture through: "+strings.Join(switching.ProgramNames(), " or ")+" (default: the one the capture's section comment names, else netreduce)")
+	f.StringVar(&a.program, "switch-program", "", "the switch program to feed the capture through: "+strings.Join(netreduce.RingPrograms(), " or ")+" (default: the one the capture's section comment names, else netreduce)")
 	c.MarkFlagsMutuallyExclusive("tap", "through-switch")
 	// tcpreplay's pacing: one way at a time (--multiplier scales --timing).
 	c.MarkFlagsMutuallyExclusive("pps", "mbps", "topspeed", "timing")

@@ -220,3 +220,16 @@ func StatsOf(r switching.Report) Stats {
 	s, _ := r.Programs[ProgramName].(Stats)
 	return s
 }
+
+// RingPrograms are the registered programs that aggregate NetReduce
+// rings (a RingHost): the choices of a NetReduce job's --switch-program.
+// Programs of other transports (ina-ps) are left out.
+func RingPrograms() []string {
+	var out []string
+	for _, n := range switching.ProgramNames() {
+		if _, ok := declared(n).(RingHost); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}

@@ -197,7 +197,7 @@ func OptionByKey(key string) (Option, bool) {
 // flag's help lists them.
 func programList() string {
 	var b strings.Builder
-	for i, n := range switching.ProgramNames() {
+	for i, n := range netreduce.RingPrograms() {
 		if i > 0 {
 			b.WriteString("; ")
 		}

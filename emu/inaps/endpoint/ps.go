@@ -2,6 +2,7 @@ package endpoint
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/inaemu/inaemu/emu/inaps"
@@ -23,6 +24,7 @@ type PSConfig struct {
 	// Floats is the job's float path (ATP's overflow: raw floats summed
 	// here).
 	Floats Floats
+	Seed   uint64 // the run's: the spread of the PS's timers
 }
 
 // PSStats count a PS's work (spec: the PS's counters).
@@ -96,6 +98,7 @@ type PS struct {
 	group inaps.Addr
 	moved map[uint32]uint16 // fcfs: window slots moved after collisions
 	spare []*entry
+	rng   *rand.Rand
 	Stats PSStats
 }
 
@@ -106,6 +109,7 @@ func NewPS(cfg PSConfig, clk clock.Clock, kick func()) *PS {
 	}
 	p := &PS{cfg: cfg, clk: clk, kick: kick, mask: uint32(1)<<len(cfg.Workers) - 1, open: map[psKey]*entry{},
 		done: make([]closed, 4096), rto: rtoEstimator{min: cfg.RTOMin}, group: inaps.GroupAddr(cfg.Job), moved: map[uint32]uint16{}}
+	p.rng = rand.New(rand.NewPCG(cfg.Seed^uint64(cfg.Job)<<32, 0x5eed))
 	for w, a := range cfg.Workers {
 		p.chans = append(p.chans, newChannel(clk, cfg.Self, a, &p.out, kick, cfg.RTOMin, func(k Kind, h wire.INAPS) { p.onMessage(w, k, h) }))
 	}
@@ -385,7 +389,7 @@ func (p *PS) timeout(e *entry) time.Duration {
 	if !p.cfg.Policy.Preemptive() {
 		d *= 10
 	}
-	return d
+	return d + time.Duration(p.rng.Int64N(int64(d)/4+1)) // spread, as the workers' (Worker.onTimer)
 }
 
 // onTimer: an entry has waited its timeout: under ESA remind the switch

@@ -2,6 +2,7 @@ package endpoint
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/inaemu/inaemu/emu/inaps"
@@ -90,6 +91,8 @@ type Worker struct {
 	backoff   int
 	timer     clock.Timer
 	armed     bool
+	jit       time.Duration
+	rng       *rand.Rand
 
 	cache    []inaps.Vec
 	cacheSeq []uint32
@@ -126,6 +129,7 @@ func NewWorker(cfg WorkerConfig, clk clock.Clock, kick func()) *Worker {
 		cache: make([]inaps.Vec, ring), cacheSeq: make([]uint32, ring), cacheIt: make([]uint32, ring), cacheOvf: make([]bool, ring),
 		cwndBytes: cfg.InitWindow * inaps.FrameLen, rto: rtoEstimator{min: cfg.RTOMin}, next: 1, base: 1, scan: 1}
 	w.index = append([]uint16(nil), cfg.Index...)
+	w.rng = rand.New(rand.NewPCG(cfg.Seed^uint64(cfg.Job)<<32^0x7e7, uint64(cfg.Rank)))
 	w.Stats.MinWindow, w.Stats.MaxWindowSeen = cfg.InitWindow, cfg.InitWindow
 	w.timer = clk.AfterFunc(0, w.onTimer)
 	w.timer.Stop()
@@ -405,7 +409,7 @@ func (w *Worker) arm() {
 		w.armed = false
 		return
 	}
-	due := w.sentAt[w.base&uint32(w.ring-1)] + w.rto.backedOff(w.backoff)
+	due := w.sentAt[w.base&uint32(w.ring-1)] + w.rto.backedOff(w.backoff) + w.jit
 	w.armed = true
 	w.timer.Reset(max(0, due-w.clk.Now()))
 }
@@ -418,12 +422,17 @@ func (w *Worker) onTimer() {
 		return
 	}
 	k := w.base & uint32(w.ring-1)
-	if due := w.sentAt[k] + w.rto.backedOff(w.backoff); due > w.clk.Now() {
+	if due := w.sentAt[k] + w.rto.backedOff(w.backoff) + w.jit; due > w.clk.Now() {
 		w.arm()
 		return
 	}
 	w.Stats.Timeouts++
 	w.backoff = min(w.backoff+1, 6)
+	// The next wait is spread by up to a quarter (from the seed): the
+	// workers of a job that time out together would otherwise retry in
+	// step for ever, and where their retries meet a short queue the same
+	// one would always be the one dropped.
+	w.jit = time.Duration(w.rng.Int64N(int64(w.rto.backedOff(w.backoff))/4 + 1))
 	w.trigger(w.base)
 	w.arm()
 }

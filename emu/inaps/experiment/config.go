@@ -66,6 +66,10 @@ type Config struct {
 	Events     []faults.Event
 	Capture    io.Writer
 	MaxTime    time.Duration // virtual time before giving up (10 s)
+	// StallTime: a run in which no worker gets a result for this long is
+	// stalled (default 200 RTO floors: twice the most a worker's timer
+	// waits, back-off included).
+	StallTime time.Duration
 	// Mutations re-introduce bugs in the switch (the suites' power tests).
 	Mutations inaps.Mutations
 }
@@ -104,6 +108,16 @@ func (c *Config) Defaults() {
 	}
 	if c.MaxTime == 0 {
 		c.MaxTime = 10 * time.Second
+	}
+	if c.StallTime == 0 {
+		// Nor may a job's own pauses (its start, its compute) look like
+		// one.
+		c.StallTime = max(200*c.RTOMin, 50*time.Millisecond)
+		for _, j := range c.Jobs {
+			if j.Model != nil {
+				c.StallTime = max(c.StallTime, 2*j.Model.Compute()+c.StartSpread+c.Jitter)
+			}
+		}
 	}
 }
 

@@ -147,7 +147,7 @@ func Run(cfg Config) (*Result, error) {
 		if cfg.Policy.HasPS() {
 			n := f.Hosts[j.hosts[W]]
 			j.ps = endpoint.NewPS(endpoint.PSConfig{Job: j.id, Workers: ws, Self: psAddr, Policy: cfg.Policy, Pool: cfg.Aggregators,
-				RTOMin: cfg.RTOMin, DupThresh: cfg.DupThresh, Delay: cfg.PSDelay, Floats: fl}, f.Clock, n.Kick)
+				RTOMin: cfg.RTOMin, DupThresh: cfg.DupThresh, Delay: cfg.PSDelay, Floats: fl, Seed: cfg.Seed}, f.Clock, n.Kick)
 			n.SetRawSource(j.ps)
 			n.OnControl = j.ps.Receive
 		}
@@ -164,14 +164,36 @@ func Run(cfg Config) (*Result, error) {
 		}
 		return true
 	}
-	finished := false
+	// A run that stops making progress (no worker got a result for
+	// StallTime) is stalled, whatever MaxTime still allows; one that
+	// progresses may run to MaxTime.
+	results := func() uint64 {
+		var n uint64
+		for _, j := range jobs {
+			for _, w := range j.workers {
+				n += w.t.Stats.Results
+			}
+		}
+		return n
+	}
+	finished, stalled := false, false
+	last, lastAt := uint64(0), time.Duration(0)
 	for n := 0; f.Clock.Now() <= cfg.MaxTime; n++ {
-		if n%1024 == 0 && done() {
-			finished = true
-			break
+		if n%1024 == 0 {
+			if done() {
+				finished = true
+				break
+			}
+			if r := results(); r != last {
+				last, lastAt = r, f.Clock.Now()
+			} else if f.Clock.Now()-lastAt > cfg.StallTime {
+				stalled = true
+				break
+			}
 		}
 		if !f.Clock.Step() {
 			finished = done()
+			stalled = !finished
 			break
 		}
 	}
@@ -205,8 +227,11 @@ func Run(cfg Config) (*Result, error) {
 	}
 	res := collect(cfg, f, prog, jobs, end)
 	res.Finished = finished
-	if !finished {
-		res.Failures = append(res.Failures, fmt.Sprintf("not every job finished within %v of virtual time", cfg.MaxTime))
+	switch {
+	case stalled:
+		res.Failures = append(res.Failures, fmt.Sprintf("stalled: no worker got a result from %v to %v of virtual time", lastAt, end))
+	case !finished:
+		res.Failures = append(res.Failures, fmt.Sprintf("not every job finished within %v of virtual time (still making progress)", cfg.MaxTime))
 	}
 	for _, j := range jobs {
 		for _, w := range j.workers {
