@@ -59,13 +59,13 @@ func (p *Program) ProcessFrame(f []byte, port int, emit switching.ProgramEmit) b
 
 // matches reports whether a holds the packet's task.
 func (a *Aggregator) matches(h wire.INAPS) bool {
-	return a.Used && a.Job == h.Job() && a.Seq == h.Seq() && a.Iter == uint32(h.Key())
+	return a.Used && a.Job == h.Job() && a.Seq == h.Seq() && a.Key == h.Key()
 }
 
 // claim gives a to the packet's task, with the packet as its first
 // contribution.
 func (p *Program) claim(a *Aggregator, f []byte, h wire.INAPS) {
-	*a = Aggregator{Used: true, Job: h.Job(), Seq: h.Seq(), Iter: uint32(h.Key()), Prio: h.Priority(), Level: h.Level(),
+	*a = Aggregator{Used: true, Job: h.Job(), Seq: h.Seq(), Key: h.Key(), Prio: h.Priority(), Level: h.Level(),
 		FanIn: h.FanIn(), ECN: CE(f) || h.Flags()&wire.INAPSFlagECN != 0, Bitmap: h.Bitmap(), Count: 1, Since: p.env.Clock.Now()}
 	a.Values.Load(h)
 	p.stats.Aggregated++
@@ -129,7 +129,7 @@ func (p *Program) build(a *Aggregator, j *Job, src, dst Addr, flags uint8) []byt
 	h.SetPriority(a.Prio)
 	h.SetLevel(a.Level)
 	a.Values.Store(h)
-	h.SetKey(uint64(a.Iter))
+	h.SetKey(a.Key)
 	h.SetTensorLength(0)
 	return f
 }
@@ -192,11 +192,10 @@ func (p *Program) static(j *Job, f []byte, h wire.INAPS, emit switching.ProgramE
 // older reports whether the packet's task precedes a's in its job's
 // order (iteration, then sequence number in serial arithmetic).
 func older(h wire.INAPS, a *Aggregator) bool {
-	it := uint32(h.Key())
-	if it != a.Iter {
-		return int32(it-a.Iter) < 0
+	if it, ait := Iteration(h), uint32(a.Key); it != ait {
+		return int32(it-ait) < 0
 	}
-	return int16(h.Seq()-a.Seq) < 0
+	return int32(FullSeq(h)-(uint32(a.Key>>32&0xffff)<<16|uint32(a.Seq))) < 0
 }
 
 // fcfs is ATP's aggregator: claim or join; a collision goes raw to the

@@ -133,3 +133,19 @@ func (v *Vec) Store(h wire.INAPS) {
 		binary.BigEndian.PutUint32(b[4*i:], uint32(v[i]))
 	}
 }
+
+// TaskKey is the key field of fragment seq (its full number, from 1) of
+// iteration it: the iteration in the low 32 bits, the sequence number's
+// wraps past 16 bits (seq >> 16) in bits 32-47. The wire's sequence
+// field wraps inside an iteration of more than 65,535 fragments; with
+// its wraps in the key, the switch and the PS never take a fragment for
+// the one 65,536 before it (ATP's switch parses no key: this is
+// inaemu's, as is matching the iteration).
+func TaskKey(it, seq uint32) uint64 { return uint64(it) | uint64(seq>>16)<<32 }
+
+// FullSeq is the full sequence number a header names (seq and the key's
+// wraps).
+func FullSeq(h wire.INAPS) uint32 { return uint32(h.Key()>>32&0xffff)<<16 | uint32(h.Seq()) }
+
+// Iteration is the iteration a header's key names.
+func Iteration(h wire.INAPS) uint32 { return uint32(h.Key()) }

@@ -35,7 +35,7 @@ type Aggregator struct {
 	Used     bool
 	Job      uint16
 	Seq      uint16
-	Iter     uint32 // the key's iteration: tasks of two iterations never meet
+	Key      uint64 // the task's key: its iteration and its sequence number's wraps (TaskKey)
 	Prio     uint8
 	Level    uint8
 	FanIn    uint8

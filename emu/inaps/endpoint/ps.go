@@ -48,7 +48,13 @@ type PSStats struct {
 
 type psKey uint64
 
-func keyOf(iter uint32, seq uint16) psKey { return psKey(uint64(iter)<<16 | uint64(seq)) }
+// keyOf is a header's fragment: its iteration and full sequence number.
+func keyOf(h wire.INAPS) psKey {
+	return psKey(uint64(inaps.Iteration(h))<<32 | uint64(inaps.FullSeq(h)))
+}
+
+func (k psKey) iter() uint32 { return uint32(k >> 32) }
+func (k psKey) full() uint32 { return uint32(k) }
 
 // entry is a fragment the PS takes part in: the dictionary's ⟨bitmap,
 // aggregation result, timestamp⟩.
@@ -56,7 +62,7 @@ type entry struct {
 	key       psKey
 	iter      uint32
 	seq       uint16
-	full      uint32 // the full sequence number, when known
+	full      uint32 // the full sequence number (inaps.FullSeq)
 	bitmap    uint32
 	val       inaps.Vec
 	idx       uint16
@@ -150,7 +156,7 @@ func (p *PS) Receive(f []byte) {
 // lookup is the open entry of (iter, seq), made if absent unless the
 // fragment is closed (nil then).
 func (p *PS) lookup(h wire.INAPS) *entry {
-	k := keyOf(uint32(h.Key()), h.Seq())
+	k := keyOf(h)
 	if e := p.open[k]; e != nil {
 		return e
 	}
@@ -167,7 +173,7 @@ func (p *PS) lookup(h wire.INAPS) *entry {
 		e.timer = p.clk.AfterFunc(0, func() { p.onTimer(e) })
 		e.timer.Stop()
 	}
-	e.key, e.iter, e.seq, e.idx, e.born = k, uint32(h.Key()), h.Seq(), h.Aggregator(), p.clk.Now()
+	e.key, e.iter, e.seq, e.full, e.idx, e.born = k, k.iter(), h.Seq(), k.full(), h.Aggregator(), p.clk.Now()
 	p.open[k] = e
 	// Keep order sorted by (iter, seq): entries mostly come in order.
 	i := len(p.order)
@@ -182,18 +188,13 @@ func (p *PS) lookup(h wire.INAPS) *entry {
 	return e
 }
 
-func less(a, b *entry) bool {
-	if a.iter != b.iter {
-		return a.iter < b.iter
-	}
-	return int16(a.seq-b.seq) < 0
-}
+func less(a, b *entry) bool { return a.key < b.key }
 
 // partial takes a partial result, a diverted gradient, a complete
 // aggregate (fcfs) or a flushed one.
 func (p *PS) partial(h wire.INAPS) {
 	p.dupACK(h)
-	k := keyOf(uint32(h.Key()), h.Seq())
+	k := keyOf(h)
 	e := p.lookup(h)
 	if e == nil {
 		p.Stats.Late++
@@ -266,7 +267,7 @@ func (p *PS) complete(e *entry) {
 		p.cfg.Floats.FloatResult(&ints, e.raw, &e.val)
 		ovf = true
 	}
-	p.send(e.key, e.iter, e.seq, &e.val, idx, moved, ovf)
+	p.send(e.key, &e.val, idx, moved, ovf)
 	c := p.slot(e.key)
 	*c = closed{key: e.key, val: e.val, idx: idx, ok: true, ovf: ovf}
 	p.close(e)
@@ -274,7 +275,7 @@ func (p *PS) complete(e *entry) {
 
 // send multicasts a result to the job's group (through the switch, whose
 // copy to each worker also frees the aggregator under fcfs).
-func (p *PS) send(k psKey, iter uint32, seq uint16, v *inaps.Vec, idx uint16, moved uint16, ovf bool) {
+func (p *PS) send(k psKey, v *inaps.Vec, idx uint16, moved uint16, ovf bool) {
 	b := p.out.get(inaps.FrameLen)
 	h := inaps.WriteHeaders(b, p.cfg.Self, p.group)
 	h.SetBitmap(p.mask)
@@ -288,12 +289,12 @@ func (p *PS) send(k psKey, iter uint32, seq uint16, v *inaps.Vec, idx uint16, mo
 	}
 	h.SetFlags(flags)
 	h.SetJob(p.cfg.Job)
-	h.SetSeq(seq)
+	h.SetSeq(uint16(k.full()))
 	h.SetAggregator(idx)
 	h.SetPriority(0)
 	h.SetLevel(0)
 	v.Store(h)
-	h.SetKey(uint64(iter))
+	h.SetKey(inaps.TaskKey(k.iter(), k.full()))
 	h.SetTensorLength(uint32(moved))
 	if p.cfg.Delay > 0 {
 		p.clk.AfterFunc(p.cfg.Delay, func() { p.out.put(b); p.kick() })
@@ -321,10 +322,10 @@ func (p *PS) reanswer(k psKey, w int) {
 		}
 		h.SetFlags(fl)
 		h.SetJob(p.cfg.Job)
-		h.SetSeq(uint16(k))
+		h.SetSeq(uint16(k.full()))
 		h.SetAggregator(c.idx)
 		c.val.Store(h)
-		h.SetKey(uint64(k >> 16))
+		h.SetKey(inaps.TaskKey(k.iter(), k.full()))
 	}
 	if p.cfg.Policy.Preemptive() {
 		p.chans[w].Send(KindParameter, fill)
@@ -367,7 +368,7 @@ func (p *PS) dupACK(h wire.INAPS) {
 	if !p.cfg.Policy.Preemptive() {
 		return
 	}
-	x := entry{iter: uint32(h.Key()), seq: h.Seq()}
+	x := entry{key: keyOf(h)}
 	for i := 0; i < len(p.order) && i < 16; i++ {
 		e := p.order[i]
 		if !less(e, &x) {
@@ -420,7 +421,7 @@ func (p *PS) remind(e *entry) {
 	h.SetJob(p.cfg.Job)
 	h.SetSeq(e.seq)
 	h.SetAggregator(e.idx)
-	h.SetKey(uint64(e.iter))
+	h.SetKey(inaps.TaskKey(e.iter, e.full))
 	p.out.put(b)
 	p.kick()
 	e.timer.Reset(p.timeout(e))
@@ -429,7 +430,7 @@ func (p *PS) remind(e *entry) {
 // reminderBack is a reminder returning from the switch: with the
 // aggregator's partial, or empty.
 func (p *PS) reminderBack(h wire.INAPS) {
-	e := p.open[keyOf(uint32(h.Key()), h.Seq())]
+	e := p.open[keyOf(h)]
 	if e == nil {
 		if h.Bitmap() != 0 {
 			p.Stats.Late++
@@ -473,7 +474,7 @@ func (p *PS) about(m wire.INAPS, e *entry) {
 	m.SetJob(p.cfg.Job)
 	m.SetSeq(e.seq)
 	m.SetAggregator(e.idx)
-	m.SetKey(uint64(e.iter))
+	m.SetKey(inaps.TaskKey(e.iter, e.full))
 	m.SetTensorLength(e.full)
 }
 
@@ -500,24 +501,20 @@ func (p *PS) onMessage(w int, k Kind, m wire.INAPS) {
 			p.Stats.Late++
 			return
 		}
-		if e.full == 0 {
-			e.full = m.TensorLength()
-		}
 		p.add(e, m.Bitmap(), m)
 	case KindReminder:
 		p.Stats.WorkerReminder++
-		kk := keyOf(uint32(m.Key()), m.Seq())
+		kk := keyOf(m)
 		e := p.lookup(m)
 		if e == nil {
 			p.reanswer(kk, w)
 			return
 		}
-		e.full = m.TensorLength()
 		if !e.reminding {
 			p.remind(e)
 		}
 	case KindAnswer:
-		e := p.open[keyOf(uint32(m.Key()), m.Seq())]
+		e := p.open[keyOf(m)]
 		if e == nil {
 			return
 		}
@@ -527,7 +524,7 @@ func (p *PS) onMessage(w int, k Kind, m wire.INAPS) {
 		e.final, e.ovf = true, m.Flags()&wire.INAPSFlagOverflow != 0
 		p.complete(e)
 	case KindNotHeld:
-		e := p.open[keyOf(uint32(m.Key()), m.Seq())]
+		e := p.open[keyOf(m)]
 		if e == nil {
 			return
 		}

@@ -244,7 +244,7 @@ func (w *Worker) fill(h wire.INAPS, it, s uint32, flags uint8) {
 	} else {
 		Gradient(h, w.cfg.Seed, w.cfg.Job, w.cfg.Rank, it, s)
 	}
-	h.SetKey(uint64(it))
+	h.SetKey(inaps.TaskKey(it, s))
 	h.SetTensorLength(w.total)
 }
 
@@ -285,24 +285,14 @@ func (w *Worker) Receive(f []byte) {
 	w.result(h, inaps.CE(f))
 }
 
-// full is the iteration's sequence number a 16-bit one names, within
-// the window around base (0: outside it).
-func (w *Worker) full(s16 uint16) uint32 {
-	s := w.base + uint32(s16-uint16(w.base))
-	if s < w.base || s >= w.next {
-		return 0
-	}
-	return s
-}
-
 // result takes a result (from the switch, the PS, or the channel).
 func (w *Worker) result(h wire.INAPS, ce bool) {
 	if uint32(h.Key()) != w.iter {
 		w.Stats.DupResults++
 		return
 	}
-	s := w.full(h.Seq())
-	if s == 0 || w.has(s) {
+	s := inaps.FullSeq(h)
+	if s < w.base || s >= w.next || w.has(s) {
 		w.Stats.DupResults++
 		return
 	}
@@ -399,7 +389,7 @@ func (w *Worker) header(h wire.INAPS, s uint32) {
 	h.SetJob(w.cfg.Job)
 	h.SetSeq(uint16(s))
 	h.SetAggregator(w.indexOf(w.iter, s))
-	h.SetKey(uint64(w.iter))
+	h.SetKey(inaps.TaskKey(w.iter, s))
 	h.SetTensorLength(s) // the full sequence number, for the PS
 }
 
@@ -489,18 +479,8 @@ func (w *Worker) onMessage(k Kind, m wire.INAPS) {
 	}
 }
 
-// near is the full sequence number a message's 16-bit one names: the
-// one nearest the window's base in the current iteration, nearest the
-// end in an earlier one (a PS asks only about fragments of the last few
-// windows, far inside 2^15 of either).
-func (w *Worker) near(m wire.INAPS) uint32 {
-	ref := w.base
-	if uint32(m.Key()) != w.iter {
-		ref = w.total
-	}
-	s := int64(ref) + int64(int16(m.Seq()-uint16(ref)))
-	return uint32(max(s, 1))
-}
+// near is the full sequence number a message names.
+func (w *Worker) near(m wire.INAPS) uint32 { return max(inaps.FullSeq(m), 1) }
 
 // ChannelRetries is the channel's retry count.
 func (w *Worker) ChannelRetries() uint64 {
