@@ -16,6 +16,7 @@ type Oracle struct {
 	job     uint16
 	workers int
 	sums    map[uint64]*oracleSum
+	spare   []*oracleSum
 	tmp     inaps.Vec
 	floats  Floats
 	fl      [inaps.Values]float32
@@ -41,7 +42,13 @@ func NewOracle(seed uint64, job uint16, workers int, fl Floats) *Oracle {
 // wrapping int32 sum, or with floats the fixed-point sum, or (a worker
 // overflowed) the float result of Floats.FloatResult.
 func (o *Oracle) sum(iter, seq uint32) *oracleSum {
-	s := &oracleSum{left: o.workers}
+	var s *oracleSum
+	if n := len(o.spare); n > 0 {
+		s, o.spare = o.spare[n-1], o.spare[:n-1]
+		*s = oracleSum{left: o.workers}
+	} else {
+		s = &oracleSum{left: o.workers}
+	}
 	var raw map[int]*inaps.Vec
 	for w := 0; w < o.workers; w++ {
 		if o.floats.On() {
@@ -99,6 +106,7 @@ func (o *Oracle) Check(iter, seq uint32, h wire.INAPS, rank int) bool {
 	}
 	if s.left--; s.left == 0 {
 		delete(o.sums, k)
+		o.spare = append(o.spare, s)
 	}
 	return ok
 }
