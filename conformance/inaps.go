@@ -417,7 +417,7 @@ func genINAPSEvent(r interface{ Intn(int) int }, c inapsCase, frames int) inapsE
 
 // inapsMaxTime is a case's virtual time limit. A run that stops making
 // progress fails sooner, as stalled (experiment.Config.StallTime: no
-// result for 200 RTO floors); one that progresses may take this long: a
+// result for 1,000 RTO floors); one that progresses may take this long: a
 // window of one or two frames under 2 % loss on every hop recovers each
 // loss by a timeout, and a recovery crosses eight hops, any of which may
 // lose it again (a 621-fragment, three-iteration case takes 2.2 s). Such

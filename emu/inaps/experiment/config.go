@@ -67,8 +67,9 @@ type Config struct {
 	Capture    io.Writer
 	MaxTime    time.Duration // virtual time before giving up (10 s)
 	// StallTime: a run in which no worker gets a result for this long is
-	// stalled (default 200 RTO floors: twice the most a worker's timer
-	// waits, back-off included).
+	// stalled (default 1,000 RTO floors: ten of the longest a timer waits,
+	// back-off included; a recovery may chain several: a worker's timer,
+	// its reminder's entry's at the PS, the channel's retries).
 	StallTime time.Duration
 	// Mutations re-introduce bugs in the switch (the suites' power tests).
 	Mutations inaps.Mutations
@@ -112,7 +113,7 @@ func (c *Config) Defaults() {
 	if c.StallTime == 0 {
 		// Nor may a job's own pauses (its start, its compute) look like
 		// one.
-		c.StallTime = max(200*c.RTOMin, 50*time.Millisecond)
+		c.StallTime = max(1000*c.RTOMin, 50*time.Millisecond)
 		for _, j := range c.Jobs {
 			if j.Model != nil {
 				c.StallTime = max(c.StallTime, 2*j.Model.Compute()+c.StartSpread+c.Jitter)
