@@ -19,12 +19,12 @@ import (
 // Stats count what a NIC received and did not hand to a QP.
 type Stats struct {
 	RxFrames  uint64 `json:"rx_frames"`
-	NotForMe  uint64 `json:"not_for_me"` // unicast to another MAC (the switch flooded it)
-	NotRoCE   uint64 `json:"not_roce"`   // ARP and other frames, ignored
-	NoQP      uint64 `json:"no_qp"`      // RoCE frames for a QPN the host does not have
-	CtrlSent  uint64 `json:"ctrl_sent"`  // frames sent that are not RoCE (gratuitous ARP)
-	RoCESent  uint64 `json:"roce_sent"`  // frames the QPs sent
-	Malformed uint64 `json:"malformed"`  // RoCE-looking frames the parser rejected
+	NotForMe  uint64 `json:"not_for_me"`         // unicast to another MAC (the switch flooded it)
+	NotRoCE   uint64 `json:"not_roce"`           // ARP and other frames, ignored
+	NoQP      uint64 `json:"no_qp"`              // RoCE frames for a QPN the host does not have
+	CtrlSent  uint64 `json:"ctrl_sent"`          // frames sent that are not RoCE (gratuitous ARP)
+	RoCESent  uint64 `json:"roce_sent"`          // frames the QPs sent
+	Malformed uint64 `json:"malformed"`          // RoCE-looking frames the parser rejected
 	RawSent   uint64 `json:"raw_sent,omitempty"` // frames the raw source sent (INA-PS)
 	// Compression counts the compression offload's work (nil: the NIC has
 	// none; emu/nic/compress fills it).
