@@ -70,6 +70,7 @@ type Worker struct {
 	ch   *channel
 
 	iter   uint32
+	begun  bool // Begin has started iter
 	parts  []partRange
 	pushed uint32 // sequence numbers available to send: 1..pushed
 	next   uint32 // next to send
@@ -79,7 +80,7 @@ type Worker struct {
 	ring   int // power of two ≥ the largest window
 	sentAt []time.Duration
 	trig   []bool
-	viaPS  []uint32 // fragments the PS asked for before they were sent
+	viaPS  []uint64 // fragments (iteration<<32 | sequence) the PS asked for before they were sent
 	retx   []uint32 // sequence numbers to send again to the switch (static, fcfs)
 	scan   uint32
 	index  []uint16 // the slots' indices (fcfs: the PS may move one)
@@ -125,7 +126,7 @@ func NewWorker(cfg WorkerConfig, clk clock.Clock, kick func()) *Worker {
 	for ring < max(cfg.MaxWindow, inaps.Slots)*2 {
 		ring <<= 1
 	}
-	w := &Worker{cfg: cfg, clk: clk, kick: kick, ring: ring, sentAt: make([]time.Duration, ring), trig: make([]bool, ring), viaPS: make([]uint32, ring),
+	w := &Worker{cfg: cfg, clk: clk, kick: kick, ring: ring, sentAt: make([]time.Duration, ring), trig: make([]bool, ring), viaPS: make([]uint64, ring),
 		cache: make([]inaps.Vec, ring), cacheSeq: make([]uint32, ring), cacheIt: make([]uint32, ring), cacheOvf: make([]bool, ring),
 		cwndBytes: cfg.InitWindow * inaps.FrameLen, rto: rtoEstimator{min: cfg.RTOMin}, next: 1, base: 1, scan: 1}
 	w.index = append([]uint16(nil), cfg.Index...)
@@ -141,7 +142,7 @@ func NewWorker(cfg WorkerConfig, clk clock.Clock, kick func()) *Worker {
 
 // Begin starts iteration iter of total fragments.
 func (w *Worker) Begin(iter uint32, total uint32) {
-	w.iter, w.total = iter, total
+	w.iter, w.total, w.begun = iter, total, true
 	w.parts = w.parts[:0]
 	w.pushed, w.next, w.base, w.scan = 0, 1, 1, 1
 	w.finish = 1 + uint32(w.window())
@@ -152,7 +153,6 @@ func (w *Worker) Begin(iter uint32, total uint32) {
 	w.got = w.got[:words]
 	clear(w.got)
 	clear(w.trig)
-	clear(w.viaPS)
 	w.retx = w.retx[:0]
 }
 
@@ -203,7 +203,7 @@ func (w *Worker) NextFrame(buf []byte) int {
 	if !w.armed {
 		w.arm()
 	}
-	if w.viaPS[k] == s {
+	if w.viaPS[k] == uint64(w.iter)<<32|uint64(s) {
 		// The PS asked for it ahead: it goes over the channel.
 		w.viaPS[k] = 0
 		w.Stats.Retransmits++
@@ -432,13 +432,12 @@ func (w *Worker) onMessage(k Kind, m wire.INAPS) {
 	switch k {
 	case KindResend:
 		s, it := w.near(m), uint32(m.Key())
-		if it == w.iter && s >= w.next {
-			// Not sent yet (this worker is behind the others): when the
-			// window reaches it, it goes to the PS instead of the switch,
-			// never before the training loop pushed it.
-			if s-w.base < uint32(w.ring) {
-				w.viaPS[s&uint32(w.ring-1)] = s
-			}
+		if it > w.iter || it == w.iter && (s >= w.next || !w.begun) {
+			// Not sent yet (this worker is behind the others, maybe not
+			// even in the iteration yet): when its window reaches it, it
+			// goes to the PS instead of the switch, never before the
+			// training loop pushed it.
+			w.viaPS[s&uint32(w.ring-1)] = uint64(it)<<32 | uint64(s)
 			return
 		}
 		// The gradient of an earlier fragment can be made again (the
