@@ -323,9 +323,15 @@ func printINAPS(w io.Writer, r *experiment.Result) {
 	}
 	fmt.Fprintf(w, "  jct       mean %s; %s\n", ms(r.MeanJCT), strings.Join(per, ", "))
 	fmt.Fprintf(w, "  util      %.3f of the link in payload, %.3f in wire bytes (over each job's communication time)\n", r.MeanUtilisation, r.MeanUtilisationWire)
+	var held, waiting int64
+	for _, j := range r.Jobs {
+		held, waiting = held+j.HeldNs, waiting+j.WaitingNs
+	}
+	fmt.Fprintf(w, "  memory    %d aggregators, at most %d held at once; %.3f aggregator-ms held, %.3f of them waiting for contributions\n",
+		r.Aggregators, r.Switch.MaxInUse, float64(held)/1e6, float64(waiting)/1e6)
 	s := r.Switch
-	fmt.Fprintf(w, "  switch    %d completed and multicast, %d collisions: %d preemptions, %d failed (%d downgrades), %d diverted; %d reminders (%d with a value); %d to the PS, %d released by its ACK, %d flushed; %d duplicates, %d stale; most aggregators held %d\n",
-		s.Completed, s.Collisions, s.Preemptions, s.FailedPreempts, s.Downgrades, s.Diverted, s.Reminders, s.RemindersValue, s.ToPS, s.Released, s.Flushed, s.Duplicates, s.Stale, s.MaxInUse)
+	fmt.Fprintf(w, "  switch    %d tasks completed here, results multicast %d times by the switch and %d by the PS; %d collisions: %d preemptions, %d failed (%d downgrades), %d diverted; %d reminders (%d with a value); %d to the PS, %d released by its ACK, %d flushed; %d duplicates, %d stale\n",
+		s.Completed, s.Multicasts, s.PSMulticasts, s.Collisions, s.Preemptions, s.FailedPreempts, s.Downgrades, s.Diverted, s.Reminders, s.RemindersValue, s.ToPS, s.Released, s.Flushed, s.Duplicates, s.Stale)
 	p := r.PS
 	fmt.Fprintf(w, "  ps        %d completed, %d partials taken (%d overlapping, %d late), %d reminders (%d empty), %d worker reminders, %d resend requests, %d queries, %d re-answered; channel retries %d\n",
 		p.Completed, p.Partials, p.Overlaps, p.Late, p.Reminders, p.RemindersEmpty, p.WorkerReminder, p.ResendRequests, p.Queries, p.Reanswers, p.ChannelRetries+r.Workers.ChannelRetry)

@@ -108,6 +108,11 @@ func (p *Program) free(a *Aggregator) {
 		d := int64(p.env.Clock.Now() - a.Since)
 		p.heldNs += d
 		p.held[a.Job] += d
+		if a.Done {
+			p.wait[a.Job] += int64(a.DoneAt - a.Since)
+		} else {
+			p.wait[a.Job] += d
+		}
 		p.inUse--
 	}
 	*a = Aggregator{}
@@ -183,7 +188,7 @@ func (p *Program) static(j *Job, f []byte, h wire.INAPS, emit switching.ProgramE
 		p.claim(a, f, h)
 	}
 	if a.full() {
-		a.Done = true
+		a.Done, a.DoneAt = true, p.env.Clock.Now()
 		p.stats.Completed++
 		p.multicast(a, j, idx, emit, p.cfg.Latency)
 	}
@@ -242,7 +247,7 @@ func (p *Program) fcfs(j *Job, f []byte, h wire.INAPS, emit switching.ProgramEmi
 		return
 	}
 	if a.full() {
-		a.Done = true
+		a.Done, a.DoneAt = true, p.env.Clock.Now()
 		p.stats.Completed++
 		p.stats.ToPS++
 		r := p.build(a, j, SwitchAddr, j.PS, 0)

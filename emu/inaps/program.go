@@ -45,6 +45,7 @@ type Aggregator struct {
 	Count    uint8
 	Values   Vec
 	Since    time.Duration // when the task took it
+	DoneAt   time.Duration // when its last contribution came (Done)
 	Out      uint32        // the contributions that have left in a frame built from it
 	lastFull bool          // the last contribution completed it (static's re-send answer)
 }
@@ -83,6 +84,7 @@ type Program struct {
 	// held is aggregator-time held (occupancy), summed at release.
 	heldNs  int64
 	held    map[uint16]int64 // per job
+	wait    map[uint16]int64 // per job: held while contributions were missing
 	tearing bool
 	inUse   int
 	// Mutations re-introduce known bugs for the property suites' power
@@ -165,6 +167,7 @@ func (p *Program) Setup(cfg Config) error {
 	p.pool = make([]Aggregator, cfg.Aggregators)
 	p.jobs = map[uint16]*Job{}
 	p.held = map[uint16]int64{}
+	p.wait = map[uint16]int64{}
 	p.coin = rand.New(rand.NewPCG(cfg.Seed, 0x57a2))
 	return nil
 }
@@ -190,6 +193,11 @@ func (p *Program) AddJob(j Job) error {
 
 // HeldByJob is each job's aggregator-time held (ns), summed at release.
 func (p *Program) HeldByJob() map[uint16]int64 { return p.held }
+
+// WaitingByJob is the part of HeldByJob during which the task still
+// missed contributions (the rest: a complete task held until released,
+// ATP-style's wait for the PS's ACK and SwitchML-style's shadow copies).
+func (p *Program) WaitingByJob() map[uint16]int64 { return p.wait }
 
 // Pool is the aggregators (read only: the harness's end-of-run checks).
 func (p *Program) Pool() []Aggregator { return p.pool }

@@ -106,6 +106,15 @@ type Worker struct {
 	// in (its caller's index); OnIdle when the iteration's results are.
 	OnPartitionDone func(iter uint32, index int)
 	Stats           WorkerStats
+	// Cwnd is the window's trace: its first value, then every change
+	// (ATP's AIMD adjusts it once per window).
+	Cwnd []CwndPoint
+}
+
+// CwndPoint is the window from a time on.
+type CwndPoint struct {
+	At     time.Duration `json:"t_ns"`
+	Frames int           `json:"frames"`
 }
 
 // NewWorker makes a worker; kick tells its NIC it has a frame.
@@ -132,6 +141,7 @@ func NewWorker(cfg WorkerConfig, clk clock.Clock, kick func()) *Worker {
 	w.index = append([]uint16(nil), cfg.Index...)
 	w.rng = rand.New(rand.NewPCG(cfg.Seed^uint64(cfg.Job)<<32^0x7e7, uint64(cfg.Rank)))
 	w.Stats.MinWindow, w.Stats.MaxWindowSeen = cfg.InitWindow, cfg.InitWindow
+	w.Cwnd = []CwndPoint{{0, w.window()}}
 	w.timer = clk.AfterFunc(0, w.onTimer)
 	w.timer.Stop()
 	if cfg.Policy.HasPS() {
@@ -343,6 +353,9 @@ func (w *Worker) result(h wire.INAPS, ce bool) {
 			w.cwndBytes = min(w.cfg.MaxWindow*inaps.FrameLen, w.cwndBytes+1500)
 		}
 		win := w.window()
+		if n := len(w.Cwnd); n == 0 || w.Cwnd[n-1].Frames != win {
+			w.Cwnd = append(w.Cwnd, CwndPoint{w.clk.Now(), win})
+		}
 		w.Stats.MinWindow = min(w.Stats.MinWindow, win)
 		w.Stats.MaxWindowSeen = max(w.Stats.MaxWindowSeen, win)
 		w.ecn = false

@@ -56,16 +56,21 @@ type JobResult struct {
 	UtilisationWire float64 `json:"utilisation_wire"`
 	UtilisationJCT  float64 `json:"utilisation_jct"`
 	HeldNs          int64   `json:"aggregator_ns_held"`
-	Results         uint64  `json:"results_checked"`
-	Wrong           uint64  `json:"wrong_results"`
-	MinWindow       int     `json:"min_window"`
-	MaxWindow       int     `json:"max_window"`
+	// WaitingNs is the part of HeldNs during which a task still missed
+	// contributions.
+	WaitingNs int64  `json:"aggregator_ns_waiting"`
+	Results   uint64 `json:"results_checked"`
+	Wrong     uint64 `json:"wrong_results"`
+	MinWindow int    `json:"min_window"`
+	MaxWindow int    `json:"max_window"`
+	// Cwnd is each worker's window trace (frames from a time on).
+	Cwnd [][]endpoint.CwndPoint `json:"cwnd_trace"`
 }
 
 func collect(cfg Config, f *fabric.Fabric, prog *inaps.Program, jobs []*job, end time.Duration) *Result {
 	r := &Result{Policy: cfg.Policy.String(), Seed: cfg.Seed, Aggregators: cfg.Aggregators, Virtual: end,
 		ECNMarks: f.ECNMarks(), FCSDrops: f.FCSDrops(), Faults: f.FaultStats(), Links: f.LinkStats()}
-	held := prog.HeldByJob()
+	held, wait := prog.HeldByJob(), prog.WaitingByJob()
 	for _, j := range jobs {
 		loops := make([]*train.Loop, len(j.workers))
 		jr := JobResult{Name: j.spec.Name, Model: j.spec.Model.Name, Workers: j.spec.Workers, MinWindow: 1 << 30}
@@ -77,6 +82,7 @@ func collect(cfg Config, f *fabric.Fabric, prog *inaps.Program, jobs []*job, end
 			r.Workers.ChannelRetry += w.t.ChannelRetries()
 			jr.MinWindow = min(jr.MinWindow, s.MinWindow)
 			jr.MaxWindow = max(jr.MaxWindow, s.MaxWindowSeen)
+			jr.Cwnd = append(jr.Cwnd, w.t.Cwnd)
 			want := uint64(w.total) * uint64(cfg.Iterations)
 			if s.Results != want {
 				r.Failures = append(r.Failures, fmt.Sprintf("job %s worker %d holds %d of its %d results (%s)", j.spec.Name, i, s.Results, want, w.t.Describe()))
@@ -87,7 +93,7 @@ func collect(cfg Config, f *fabric.Fabric, prog *inaps.Program, jobs []*job, end
 		jr.Iterations, jr.MeanJCT, jr.Utilisation, jr.UtilisationJCT = st.Iterations, st.MeanJCT, st.MeanUtilisation, st.MeanUtilisationJCT
 		jr.UtilisationWire = jr.Utilisation * float64(inaps.FrameLen+fabric.WireOverhead) / inaps.AggregatorBytes
 		jr.Results, jr.Wrong = j.oracle.Checked, j.oracle.Wrong
-		jr.HeldNs = held[j.id]
+		jr.HeldNs, jr.WaitingNs = held[j.id], wait[j.id]
 		if j.oracle.Wrong > 0 {
 			r.Failures = append(r.Failures, fmt.Sprintf("%d wrong results: first %s", j.oracle.Wrong, j.oracle.First))
 		}
