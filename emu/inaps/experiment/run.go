@@ -240,6 +240,7 @@ func Run(cfg Config) (*Result, error) {
 			}
 		}
 	}
+	res.Exact = len(res.Failures) == 0
 	if err := f.CloseCapture(); err != nil {
 		return nil, err
 	}

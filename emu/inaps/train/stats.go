@@ -7,14 +7,14 @@ type IterationStats struct {
 	// JCT is the latest end over the workers minus the earliest start: for
 	// iteration 0 the job's start offset is left out and the send jitter
 	// counted.
-	JCT time.Duration
+	JCT time.Duration `json:"jct_ns"`
 	// Comm is t_comm: the earliest first push to the latest last result.
-	Comm time.Duration
+	Comm time.Duration `json:"comm_ns"`
 	// Utilisation is the payload a worker received in the iteration over
 	// what the link carries in Comm: ideal transfer time over actual.
-	Utilisation float64
+	Utilisation float64 `json:"utilisation"`
 	// UtilisationJCT is the same over the JCT.
-	UtilisationJCT float64
+	UtilisationJCT float64 `json:"utilisation_jct"`
 }
 
 // Stats is a job's iterations and their means.
