@@ -294,3 +294,21 @@ func TestWorkerStatic(t *testing.T) {
 	// 7 slot 0 of set 0 (20); 8 slot 1 of set 0 (21).
 	assert.Equal(t, []uint16{25, 20, 21}, got, "window 3")
 }
+
+// The oldest fragment's result overdue by the RTO (no sample yet: the
+// minimum, 1 ms) starts its recovery: under esa a reminder to the PS.
+func TestWorkerTimeout(t *testing.T) {
+	r := newWorkerRig(t, inaps.ESA)
+	r.w.Begin(0, 4)
+	r.w.Push(4, 1, 0)
+	require.Equal(t, []int{1, 2, 3, 4}, seqsOf(r.pull()))
+	r.clk.Advance(time.Millisecond - 1)
+	assert.Zero(t, r.w.Stats.Timeouts, "not yet")
+	r.clk.Advance(1)
+	assert.Equal(t, uint64(1), r.w.Stats.Timeouts)
+	fs := r.pull()
+	require.Len(t, fs, 1)
+	require.True(t, IsChannel(fs[0]))
+	assert.Equal(t, byte(KindReminder), fs[0][chanOff])
+	assert.Equal(t, uint16(1), wire.INAPS(fs[0][msgOff:]).Seq(), "the oldest")
+}
