@@ -61,8 +61,13 @@ type channel struct {
 	spare [][]byte
 	dups  int // duplicate ACKs in a row
 
+	// Stale, if set, says whether a message still waiting to go is no
+	// longer wanted (see fill).
+	Stale func(k Kind, h wire.INAPS) bool
+
 	Retries uint64 // messages sent again after a timeout
 	Sent    uint64
+	Dropped uint64 // stale messages never sent
 }
 
 func newChannel(clk clock.Clock, self, peer inaps.Addr, out *outQueue, kick func(), rto time.Duration, deliver func(Kind, wire.INAPS)) *channel {
@@ -97,10 +102,7 @@ func writeUDP(f []byte, src, dst inaps.Addr, payload int) {
 func (c *channel) Send(k Kind, fill func(h wire.INAPS)) {
 	f := make([]byte, ChannelFrameLen) // the exceptional path: a copy kept until acknowledged
 	writeUDP(f, c.self, c.peer, chanHdr+wire.INAPSLen)
-	ch := f[chanOff:msgOff]
-	ch[0] = byte(k)
-	binary.BigEndian.PutUint32(ch[2:], c.next)
-	c.next++
+	f[chanOff] = byte(k)
 	fill(wire.INAPS(f[msgOff:]))
 	c.unacked = append(c.unacked, f)
 	c.Sent++
@@ -112,10 +114,21 @@ func (c *channel) Send(k Kind, fill func(h wire.INAPS)) {
 // and a loss costs one window's resend, not the whole backlog.
 const chanWindow = 16
 
-// fill puts messages on the wire up to the window.
+// fill puts messages on the wire up to the window. A message waiting
+// behind the window gets its sequence number only as it goes, so one
+// that is no longer wanted by then (Stale: a reminder for a result that
+// has come meanwhile) is dropped, not sent late.
 func (c *channel) fill() {
 	for c.flying < len(c.unacked) && c.flying < chanWindow {
-		c.transmit(c.unacked[c.flying])
+		f := c.unacked[c.flying]
+		if c.Stale != nil && c.Stale(Kind(f[chanOff]), wire.INAPS(f[msgOff:])) {
+			c.unacked = append(c.unacked[:c.flying], c.unacked[c.flying+1:]...)
+			c.Dropped++
+			continue
+		}
+		binary.BigEndian.PutUint32(f[chanOff+2:], c.next)
+		c.next++
+		c.transmit(f)
 		c.flying++
 	}
 	if c.flying > 0 && !c.armed {

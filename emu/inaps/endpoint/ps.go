@@ -73,6 +73,7 @@ type entry struct {
 	notHeld   uint32 // workers that said they do not hold the result
 	asked     uint32 // workers asked to resend in this round
 	reminding bool
+	querying  bool // the workers were asked whether they hold the result
 	collided  bool
 	raw       map[int]*inaps.Vec // workers' fragments sent as raw floats (overflow)
 	final     bool               // val is the result itself (a worker's cached copy)
@@ -105,7 +106,9 @@ type PS struct {
 	moved map[uint32]uint16 // fcfs: window slots moved after collisions
 	spare []*entry
 	rng   *rand.Rand
-	Stats PSStats
+	// doneSet is, per iteration, a bit per fragment completed.
+	doneSet map[uint32][]uint64
+	Stats   PSStats
 }
 
 // NewPS makes a PS; kick tells its NIC it has a frame.
@@ -115,6 +118,7 @@ func NewPS(cfg PSConfig, clk clock.Clock, kick func()) *PS {
 	}
 	p := &PS{cfg: cfg, clk: clk, kick: kick, mask: uint32(1)<<len(cfg.Workers) - 1, open: map[psKey]*entry{},
 		done: make([]closed, 4096), rto: rtoEstimator{min: cfg.RTOMin}, group: inaps.GroupAddr(cfg.Job), moved: map[uint32]uint16{}}
+	p.doneSet = map[uint32][]uint64{}
 	p.rng = rand.New(rand.NewPCG(cfg.Seed^uint64(cfg.Job)<<32, 0x5eed))
 	for w, a := range cfg.Workers {
 		p.chans = append(p.chans, newChannel(clk, cfg.Self, a, &p.out, kick, cfg.RTOMin, func(k Kind, h wire.INAPS) { p.onMessage(w, k, h) }))
@@ -160,9 +164,36 @@ func (p *PS) lookup(h wire.INAPS) *entry {
 	if e := p.open[k]; e != nil {
 		return e
 	}
-	if c := p.slot(k); c.ok && c.key == k {
+	if p.isDone(k) {
 		return nil
 	}
+	return p.reopen(k, h)
+}
+
+// isDone reports whether fragment k was completed (a late partial or
+// gradient of it is discarded, never opens it again).
+func (p *PS) isDone(k psKey) bool {
+	d := p.doneSet[k.iter()]
+	i := k.full()
+	return int(i/64) < len(d) && d[i/64]&(1<<(i%64)) != 0
+}
+
+// markDone records fragment k as completed: a bit per fragment and
+// iteration, so that however far behind a late copy comes, it never
+// reopens it (the result ring, done, keeps only the last values).
+func (p *PS) markDone(k psKey) {
+	it, i := k.iter(), k.full()
+	d := p.doneSet[it]
+	for int(i/64) >= len(d) {
+		d = append(d, 0)
+	}
+	d[i/64] |= 1 << (i % 64)
+	p.doneSet[it] = d
+}
+
+// reopen makes an entry for fragment k (a worker that misses its result
+// asks for it again after its value left the ring).
+func (p *PS) reopen(k psKey, h wire.INAPS) *entry {
 	var e *entry
 	if n := len(p.spare); n > 0 {
 		e, p.spare = p.spare[n-1], p.spare[:n-1]
@@ -268,6 +299,7 @@ func (p *PS) complete(e *entry) {
 		ovf = true
 	}
 	p.send(e.key, &e.val, idx, moved, ovf)
+	p.markDone(e.key)
 	c := p.slot(e.key)
 	*c = closed{key: e.key, val: e.val, idx: idx, ok: true, ovf: ovf}
 	p.close(e)
@@ -307,10 +339,10 @@ func (p *PS) send(k psKey, v *inaps.Vec, idx uint16, moved uint16, ovf bool) {
 // reanswer sends a closed fragment's result again to worker w, who
 // asked for it (a resend, a reminder): over the channel under ESA, as a
 // result frame under fcfs.
-func (p *PS) reanswer(k psKey, w int) {
+func (p *PS) reanswer(k psKey, w int) bool {
 	c := p.slot(k)
 	if !c.ok || c.key != k || w < 0 || w >= len(p.chans) {
-		return
+		return false
 	}
 	p.Stats.Reanswers++
 	fill := func(h wire.INAPS) {
@@ -329,12 +361,13 @@ func (p *PS) reanswer(k psKey, w int) {
 	}
 	if p.cfg.Policy.Preemptive() {
 		p.chans[w].Send(KindParameter, fill)
-		return
+		return true
 	}
 	b := p.out.get(inaps.FrameLen)
 	fill(inaps.WriteHeaders(b, p.cfg.Self, p.cfg.Workers[w]))
 	p.out.put(b)
 	p.kick()
+	return true
 }
 
 // bitIndex is the index of the lowest set bit (32 for none).
@@ -374,7 +407,10 @@ func (p *PS) dupACK(h wire.INAPS) {
 		if !less(e, &x) {
 			break
 		}
-		if e.dup++; e.dup == p.cfg.DupThresh && !e.reminding {
+		// An entry already waiting on the workers (queried, or asked to
+		// resend) gains nothing from reminding the switch again: its
+		// timer does that.
+		if e.dup++; e.dup == p.cfg.DupThresh && !e.reminding && e.asked == 0 && !e.querying {
 			p.remind(e)
 		}
 	}
@@ -400,7 +436,7 @@ func (p *PS) onTimer(e *entry) {
 		return
 	}
 	e.backoff = min(e.backoff+1, 6)
-	e.asked = 0
+	e.asked, e.querying = 0, false
 	if p.cfg.Policy.Preemptive() {
 		p.remind(e)
 		return
@@ -456,7 +492,7 @@ func (p *PS) reminderBack(h wire.INAPS) {
 
 // query asks every worker whether it holds e's result.
 func (p *PS) query(e *entry) {
-	e.notHeld = 0
+	e.notHeld, e.querying = 0, true
 	for w := range p.chans {
 		p.Stats.Queries++
 		p.chans[w].Send(KindQuery, func(m wire.INAPS) { p.about(m, e) })
@@ -505,10 +541,20 @@ func (p *PS) onMessage(w int, k Kind, m wire.INAPS) {
 	case KindReminder:
 		p.Stats.WorkerReminder++
 		kk := keyOf(m)
-		e := p.lookup(m)
+		e := p.open[kk]
 		if e == nil {
-			p.reanswer(kk, w)
-			return
+			if p.isDone(kk) {
+				if p.reanswer(kk, w) {
+					return
+				}
+				// Done, its value gone from the ring, and a worker still
+				// misses it: the switch holds nothing of it and the workers'
+				// caches are past it; they all send it again.
+				e = p.reopen(kk, m)
+				p.requestResends(e, p.mask)
+				return
+			}
+			e = p.reopen(kk, m)
 		}
 		if !e.reminding {
 			p.remind(e)

@@ -81,6 +81,7 @@ type Worker struct {
 	sentAt []time.Duration
 	trig   []bool
 	viaPS  []uint64 // fragments (iteration<<32 | sequence) the PS asked for before they were sent
+	asked  []uint64 // fragments the PS asked about before their result came
 	retx   []uint32 // sequence numbers to send again to the switch (static, fcfs)
 	scan   uint32
 	index  []uint16 // the slots' indices (fcfs: the PS may move one)
@@ -135,7 +136,7 @@ func NewWorker(cfg WorkerConfig, clk clock.Clock, kick func()) *Worker {
 	for ring < max(cfg.MaxWindow, inaps.Slots)*2 {
 		ring <<= 1
 	}
-	w := &Worker{cfg: cfg, clk: clk, kick: kick, ring: ring, sentAt: make([]time.Duration, ring), trig: make([]bool, ring), viaPS: make([]uint64, ring),
+	w := &Worker{cfg: cfg, clk: clk, kick: kick, ring: ring, sentAt: make([]time.Duration, ring), trig: make([]bool, ring), viaPS: make([]uint64, ring), asked: make([]uint64, ring),
 		cache: make([]inaps.Vec, ring), cacheSeq: make([]uint32, ring), cacheIt: make([]uint32, ring), cacheOvf: make([]bool, ring),
 		cwndBytes: cfg.InitWindow * inaps.FrameLen, rto: rtoEstimator{min: cfg.RTOMin}, next: 1, base: 1, scan: 1}
 	w.index = append([]uint16(nil), cfg.Index...)
@@ -146,6 +147,7 @@ func NewWorker(cfg WorkerConfig, clk clock.Clock, kick func()) *Worker {
 	w.timer.Stop()
 	if cfg.Policy.HasPS() {
 		w.ch = newChannel(clk, cfg.Self, cfg.PS, &w.out, kick, cfg.RTOMin, w.onMessage)
+		w.ch.Stale = w.stale
 	}
 	return w
 }
@@ -292,11 +294,11 @@ func (w *Worker) Receive(f []byte) {
 	if h.Flags()&wire.INAPSFlagACK == 0 || h.Job() != w.cfg.Job {
 		return
 	}
-	w.result(h, inaps.CE(f))
+	w.result(h, inaps.CE(f), [6]byte(f[6:12]) == inaps.SwitchAddr.MAC)
 }
 
 // result takes a result (from the switch, the PS, or the channel).
-func (w *Worker) result(h wire.INAPS, ce bool) {
+func (w *Worker) result(h wire.INAPS, ce, fromSwitch bool) {
 	if uint32(h.Key()) != w.iter {
 		w.Stats.DupResults++
 		return
@@ -321,6 +323,14 @@ func (w *Worker) result(h wire.INAPS, ce bool) {
 	k := s & uint32(w.ring-1)
 	w.cache[k].Load(h)
 	w.cacheSeq[k], w.cacheIt[k], w.cacheOvf[k] = s, w.iter, h.Flags()&wire.INAPSFlagOverflow != 0
+	if w.asked[k] == uint64(w.iter)<<32|uint64(s) {
+		w.asked[k] = 0
+		if fromSwitch {
+			// The PS asked before the switch's multicast came: it learns
+			// the result now (one from the PS it has already).
+			w.answer(w.iter, s)
+		}
+	}
 	if !w.trig[k] {
 		w.rto.sample(w.clk.Now() - w.sentAt[k])
 	}
@@ -461,24 +471,12 @@ func (w *Worker) onMessage(k Kind, m wire.INAPS) {
 		s := w.near(m)
 		kk := s & uint32(w.ring-1)
 		if w.cacheSeq[kk] == s && w.cacheIt[kk] == uint32(m.Key()) && s != 0 {
-			w.Stats.QueryAnswers++
-			w.ch.Send(KindAnswer, func(h wire.INAPS) {
-				h.SetBitmap(uint32(1)<<w.cfg.Workers - 1)
-				h.SetFanIn(uint8(w.cfg.Workers))
-				fl := uint8(wire.INAPSFlagACK)
-				if w.cacheOvf[kk] {
-					fl |= wire.INAPSFlagOverflow
-				}
-				h.SetFlags(fl)
-				h.SetJob(w.cfg.Job)
-				h.SetSeq(uint16(s))
-				h.SetAggregator(m.Aggregator())
-				w.cache[kk].Store(h)
-				h.SetKey(m.Key())
-				h.SetTensorLength(s)
-			})
+			w.answer(uint32(m.Key()), s)
 			return
 		}
+		// Not held yet: if it comes (the switch's multicast may be on its
+		// way), the PS gets it then, rather than asking everyone to resend.
+		w.asked[kk] = uint64(m.Key())<<32 | uint64(s)
 		w.ch.Send(KindNotHeld, func(h wire.INAPS) {
 			h.SetBitmap(1 << w.cfg.Rank)
 			h.SetJob(w.cfg.Job)
@@ -487,8 +485,43 @@ func (w *Worker) onMessage(k Kind, m wire.INAPS) {
 			h.SetTensorLength(s)
 		})
 	case KindParameter:
-		w.result(m, false)
+		w.result(m, false, false)
 	}
+}
+
+// answer gives the PS the result of fragment s of iteration it, from
+// the cache.
+func (w *Worker) answer(it, s uint32) {
+	kk := s & uint32(w.ring-1)
+	w.Stats.QueryAnswers++
+	w.ch.Send(KindAnswer, func(h wire.INAPS) {
+		h.SetBitmap(uint32(1)<<w.cfg.Workers - 1)
+		h.SetFanIn(uint8(w.cfg.Workers))
+		fl := uint8(wire.INAPSFlagACK)
+		if w.cacheOvf[kk] {
+			fl |= wire.INAPSFlagOverflow
+		}
+		h.SetFlags(fl)
+		h.SetJob(w.cfg.Job)
+		h.SetSeq(uint16(s))
+		h.SetAggregator(w.indexOf(it, s))
+		w.cache[kk].Store(h)
+		h.SetKey(inaps.TaskKey(it, s))
+		h.SetTensorLength(s)
+	})
+}
+
+// stale reports whether a channel message waiting to go is no longer
+// needed: a reminder for a result that has come meanwhile.
+func (w *Worker) stale(k Kind, h wire.INAPS) bool {
+	if k != KindReminder {
+		return false
+	}
+	if it := inaps.Iteration(h); it != w.iter {
+		return it < w.iter
+	}
+	s := inaps.FullSeq(h)
+	return s < w.base || s < w.next && w.has(s)
 }
 
 // near is the full sequence number a message names.
