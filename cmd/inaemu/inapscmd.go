@@ -106,8 +106,13 @@ func (a *inapsFlags) config(e *cmdEnv, figure bool) (experiment.Config, bool) {
 			return bad("--%s: %v", d.flag, err)
 		}
 	}
-	if c.RTOMin <= 0 || c.MaxTime <= 0 {
-		return bad("--rto-min and --max-time must be positive")
+	if c.RTOMin < time.Microsecond || c.MaxTime <= 0 {
+		// Below a microsecond the channels' timers would fire faster than
+		// a frame leaves a 100 Gb/s port, queueing copies without bound.
+		return bad("--rto-min %s: want at least 1us, and --max-time positive", a.rtoMin)
+	}
+	if c.Latency <= 0 {
+		return bad("--latency %s: want a positive delay", a.latency)
 	}
 	ecn, err := units.ParseSize(a.ecn)
 	if err != nil {
@@ -412,11 +417,19 @@ func runFigure(e *cmdEnv, fl *inapsFlags, a inapsFigureArgs, which string) int {
 			return exitUsage
 		}
 	}
-	if !validateFaults(e, base, 16) { // the smallest grid's hosts: 2 jobs × 8 workers, or 8 × 2
-		return exitUsage
-	}
 	fig := experiment.Figures[n]
 	cells := fig.Cells()
+	least := 1 << 30 // a fault must name a host of every cell
+	for _, c := range cells {
+		h := c.Jobs * c.Workers
+		if c.Policy != "static" {
+			h += c.Jobs
+		}
+		least = min(least, h)
+	}
+	if !validateFaults(e, base, least) {
+		return exitUsage
+	}
 	doc := figureDoc{Figure: n, Doc: fig.Doc, Seed: base.Seed, Seeds: a.seeds, Points: len(cells)}
 	if a.shard != "" {
 		doc.Shard = &shard

@@ -382,6 +382,7 @@ func (p *Program) reminder(j *Job, f []byte, h wire.INAPS, emit switching.Progra
 		} else {
 			r = p.build(a, j, SwitchAddr, j.PS, wire.INAPSFlagsReminder)
 			wire.INAPS(r[HeaderOff:]).SetAggregator(idx)
+			wire.INAPS(r[HeaderOff:]).SetFlags(wire.INAPSFlagsReminder) // exactly: build ORs in an ECN mark, and 0x0E is not a reminder
 			a.Out |= a.Bitmap
 			p.free(a)
 		}
@@ -403,6 +404,11 @@ func (p *Program) psResult(j *Job, f []byte, h wire.INAPS, emit switching.Progra
 			// the aggregator holds is in it (one that came after a flush
 			// was sent again to the PS by its worker as well).
 			a := &p.pool[idx]
+			if a.ECN {
+				// ATP's ECN register: the ACK passing the aggregator
+				// carries the marks its contributions met.
+				h.SetFlags(h.Flags() | wire.INAPSFlagECN)
+			}
 			a.Out |= a.Bitmap
 			p.free(a)
 			p.stats.Released++

@@ -28,7 +28,7 @@ func bound(fanIn int) int64 { return (int64(1) << 31) / int64(max(fanIn, 1)) }
 // 16 so that fragments overflow now and then), from a hash of the
 // fragment's place.
 func GradientFloats(v *[inaps.Values]float32, seed uint64, job uint16, rank int, iter, seq uint32) {
-	x := seed ^ 0xf10a7 ^ uint64(job)<<48 ^ uint64(rank)<<40 ^ uint64(iter)<<32 ^ uint64(seq)
+	x := place(seed^0xf10a7, job, rank, iter, seq)
 	for i := range v {
 		x += 0x9e3779b97f4a7c15
 		z := mix(x)

@@ -13,7 +13,7 @@ import (
 // twice or missed changes it.
 func Gradient(h wire.INAPS, seed uint64, job uint16, rank int, iter, seq uint32) {
 	v := h.Vector()
-	x := seed ^ uint64(job)<<48 ^ uint64(rank)<<40 ^ uint64(iter)<<32 ^ uint64(seq)
+	x := place(seed, job, rank, iter, seq)
 	for i := 0; i < len(v); i += 8 {
 		x += 0x9e3779b97f4a7c15
 		z := mix(x)
@@ -23,12 +23,21 @@ func Gradient(h wire.INAPS, seed uint64, job uint16, rank int, iter, seq uint32)
 
 // GradientVec is Gradient into a Vec.
 func GradientVec(v *inaps.Vec, seed uint64, job uint16, rank int, iter, seq uint32) {
-	x := seed ^ uint64(job)<<48 ^ uint64(rank)<<40 ^ uint64(iter)<<32 ^ uint64(seq)
+	x := place(seed, job, rank, iter, seq)
 	for i := 0; i < len(v); i += 2 {
 		x += 0x9e3779b97f4a7c15
 		z := mix(x)
 		v[i], v[i+1] = int32(z>>32), int32(z)
 	}
+}
+
+// place is the hash a fragment's values start from: each field mixed in
+// by itself, so no two places share it (packing them side by side in one
+// word let iteration 256 + x of worker r meet iteration x of r ^ 1).
+func place(seed uint64, job uint16, rank int, iter, seq uint32) uint64 {
+	x := mix(seed ^ 0x6a09e667f3bcc908)
+	x = mix(x ^ uint64(job)<<32 ^ uint64(uint32(rank)))
+	return mix(x ^ uint64(iter)<<32 ^ uint64(seq))
 }
 
 // mix is splitmix64's finaliser.

@@ -125,6 +125,7 @@ func NewWorker(cfg WorkerConfig, clk clock.Clock, kick func()) *Worker {
 	}
 	if cfg.Policy == inaps.Static {
 		cfg.MaxWindow = cfg.Size / 2 // SwitchML: a slot per packet in flight, and its shadow
+		cfg.InitWindow = cfg.MaxWindow
 	}
 	if cfg.MaxWindow < 1 {
 		cfg.MaxWindow = inaps.Slots

@@ -171,6 +171,9 @@ func (c *Config) Validate() error {
 	if c.LinkRate <= 0 || c.Latency < 0 || c.RTOMin <= 0 || c.StartSpread < 0 || c.Jitter < 0 || c.PSDelay < 0 || c.SwitchDelay < 0 {
 		return fmt.Errorf("rates and times must be positive (delays may be 0)")
 	}
+	if c.RTOMin < time.Microsecond {
+		return fmt.Errorf("RTO floor %v: want at least 1µs (below it the channels' timers outrun the links)", c.RTOMin)
+	}
 	if c.DupThresh < 1 || c.DupThresh > 64 {
 		return fmt.Errorf("dupACK threshold %d: want 1..64", c.DupThresh)
 	}
