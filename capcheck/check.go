@@ -485,14 +485,7 @@ const maxFrameLen = 65535
 // (reused: look it up as m[string(key)], which copies nothing); a frame
 // too short for an EtherType after its tags is its own key.
 func packetKey(buf, b []byte) []byte {
-	off := 12
-	for off+4 <= len(b) {
-		et := binary.BigEndian.Uint16(b[off:])
-		if et != frames.EtherTypeDot1Q && et != frames.EtherTypeQinQ {
-			break
-		}
-		off += 4
-	}
+	off := afterTags(b)
 	if off+2 > len(b) {
 		return append(buf[:0], b...)
 	}
@@ -1231,4 +1224,18 @@ func (rep *Report) decide() {
 	}
 	// A CI gate reading conforms must not pass what went unchecked.
 	rep.Conforms = rep.Verdict == "conforms"
+}
+
+// afterTags is the offset of a frame's EtherType behind its 802.1Q and
+// QinQ tags.
+func afterTags(b []byte) int {
+	off := 12
+	for off+4 <= len(b) {
+		et := binary.BigEndian.Uint16(b[off:])
+		if et != frames.EtherTypeDot1Q && et != frames.EtherTypeQinQ {
+			break
+		}
+		off += 4
+	}
+	return off
 }

@@ -67,14 +67,7 @@ const (
 // ok says the frame is INA-PS traffic at all; h is nil when it carries no
 // header (a channel ACK) or is cut too short to hold one.
 func inapsFrame(b []byte) (h wire.INAPS, kind int, ok bool) {
-	off := 12
-	for off+4 <= len(b) {
-		et := binary.BigEndian.Uint16(b[off:])
-		if et != frames.EtherTypeDot1Q && et != frames.EtherTypeQinQ {
-			break
-		}
-		off += 4
-	}
+	off := afterTags(b)
 	if off+2 > len(b) {
 		return nil, 0, false
 	}
