@@ -12,6 +12,7 @@
 package taptest
 
 import (
+	"errors"
 	"os/exec"
 	"sync"
 	"testing"
@@ -60,6 +61,11 @@ func Prefix(t testing.TB, tag string) string {
 func Interfaces(t testing.TB, prefix string) []string {
 	t.Helper()
 	links, err := netlink.LinkList()
+	// A dump that another process's interface changes interrupted
+	// (parallel TAP tests) is asked again, as netlink documents.
+	for try := 0; errors.Is(err, netlink.ErrDumpInterrupted) && try < 10; try++ {
+		links, err = netlink.LinkList()
+	}
 	if err != nil {
 		t.Fatalf("list interfaces: %v", err)
 	}
