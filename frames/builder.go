@@ -338,7 +338,7 @@ func setLengths(f []byte, t Transport, l3, udp int) {
 	switch t {
 	case V2IPv4:
 		binary.BigEndian.PutUint16(f[l3+2:], uint16(n-l3))
-		setIPv4Checksum(f[l3:])
+		SetIPv4Checksum(f[l3:])
 	case V2IPv6, V1:
 		binary.BigEndian.PutUint16(f[l3+4:], uint16(n-l3-wire.GRHLen))
 	}
@@ -347,9 +347,9 @@ func setLengths(f []byte, t Transport, l3, udp int) {
 	}
 }
 
-// setIPv4Checksum recomputes the checksum of the IPv4 header ip starts
+// SetIPv4Checksum recomputes the checksum of the IPv4 header ip starts
 // with (its length from the IHL).
-func setIPv4Checksum(ip []byte) {
+func SetIPv4Checksum(ip []byte) {
 	h := ip[:int(ip[0]&0x0F)*4]
 	binary.BigEndian.PutUint16(h[10:], 0)
 	binary.BigEndian.PutUint16(h[10:], ipv4Checksum(h))

@@ -44,7 +44,7 @@ func (v *View) SetDSCP(d uint8) {
 	tc := d<<2 | v.TClass()&3
 	if v.transport == V2IPv4 {
 		n[1] = tc
-		setIPv4Checksum(n)
+		SetIPv4Checksum(n)
 		return
 	}
 	n[0] = n[0]&0xF0 | tc>>4

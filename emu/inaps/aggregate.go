@@ -163,7 +163,7 @@ func (p *Program) static(j *Job, f []byte, h wire.INAPS, emit switching.ProgramE
 			// A retransmission reaching a completed slot: its sender lost
 			// the result; answer it alone, from the kept copy.
 			if a.Bitmap&h.Bitmap() != 0 {
-				w := bitIndex(h.Bitmap())
+				w := bits.TrailingZeros32(h.Bitmap())
 				if w < len(j.Workers) {
 					r := p.build(a, j, SwitchAddr, j.Workers[w], wire.INAPSFlagACK)
 					wire.INAPS(r[HeaderOff:]).SetAggregator(idx)
@@ -419,14 +419,4 @@ func (p *Program) psResult(j *Job, f []byte, h wire.INAPS, emit switching.Progra
 		Readdress(f, w)
 		emit(f, p.cfg.Latency)
 	}
-}
-
-// bitIndex is the index of the lowest set bit.
-func bitIndex(b uint32) int {
-	for i := 0; i < 32; i++ {
-		if b&(1<<i) != 0 {
-			return i
-		}
-	}
-	return 32
 }

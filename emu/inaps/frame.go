@@ -3,6 +3,7 @@ package inaps
 import (
 	"encoding/binary"
 
+	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
 )
 
@@ -74,19 +75,9 @@ func Redirect(f []byte, src, dst Addr) {
 	SetIPChecksum(f)
 }
 
-// SetIPChecksum computes the IPv4 header checksum of frame f.
-func SetIPChecksum(f []byte) {
-	ip := f[14:34]
-	ip[10], ip[11] = 0, 0
-	var s uint32
-	for i := 0; i < 20; i += 2 {
-		s += uint32(ip[i])<<8 | uint32(ip[i+1])
-	}
-	for s > 0xffff {
-		s = s&0xffff + s>>16
-	}
-	binary.BigEndian.PutUint16(ip[10:], ^uint16(s))
-}
+// SetIPChecksum computes the IPv4 header checksum of frame f (its
+// header right after Ethernet).
+func SetIPChecksum(f []byte) { frames.SetIPv4Checksum(f[14:]) }
 
 // IsINAPS reports whether f is an INA-PS frame of the full length.
 func IsINAPS(f []byte) bool {

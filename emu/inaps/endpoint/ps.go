@@ -2,6 +2,7 @@ package endpoint
 
 import (
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"time"
 
@@ -233,7 +234,7 @@ func (p *PS) partial(h wire.INAPS) {
 			// A worker resent (alone, or flushing the aggregator with the
 			// others' bits): one of them never got the result.
 			for b := h.Bitmap(); b != 0; b &= b - 1 {
-				p.reanswer(k, bitIndex(b))
+				p.reanswer(k, bits.TrailingZeros32(b))
 			}
 		}
 		return
@@ -266,7 +267,7 @@ func (p *PS) add(e *entry, bitmap uint32, h wire.INAPS) {
 		}
 		v := new(inaps.Vec)
 		v.Load(h)
-		e.raw[bitIndex(bitmap)] = v
+		e.raw[bits.TrailingZeros32(bitmap)] = v
 	} else {
 		e.val.Add(h)
 	}
@@ -368,16 +369,6 @@ func (p *PS) reanswer(k psKey, w int) bool {
 	p.out.put(b)
 	p.kick()
 	return true
-}
-
-// bitIndex is the index of the lowest set bit (32 for none).
-func bitIndex(b uint32) int {
-	for i := 0; i < 32; i++ {
-		if b&(1<<i) != 0 {
-			return i
-		}
-	}
-	return 32
 }
 
 func (p *PS) close(e *entry) {
