@@ -47,6 +47,25 @@ type PSStats struct {
 	ChannelRetries uint64 `json:"channel_retries"`
 }
 
+// Add counts o's work in s too (a run's PSes together).
+func (s *PSStats) Add(o PSStats) {
+	s.Partials += o.Partials
+	s.Completed += o.Completed
+	s.Entries += o.Entries
+	s.Overlaps += o.Overlaps
+	s.Late += o.Late
+	s.Reminders += o.Reminders
+	s.RemindersValue += o.RemindersValue
+	s.RemindersEmpty += o.RemindersEmpty
+	s.WorkerReminder += o.WorkerReminder
+	s.ResendRequests += o.ResendRequests
+	s.Queries += o.Queries
+	s.QueryForwarded += o.QueryForwarded
+	s.Reanswers += o.Reanswers
+	s.Reassigned += o.Reassigned
+	s.ChannelRetries += o.ChannelRetries
+}
+
 type psKey uint64
 
 // keyOf is a header's fragment: its iteration and full sequence number.

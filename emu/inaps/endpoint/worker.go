@@ -52,6 +52,27 @@ type WorkerStats struct {
 	ChannelRetry  uint64 `json:"channel_retries"`
 }
 
+// Add counts o's work in s too (a run's workers together): counts add,
+// the window's range widens.
+func (s *WorkerStats) Add(o WorkerStats) {
+	if s.MinWindow == 0 || o.MinWindow < s.MinWindow {
+		s.MinWindow = o.MinWindow
+	}
+	s.MaxWindowSeen = max(s.MaxWindowSeen, o.MaxWindowSeen)
+	s.Sent += o.Sent
+	s.Results += o.Results
+	s.DupResults += o.DupResults
+	s.Wrong += o.Wrong
+	s.Timeouts += o.Timeouts
+	s.DupACKs += o.DupACKs
+	s.Reminders += o.Reminders
+	s.Retransmits += o.Retransmits
+	s.QueryAnswers += o.QueryAnswers
+	s.ECNWindows += o.ECNWindows
+	s.Payload += o.Payload
+	s.ChannelRetry += o.ChannelRetry
+}
+
 // partRange is a pushed partition: its sequence numbers and how many
 // of its results are in.
 type partRange struct {

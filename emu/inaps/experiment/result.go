@@ -78,7 +78,7 @@ func collect(cfg Config, f *fabric.Fabric, prog *inaps.Program, jobs []*job, end
 			loops[i] = w.loop
 			jr.Fragments = w.total
 			s := w.t.Stats
-			add(&r.Workers, s)
+			r.Workers.Add(s)
 			r.Workers.ChannelRetry += w.t.ChannelRetries()
 			jr.MinWindow = min(jr.MinWindow, s.MinWindow)
 			jr.MaxWindow = max(jr.MaxWindow, s.MaxWindowSeen)
@@ -98,7 +98,7 @@ func collect(cfg Config, f *fabric.Fabric, prog *inaps.Program, jobs []*job, end
 			r.Failures = append(r.Failures, fmt.Sprintf("%d wrong results: first %s", j.oracle.Wrong, j.oracle.First))
 		}
 		if j.ps != nil {
-			addPS(&r.PS, j.ps.Stats)
+			r.PS.Add(j.ps.Stats)
 			r.PS.ChannelRetries += j.ps.Retries()
 			if n := j.ps.Open(); n > 0 {
 				r.OpenPSEntries += n
@@ -127,32 +127,4 @@ func collect(cfg Config, f *fabric.Fabric, prog *inaps.Program, jobs []*job, end
 	}
 	r.Exact = len(r.Failures) == 0
 	return r
-}
-
-func add(t *endpoint.WorkerStats, s endpoint.WorkerStats) {
-	min0 := t.MinWindow
-	*t = endpoint.WorkerStats{Sent: t.Sent + s.Sent, Results: t.Results + s.Results, DupResults: t.DupResults + s.DupResults,
-		Wrong: t.Wrong + s.Wrong, Timeouts: t.Timeouts + s.Timeouts, DupACKs: t.DupACKs + s.DupACKs, Reminders: t.Reminders + s.Reminders,
-		Retransmits: t.Retransmits + s.Retransmits, QueryAnswers: t.QueryAnswers + s.QueryAnswers, ECNWindows: t.ECNWindows + s.ECNWindows,
-		Payload: t.Payload + s.Payload, MinWindow: s.MinWindow, MaxWindowSeen: max(t.MaxWindowSeen, s.MaxWindowSeen), ChannelRetry: t.ChannelRetry}
-	if min0 > 0 {
-		t.MinWindow = min(min0, s.MinWindow)
-	}
-}
-
-func addPS(t *endpoint.PSStats, s endpoint.PSStats) {
-	t.Partials += s.Partials
-	t.Completed += s.Completed
-	t.Entries += s.Entries
-	t.Overlaps += s.Overlaps
-	t.Late += s.Late
-	t.Reminders += s.Reminders
-	t.RemindersValue += s.RemindersValue
-	t.RemindersEmpty += s.RemindersEmpty
-	t.WorkerReminder += s.WorkerReminder
-	t.ResendRequests += s.ResendRequests
-	t.Queries += s.Queries
-	t.QueryForwarded += s.QueryForwarded
-	t.Reanswers += s.Reanswers
-	t.Reassigned += s.Reassigned
 }
