@@ -63,7 +63,7 @@ func Interfaces(t testing.TB, prefix string) []string {
 	links, err := netlink.LinkList()
 	// A dump that another process's interface changes interrupted
 	// (parallel TAP tests) is asked again, as netlink documents.
-	for try := 0; errors.Is(err, netlink.ErrDumpInterrupted) && try < 10; try++ {
+	for try := 0; errors.Is(err, errDumpInterrupted) && try < 10; try++ {
 		links, err = netlink.LinkList()
 	}
 	if err != nil {
