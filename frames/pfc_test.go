@@ -25,7 +25,7 @@ var pfcHex = strings.Join([]string{
 	"0101",                           // opcode: PFC
 	"0028",                           // priority-enable vector: reserved 0, e3 and e5
 	"0000 0000 0000 ffff 0000 0100 0000 0000", // time[0..7]
-	strings.Repeat("00", 26),                 // padding to 60 bytes
+	strings.Repeat("00", 26),                  // padding to 60 bytes
 }, "")
 
 var (
