@@ -103,6 +103,7 @@ type NIC struct {
 	txPs      int64                // the offloads' engine time of the frame NextFrame returned last
 	paceTimer roce.Timer           // asks the transmitter again when the offloads let a QP send
 	raw       RawSource
+	offTx     []RawSource // offloads' own frames (AddTxSource)
 }
 
 // RawSource is a host's own transport beside RoCE (an INA-PS endpoint):
@@ -114,6 +115,13 @@ type RawSource interface{ NextFrame(buf []byte) int }
 // SetRawSource gives the NIC a raw source; frames that are not RoCE it
 // receives go to OnControl.
 func (h *NIC) SetRawSource(s RawSource) { h.raw = s }
+
+// AddTxSource gives the NIC a source of an offload's own frames (DCQCN's
+// congestion notifications), pulled when the line is free after the
+// control frames and before the raw source and the QPs, without a copy:
+// the source writes its frame into the transmitter's buffer. It tells
+// the NIC it has one with Kick.
+func (h *NIC) AddTxSource(s RawSource) { h.offTx = append(h.offTx, s) }
 
 // Kick tells the transmitter the NIC has a frame (a raw source's).
 func (h *NIC) Kick() { h.up.Kick() }
@@ -241,6 +249,11 @@ func (h *NIC) NextFrame(buf []byte) int {
 		h.ctrl = h.ctrl[1:]
 		h.Stats.CtrlSent++
 		return n
+	}
+	for _, s := range h.offTx {
+		if n := s.NextFrame(buf); n > 0 {
+			return n
+		}
 	}
 	if h.raw != nil {
 		if n := h.raw.NextFrame(buf); n > 0 {
