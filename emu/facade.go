@@ -87,6 +87,8 @@ var (
 	ParseBcast     = job.ParseBcast
 	ParseVerb      = job.ParseVerb
 	ParsePattern   = job.ParsePattern
+	ParseCC        = job.ParseCC
+	ParsePFC       = job.ParsePFC
 	// HostMAC is rank r's NIC MAC; PerPacketBytes a transport's headers
 	// per packet.
 	HostMAC        = job.HostMAC

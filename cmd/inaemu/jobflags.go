@@ -143,13 +143,14 @@ func (j *jobFlags) refuseNetwork() {
 	}
 }
 
-// refuseTopology prints why --topology or --switch-memory cannot be used
-// with a network of TAPs (a star, no emulated switch memory) and reports
-// whether it did.
+// refuseTopology prints why a network option (--topology,
+// --switch-memory, the buffer and PFC settings) cannot be used with a
+// network of TAPs (a star, no emulated switch memory or buffer) and
+// reports whether it did. Port security is the live switch's too.
 func (j *jobFlags) refuseTopology(e *cmdEnv, where string) bool {
-	for _, f := range []string{"topology", "switch-memory"} {
-		if e.changed(f) {
-			e.usageError("--%s: %s runs on the star of TAP ports (one per rank); topologies and switch memory are emulated only ('inaemu run' without --backend tap)", f, where)
+	for _, o := range scenario.Options() {
+		if f := o.FlagName(); o.Group == scenario.NetworkGroup && o.Key != "port_security" && e.changed(f) {
+			e.usageError("--%s: %s runs on the star of TAP ports (one per rank); topologies, switch memory and switch buffers are emulated only ('inaemu run' without --backend tap)", f, where)
 			return true
 		}
 	}

@@ -252,14 +252,14 @@ func (j *waJob) Connect() error {
 		ca, cb := base, base
 		ca.SQPSN, ca.RQPSN = x, y
 		cb.SQPSN, cb.RQPSN = y, x
-		pa := a.NIC.PathTo(b.NIC, qb.QPN())
+		pa := r.PathTo(a.NIC, b.NIC, qb.QPN())
 		if markA {
 			pa = job.MarkPath(pa)
 		}
 		if err := qa.Connect(pa, ca); err != nil {
 			return err
 		}
-		return qb.Connect(b.NIC.PathTo(a.NIC, qa.QPN()), cb)
+		return qb.Connect(r.PathTo(b.NIC, a.NIC, qa.QPN()), cb)
 	}
 	agg := r.Workers[j.p]
 	for i, c := range j.conn {

@@ -163,6 +163,15 @@ func (c *Config) jobConfigs() ([]JobConfig, error) {
 		if js.Compress != nil {
 			j.Compress = *js.Compress
 		}
+		if js.Traffic != nil {
+			j.Traffic = js.Traffic
+		}
+		if js.CC != nil {
+			j.CC = *js.CC
+		}
+		if js.DSCP != nil {
+			j.DSCP = *js.DSCP
+		}
 		jc, err := resolveMode(JobConfig{Name: name, Ranks: append([]string(nil), js.Ranks...), Cfg: j, Start: js.Start})
 		if err != nil {
 			return nil, err

@@ -125,6 +125,18 @@ type Config struct {
 	// (to every worker in turn; the default), BcastTree (a binomial tree)
 	// or BcastWorkerTree (streamed to worker 0, a binomial tree from there).
 	Bcast Bcast
+	// CC is the job's congestion control: "" or "none" (its NICs send at
+	// line rate whatever the network says), or "dcqcn" (DCQCN in the NICs
+	// of its ranks, emu/nic/dcqcn: their QPs send ECT(0), the receivers
+	// answer CE marks with CNPs, the senders cut and regain their rate).
+	CC string
+	// DSCP is the codepoint the job's QPs send (the IPv4 TOS or traffic
+	// class is DSCP<<2): a switch puts its frames in priority DSCP>>3
+	// (switching.Priority). 0 by default, priority 0.
+	DSCP int
+	// Congestion is the network's buffers, PFC and egress queues
+	// (run-wide: the switches' and links' settings; congestion.go).
+	Congestion
 	// Devices, if set, runs the job on real interfaces (a live backend,
 	// e.g. emu/live's TAPs): wall-clock time, no emulated links, so no
 	// faults, capture or link model; MaxVirtual bounds the wall time.
@@ -136,8 +148,8 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Workers: 8, Mode: DefaultMode, Window: 2, MsgLen: 170, MTU: 1024, TensorBytes: 16 << 20,
 		DType: tensor.F32, Transport: frames.V2IPv4, Link: fabric.LinkConfig{Rate: 10e9, Latency: time.Microsecond},
-		Timeout: 14, RetryCnt: 7, CompressRate: compress.DefaultRate, Bcast: BcastUnicast, Verb: VerbWrite,
-		SwitchProgram: netreduce.ProgramName}
+		Timeout: 14, RetryCnt: 7, CompressRate: compress.DefaultRate, Bcast: BcastUnicast, Verb: VerbWrite, CC: CCNone,
+		SwitchProgram: netreduce.ProgramName, Congestion: Congestion{Buffer: switching.BufferConfig{Bytes: switching.DefaultBufferBytes}}}
 }
 
 // Bcast is the way back of a wa job's sum.
@@ -217,6 +229,8 @@ type JobSpec struct {
 	DType       *tensor.DType
 	Release     *netreduce.Release
 	Compress    *int
+	CC          *string
+	DSCP        *int
 }
 
 // JobResult is what one job of a run did.
@@ -359,6 +373,14 @@ func (c *Config) validateSettings() error {
 		return bad("--compress: the compression engines are emulated NICs'; the TAP backend has none")
 	case c.CompressRate < 0 || math.IsNaN(c.CompressRate) || math.IsInf(c.CompressRate, 0):
 		return bad("--compress-rate: want a positive number of bits per second")
+	case c.CC != "" && c.CC != CCNone && c.CC != CCDCQCN:
+		return bad("--cc %q: want none or dcqcn", c.CC)
+	case c.CC == CCDCQCN && c.Devices != nil:
+		return bad("--cc dcqcn: DCQCN runs in the emulated NICs; the TAP backend and a device under test have none")
+	case c.DSCP < 0 || c.DSCP > 63:
+		return bad("--dscp %d: want a codepoint 0..63 (priority DSCP>>3)", c.DSCP)
+	case c.DSCP != 0 && c.Compress != 0:
+		return bad("--dscp %d with --compress: compressed packets are marked by their DSCP (%d), so a compressing job keeps DSCP 0", c.DSCP, frames.CompressedDSCP)
 	case c.Bcast != "" && !c.Bcast.known():
 		return bad("--bcast %q: %s", c.Bcast, bcastWant)
 	case alg != nil && alg.Validate != nil:
@@ -994,7 +1016,7 @@ func (r *Job) connect() error {
 		}
 		sc := base
 		sc.SQPSN, sc.RQPSN = psns.Send[w.Rank], psns.SendR[w.Rank] // only ACKs arrive on a send QP
-		path := w.NIC.PathTo(succ.NIC, succ.RQ.QPN())
+		path := r.PathTo(w.NIC, succ.NIC, succ.RQ.QPN())
 		if r.Cfg.Compress != 0 { // every ring hop compresses (wa marks its own connections)
 			path = MarkPath(path)
 		}
@@ -1010,7 +1032,7 @@ func (r *Job) connect() error {
 		}
 		rc := base
 		rc.SQPSN, rc.RQPSN = psns.Recv[w.Rank], pred.SQ.(*roce.QP).Config().SQPSN
-		if err := rq.Connect(w.NIC.PathTo(pred.NIC, pred.SQ.QPN()), rc); err != nil {
+		if err := rq.Connect(r.PathTo(w.NIC, pred.NIC, pred.SQ.QPN()), rc); err != nil {
 			return err
 		}
 	}
@@ -1390,3 +1412,25 @@ func (r *Job) Drain(w *Worker, f func(c roce.Completion)) {
 		}
 	}
 }
+
+// PathTo is the path of a connection of this job from NIC a to peer's QP
+// dqpn: the NICs' addressing with the job's codepoint (DSCP), and ECT(0)
+// when its congestion control reacts to ECN marks (DCQCN), as RoCE NICs
+// send with ECN enabled. Every collective connects its QPs by it.
+func (r *Job) PathTo(a, peer *nic.NIC, dqpn uint32) frames.Path {
+	p := a.PathTo(peer, dqpn)
+	p.TClass = uint8(r.Cfg.DSCP) << 2
+	if r.Cfg.CC == CCDCQCN {
+		p.TClass |= ECT0
+	}
+	return p
+}
+
+// The congestion controls a job may have (Config.CC).
+const (
+	CCNone  = "none"
+	CCDCQCN = "dcqcn"
+)
+
+// ECT0 is the ECN field's ECN-Capable Transport (0) codepoint (RFC 3168).
+const ECT0 = 0b10

@@ -83,6 +83,10 @@ type Scenario struct {
 	Bcast     string   `yaml:"bcast,omitempty"`
 	// CompressRate is the NICs' compression engines' rate.
 	CompressRate string `yaml:"compress_rate,omitempty"`
+	// CC is the jobs' congestion control (none or dcqcn) and DSCP the
+	// codepoint their QPs send.
+	CC   string `yaml:"cc,omitempty"`
+	DSCP *int   `yaml:"dscp,omitempty"`
 
 	// Topology is the network; link, latency and queue it leaves out come
 	// from the scenario's. Without it the network is the star of workers
@@ -99,6 +103,17 @@ type Scenario struct {
 	// PortSecurity is on (default: each switch host port takes its own
 	// NIC's frames only) or off.
 	PortSecurity string `yaml:"port_security,omitempty"`
+	// SwitchBuffer is each switch's shared buffer (a size); PFC the
+	// lossless priorities (off, on, or a list); PFCXoff a static XOFF
+	// threshold (a size) or dynamic; PFCAlpha the dynamic threshold's
+	// factor; PFCHeadroom the headroom per ingress port and priority;
+	// Sched the egress scheduler (strict, or dwrr[:W0,...,W7]).
+	SwitchBuffer string `yaml:"switch_buffer,omitempty"`
+	PFC          string `yaml:"pfc,omitempty"`
+	PFCXoff      string `yaml:"pfc_xoff,omitempty"`
+	PFCAlpha     string `yaml:"pfc_alpha,omitempty"`
+	PFCHeadroom  string `yaml:"pfc_headroom,omitempty"`
+	Sched        string `yaml:"sched,omitempty"`
 	// Jobs are the run's jobs; without them the run is one job of workers
 	// ranks on hosts h0, h1, ...
 	Jobs []Job `yaml:"jobs,omitempty"`
@@ -119,6 +134,8 @@ type Job struct {
 	DType    string   `yaml:"dtype,omitempty"`
 	Release  string   `yaml:"release,omitempty"`
 	Compress string   `yaml:"compress,omitempty"`
+	CC       string   `yaml:"cc,omitempty"`
+	DSCP     *int     `yaml:"dscp,omitempty"`
 }
 
 // Error is a setting Apply cannot use. Key is where it is, as a scenario
@@ -353,6 +370,13 @@ func (s *Scenario) Apply(cfg *emu.Config) error {
 			return fmt.Errorf("port security %q: want on or off", s.PortSecurity)
 		})
 	}
+	if s.CC != "" {
+		set("cc", func() (e error) { cfg.CC, e = emu.ParseCC(s.CC); return })
+	}
+	if s.DSCP != nil {
+		set("dscp", func() error { cfg.DSCP = *s.DSCP; return nil })
+	}
+	s.applyCongestion(cfg, set)
 	if err != nil {
 		return err
 	}
@@ -458,6 +482,16 @@ func (s *Scenario) applyJobs(cfg *emu.Config) error {
 				js.Compress = &k
 				return e
 			})
+		}
+		if j.CC != "" {
+			set("cc", func() error {
+				cc, e := emu.ParseCC(j.CC)
+				js.CC = &cc
+				return e
+			})
+		}
+		if j.DSCP != nil {
+			set("dscp", func() error { d := *j.DSCP; js.DSCP = &d; return nil })
 		}
 		if err != nil {
 			return err

@@ -1,0 +1,69 @@
+package job
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/inaemu/inaemu/emu/switching"
+)
+
+// Congestion is what a run's network does when it is congested: the
+// switches' shared buffer and its PFC thresholds (emu/switching), and the
+// egress queues' scheduler and ECN marking (emu/fabric). The zero value
+// is the network inaemu always had: tail-drop FIFOs, no pauses, no marks.
+type Congestion struct {
+	// Buffer is every switch's shared buffer; its Lossless mask is what
+	// PFC resolves to (ResolvePFC).
+	Buffer switching.BufferConfig
+	// PFC is which priorities are lossless: "" or "off" (none), "on" (the
+	// priorities the run's jobs send on, DSCP>>3 of each job's DSCP), or
+	// a list of priorities "3" or "3,4".
+	PFC string
+	// Scheduler is the switch egress queues' scheduler across priorities:
+	// "" (strict priority when the priority queues are on), "strict" or
+	// "dwrr"; DWRRWeights are DWRR's weights per priority (0: 1).
+	Scheduler   string
+	DWRRWeights [8]int
+}
+
+// ParsePFC reads a --pfc value: off, on, or priorities 0..7 separated by
+// commas (auto is true for on: the jobs' own priorities).
+func ParsePFC(s string) (mask uint8, auto bool, err error) {
+	switch s {
+	case "", "off":
+		return 0, false, nil
+	case "on":
+		return 0, true, nil
+	}
+	for _, f := range strings.Split(s, ",") {
+		p, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || p < 0 || p > 7 {
+			return 0, false, fmt.Errorf("--pfc %q: want off, on, or priorities 0..7 separated by commas (e.g. 3 or 3,4)", s)
+		}
+		mask |= 1 << p
+	}
+	return mask, false, nil
+}
+
+// lossless is the priorities PFC protects in a run of jobs: the list
+// --pfc gives, or with on each job's priority.
+func (c *Congestion) lossless(jobs []JobConfig) (uint8, error) {
+	mask, auto, err := ParsePFC(c.PFC)
+	if err != nil || !auto {
+		return mask, err
+	}
+	for _, j := range jobs {
+		mask |= 1 << (j.Cfg.DSCP >> 3)
+	}
+	return mask, nil
+}
+
+// ParseCC reads a congestion control's name: none or dcqcn.
+func ParseCC(s string) (string, error) {
+	switch s {
+	case CCNone, CCDCQCN:
+		return s, nil
+	}
+	return "", fmt.Errorf("%q: want none or dcqcn", s)
+}

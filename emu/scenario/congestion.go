@@ -1,0 +1,104 @@
+package scenario
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/internal/units"
+)
+
+// applyCongestion sets the network's buffer, PFC and scheduler settings.
+func (s *Scenario) applyCongestion(cfg *emu.Config, set func(string, func() error)) {
+	if s.SwitchBuffer != "" {
+		set("switch_buffer", func() (e error) { cfg.Buffer.Bytes, e = positiveSize(s.SwitchBuffer); return })
+	}
+	if s.PFC != "" {
+		set("pfc", func() error {
+			_, _, e := emu.ParsePFC(s.PFC)
+			if cfg.PFC = s.PFC; s.PFC == "off" {
+				cfg.PFC = "" // the default, which Config spells ""
+			}
+			return e
+		})
+	}
+	if s.PFCXoff != "" {
+		set("pfc_xoff", func() (e error) {
+			if s.PFCXoff == "dynamic" {
+				cfg.Buffer.XOFF = 0
+				return nil
+			}
+			cfg.Buffer.XOFF, e = positiveSize(s.PFCXoff)
+			return
+		})
+	}
+	if s.PFCAlpha != "" {
+		set("pfc_alpha", func() (e error) { cfg.Buffer.Alpha, e = parseAlpha(s.PFCAlpha); return })
+	}
+	if s.PFCHeadroom != "" {
+		set("pfc_headroom", func() (e error) { cfg.Buffer.Headroom, e = positiveSize(s.PFCHeadroom); return })
+	}
+	if s.Sched != "" {
+		set("sched", func() (e error) { cfg.Scheduler, cfg.DWRRWeights, e = ParseSched(s.Sched); return })
+	}
+}
+
+// positiveSize is a size in bytes greater than zero.
+func positiveSize(v string) (int64, error) {
+	n, err := units.ParseSize(v)
+	if err == nil && n <= 0 {
+		err = fmt.Errorf("%q: want a size greater than 0", v)
+	}
+	return n, err
+}
+
+// parseAlpha reads a dynamic threshold factor: a number (0.5), a
+// fraction (1/8) or a power of two as SONiC's dynamic_th writes it is not
+// taken (it would read as the number itself).
+func parseAlpha(v string) (float64, error) {
+	num, den, frac := strings.Cut(v, "/")
+	a, err := strconv.ParseFloat(num, 64)
+	if err == nil && frac {
+		var d float64
+		if d, err = strconv.ParseFloat(den, 64); err == nil {
+			if d <= 0 {
+				return 0, fmt.Errorf("%q: want a factor greater than 0, e.g. 1, 0.5 or 1/8", v)
+			}
+			a /= d
+		}
+	}
+	if err != nil || !(a > 0) || a > 1e6 {
+		return 0, fmt.Errorf("%q: want a factor greater than 0, e.g. 1, 0.5 or 1/8", v)
+	}
+	return a, nil
+}
+
+// ParseSched reads an egress scheduler: strict (Config's "": the
+// default), dwrr (every priority's weight 1) or dwrr:W0,W1,...,W7 (eight
+// weights, 1..100).
+func ParseSched(v string) (string, [8]int, error) {
+	var w [8]int
+	name, list, hasList := strings.Cut(v, ":")
+	switch {
+	case name == "strict" && !hasList:
+		return "", w, nil // the default, which Config spells ""
+
+	case name == "dwrr" && !hasList:
+		return name, w, nil
+	case name == "dwrr":
+		f := strings.Split(list, ",")
+		if len(f) != 8 {
+			return "", w, fmt.Errorf("%q: dwrr takes eight weights, one per priority 0..7 (dwrr:1,1,1,4,1,1,1,1)", v)
+		}
+		for i, x := range f {
+			n, err := strconv.Atoi(strings.TrimSpace(x))
+			if err != nil || n < 1 || n > 100 {
+				return "", w, fmt.Errorf("%q: weight %q: want 1..100", v, x)
+			}
+			w[i] = n
+		}
+		return name, w, nil
+	}
+	return "", w, fmt.Errorf("%q: want strict, dwrr or dwrr:W0,...,W7", v)
+}
