@@ -55,6 +55,15 @@ type QueueConfig struct {
 	// if it is ECN-capable (ECT), as a switch's egress marks on queue
 	// depth (ATP's p4ml.p4: deq_qdepth against a threshold; DCTCP's K).
 	MarkBytes int
+	// Scheduler, Weights, RED and Seed make a "prio" queue (prio.go):
+	// the scheduler among its classes ("strict", the default, or
+	// "dwrr"), DWRR's weight per priority (0: 1), the classes' RED/ECN
+	// profile (zero: MarkBytes as a step, if set), and the seed of its
+	// marking draws.
+	Scheduler string
+	Weights   [8]int
+	RED       RED
+	Seed      uint64
 }
 
 // DefaultQueue is the discipline of a fabric that names none.
@@ -64,6 +73,7 @@ const DefaultQueue = "droptail"
 // plus one line here.
 var disciplines = map[string]func(QueueConfig) Queue{
 	"droptail": newDropTail,
+	"prio":     newPrio,
 }
 
 // NewQueue makes the discipline called name ("" is DefaultQueue).

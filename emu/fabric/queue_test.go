@@ -44,12 +44,12 @@ func TestDropTail(t *testing.T) {
 // TestQueueByName: droptail is the default; an unknown discipline is
 // refused with the known ones, by NewQueue and by the fabric.
 func TestQueueByName(t *testing.T) {
-	assert.Equal(t, []string{"droptail"}, fabric.QueueDisciplines())
+	assert.Equal(t, []string{"droptail", "prio"}, fabric.QueueDisciplines())
 	q, err := fabric.NewQueue("droptail", fabric.QueueConfig{Limit: 1})
 	require.NoError(t, err)
 	assert.IsType(t, &fabric.DropTail{}, q)
 	_, err = fabric.NewQueue("red", fabric.QueueConfig{})
-	assert.EqualError(t, err, `queue discipline "red": want one of droptail`)
+	assert.EqualError(t, err, `queue discipline "red": want one of droptail, prio`)
 	_, err = fabric.New(fabric.Config{Hosts: 2, Link: fabric.LinkConfig{Rate: 10e9}, Queue: "red"})
 	assert.ErrorContains(t, err, `queue discipline "red"`)
 }
