@@ -19,6 +19,10 @@ type Report struct {
 	// Buffer is the shared buffer held per ingress port and priority that
 	// saw traffic (Switch.Buffer); a run's total lists every switch's.
 	Buffer []BufferUse
+	// Egress is the buffer held per egress port and priority, with the
+	// pauses each received (Switch.BufferEgress; JSON "buffer_egress",
+	// absent for a switch whose buffer was never configured nor paused).
+	Egress []EgressUse
 }
 
 // PerSwitch is a run's reports of one program that do not sum
@@ -27,7 +31,7 @@ type PerSwitch []any
 
 // Report is the pipeline's counters and its programs' reports.
 func (s *Switch) Report() Report {
-	r := Report{Counters: s.Stats, Buffer: s.Buffer()}
+	r := Report{Counters: s.Stats, Buffer: s.Buffer(), Egress: s.BufferEgress()}
 	for _, p := range s.programs {
 		if r.Programs == nil {
 			r.Programs = map[string]any{}
@@ -41,6 +45,7 @@ func (s *Switch) Report() Report {
 func (r *Report) Add(x Report) {
 	r.Counters.Add(x.Counters)
 	r.Buffer = append(r.Buffer, x.Buffer...)
+	r.Egress = append(r.Egress, x.Egress...)
 	for name, v := range x.Programs {
 		if r.Programs == nil {
 			r.Programs = map[string]any{}
@@ -104,6 +109,14 @@ func (r Report) MarshalJSON() ([]byte, error) {
 		b.WriteString(`,"buffer":`)
 		b.Write(v)
 	}
+	if len(r.Egress) > 0 {
+		v, err := json.Marshal(r.Egress)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString(`,"buffer_egress":`)
+		b.Write(v)
+	}
 	names := make([]string, 0, len(r.Programs))
 	for n := range r.Programs {
 		if n != flat {
@@ -162,6 +175,11 @@ func (r *Report) UnmarshalJSON(data []byte) error {
 	}
 	if v, ok := fields["buffer"]; ok {
 		if err := json.Unmarshal(v, &r.Buffer); err != nil {
+			return err
+		}
+	}
+	if v, ok := fields["buffer_egress"]; ok {
+		if err := json.Unmarshal(v, &r.Egress); err != nil {
 			return err
 		}
 	}

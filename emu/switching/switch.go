@@ -61,21 +61,23 @@ type Switch struct {
 	// 0: no bound).
 	MemoryBudget int64
 
-	timing   Timing
-	clock    Clock
-	ports    []Egress       // each port's transmit side: a link direction or a device
-	tagged   []TaggedEgress // each port's egress if it reports departures (buffer accounting), else nil
-	names    []string       // each port's egress link direction, for messages
-	macs     map[[6]byte]int
-	routes   map[[6]byte][]int // host NIC MACs: the ports on shortest paths
-	flood    []int             // the ports a flooded frame leaves by (nil: all)
-	programs []Program
-	bind     []binding        // per port: the host NIC bound to it (see Bind)
-	boundMAC map[[6]byte]int  // the bound NICs' MACs, by port
-	boundIP  map[[16]byte]int // their addresses (As16), by port
-	view     frames.View
-	emitFn   ProgramEmit
-	buffer   buffer // the shared buffer's accounting (buffer.go)
+	timing    Timing
+	clock     Clock
+	ports     []Egress       // each port's transmit side: a link direction or a device
+	tagged    []TaggedEgress // each port's egress if it reports departures (buffer accounting), else nil
+	pausers   []PauseEgress  // each port's egress if it can send PFC frames, else nil
+	portLinks []PortLink     // each port's link, for the buffer's headroom and pauses (SetPortLink)
+	names     []string       // each port's egress link direction, for messages
+	macs      map[[6]byte]int
+	routes    map[[6]byte][]int // host NIC MACs: the ports on shortest paths
+	flood     []int             // the ports a flooded frame leaves by (nil: all)
+	programs  []Program
+	bind      []binding        // per port: the host NIC bound to it (see Bind)
+	boundMAC  map[[6]byte]int  // the bound NICs' MACs, by port
+	boundIP   map[[16]byte]int // their addresses (As16), by port
+	view      frames.View
+	emitFn    ProgramEmit
+	buffer    buffer // the shared buffer's accounting (buffer.go)
 }
 
 // binding is a port's bound host NIC.
@@ -110,9 +112,14 @@ func New(clock Clock, name string, t Timing) *Switch {
 func (s *Switch) SetPort(p int, e Egress, name string) {
 	for len(s.ports) <= p {
 		s.ports, s.names, s.tagged = append(s.ports, nil), append(s.names, ""), append(s.tagged, nil)
+		s.pausers = append(s.pausers, nil)
 	}
 	s.ports[p], s.names[p] = e, name
 	s.tagged[p], _ = e.(TaggedEgress) // asked once here, not per frame
+	s.pausers[p], _ = e.(PauseEgress)
+	if s.buffer.tracked {
+		s.layoutBuffer()
+	}
 }
 
 // SetFlood sets the ports a broadcast or unknown-unicast frame leaves by
