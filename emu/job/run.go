@@ -125,6 +125,8 @@ type Config struct {
 	// (to every worker in turn; the default), BcastTree (a binomial tree)
 	// or BcastWorkerTree (streamed to worker 0, a binomial tree from there).
 	Bcast Bcast
+	// Traffic is a traffic job's flows (mode traffic; job/traffic.go).
+	Traffic *Traffic
 	// CC is the job's congestion control: "" or "none" (its NICs send at
 	// line rate whatever the network says), or "dcqcn" (DCQCN in the NICs
 	// of its ranks, emu/nic/dcqcn: their QPs send ECT(0), the receivers
@@ -229,6 +231,7 @@ type JobSpec struct {
 	DType       *tensor.DType
 	Release     *netreduce.Release
 	Compress    *int
+	Traffic     *Traffic // a traffic job's flows
 	CC          *string
 	DSCP        *int
 }
@@ -265,6 +268,9 @@ type JobResult struct {
 	Ring *JobRing `json:"ring,omitempty"`
 	// Compression is a compressing job's (Config.Compress).
 	Compression *CompressionReport `json:"compression,omitempty"`
+	// Flows are a traffic job's flows, each with its completion time and
+	// throughput timeline.
+	Flows []FlowResult `json:"flows,omitempty"`
 }
 
 // JobRing is a NetReduce ring on a switch: tenants of one switch hold
@@ -1373,7 +1379,7 @@ func (r *Job) Report() JobResult {
 	}
 	jr.VirtualNS = int64(done)
 	if done > 0 {
-		jr.AlgBWGbps = float64(cfg.TensorBytes) * 8 / float64(done)
+		jr.AlgBWGbps = float64(jr.Bytes) * 8 / float64(done) // the tensor, or what a Reporter says the job moved
 		jr.BusBWGbps = jr.AlgBWGbps * 2 * float64(jr.Workers-1) / float64(jr.Workers)
 		jr.AlgBWGBps, jr.BusBWGBps = jr.AlgBWGbps/8, jr.BusBWGbps/8 // bytes/ns is GB/s
 	}
