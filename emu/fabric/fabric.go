@@ -11,6 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/inaemu/inaemu/emu/nic"
@@ -74,7 +77,46 @@ type Config struct {
 	// switching.Switch.Bind): for stations behind a host, a bridge's VMs,
 	// which the emulated NICs never are.
 	OpenPorts bool
+	// Congestion (issue 36). Buffer is every switch's shared buffer and
+	// PFC thresholds (switching.Switch.SetBuffer). Scheduler ("strict",
+	// the default, or "dwrr"), DWRRWeights (per priority; 0: 1) and RED
+	// (per class, bytes; zero: none) configure the switch egresses' prio
+	// queues (prio.go). When Buffer.Lossless or Buffer.Enforce, Scheduler
+	// or RED is set, switch egresses use "prio" and every link direction
+	// has MAC Control (pfc.go); otherwise nothing of it exists.
+	Buffer      switching.BufferConfig
+	Scheduler   string
+	DWRRWeights [8]int
+	RED         RED
 }
+
+// congestion reports whether the run uses the prio queues and MAC Control.
+func (cfg *Config) congestion() bool {
+	return cfg.Buffer.Lossless != 0 || cfg.Buffer.Enforce || cfg.Scheduler != "" || cfg.RED != (RED{})
+}
+
+// checkCongestion validates the scheduler, weights and RED profile.
+func (cfg *Config) checkCongestion() error {
+	if cfg.Scheduler != "" && !slices.Contains(Schedulers, cfg.Scheduler) {
+		return fmt.Errorf("scheduler %q: want one of %s", cfg.Scheduler, strings.Join(Schedulers, ", "))
+	}
+	for i, w := range cfg.DWRRWeights {
+		if w < 0 || w > 1000 {
+			return fmt.Errorf("DWRR weight %d of priority %d: want 0..1000", w, i)
+		}
+	}
+	if err := cfg.RED.Validate(); err != nil {
+		return err
+	}
+	if cfg.congestion() && cfg.Queue != "" && cfg.Queue != "prio" {
+		return fmt.Errorf("queue discipline %q: priorities, PFC and RED need prio", cfg.Queue)
+	}
+	return nil
+}
+
+// redSeed decorrelates the prio queues' marking draws from the fault
+// stages' (both seeded per direction from the run's seed).
+const redSeed = 0x5245442d45434e00 // "RED-ECN"
 
 // Fabric is the emulated network: hosts, links and switches, on one
 // virtual clock. Single-threaded: the clock's event loop runs it all.
@@ -162,6 +204,10 @@ func New(cfg Config) (*Fabric, error) {
 	if _, err := NewQueue(cfg.Queue, QueueConfig{}); err != nil {
 		return nil, fmt.Errorf("fabric: %v", err)
 	}
+	if err := cfg.checkCongestion(); err != nil {
+		return nil, fmt.Errorf("fabric: %v", err)
+	}
+	cong := cfg.congestion()
 	f := &Fabric{Clock: vclock.New(), Topo: t, onSend: cfg.OnSend}
 	// Nodes: a Switch per switch node, a Host per host NIC (a host's i-th
 	// link is its NIC i).
@@ -217,24 +263,56 @@ func New(cfg Config) (*Fabric, error) {
 					port, dir = a.Index, fd
 				}
 			}
-			queue, _ := NewQueue(cfg.Queue, QueueConfig{Limit: q, MarkBytes: cfg.ECNMarkBytes})
+			qname, qcfg := cfg.Queue, QueueConfig{Limit: q, MarkBytes: cfg.ECNMarkBytes}
+			if cong && sw[from] != nil {
+				qname = "prio"
+				qcfg.Scheduler, qcfg.Weights, qcfg.RED = cfg.Scheduler, cfg.DWRRWeights, cfg.RED
+				qcfg.Seed = faults.StageSeed(cfg.Seed^redSeed, i, fd)
+				if cfg.Buffer.Lossless != 0 || cfg.Buffer.Enforce {
+					qcfg.Limit = math.MaxInt // the switch's buffer admits
+				}
+			}
+			queue, _ := NewQueue(qname, qcfg)
 			d := newLinkDir(f, name, port, dir, l.Rate, l.Latency, queue)
 			st := faults.NewLinkStage(name, port, dir, cfg.Netem, cfg.Events, faults.StageSeed(cfg.Seed, i, fd))
 			f.stages = append(f.stages, st)
 			d.setStage(st)
 			fp, tp := portOf(from, i), portOf(to, i)
+			if cong {
+				d.pfc = &pfcState{fromSw: -1, toSw: -1, toPort: tp}
+				d.pfc.pauseQueue, _ = queue.(*Prio)
+			}
 			if s := sw[from]; s != nil {
 				s.SetPort(fp, d, name)
+				s.SetPortLink(fp, l.Rate, l.Latency)
 				d.onDepart = s.Departed // the switch's buffer releases a frame as it leaves the queue
+				si := f.SwitchIndex(s)
+				d.mac = PortMAC(si, fp)
+				if d.pfc != nil {
+					d.pfc.fromSw = si
+					d.pfc.onPause = func(en uint8, q [8]uint16) { s.PauseReceived(fp, en, q) }
+				}
 			} else {
 				h := nics[from][fp]
 				h.Attach(d)
 				d.src = h
+				d.mac = [6]byte(h.MAC)
+				if d.pfc != nil {
+					d.pfc.pauseSrc = h
+					h.Priority = switching.Priority
+				}
 			}
 			if s := sw[to]; s != nil {
 				d.recv = func(frame []byte) { s.Ingress(tp, frame) }
+				if d.pfc != nil {
+					d.pfc.toSw = f.SwitchIndex(s)
+				}
 			} else {
 				d.recv = nics[to][tp].Receive
+			}
+			if k == 1 {
+				prev := f.dirs[len(f.dirs)-1]
+				d.rev, prev.rev = prev, d
 			}
 			f.dirs = append(f.dirs, d)
 		}
@@ -248,6 +326,14 @@ func New(cfg Config) (*Fabric, error) {
 			li := n.Links[h.Port]
 			if s := sw[t.Links[li].Other(h.Host)]; s != nil {
 				s.Bind(portOf(s.Name, li), [6]byte(h.MAC), h.IP)
+			}
+		}
+	}
+	// The switches' buffers, once their ports and links are known.
+	if cfg.Buffer != (switching.BufferConfig{}) {
+		for _, s := range f.Switches {
+			if err := s.SetBuffer(cfg.Buffer); err != nil {
+				return nil, fmt.Errorf("fabric: %v", err)
 			}
 		}
 	}
@@ -447,7 +533,10 @@ func (f *Fabric) LinkStats() LinkStats {
 func (f *Fabric) ECNMarks() uint64 {
 	var n uint64
 	for _, d := range f.dirs {
-		if q, ok := d.queue.(*DropTail); ok {
+		switch q := d.queue.(type) {
+		case *DropTail:
+			n += q.Marked
+		case *Prio:
 			n += q.Marked
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/inaemu/inaemu/faults"
+	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/roce"
 )
 
@@ -71,6 +72,12 @@ type linkDir struct {
 	// line, with the tag it was pushed with (the switch's buffer
 	// accounting releases it); frame is valid only during the call.
 	onDepart func(tag uint32, frame []byte)
+	// rev is the other direction of the link (its transmitter sits at this
+	// direction's receiver); mac is this transmitter's MAC; pfc its MAC
+	// Control (pfc.go), nil when the fabric has none.
+	rev *linkDir
+	mac [6]byte
+	pfc *pfcState
 
 	Stats LinkStats
 
@@ -188,7 +195,9 @@ func (d *linkDir) start() {
 	}
 	now := d.fab.Clock.Now()
 	n, pulled := 0, false
-	if p, next, ok := d.queue.Dequeue(now); ok {
+	if d.pfc != nil && d.pfc.pending {
+		n = d.takePause() // MAC Control goes first and is never paused
+	} else if p, next, ok := d.queue.Dequeue(now); ok {
 		n = copy(d.txBuf, p.Frame)
 		if d.onDepart != nil {
 			d.onDepart(p.Tag, p.Frame)
@@ -302,7 +311,8 @@ func (d *linkDir) onArrive() {
 		f := d.inflight[d.head]
 		d.inflight[d.head] = flight{}
 		d.head++
-		if f.note&faults.NoteCorrupt != 0 && fcsDrop(f.buf) {
+		// A corrupted MAC Control frame fails its FCS too.
+		if f.note&faults.NoteCorrupt != 0 && (fcsDrop(f.buf) || d.pfc != nil && frames.IsMACControl(f.buf)) {
 			d.Stats.FCSDrops++
 			if d.fab.capture != nil {
 				d.fab.capture.record(d, now, f.buf, f.note, f.ev, f.extra, true)
@@ -312,6 +322,11 @@ func (d *linkDir) onArrive() {
 		}
 		if d.fab.capture != nil {
 			d.fab.capture.record(d, now, f.buf, f.note, f.ev, f.extra, false)
+		}
+		if d.pfc != nil && frames.IsMACControl(f.buf) {
+			d.macControl(f.buf, now) // the receiving MAC's: never handed up
+			d.putBuf(f.buf)
+			continue
 		}
 		d.Stats.Delivered++
 		d.recv(f.buf)

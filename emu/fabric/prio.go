@@ -248,11 +248,11 @@ func (x *Prio) Pause(c int, until time.Duration) { x.paused[c] = until }
 
 // holdsFrom reports whether class c holds a frame whose tag says it
 // entered the switch by ingress port in (the switch's buffer tags:
-// (ingress+1)×Priorities + priority).
+// low 16 bits (ingress+1)×Priorities + priority, the egress above).
 func (x *Prio) holdsFrom(c, in int) bool {
 	r := &x.class[c]
 	for i := range r.n {
-		if int(r.at(i).Tag)/switching.Priorities-1 == in {
+		if int(r.at(i).Tag&0xffff)/switching.Priorities-1 == in {
 			return true
 		}
 	}

@@ -104,6 +104,37 @@ type NIC struct {
 	paceTimer roce.Timer           // asks the transmitter again when the offloads let a QP send
 	raw       RawSource
 	offTx     []RawSource // offloads' own frames (AddTxSource)
+	// PFC (Pause): each priority's pause end, and whether any pause was
+	// ever received (until then NextFrame looks at no priority).
+	paused  [8]time.Duration
+	pausing bool
+	// Priority, if set, is a frame's priority (the fabric sets
+	// switching.Priority): a control frame of a paused priority waits.
+	// Without it control frames ignore pauses.
+	Priority func(frame []byte) int
+}
+
+// Pause holds the NIC's frames of priority prio until until: the PFC
+// frame its MAC received (802.1Qbb) names prio. NextFrame then skips the
+// QPs of that priority (their path's traffic class >> 5, as the switch
+// classifies their frames) and a control frame of it at the head of the
+// control queue, and asks the transmitter again when the pause ends. A
+// time at or before now resumes at once. Frames of offloads' own sources
+// and the raw source are not held (they are written only when pulled).
+func (h *NIC) Pause(prio int, until time.Duration) {
+	if prio < 0 || prio >= len(h.paused) {
+		return
+	}
+	h.paused[prio], h.pausing = until, true
+	if until <= h.clock.Now() && h.up != nil {
+		h.up.Kick()
+	}
+}
+
+// pausedUntil is when a frame of priority prio may go, if later than now.
+func (h *NIC) pausedUntil(prio int) (time.Duration, bool) {
+	at := h.paused[prio&7]
+	return at, at > h.clock.Now()
 }
 
 // RawSource is a host's own transport beside RoCE (an INA-PS endpoint):
@@ -244,7 +275,13 @@ func (h *NIC) poll() {
 // round-robin. It writes the frame into buf and returns its length, or 0.
 func (h *NIC) NextFrame(buf []byte) int {
 	h.txPs = 0
-	if len(h.ctrl) > 0 {
+	held, heldAt := false, time.Duration(0)
+	if len(h.ctrl) > 0 && h.pausing && h.Priority != nil {
+		if at, wait := h.pausedUntil(h.Priority(h.ctrl[0])); wait {
+			held, heldAt = true, at
+		}
+	}
+	if len(h.ctrl) > 0 && !held {
 		n := copy(buf, h.ctrl[0])
 		h.ctrl = h.ctrl[1:]
 		h.Stats.CtrlSent++
@@ -261,11 +298,18 @@ func (h *NIC) NextFrame(buf []byte) int {
 			return n
 		}
 	}
-	held, heldAt := false, time.Duration(0)
 	for i := range h.qps {
 		q := h.qps[(h.rr+i)%len(h.qps)]
 		if !q.HasFrame() {
 			continue
+		}
+		if h.pausing {
+			if at, wait := h.pausedUntil(int(q.Path().TClass >> 5)); wait {
+				if !held || at < heldAt {
+					held, heldAt = true, at
+				}
+				continue
+			}
 		}
 		if at, wait := h.paced(q); wait {
 			if !held || at < heldAt {
