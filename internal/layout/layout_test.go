@@ -25,7 +25,7 @@ var levels = map[string]int{
 	"emu/topo": 3,
 	"emu/nic":  4, "emu/switching": 4, "internal/wallloop": 4, "internal/taptest": 4,
 	"emu/fabric": 5, "faultwire": 5, "emu/nic/compress": 5, "emu/nic/nictest": 5,
-	"emu/nic/dcqcn": 5, // DCQCN offload (issue 36)
+	"emu/nic/dcqcn": 5, "emu/nic/dcqcn/fluid": 6, // DCQCN offload and its fluid model (issue 36)
 	// switch programs: each registers itself with the pipeline (switching)
 	"emu/netreduce": 5, "emu/inaps": 5, // INA-PS's aggregator pool and policies
 	"emu/inaps/endpoint":   6, // INA-PS's workers and PS
