@@ -25,6 +25,8 @@ type (
 	ConfigError       = job.ConfigError
 	Connector         = job.Connector
 	Endpoint          = job.Endpoint
+	Flow              = job.Flow
+	FlowResult        = job.FlowResult
 	Group             = job.Group
 	HopReport         = job.HopReport
 	Interrupted       = job.Interrupted
@@ -44,6 +46,7 @@ type (
 	Session           = job.Session
 	Source            = job.Source
 	StageIO           = job.StageIO
+	Traffic           = job.Traffic
 	TreeSwitch        = job.TreeSwitch
 	Verb              = job.Verb
 	Worker            = job.Worker

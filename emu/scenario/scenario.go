@@ -136,6 +136,17 @@ type Job struct {
 	Compress string   `yaml:"compress,omitempty"`
 	CC       string   `yaml:"cc,omitempty"`
 	DSCP     *int     `yaml:"dscp,omitempty"`
+
+	// A traffic job's flows (docs/traffic.md): a pattern (incast,
+	// all-to-all, permutation) of tensor-sized flows, incast's sink, the
+	// pattern flows' pacing rate, the WRs each flow keeps outstanding, the
+	// timelines' bin, or flows listed one by one (traffic.go).
+	Traffic string `yaml:"traffic,omitempty"`
+	Sink    string `yaml:"sink,omitempty"`
+	Rate    string `yaml:"rate,omitempty"`
+	Depth   *int   `yaml:"depth,omitempty"`
+	Bin     string `yaml:"bin,omitempty"`
+	Flows   []Flow `yaml:"flows,omitempty"`
 }
 
 // Error is a setting Apply cannot use. Key is where it is, as a scenario
@@ -493,6 +504,7 @@ func (s *Scenario) applyJobs(cfg *emu.Config) error {
 		if j.DSCP != nil {
 			set("dscp", func() error { d := *j.DSCP; js.DSCP = &d; return nil })
 		}
+		set("traffic", func() error { return j.applyTraffic(&js) })
 		if err != nil {
 			return err
 		}
