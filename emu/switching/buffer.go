@@ -53,8 +53,10 @@ const Priorities = 8
 
 // TaggedEgress is an egress with a queue that tells when a frame leaves
 // it (a link direction): PushTagged is Push with a tag it hands back to
-// the switch's Departed then. An egress without one (a device) sends a
-// frame at once, so its frames are released as they are charged.
+// the switch's Departed then (later, never from within PushTagged: the
+// switch charges a frame once PushTagged took it). An egress without one
+// (a device) sends a frame at once, so its frames are released as they
+// are charged.
 type TaggedEgress interface {
 	PushTagged(frame []byte, ready time.Duration, tag uint32) bool
 }
