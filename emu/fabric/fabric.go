@@ -289,7 +289,7 @@ func New(cfg Config) (*Fabric, error) {
 				si := f.SwitchIndex(s)
 				d.mac = PortMAC(si, fp)
 				if d.pfc != nil {
-					d.pfc.fromSw = si
+					d.pfc.fromSw, d.pfc.fromPort = si, fp
 					d.pfc.onPause = func(en uint8, q [8]uint16) { s.PauseReceived(fp, en, q) }
 				}
 			} else {

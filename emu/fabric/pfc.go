@@ -42,6 +42,7 @@ type pfcState struct {
 	// The switches at either end (indices into Fabric.Switches, -1 for a
 	// host), and the port this direction arrives by at toSw.
 	fromSw, toSw, toPort int
+	fromPort             int    // the port it leaves fromSw by
 	malformed            uint64 // MAC Control frames received that were not PFC
 	cls                  [8]pfcClass
 }
@@ -150,7 +151,11 @@ func (p *pfcState) pausedAt(i int, now time.Duration) (since time.Duration, paus
 // priority, seen from its transmitter.
 type PFCStats struct {
 	Direction string `json:"direction"`
-	Priority  int    `json:"priority"`
+	// Switch and Port are the switch port the direction leaves by (for
+	// the switch's report); Switch is empty for a NIC's direction.
+	Switch   string `json:"switch,omitempty"`
+	Port     int    `json:"port"`
+	Priority int    `json:"priority"`
 	// PausesSent are the PFC frames naming this priority the direction's
 	// transmitter sent (pauses and resumes alike).
 	PausesSent uint64 `json:"pauses_sent"`
@@ -176,12 +181,15 @@ func (f *Fabric) PFCStats() []PFCStats {
 		}
 		for i := range p.cls {
 			c := &p.cls[i]
-			s := PFCStats{Direction: d.name, Priority: i, PausesSent: c.sent, PausesReceived: c.received,
+			s := PFCStats{Direction: d.name, Port: -1, Priority: i, PausesSent: c.sent, PausesReceived: c.received,
 				PausedNs: int64(c.pausedNs + min(c.until, now) - c.since)}
 			if p.pauseQueue != nil {
 				s.ECNMarks = p.pauseQueue.MarkedBy[i]
 			}
-			if s != (PFCStats{Direction: d.name, Priority: i}) {
+			if s != (PFCStats{Direction: d.name, Port: -1, Priority: i}) {
+				if p.fromSw >= 0 {
+					s.Switch, s.Port = f.Switches[p.fromSw].Name, p.fromPort
+				}
 				out = append(out, s)
 			}
 		}

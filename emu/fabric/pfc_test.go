@@ -75,8 +75,8 @@ func TestPFCPausesOnePriorityOfASwitchPort(t *testing.T) {
 	assert.Zero(t, up.Stats.Delivered)
 	assert.Zero(t, f.Switch.Stats.Frames, "never handed to the switch")
 	assert.Equal(t, []PFCStats{
-		{Direction: "port1-in", Priority: 3, PausesSent: 1},
-		{Direction: "port1-out", Priority: 3, PausesReceived: 1, PausedNs: int64(pause)},
+		{Direction: "port1-in", Port: -1, Priority: 3, PausesSent: 1},
+		{Direction: "port1-out", Switch: "s0", Port: 1, Priority: 3, PausesReceived: 1, PausedNs: int64(pause)},
 	}, f.PFCStats())
 }
 
@@ -238,4 +238,20 @@ func TestCongestionConfigErrors(t *testing.T) {
 		_, err := New(c)
 		assert.ErrorContains(t, err, want)
 	}
+}
+
+// RED on the switch egresses marks per class, and the marks show in
+// PFCStats and ECNMarks: with Kmax 2 bytes every ECT frame queued behind
+// another frame of its class is marked, the first is not.
+func TestREDMarksShowPerPriority(t *testing.T) {
+	f, err := New(Config{Hosts: 2, Link: LinkConfig{Rate: 8e9, Latency: time.Microsecond}, RED: RED{Kmin: 1, Kmax: 2, Pmax: 1}})
+	require.NoError(t, err)
+	down := dirOf(t, f, "port1-out")
+	for i := range 3 {
+		require.True(t, down.Push(prioFrame(2, 1000, 0b10, i), 0))
+	}
+	require.True(t, down.Push(prioFrame(5, 1000, 0b10, 3), 0))
+	runIdle(t, f)
+	assert.Equal(t, []PFCStats{{Direction: "port1-out", Switch: "s0", Port: 1, Priority: 2, ECNMarks: 2}}, f.PFCStats())
+	assert.Equal(t, uint64(2), f.ECNMarks())
 }
