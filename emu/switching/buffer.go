@@ -156,6 +156,9 @@ func (s *Switch) SetBuffer(cfg BufferConfig) error {
 	if err := cfg.Validate(s.links()...); err != nil {
 		return fmt.Errorf("%s: %w", s.Name, err)
 	}
+	if len(s.ports) >= tagIngress/Priorities-1 {
+		return fmt.Errorf("%s: switch buffer: %d ports: a frame's tag names at most %d", s.Name, len(s.ports), tagIngress/Priorities-2)
+	}
 	b := &s.buffer
 	if cfg == (BufferConfig{}) {
 		b.tracked, b.admit = false, false
