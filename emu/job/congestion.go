@@ -5,6 +5,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/inaemu/inaemu/emu/fabric"
+	"github.com/inaemu/inaemu/emu/nic"
+	"github.com/inaemu/inaemu/emu/nic/dcqcn"
 	"github.com/inaemu/inaemu/emu/switching"
 )
 
@@ -25,6 +28,9 @@ type Congestion struct {
 	// "dwrr"; DWRRWeights are DWRR's weights per priority (0: 1).
 	Scheduler   string
 	DWRRWeights [8]int
+	// RED is every switch egress queue's RED/ECN marking profile, per
+	// priority class (the zero value marks nothing).
+	RED fabric.RED
 }
 
 // ParsePFC reads a --pfc value: off, on, or priorities 0..7 separated by
@@ -66,4 +72,57 @@ func ParseCC(s string) (string, error) {
 		return s, nil
 	}
 	return "", fmt.Errorf("%q: want none or dcqcn", s)
+}
+
+// enableDCQCN gives the NICs of a job with DCQCN the offload (once per
+// NIC: jobs sharing a NIC share its reaction and notification points, as
+// they share a real NIC's), at the rate of the NIC's link.
+func (u *Session) enableDCQCN(r *Job) error {
+	if r.Cfg.CC != CCDCQCN {
+		return nil
+	}
+	if u.dcqcn == nil {
+		u.dcqcn = map[*nic.NIC]*dcqcn.Offload{}
+	}
+	for _, w := range r.Workers {
+		if w.NIC == nil || u.dcqcn[w.NIC] != nil {
+			continue
+		}
+		o, err := dcqcn.Enable(w.NIC, dcqcn.DefaultParams(u.Fab.NICRate(w.NIC)))
+		if err != nil {
+			return fmt.Errorf("job %s: %s: %v", r.Name, w.NIC.Name, err)
+		}
+		u.dcqcn[w.NIC] = o
+	}
+	return nil
+}
+
+// dcqcnReport sums the DCQCN counters of the job's NICs.
+func (r *Job) dcqcnReport() *dcqcn.Stats {
+	var s dcqcn.Stats
+	seen := map[*nic.NIC]bool{}
+	for _, w := range r.Workers {
+		o := r.run.dcqcn[w.NIC]
+		if o == nil || seen[w.NIC] {
+			continue
+		}
+		seen[w.NIC] = true
+		st := o.Stats()
+		s.Add(&st)
+		s.QPs = append(s.QPs, st.QPs...)
+	}
+	return &s
+}
+
+// apply gives the fabric the network's congestion settings, PFC's
+// lossless priorities resolved against the run's jobs.
+func (c *Congestion) apply(fc *fabric.Config, jobs []JobConfig) error {
+	lossless, err := c.lossless(jobs)
+	if err != nil {
+		return err
+	}
+	fc.Buffer = c.Buffer
+	fc.Buffer.Lossless = lossless
+	fc.Scheduler, fc.DWRRWeights, fc.RED = c.Scheduler, c.DWRRWeights, c.RED
+	return nil
 }

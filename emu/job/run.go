@@ -18,6 +18,7 @@ import (
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/nic"
 	"github.com/inaemu/inaemu/emu/nic/compress"
+	"github.com/inaemu/inaemu/emu/nic/dcqcn"
 	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/emu/workload"
@@ -268,6 +269,10 @@ type JobResult struct {
 	Ring *JobRing `json:"ring,omitempty"`
 	// Compression is a compressing job's (Config.Compress).
 	Compression *CompressionReport `json:"compression,omitempty"`
+	// DCQCN is a job's congestion control's counters (Config.CC dcqcn),
+	// summed over its ranks' NICs (a NIC shared with another job counts
+	// both jobs' QPs).
+	DCQCN *dcqcn.Stats `json:"dcqcn,omitempty"`
 	// Flows are a traffic job's flows, each with its completion time and
 	// throughput timeline.
 	Flows []FlowResult `json:"flows,omitempty"`
@@ -658,6 +663,8 @@ type Session struct {
 	interrupted *Interrupted
 	// engines are the NICs given compression engines, and by which job.
 	engines map[*nic.NIC]engineUse
+	// dcqcn are the NICs given DCQCN (congestion.go).
+	dcqcn map[*nic.NIC]*dcqcn.Offload
 	// aheads are the inputs generated ahead of the loop (inputAhead).
 	aheads []*workload.Ahead
 }
@@ -798,8 +805,11 @@ func NewSession(cfg Config) (*Session, error) {
 	if cfg.Devices != nil {
 		fab, err = cfg.Devices.Fabric(cfg.Workers, cfg.Transport, cfg.Timing)
 	} else {
-		fab, err = fabric.New(fabric.Config{Topology: cfg.Topology, Hosts: cfg.starHosts(), Transport: cfg.Transport, Link: cfg.Link, Timing: cfg.Timing,
-			SwitchMemory: cfg.SwitchMemory, Netem: cfg.Netem, Events: cfg.Events, Seed: cfg.Seed, Capture: cfg.Capture, OpenPorts: cfg.OpenPorts, SwitchProgram: cfg.SwitchProgram})
+		fc := fabric.Config{Topology: cfg.Topology, Hosts: cfg.starHosts(), Transport: cfg.Transport, Link: cfg.Link, Timing: cfg.Timing,
+			SwitchMemory: cfg.SwitchMemory, Netem: cfg.Netem, Events: cfg.Events, Seed: cfg.Seed, Capture: cfg.Capture, OpenPorts: cfg.OpenPorts, SwitchProgram: cfg.SwitchProgram}
+		if err = cfg.Congestion.apply(&fc, specs); err == nil {
+			fab, err = fabric.New(fc)
+		}
 	}
 	if err != nil {
 		return nil, &ConfigError{err}
@@ -868,6 +878,9 @@ func NewSession(cfg Config) (*Session, error) {
 			return fail(err)
 		}
 		if err := u.enableCompression(r); err != nil {
+			return fail(err)
+		}
+		if err := u.enableDCQCN(r); err != nil {
 			return fail(err)
 		}
 		if own {
@@ -1362,6 +1375,9 @@ func (r *Job) Report() JobResult {
 	}
 	if cfg.Compress != 0 {
 		jr.Compression = r.compressionReport()
+	}
+	if cfg.CC == CCDCQCN {
+		jr.DCQCN = r.dcqcnReport()
 	}
 	var done time.Duration
 	for _, w := range r.Workers {

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/emu/fabric"
+	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/internal/units"
 )
 
@@ -38,6 +40,9 @@ func (s *Scenario) applyCongestion(cfg *emu.Config, set func(string, func() erro
 	}
 	if s.PFCHeadroom != "" {
 		set("pfc_headroom", func() (e error) { cfg.Buffer.Headroom, e = positiveSize(s.PFCHeadroom); return })
+	}
+	if s.RED != "" {
+		set("red", func() (e error) { cfg.RED, e = ParseRED(s.RED); return })
 	}
 	if s.Sched != "" {
 		set("sched", func() (e error) { cfg.Scheduler, cfg.DWRRWeights, e = ParseSched(s.Sched); return })
@@ -101,4 +106,31 @@ func ParseSched(v string) (string, [8]int, error) {
 		return name, w, nil
 	}
 	return "", w, fmt.Errorf("%q: want strict, dwrr or dwrr:W0,...,W7", v)
+}
+
+// ParseRED reads a RED/ECN marking profile: off, or KMIN,KMAX,PMAX (sizes
+// and a netem percentage: 5KB,200KB,1% is DCQCN's switch setting).
+func ParseRED(v string) (fabric.RED, error) {
+	if v == "off" {
+		return fabric.RED{}, nil
+	}
+	want := fmt.Errorf("%q: want off or KMIN,KMAX,PMAX, e.g. 5KB,200KB,1%%", v)
+	f := strings.Split(v, ",")
+	if len(f) != 3 {
+		return fabric.RED{}, want
+	}
+	kmin, err1 := units.ParseSize(strings.TrimSpace(f[0]))
+	kmax, err2 := units.ParseSize(strings.TrimSpace(f[1]))
+	pmax, err3 := faults.ParsePercent(strings.TrimSpace(f[2]))
+	if err1 != nil || err2 != nil || err3 != nil || kmax > 1<<30 {
+		return fabric.RED{}, want
+	}
+	r := fabric.RED{Kmin: int(kmin), Kmax: int(kmax), Pmax: pmax}
+	if kmin > kmax {
+		return r, fmt.Errorf("%q: Kmin %d > Kmax %d: want KMIN <= KMAX", v, kmin, kmax)
+	}
+	if err := r.Validate(); err != nil {
+		return r, fmt.Errorf("%q: %v", v, err)
+	}
+	return r, nil
 }

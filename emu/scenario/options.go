@@ -114,6 +114,12 @@ func Options() []Option {
 			Help: "each NIC compression engine's rate in bits of uncompressed data per second (the paper's: 256 bits per 100 MHz cycle)"},
 		{Key: "cc", Arg: "CC", Group: JobGroup, Default: "none",
 			Help: "the job's congestion control in its NICs: none (line rate whatever the network says) or dcqcn (DCQCN, Zhu et al. SIGCOMM '15: ECT(0) on its frames, CNPs from the receivers, rate cuts and recovery in the senders; docs/congestion.md)"},
+		{Key: "traffic", Arg: "PATTERN", Group: JobGroup,
+			Help: "what a --mode traffic job's flows are: incast (the default: every rank to the last, or --sink), all-to-all (every ordered pair) or permutation (each rank to one other, drawn from the seed); each moves --tensor bytes with RDMA WRITEs checked bit for bit (docs/traffic.md)"},
+		{Key: "sink", Arg: "HOST", Group: JobGroup,
+			Help: "a traffic incast's sink, one of the job's ranks (default: the last)"},
+		{Key: "flow_rate", Arg: "RATE", Group: JobGroup, Kind: Rate,
+			Help: "pace each traffic flow at RATE, tc's way (default: as fast as its writes complete)"},
 		{Key: "dscp", Arg: "N", Group: JobGroup, Kind: Number, Default: "0", Min: 0, Max: 63,
 			Help: "the DSCP the job's QPs send (0..63): the switches queue its frames in priority DSCP>>3 (RoCE's customary 26 is priority 3)"},
 		{Key: "bcast", Arg: "WAY", Group: JobGroup, Default: string(def.Bcast),
@@ -164,6 +170,8 @@ func Options() []Option {
 			Help: "what a lossless ingress port and priority may hold beyond XOFF while its pause takes effect (default: from the port's link rate and delay)"},
 		{Key: "sched", Arg: "SCHED", Group: NetworkGroup, Default: "strict",
 			Help: "the switch egress scheduler across priorities: strict, dwrr, or dwrr:W0,...,W7 (weights 1..100)"},
+		{Key: "red", Arg: "KMIN,KMAX,PMAX", Group: NetworkGroup, Default: "off",
+			Help: "RED/ECN marking of every switch egress queue per priority: off, or CE on ECN-capable frames with probability 0 below KMIN bytes queued, rising to PMAX at KMAX, 1 above (DCQCN's: 5KB,200KB,1%)"},
 	}
 }
 

@@ -87,6 +87,11 @@ type Scenario struct {
 	// codepoint their QPs send.
 	CC   string `yaml:"cc,omitempty"`
 	DSCP *int   `yaml:"dscp,omitempty"`
+	// Traffic, Sink and FlowRate are a traffic job's pattern, incast's
+	// sink and each flow's pacing (a job's traffic, sink and rate keys).
+	Traffic  string `yaml:"traffic,omitempty"`
+	Sink     string `yaml:"sink,omitempty"`
+	FlowRate string `yaml:"flow_rate,omitempty"`
 
 	// Topology is the network; link, latency and queue it leaves out come
 	// from the scenario's. Without it the network is the star of workers
@@ -107,13 +112,15 @@ type Scenario struct {
 	// lossless priorities (off, on, or a list); PFCXoff a static XOFF
 	// threshold (a size) or dynamic; PFCAlpha the dynamic threshold's
 	// factor; PFCHeadroom the headroom per ingress port and priority;
-	// Sched the egress scheduler (strict, or dwrr[:W0,...,W7]).
+	// Sched the egress scheduler (strict, or dwrr[:W0,...,W7]); RED the
+	// egress queues' ECN marking (off, or KMIN,KMAX,PMAX).
 	SwitchBuffer string `yaml:"switch_buffer,omitempty"`
 	PFC          string `yaml:"pfc,omitempty"`
 	PFCXoff      string `yaml:"pfc_xoff,omitempty"`
 	PFCAlpha     string `yaml:"pfc_alpha,omitempty"`
 	PFCHeadroom  string `yaml:"pfc_headroom,omitempty"`
 	Sched        string `yaml:"sched,omitempty"`
+	RED          string `yaml:"red,omitempty"`
 	// Jobs are the run's jobs; without them the run is one job of workers
 	// ranks on hosts h0, h1, ...
 	Jobs []Job `yaml:"jobs,omitempty"`
@@ -386,6 +393,20 @@ func (s *Scenario) Apply(cfg *emu.Config) error {
 	}
 	if s.DSCP != nil {
 		set("dscp", func() error { cfg.DSCP = *s.DSCP; return nil })
+	}
+	if s.Traffic != "" || s.Sink != "" || s.FlowRate != "" {
+		set("traffic", func() error {
+			t := &emu.Traffic{Pattern: s.Traffic, Sink: s.Sink}
+			if s.FlowRate != "" {
+				r, e := units.ParseRate(s.FlowRate)
+				if e != nil {
+					return fmt.Errorf("flow_rate: %v", e)
+				}
+				t.Rate = r
+			}
+			cfg.Traffic = t
+			return nil
+		})
 	}
 	s.applyCongestion(cfg, set)
 	if err != nil {
