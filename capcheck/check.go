@@ -89,6 +89,25 @@ type CheckOptions struct {
 	// else netreduce). It sets the header length agg-sum expects in
 	// front of a WRITE FIRST's data (aggHeaderLen).
 	SwitchProgram string
+	// LinkRate is every link's rate in bits per second (0: unknown), for
+	// the pfc family: a pause quantum is 512 bit times at it. LinkRates
+	// gives it per interface or link name (X, A~B) instead.
+	LinkRate  float64
+	LinkRates map[string]float64
+	// LinkDelay bounds a link's propagation delay and a MAC's response to a
+	// pause together, for pfc-paused-send (0: the in-flight tolerance).
+	LinkDelay time.Duration
+	// DeadlockAfter is how long every direction of a cycle between
+	// switches must have been paused together at the end of the capture
+	// for pfc-deadlock (0: DefaultDeadlockAfter; negative: never).
+	DeadlockAfter time.Duration
+	// CNP says when cnp-missing judges a receiver (CNPAuto: when it sent a
+	// CNP in the capture); CNPInterval is the NP's least time between two
+	// CNPs for one QP (0: DefaultCNPInterval) and CNPTolerance how much
+	// closer cnp-rate lets two be captured (0: DefaultCNPTolerance).
+	CNP          CNPMode
+	CNPInterval  time.Duration
+	CNPTolerance time.Duration
 }
 
 // Vantage is where a single-interface capture was taken.
@@ -222,8 +241,9 @@ type Violation struct {
 }
 
 func (v Violation) String() string {
-	if familyOf(v.Rule) == famINAPS {
-		// INA-PS frames have no QP or PSN: the detail names the fragment.
+	if fam := familyOf(v.Rule); fam == famINAPS || fam == famPFC {
+		// INA-PS and MAC Control frames have no QP or PSN: the detail
+		// names the fragment, or the pause.
 		return fmt.Sprintf("%s frame %d (%s, %.9fs): %s", v.Rule, v.Frame, v.Interface, float64(v.TimeNS)/1e9, v.Detail)
 	}
 	s := fmt.Sprintf("%s frame %d (%s, %.9fs) qp %#06x psn %d: %s", v.Rule, v.Frame, v.Interface,
@@ -369,6 +389,18 @@ type Report struct {
 	INAPSResults   int `json:"inaps_results,omitempty"`
 	INAPSPartials  int `json:"inaps_partials,omitempty"`
 	INAPSUnchecked int `json:"inaps_unchecked,omitempty"`
+	// PFC (rules_pfc.go): the MAC Control frames seen, and the PAUSE and
+	// PFC frames judged against what their link's other direction sent.
+	PFCFrames int `json:"pfc_frames,omitempty"`
+	PFCPauses int `json:"pfc_pauses,omitempty"`
+	// CNPs (rules_cnp.go): the CNPs seen, those judged for their rate at
+	// their receiver's link, and the CE-marked data packets delivered to
+	// a receiver judged for a CNP, and not (no CNP from that receiver in
+	// the capture without CheckOptions.CNP on, or too near its end).
+	CNPFrames  int `json:"cnp_frames,omitempty"`
+	CNPsJudged int `json:"cnps_judged,omitempty"`
+	CEJudged   int `json:"ce_judged,omitempty"`
+	CEUnjudged int `json:"ce_unjudged,omitempty"`
 }
 
 // CheckFile reads a pcap or pcapng file and checks it. The error is about
@@ -569,6 +601,12 @@ type checkFrame struct {
 	// snapped: cut by the snaplen (headers read, ICRC and payload not).
 	snapped  bool
 	injected bool
+	// prio is the frame's priority (DSCP's top three bits, else the VLAN
+	// PCP, else 0), ipLike that it is IP or RoCEv1 (what PFC pauses), ce
+	// that its ECN field is CE; wireLen its length (rules_pfc.go).
+	prio       uint8
+	ipLike, ce bool
+	wireLen    int32
 	// dupCopy: the frame's bytes are those of a frame a duplicate fault
 	// copied (here or upstream).
 	dupCopy bool
@@ -880,6 +918,8 @@ type frameParser struct {
 	treeGroups map[uint8]map[uint8]uint64
 	// inapsCorrupt: the INA-PS frames a corrupt fault hit.
 	inapsCorrupt map[int]bool
+	// macCtl: the MAC Control frames (PAUSE, PFC), for rules_pfc.go.
+	macCtl []macCtl
 }
 
 func (p *frameParser) addr(a netip.Addr) uint32 {
@@ -950,6 +990,8 @@ func (p *frameParser) add(r *pcapio.Record) {
 	f := p.fs.push()
 	rep.Frames++
 	f.idx, f.ts, f.iface = i, r.Info.Timestamp.UnixNano(), r.Info.InterfaceIndex
+	f.wireLen = int32(min(r.Info.Length, maxFrameLen))
+	f.prio, f.ipLike, f.ce = framePriority(r.Data)
 	if len(r.Data) >= 12 {
 		f.dstMAC, f.srcMAC, f.hasMAC = [6]byte(r.Data[0:6]), [6]byte(r.Data[6:12]), true
 	}
@@ -985,6 +1027,11 @@ func (p *frameParser) add(r *pcapio.Record) {
 		data = p.padded
 	}
 	if err := v.Parse(data); err != nil {
+		if m, ok := parseMACControl(data, i); ok {
+			p.macCtl = append(p.macCtl, m)
+			f.class = fcOther
+			return
+		}
 		if _, _, ok := inapsFrame(r.Data); ok {
 			p.noteINAPS(i, f, fault.Has("corrupt"))
 			return
@@ -1185,6 +1232,8 @@ func (p *frameParser) check(opt CheckOptions, payloads func(yield func(i int, da
 	}
 	c.leftUnpaired(left)
 	c.countConnections()
+	c.pfcRules(p.macCtl)
+	c.cnpRules()
 	aggErr := <-aggDone
 	rep.Violations = append(rep.Violations, aggViolations...)
 	inapsErr := <-inapsDone

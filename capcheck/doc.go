@@ -52,12 +52,38 @@
 //   - packed: a WRITE or SEND marked as carrying a compressed payload
 //     (DSCP 10, INCEPTIONN's ToS 0x28) whose good-ICRC payload does not
 //     unpack (frames/inceptionn's packed form).
+//   - pfc-format: a MAC Control frame (EtherType 0x8808) that is no
+//     well-formed IEEE 802.3x PAUSE or IEEE 802.1Qbb PFC frame: VLAN-tagged
+//     (the receiving MAC does not see it as one), not minFrameSize (60
+//     bytes as captured without the FCS, 64 with it), a PFC frame not to
+//     01:80:C2:00:00:01 or whose class-enable vector has its reserved
+//     high octet set, or another opcode to that address. Quanta of
+//     priorities whose enable bit is clear are ignored by the receiver
+//     and not judged. See rules_pfc.go.
+//   - pfc-paused-send: a frame of priority p (DSCP >> 3, else the VLAN
+//     PCP, else 0) on a link direction whose transmitter a PAUSE or PFC
+//     frame captured on the reverse direction had paused for p (until
+//     quanta x 512 bit times at the link's rate, CheckOptions.LinkRate,
+//     after its arrival; a refresh reloads the timer, quanta 0 resumes),
+//     that must have started after the pause arrived (beyond its own
+//     line time and CheckOptions.LinkDelay) and before it ended.
+//   - pfc-deadlock: a cycle of directions between switches (A-B link
+//     names that are no host's link) all still paused for one priority
+//     at the end of the capture, together for at least
+//     CheckOptions.DeadlockAfter.
+//   - cnp-missing: a CE-marked SEND, WRITE or READ response delivered to
+//     a receiver (on its host link) whose NP is on, with no CNP from the
+//     receiver for the connection leaving it within the CNP interval plus
+//     the in-flight tolerance either side. See rules_cnp.go.
+//   - cnp-rate: two CNPs from one receiver for one QP, as they leave it,
+//     closer than the CNP interval less CheckOptions.CNPTolerance.
 //
 // Rules is the same list as a table (name, family, one-line doc, the
 // report's count of what the rule judged), from which docs/check.md's
 // list, the JUnit testcases and the text report's per-family lines come;
 // each family's code is a file of its own (rules_icrc.go, rules_packed.go,
-// rules_psn.go, rules_readatomic.go, rules_agg.go, rules_inaps.go), the machinery that
+// rules_psn.go, rules_readatomic.go, rules_agg.go, rules_inaps.go,
+// rules_pfc.go, rules_cnp.go), the machinery that
 // runs the stream rules per vantage point and connection stream.go.
 //
 // Which opcodes each rule covers (IBTA Vol. 1 §9.2 opcode numbers, RC
@@ -79,10 +105,12 @@
 //	inaps-sum,     INA-PS frames (EtherType 0x0700) and    -
 //	inaps-partial  channel datagrams (UDP 4792), no RoCE
 //	packed         SEND and WRITE marked DSCP 10           -
+//	cnp-missing    CE-marked SEND, WRITE, READ responses   CNPs (0x81)
+//	cnp-rate       CNPs (0x81)                             -
 //
-// No rule applies to CNPs (0x81: congestion notifications carry no
-// transport state) or UD (0x64, 0x65: unreliable by design); they are
-// counted as RoCE frames. Every other opcode (UC, RD, XRC, RC FLUSH,
+// No go-back-N rule applies to CNPs (0x81: congestion notifications carry
+// no transport state; the cnp family judges them), and no rule to UD
+// (0x64, 0x65: unreliable by design); they are counted as RoCE frames. Every other opcode (UC, RD, XRC, RC FLUSH,
 // ATOMIC WRITE, an unknown one) is counted per opcode in
 // Report.UncheckedOpcodes and listed in Report.Unchecked: the verdict
 // is then undecidable (inaemu check exits 5), never conforming by

@@ -38,6 +38,11 @@ var Rules = []Rule{
 	{RuleAggSum, famAgg, "a NetReduce result that is not the rank-order sum of the contributions that reached the switch (tree order across racks)", "agg_checked"},
 	{RuleINAPSSum, famINAPS, "an INA-PS result (ACK) that is not the wrapping int32 sum of every worker's gradient, or whose bitmap is not the job's full mask; a worker's two copies of one gradient that differ", "inaps_results"},
 	{RuleINAPSPartial, famINAPS, "an INA-PS partial (Collision, or a reminder's return) that is not the wrapping int32 sum of the gradients its bitmap names", "inaps_partials"},
+	{RulePFCFormat, famPFC, "a MAC Control frame that is no well-formed PAUSE or PFC frame: tagged, not 64 bytes (60 without FCS), a PFC frame not to 01:80:C2:00:00:01 or with the enable vector's reserved octet set, another opcode to that address", "pfc_frames"},
+	{RulePFCPausedSend, famPFC, "a frame of a paused priority whose transmission started after the pause reached its sender (allowing the frame on the line and --link-delay) and before it expired or was resumed", "pfc_pauses"},
+	{RulePFCDeadlock, famPFC, "a cycle of directions between switches, each paused for the same priority without a break for --pfc-deadlock or longer at the end of the capture", "pfc_pauses"},
+	{RuleCNPMissing, famCNP, "a CE-marked data packet delivered to a receiver whose NP is on, with no CNP from it for the connection within the CNP interval plus the in-flight tolerance", "ce_judged"},
+	{RuleCNPRate, famCNP, "two CNPs from one receiver for one QP closer than the CNP interval (less --cnp-tolerance)", "cnps_judged"},
 }
 
 // RuleNames are the names of Rules, in order.
@@ -77,6 +82,8 @@ const (
 	famReadAtomic = "readatomic" // rules_readatomic.go
 	famAgg        = "agg"        // rules_agg.go
 	famINAPS      = "inaps"      // rules_inaps.go
+	famPFC        = "pfc"        // rules_pfc.go
+	famCNP        = "cnp"        // rules_cnp.go
 )
 
 // A ruleFamily's summary writes its lines of the text report (none when
@@ -94,6 +101,8 @@ var families = map[string]ruleFamily{
 	famReadAtomic: {famReadAtomic, "read/atomic", readAtomicSummary},
 	famAgg:        {famAgg, "aggregation", aggSummary},
 	famINAPS:      {famINAPS, "ina-ps", inapsSummary},
+	famPFC:        {famPFC, "pfc", pfcSummary},
+	famCNP:        {famCNP, "cnp", cnpSummary},
 }
 
 // writeFamily writes family's summary line, if it has one to say.

@@ -61,6 +61,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	writeFamily(&b, r, famAgg)
 	writeFamily(&b, r, famINAPS)
+	writeFamily(&b, r, famPFC)
+	writeFamily(&b, r, famCNP)
 	lat := func(label string, l LatencySummary) {
 		if l.Count == 0 {
 			fmt.Fprintf(&b, "  %-24s none\n", label)
