@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/inaemu/inaemu/emu/fabric"
 	"github.com/inaemu/inaemu/emu/nic"
 	"github.com/inaemu/inaemu/emu/nic/dcqcn"
 	"github.com/inaemu/inaemu/emu/switching"
+	"github.com/inaemu/inaemu/frames"
 )
 
 // Congestion is what a run's network does when it is congested: the
@@ -124,5 +126,46 @@ func (c *Congestion) apply(fc *fabric.Config, jobs []JobConfig) error {
 	fc.Buffer = c.Buffer
 	fc.Buffer.Lossless = lossless
 	fc.Scheduler, fc.DWRRWeights, fc.RED = c.Scheduler, c.DWRRWeights, c.RED
+	return nil
+}
+
+// deadlockPauses is how many of the longest pause (65535 quanta on the
+// slowest link) a cycle of directions must all have stayed paused before
+// the run calls it a PFC deadlock: a pause storm that is only congestion
+// releases a direction within a few pause times as its queues drain
+// (every refresh is sent while the ingress is still above XON), while a
+// deadlocked cycle never does.
+const deadlockPauses = 10
+
+// deadlocked looks for a PFC deadlock (fabric.Deadlocks) once per
+// deadlockAfter/2 of virtual time, when the network has MAC Control; a
+// deadlock it finds ends the run instead of leaving it to refresh its
+// pauses until --max-time.
+func (u *Session) deadlocked() *fabric.Deadlock {
+	if u.Fab.Live() || u.cfg.Buffer.Lossless == 0 && u.cfg.PFC == "" {
+		return nil
+	}
+	now := u.Fab.Clock.Now()
+	if u.deadlockAfter == 0 {
+		slowest := 0.0
+		for _, l := range u.Fab.Topo.Links {
+			if slowest == 0 || l.Rate < slowest {
+				slowest = l.Rate
+			}
+		}
+		if slowest <= 0 {
+			return nil
+		}
+		pause := time.Duration(float64(0xFFFF*frames.PauseQuantumBits) / slowest * 1e9)
+		u.deadlockAfter = deadlockPauses * pause
+	}
+	if now < u.deadlockAt {
+		return nil
+	}
+	u.deadlockAt = now + u.deadlockAfter/2
+	if d := u.Fab.Deadlocks(u.deadlockAfter); len(d) > 0 {
+		u.deadlocks = d
+		return &d[0]
+	}
 	return nil
 }

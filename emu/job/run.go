@@ -343,6 +343,11 @@ type Result struct {
 	// (inaemu run --dut): kept out of the report, its last lines shown
 	// when the run fails.
 	DeviceLog string `json:"device_log,omitempty"`
+	// PFC are the pause and ECN counters of every link direction and
+	// priority that saw any (congestion settings only), Deadlocks the PFC
+	// deadlocks that ended the run.
+	PFC       []fabric.PFCStats `json:"pfc,omitempty"`
+	Deadlocks []fabric.Deadlock `json:"deadlocks,omitempty"`
 }
 
 // validateSettings is Validate's range check of one job's settings.
@@ -665,6 +670,10 @@ type Session struct {
 	engines map[*nic.NIC]engineUse
 	// dcqcn are the NICs given DCQCN (congestion.go).
 	dcqcn map[*nic.NIC]*dcqcn.Offload
+	// deadlock is when the PFC deadlock detector looks next, and after
+	// how long a cycle's pauses count as one; deadlocks what it found.
+	deadlockAt, deadlockAfter time.Duration
+	deadlocks                 []fabric.Deadlock
 	// aheads are the inputs generated ahead of the loop (inputAhead).
 	aheads []*workload.Ahead
 }
@@ -1201,6 +1210,10 @@ func (u *Session) Loop() *Result {
 		if u.cfg.Progress != nil {
 			u.cfg.Progress(u.results())
 		}
+		if d := u.deadlocked(); d != nil {
+			u.unfinished().Err = &JobError{Msg: fmt.Sprintf("job cannot finish: %v (%s)", d, u.progress())}
+			break
+		}
 		select {
 		case <-stop: // nil without a Context: never ready
 			done, total := u.results()
@@ -1338,6 +1351,8 @@ func (u *Session) result(events int) *Result {
 	res.Faults = u.Fab.FaultStats()
 	res.FaultDrops = res.Faults.Lost + res.Faults.Dropped
 	res.QueueDrops = u.Fab.LinkStats().QueueDrops
+	res.PFC = u.Fab.PFCStats()
+	res.Deadlocks = u.deadlocks
 	return res
 }
 
