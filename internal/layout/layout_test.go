@@ -38,7 +38,7 @@ var levels = map[string]int{
 	// nothing else under emu/ imports it (TestEmuImportsNoDevices)
 	"emu/collective": 8, "emu/live": 8,
 	"emu":          9,
-	"emu/scenario": 10, "dut": 10,
+	"emu/scenario": 10, "dut": 10, "emu/congestion": 10, // emu/congestion: the experiments of docs/congestion.md (issue 36)
 	"conformance": 11,
 	"cmd/inaemu":  12, "internal/benchtable": 12,
 }
