@@ -104,7 +104,8 @@ type CheckOptions struct {
 	// CNP says when cnp-missing judges a receiver (CNPAuto: when it sent a
 	// CNP in the capture); CNPInterval is the NP's least time between two
 	// CNPs for one QP (0: DefaultCNPInterval) and CNPTolerance how much
-	// closer cnp-rate lets two be captured (0: DefaultCNPTolerance).
+	// closer cnp-rate lets two be captured (0: DefaultCNPTolerance;
+	// negative: none).
 	CNP          CNPMode
 	CNPInterval  time.Duration
 	CNPTolerance time.Duration

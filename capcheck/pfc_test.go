@@ -126,7 +126,7 @@ func pfcPausedCapture(t *testing.T, violate bool) *chkCapture {
 	p3 := pfcConn(t, 1, 2, 0x12, 0x11, 3<<5)
 	p0 := pfcConn(t, 1, 3, 0x22, 0x21, 0)
 	c := chkNewCapture("port1-in", "port1-out")
-	c.add("port1-in", us, p3.data(1, false))     // 1
+	c.add("port1-in", us, p3.data(1, false))      // 1
 	c.add("port1-out", 5*us, pfcOne(sw, 3, 1000)) // 2: T
 	c.add("port1-in", 300*time.Nanosecond, p3.data(2, false))
 	if violate {
@@ -390,4 +390,3 @@ func TestCNPRate(t *testing.T) {
 	rep = pfcCheck(t, cnpCapture(t, 30, nil, []int{5, 60, 106, 200}), capcheck.CheckOptions{CNPInterval: 100 * time.Microsecond})
 	assert.Len(t, ruleFrames(rep, capcheck.RuleCNPRate), 3)
 }
-

@@ -94,8 +94,11 @@ func (c *checker) cnpRules() {
 		interval = DefaultCNPInterval
 	}
 	tol := c.opt.CNPTolerance
-	if tol <= 0 {
+	switch {
+	case tol == 0:
 		tol = DefaultCNPTolerance
+	case tol < 0:
+		tol = 0
 	}
 	iv := interval.Nanoseconds()
 	var end int64

@@ -13,8 +13,46 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/inaemu/inaemu/capcheck"
+	"github.com/inaemu/inaemu/internal/units"
 	"github.com/inaemu/inaemu/tensor"
 )
+
+// linkRateFlags collects repeated --link-rate values: RATE for every
+// link, NAME=RATE for one interface or link (X, A~B).
+type linkRateFlags struct {
+	all   float64
+	named map[string]float64
+	text  []string
+}
+
+func (l *linkRateFlags) String() string { return strings.Join(l.text, " ") }
+
+// Type is the value's name in pflag's messages.
+func (l *linkRateFlags) Type() string { return "rate" }
+
+func (l *linkRateFlags) Set(v string) error {
+	name, rate, named := strings.Cut(v, "=")
+	if !named {
+		rate = v
+	}
+	r, err := units.ParseRate(rate)
+	if err != nil {
+		return err
+	}
+	if named {
+		if name == "" {
+			return fmt.Errorf("%q: want RATE or NAME=RATE", v)
+		}
+		if l.named == nil {
+			l.named = map[string]float64{}
+		}
+		l.named[name] = r
+	} else {
+		l.all = r
+	}
+	l.text = append(l.text, v)
+	return nil
+}
 
 // pairFlags collects repeated --pair values.
 type pairFlags []capcheck.QPPair
@@ -64,7 +102,7 @@ first retransmission, where the requester's frames are seen; NAK generation late
 first out-of-sequence data packet to the responder's NAK for it; NAK response latency, from a NAK
 to the first data packet with the PSN it asks for. "not delivered" (not_delivered): frames a
 fault dropped before the capture point, excluded from the rules. Every field: docs/reports.md.`
-	f.BoolVar(&a.asJSON, "json", false, "print one JSON object (conforms, frames, roce_frames, bad_icrc, malformed, not_delivered, injected, injected_kinds, reordered, reorder_window_ns, snapped, skipped, skipped_why, truncated, vantage_points, inferences, unpaired, unchecked, verdict, unchecked_opcodes, read_requests, atomic_requests, path_mtu, path_mtu_why, clock, in_flight_ns, in_flight_why, connections, agg_checked, agg_unchecked, agg_forwarded, retransmission_latency, nak_generation_latency, nak_response_latency, streams, violations[{rule,frame,index,interface,time_ns,qp,psn,detail,inferred}])")
+	f.BoolVar(&a.asJSON, "json", false, "print one JSON object (conforms, frames, roce_frames, bad_icrc, malformed, not_delivered, injected, injected_kinds, reordered, reorder_window_ns, snapped, skipped, skipped_why, truncated, vantage_points, inferences, unpaired, unchecked, verdict, unchecked_opcodes, read_requests, atomic_requests, path_mtu, path_mtu_why, clock, in_flight_ns, in_flight_why, connections, agg_checked, agg_unchecked, agg_forwarded, pfc_frames, pfc_pauses, cnp_frames, cnps_judged, ce_judged, ce_unjudged, retransmission_latency, nak_generation_latency, nak_response_latency, streams, violations[{rule,frame,index,interface,time_ns,qp,psn,detail,inferred}])")
 	f.StringVar(&a.junit, "junit", "", fmt.Sprintf(junitHelp, "a testcase per rule, a failure per violation with its frame number, a testcase unchecked"))
 	f.IntVar(&a.mtu, "mtu", 0, "the path MTU in `BYTES` (256, 512, 1024, 2048 or 4096) that says how many PSNs a READ request occupies (its length / MTU, rounded up); default: inferred from the capture's FIRST and MIDDLE payloads, which carry exactly one MTU (the report's read/atomic line says which)")
 	f.BoolVar(&a.allowUnchecked, "allow-unchecked", false, "exit 0, not 5, when no violation was found but part of the capture went unchecked (the report still lists what)")
@@ -76,6 +114,13 @@ fault dropped before the capture point, excluded from the rules. Every field: do
 	f.StringVar(&a.reorder, "reorder-window", "auto", "how far apart in time (`D`) a frame may have been overtaken on the way by a later one: auto (from the capture's fault annotations; none without), 0 (none) or a duration such as 20us")
 	f.StringVar(&a.program, "switch-program", "", "the switch program whose aggregation the capture shows, for the agg-sum rule's header length: "+strings.Join(capcheck.SwitchPrograms(), " or ")+" (default: the one the capture's section comment names, else netreduce)")
 	f.StringVar(&a.inaTag, "ina-tag", "INA1", "the InetTag of the switch's INA headers: four ASCII characters or a 32-bit number (0x494E4131 is inaemu's INA1)")
+	f.Var(&a.linkRate, "link-rate", "the links' rate for the pfc rules (a pause quantum is 512 bit times at it): `RATE` for every link (e.g. 100G, 25gbit) or NAME=RATE for one interface or link (port3, leaf0~spine0; repeatable); without it PAUSE/PFC frames are listed as unchecked (pcapng captures carry no link rate inaemu reads)")
+	f.DurationVar(&a.linkDelay, "link-delay", 0, "how long a PAUSE/PFC frame may take, after its capture, to stop its link partner, beyond the frame then on the line (propagation and the MAC's response): pfc-paused-send's tolerance (default: --in-flight's)")
+	f.DurationVar(&a.deadlock, "pfc-deadlock", capcheck.DefaultDeadlockAfter, "how long every direction of a cycle between switches must have been paused for one priority, together, at the end of the capture for pfc-deadlock (0: never)")
+	f.StringVar(&a.cnp, "cnp", "auto", "when cnp-missing judges a receiver's CE-marked packets: auto (when it sent any CNP in the capture), on (its DCQCN NP is on) or off")
+	f.DurationVar(&a.cnpInterval, "cnp-interval", capcheck.DefaultCNPInterval, "the NP's least time between two CNPs for one QP (DCQCN's N)")
+	f.DurationVar(&a.cnpTolerance, "cnp-tolerance", capcheck.DefaultCNPTolerance, "how much closer than --cnp-interval cnp-rate lets two CNPs for one QP be captured")
+	_ = c.RegisterFlagCompletionFunc("cnp", cobra.FixedCompletions([]string{"auto", "on", "off"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("dtype", cobra.FixedCompletions([]string{"f32", "i32", "f16"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("vantage", cobra.FixedCompletions([]string{"auto", "sender", "receiver", "tap"}, cobra.ShellCompDirectiveNoFileComp))
 	return c
@@ -92,6 +137,11 @@ type checkArgs struct {
 	reorder, junit         string
 	inFlight               time.Duration
 	inFlightSet            bool // --in-flight given: it wins over the capture's clock
+	linkRate               linkRateFlags
+	linkDelay, deadlock    time.Duration
+	cnp                    string
+	cnpInterval            time.Duration
+	cnpTolerance           time.Duration
 }
 
 // runCheck checks one capture file with check's flags.
@@ -126,6 +176,32 @@ func runCheck(fs *cmdEnv, file string, a checkArgs) int {
 		fs.usageError("--ina-tag %q: %v", a.inaTag, err)
 		return exitUsage
 	}
+	cnp, err := capcheck.ParseCNPMode(a.cnp)
+	if err != nil {
+		fs.usageError("--cnp: %v", err)
+		return exitUsage
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"--link-delay", a.linkDelay}, {"--pfc-deadlock", a.deadlock}, {"--cnp-tolerance", a.cnpTolerance}} {
+		if d.v < 0 {
+			fs.usageError("%s %v: want a duration of 0 or more", d.name, d.v)
+			return exitUsage
+		}
+	}
+	if a.cnpInterval <= 0 || a.cnpTolerance >= a.cnpInterval {
+		fs.usageError("--cnp-interval %v: want a duration above 0 and above --cnp-tolerance (%v)", a.cnpInterval, a.cnpTolerance)
+		return exitUsage
+	}
+	cnpTol := a.cnpTolerance // CheckOptions: 0 is the default, negative none
+	if cnpTol == 0 {
+		cnpTol = -1
+	}
+	deadlock := a.deadlock // CheckOptions: 0 is the default, negative never
+	if deadlock == 0 {
+		deadlock = -1
+	}
 	var w time.Duration // CheckOptions: 0 is from the capture's clock, negative is no window
 	if a.inFlightSet {
 		w = a.inFlight
@@ -147,7 +223,9 @@ func runCheck(fs *cmdEnv, file string, a checkArgs) int {
 	}
 	debug.SetGCPercent(capcheck.GCPercent)
 	start := time.Now()
-	rep, err := capcheck.CheckFile(file, capcheck.CheckOptions{Pairs: a.pairs, DType: dt, Vantage: vt, InFlight: w, LinkTaps: a.linkTaps, INATag: tag, ReorderWindow: rw, MTU: a.mtu, SwitchProgram: a.program})
+	rep, err := capcheck.CheckFile(file, capcheck.CheckOptions{Pairs: a.pairs, DType: dt, Vantage: vt, InFlight: w, LinkTaps: a.linkTaps, INATag: tag, ReorderWindow: rw, MTU: a.mtu, SwitchProgram: a.program,
+		LinkRate: a.linkRate.all, LinkRates: a.linkRate.named, LinkDelay: a.linkDelay, DeadlockAfter: deadlock,
+		CNP: cnp, CNPInterval: a.cnpInterval, CNPTolerance: cnpTol})
 	if err != nil {
 		fmt.Fprintf(stderr, "inaemu check: %v\n", err)
 		return exitUsage
