@@ -10,11 +10,12 @@ import (
 
 // The cnp family: DCQCN's notification point (NP) at a RoCEv2 receiver
 // (Zhu et al., "Congestion Control for Large-Scale RDMA Deployments",
-// SIGCOMM 2015, §3.1): a data packet that arrives with IP ECN = CE (11)
-// for a QP makes the receiver send a congestion notification packet (CNP:
+// SIGCOMM 2015, §3.2, the NP algorithm): a data packet that arrives with
+// IP ECN = CE (11) for a QP makes the receiver send a congestion notification packet (CNP:
 // BTH opcode 0x81, BECN set, destination QP the sender's QP of the
-// connection) back to the sender, at most one per QP per interval N (50 µs
-// in the paper). Both rules are judged on a host's link only, where the
+// connection) back to the sender, at most one per QP per interval N (the
+// paper's NP "generates at most one CNP packet every 50 microseconds for
+// the flow"). Both rules are judged on a host's link only, where the
 // receiver's traffic is seen as it leaves it (X-in, or an A-B direction
 // read as leaving a host) and what it receives as it arrives (X-out):
 // elsewhere queues between the receiver and the capture bunch CNPs up or
@@ -40,8 +41,8 @@ const (
 )
 
 // DefaultCNPInterval is CheckOptions.CNPInterval's default: DCQCN's N,
-// the least time between two CNPs for one QP (Zhu et al. 2015, §3.1 and
-// Table 1: 50 µs).
+// the least time between two CNPs for one QP (Zhu et al. 2015, §3.2:
+// 50 µs).
 const DefaultCNPInterval = 50 * time.Microsecond
 
 // DefaultCNPTolerance is CheckOptions.CNPTolerance's default: how much
