@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/emu/collective"
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/scenario"
 	"github.com/inaemu/inaemu/emu/switching"
@@ -259,6 +260,14 @@ func printHeader(w io.Writer, cfg emu.Config) {
 		if cfg.Mode == emu.Verbs {
 			what = "verbs " + cfg.Verb.String() + " (rank i to rank i+1)"
 		}
+		if cfg.Mode == collective.Traffic {
+			what = trafficWhat(cfg)
+		}
+		if cfg.Mode == collective.Traffic {
+			fmt.Fprintf(w, "inaemu run: %s, %d hosts, %s per flow, %s, seed %d\n",
+				what, cfg.Workers, units.FormatSize(cfg.TensorBytes), net, cfg.Seed)
+			return
+		}
 		fmt.Fprintf(w, "inaemu run: %s, %s × %s %s, %s, seed %d\n",
 			what, who, units.FormatSize(cfg.TensorBytes), cfg.DType, net, cfg.Seed)
 		return
@@ -364,6 +373,8 @@ func printSummary(w io.Writer, bw units.BandwidthUnit, r *emu.Result, pcap strin
 	case r.Exact && len(r.Jobs) == 1 && r.Jobs[0].Compression != nil:
 		fmt.Fprintf(w, "  result    EXACT: all %d workers hold, bit for bit, the sum the compressing hops define (max |error| %.3g against the exact sum)\n",
 			r.Workers, r.Jobs[0].Compression.MaxAbsErr)
+	case r.Exact && len(r.Jobs) == 1 && r.Jobs[0].Mode == string(collective.Traffic):
+		fmt.Fprintf(w, "  result    EXACT: every flow's writes checked bit for bit at its destination\n")
 	case r.Exact && len(r.Jobs) == 1 && r.Jobs[0].Mode == string(emu.Verbs):
 		fmt.Fprintf(w, "  result    EXACT: every rank's verbs on the next rank checked, data bit for bit, atomics in serial order\n")
 	case r.Exact:
@@ -405,6 +416,7 @@ func printSummary(w io.Writer, bw units.BandwidthUnit, r *emu.Result, pcap strin
 			}
 		}
 	}
+	printCongestion(w, r)
 	if n := r.Switch.PortSecurity; n > 0 {
 		fmt.Fprintf(w, "  security  %d frames dropped by port security (a host port's frame from another host's MAC or address, or a host's from another port)\n", n)
 	}

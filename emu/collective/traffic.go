@@ -75,7 +75,7 @@ func init() {
 	job.Register(job.Algorithm{Mode: Traffic,
 		Doc:            "no collective: RC RDMA WRITE flows between the ranks (incast, all-to-all, permutation or listed), each checked bit for bit, with per-flow completion times and throughput timelines",
 		New:            func(r *job.Job) (job.Collective, error) { return newTrafficJob(r) },
-		OwnConnections: true, Streams: true, Memory: trafficMemory,
+		OwnConnections: true, Streams: true, Memory: trafficMemory, PointToPoint: true,
 		Validate: func(c *job.Config) error {
 			if c.Devices != nil {
 				return &job.ConfigError{Err: errors.New("--mode traffic runs on emulated links (not on TAPs)")}

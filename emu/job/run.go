@@ -441,6 +441,9 @@ type Algorithm struct {
 	OnGPUs, NeedsGPUs bool
 	// Compresses: the job may compress its gradients (--compress).
 	Compresses bool
+	// PointToPoint: the job moves data between pairs of ranks, no
+	// collective, so its busbw is its algbw (nccl-tests' sendrecv).
+	PointToPoint bool
 	// InSwitch: the job aggregates in switches: it reports its release
 	// rule, its frames may be forged at a switch port, and a switch
 	// holds its ring (the fault validation and checker rely on it).
@@ -1412,6 +1415,9 @@ func (r *Job) Report() JobResult {
 	if done > 0 {
 		jr.AlgBWGbps = float64(jr.Bytes) * 8 / float64(done) // the tensor, or what a Reporter says the job moved
 		jr.BusBWGbps = jr.AlgBWGbps * 2 * float64(jr.Workers-1) / float64(jr.Workers)
+		if a := Lookup(mode); a != nil && a.PointToPoint {
+			jr.BusBWGbps = jr.AlgBWGbps
+		}
 		jr.AlgBWGBps, jr.BusBWGBps = jr.AlgBWGbps/8, jr.BusBWGbps/8 // bytes/ns is GB/s
 	}
 	return jr
