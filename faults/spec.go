@@ -201,9 +201,17 @@ const (
 	ClassData       // requests: SEND, WRITE, READ request, atomics
 	ClassAck        // ACKs and responses other than NAKs
 	ClassNAK        // NAKs and RNR NAKs
+	// ClassCNP is RoCEv2's congestion notification packet (BTH opcode
+	// 0x81), which DCQCN's notification point sends back to a sender.
+	ClassCNP
+	// ClassPause is an IEEE 802.3 MAC Control frame (EtherType 0x8808:
+	// an 802.1Qbb PFC frame) that a link's MAC sends: a fault on it is a
+	// pause or resume lost, corrupted (the receiving MAC's FCS check
+	// drops it), duplicated or late.
+	ClassPause
 )
 
-func (c Class) String() string { return [...]string{"any", "data", "ack", "nak"}[c] }
+func (c Class) String() string { return [...]string{"any", "data", "ack", "nak", "cnp", "pause"}[c] }
 
 // Event is one deterministic fault: `ACTION key=value ...` (see Parse).
 type Event struct {
@@ -240,7 +248,7 @@ func (e *Event) SpecText() string {
 // the switch from port R; only on frames going into the switch); keys are
 // link=NAME (one link direction of the topology, e.g. leaf0-spine0), or
 // port=R and dir=in|out (host R's link: in is host to switch),
-// class=data|ack|nak|any, qp=N, psn=P, nth=K, every=K and prob=P% (a
+// class=data|ack|nak|cnp|pause|any, qp=N, psn=P, nth=K, every=K and prob=P% (a
 // percentage, with its % sign unless it is 0). Errors name the bad
 // token, and the range of values it takes.
 func Parse(spec string) (Event, error) {
@@ -330,10 +338,14 @@ func Parse(spec string) (Event, error) {
 				ev.Class = ClassAck
 			case "nak":
 				ev.Class = ClassNAK
+			case "cnp":
+				ev.Class = ClassCNP
+			case "pause":
+				ev.Class = ClassPause
 			case "any":
 				ev.Class = ClassAny
 			default:
-				err = bad(tok, "class must be data, ack, nak or any")
+				err = bad(tok, "class must be data, ack, nak, cnp, pause or any")
 			}
 		case "qp":
 			ev.QP, err = num(0, 0xFFFFFF)

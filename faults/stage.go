@@ -161,6 +161,9 @@ func (s *Stage) Pending() int { return len(s.held) }
 
 // classify finds what events match on: class, destination QP and PSN.
 func classify(frame []byte) (c Class, qp, psn int64, v frames.View, roce bool) {
+	if frames.IsMACControl(frame) {
+		return ClassPause, -1, -1, v, false
+	}
 	if v.Parse(frame) != nil {
 		return ClassAny, -1, -1, v, false
 	}
@@ -173,7 +176,7 @@ func classify(frame []byte) (c Class, qp, psn int64, v frames.View, roce bool) {
 		}
 	}
 	if op == wire.CNP {
-		c = ClassAny
+		c = ClassCNP
 	}
 	return c, int64(v.DestQP()), int64(v.PSN()), v, true
 }
