@@ -24,7 +24,7 @@ import (
 // Only s0's port to r is overloaded (4 × 100G into 100G); the trunk
 // carries 300G of its 400G and v's link carries the victim alone.
 var holSpec = topo.Spec{
-	Hosts: topo.HostsSpec{List: []topo.HostSpec{{Name: "a0"}, {Name: "a1"}, {Name: "x"}, {Name: "b0"}, {Name: "b1"}, {Name: "r"}, {Name: "v"}}},
+	Hosts:    topo.HostsSpec{List: []topo.HostSpec{{Name: "a0"}, {Name: "a1"}, {Name: "x"}, {Name: "b0"}, {Name: "b1"}, {Name: "r"}, {Name: "v"}}},
 	Switches: []topo.SwitchSpec{{Name: "s0"}, {Name: "s1"}},
 	Links: []topo.LinkSpec{{A: "s1", B: "s0", Link: "400G"},
 		{A: "a0", B: "s1"}, {A: "a1", B: "s1"}, {A: "x", B: "s1"},
