@@ -29,6 +29,17 @@ type Stats struct {
 	// Compression counts the compression offload's work (nil: the NIC has
 	// none; emu/nic/compress fills it).
 	Compression *CompressionStats `json:"compression,omitempty"`
+	// The receive buffer's (SetRxBuffer; rxbuffer.go): frames dropped for
+	// want of room (NVIDIA's rx_discards_phy), the PFC frames it sent
+	// (pauses on crossing XOFF, their refreshes, resumes at XON), its
+	// high-water mark and how long it kept the link partner paused
+	// (closed pauses; StatsNow adds one still on), every priority summed.
+	RxBufferDrops    uint64 `json:"rx_buffer_drops,omitempty"`
+	RxPausesXOFF     uint64 `json:"rx_pauses_xoff,omitempty"`
+	RxPausesRefresh  uint64 `json:"rx_pauses_refresh,omitempty"`
+	RxPausesXON      uint64 `json:"rx_pauses_xon,omitempty"`
+	RxBufferMaxBytes int64  `json:"rx_buffer_max_bytes,omitempty"`
+	RxPausedNs       int64  `json:"rx_paused_ns,omitempty"`
 }
 
 // CompressionStats count what a NIC's compression engines did (the
@@ -112,6 +123,9 @@ type NIC struct {
 	// switching.Priority): a control frame of a paused priority waits.
 	// Without it control frames ignore pauses.
 	Priority func(frame []byte) int
+	// rx is the receive buffer (rxbuffer.go), nil: frames go to the QPs
+	// as they arrive.
+	rx *rxBuffer
 }
 
 // Pause holds the NIC's frames of priority prio until until: the PFC
@@ -334,8 +348,9 @@ func (h *NIC) NextFrame(buf []byte) int {
 	return 0
 }
 
-// Receive is the NIC's receive path: MAC filter, parse, demultiplex by
-// QPN. frame is only read during the call.
+// Receive is the NIC's receive path: MAC filter, the receive buffer if
+// it has one, parse, demultiplex by QPN. frame is only read during the
+// call.
 func (h *NIC) Receive(frame []byte) {
 	h.Stats.RxFrames++
 	if len(frame) < 14 {
@@ -346,6 +361,16 @@ func (h *NIC) Receive(frame []byte) {
 		h.Stats.NotForMe++
 		return
 	}
+	if h.rx != nil {
+		h.rx.push(frame)
+		return
+	}
+	h.accept(frame)
+}
+
+// accept parses a frame the MAC accepted and hands it on: to the
+// offloads and the QPs, or to OnControl.
+func (h *NIC) accept(frame []byte) {
 	if err := h.view.Parse(frame); err != nil {
 		if err == frames.ErrNotRoCE {
 			h.Stats.NotRoCE++
