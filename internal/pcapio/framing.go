@@ -109,7 +109,14 @@ type framer struct {
 	ifaces int
 	// frames counts complete packet records or blocks.
 	frames int
-	lost   bool // a length field made no sense: pcapgo reports the file as corrupt
+	// idb is the current Interface Description Block's body after its
+	// 16-byte header (up to maxIDBOptions bytes), links what the
+	// section's blocks said of their links (Reader.InterfaceLinks: pcapgo
+	// drops if_speed), sections how many Section Header Blocks began.
+	idb      []byte
+	links    []Interface
+	sections int
+	lost     bool // a length field made no sense: pcapgo reports the file as corrupt
 	bad    lostAt
 	trunc  *TruncatedError
 }
@@ -199,6 +206,9 @@ func (f *framer) feed(b []byte) int {
 		k := int64(len(b))
 		if k > f.body {
 			k = f.body
+		}
+		if f.unit == unitBlock && f.typ == blockIDB && f.want == 16 && len(f.idb) < maxIDBOptions {
+			f.idb = append(f.idb, b[:min(k, int64(maxIDBOptions-len(f.idb)))]...)
 		}
 		f.body -= k
 		f.off += k
@@ -291,6 +301,7 @@ func (f *framer) block() bool {
 			return false
 		case f.typ == blockSHB:
 			f.ifaces, f.snap = 0, 0
+			f.links, f.sections = f.links[:0], f.sections+1
 		}
 	}
 	// The frame pcapgo will read into memory: an Enhanced or obsolete
@@ -331,6 +342,12 @@ func (f *framer) next() {
 		f.frames++
 	case f.unit == unitBlock && (f.typ == blockEPB || f.typ == blockSPB || f.typ == blockPB):
 		f.frames++
+	case f.unit == unitBlock && f.typ == blockIDB && f.want == 16:
+		var in Interface
+		if int64(len(f.idb)) == f.total-16 && len(f.idb) >= 4 {
+			in = readIDBOptions(f.order, f.idb[:len(f.idb)-4])
+		}
+		f.links, f.idb = append(f.links, in), f.idb[:0]
 	}
 	if f.unit == unitFileHeader {
 		f.unit = unitRecord

@@ -51,7 +51,7 @@ type plainNg struct {
 
 // plainIface is what a record needs of its interface.
 type plainIface struct {
-	name string
+	link Interface // its name and link (Reader.InterfaceLinks)
 	lt   layers.LinkType
 	// ticks per second (10^6 or 10^9) and what one tick is in ns, and
 	// if_tsoffset in seconds.
@@ -216,8 +216,8 @@ func (p *plainNg) next() (data []byte, ci gopacket.CaptureInfo, comments []strin
 			in := plainIface{lt: layers.LinkType(p.order.Uint16(body)), perSec: 1e6, tickNS: 1e3}
 			plain := p.options(body[8:], func(code uint16, v []byte) {
 				switch {
-				case code == optIfName:
-					in.name = string(v)
+				case code == optIfName || code == optIfDescription || code == optIfSpeed:
+					ifaceOption(&in.link, p.order, code, v)
 				case code == optTSResol && len(v) >= 1 && v[0] == 9:
 					in.perSec, in.tickNS = 1e9, 1
 				case code == optTSResol && len(v) >= 1 && v[0] != 6:
@@ -245,7 +245,7 @@ func (p *plainNg) next() (data []byte, ci gopacket.CaptureInfo, comments []strin
 func (p *plainNg) names() []string {
 	out := make([]string, len(p.ifaces))
 	for i, in := range p.ifaces {
-		out[i] = in.name
+		out[i] = in.link.Name
 	}
 	return out
 }
