@@ -88,6 +88,11 @@ type Config struct {
 	Scheduler   string
 	DWRRWeights [8]int
 	RED         RED
+	// NICRxRate, if positive, gives every NIC a receive buffer of
+	// NICRxBuffer bytes (0: nic.DefaultRxBufferBytes) drained at that
+	// many bits per second: a host slower than its link (nicrx.go).
+	NICRxRate   float64
+	NICRxBuffer int64
 }
 
 // congestion reports whether the run uses the prio queues and MAC Control.
@@ -336,6 +341,9 @@ func New(cfg Config) (*Fabric, error) {
 				return nil, fmt.Errorf("fabric: %v", err)
 			}
 		}
+	}
+	if err := f.setNICRxBuffers(&cfg); err != nil {
+		return nil, fmt.Errorf("fabric: %v", err)
 	}
 	// Routes: every switch knows the ports towards every host NIC.
 	for _, s := range f.Switches {
