@@ -2,8 +2,10 @@ package fabric
 
 import (
 	"io"
+	"math"
 	"time"
 
+	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/internal/pcapio"
 )
@@ -22,13 +24,25 @@ type capture struct {
 }
 
 // newCapture starts the capture; its section comment names program
-// (pcapio.SwitchProgramComment: nothing for NetReduce's).
+// (pcapio.SwitchProgramComment: nothing for NetReduce's). A fabric with
+// congestion settings (its directions have MAC Control) states each
+// interface's link too, so that a reader judges its PAUSE/PFC frames from
+// the capture alone: the rate the topology gives the link (if_speed; the
+// direction's bytePs is its rounding) and the link's propagation delay
+// (pcapio.LinkDelayDescription). Without them nothing is added: those
+// captures stay the bytes they always were.
 func newCapture(out io.Writer, program string, dirs []*linkDir) (*capture, error) {
-	names := make([]string, len(dirs))
+	ifaces := make([]pcapio.Interface, len(dirs))
 	for i, d := range dirs {
-		names[i] = d.name
+		ifaces[i].Name = d.name
+		if d.pfc != nil {
+			if l := d.link(); l != nil {
+				ifaces[i].Speed = uint64(math.Round(l.Rate))
+			}
+			ifaces[i].Delay, ifaces[i].HasDelay = d.prop, true
+		}
 	}
-	w, err := pcapio.NewCommentedWriter(out, pcapio.SwitchProgramComment(program), names...)
+	w, err := pcapio.NewInterfaceWriter(out, pcapio.SwitchProgramComment(program), ifaces...)
 	if err != nil {
 		return nil, err
 	}
@@ -36,6 +50,17 @@ func newCapture(out io.Writer, program string, dirs []*linkDir) (*capture, error
 		d.capID = i
 	}
 	return &capture{w: w}, nil
+}
+
+// link is the topology link the direction is one of (nil for none).
+func (d *linkDir) link() *topo.Link {
+	if d.fab == nil || d.fab.Topo == nil {
+		return nil
+	}
+	if i, _, ok := d.fab.Topo.Direction(d.name); ok {
+		return &d.fab.Topo.Links[i]
+	}
+	return nil
 }
 
 func (c *capture) record(d *linkDir, at time.Duration, frame []byte, note faults.Note, ev *faults.Event, extra time.Duration, dropped bool) {
