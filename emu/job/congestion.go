@@ -33,6 +33,12 @@ type Congestion struct {
 	// RED is every switch egress queue's RED/ECN marking profile, per
 	// priority class (the zero value marks nothing).
 	RED fabric.RED
+	// NICRxRate, if positive, is how fast every host drains its NIC's
+	// receive buffer (bits per second), of NICRxBuffer bytes (0: a
+	// ConnectX port's, nic.DefaultRxBufferBytes): a host slower than its
+	// link, whose NIC pauses its lossless priorities (with PFC) or drops.
+	NICRxRate   float64
+	NICRxBuffer int64
 }
 
 // ParsePFC reads a --pfc value: off, on, or priorities 0..7 separated by
@@ -126,6 +132,7 @@ func (c *Congestion) apply(fc *fabric.Config, jobs []JobConfig) error {
 	fc.Buffer = c.Buffer
 	fc.Buffer.Lossless = lossless
 	fc.Scheduler, fc.DWRRWeights, fc.RED = c.Scheduler, c.DWRRWeights, c.RED
+	fc.NICRxRate, fc.NICRxBuffer = c.NICRxRate, c.NICRxBuffer
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/fabric"
+	"github.com/inaemu/inaemu/emu/nic"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/internal/units"
 )
@@ -46,6 +47,22 @@ func (s *Scenario) applyCongestion(cfg *emu.Config, set func(string, func() erro
 	}
 	if s.Sched != "" {
 		set("sched", func() (e error) { cfg.Scheduler, cfg.DWRRWeights, e = ParseSched(s.Sched); return })
+	}
+	if s.NICRxRate != "" {
+		set("nic_rx_rate", func() (e error) {
+			if cfg.NICRxRate, e = units.ParseRate(s.NICRxRate); e == nil && !(cfg.NICRxRate > 0) {
+				e = fmt.Errorf("%q: want a rate greater than 0", s.NICRxRate)
+			}
+			return
+		})
+	}
+	if s.NICRxBuffer != "" {
+		set("nic_rx_buffer", func() (e error) {
+			if cfg.NICRxBuffer, e = positiveSize(s.NICRxBuffer); e == nil && cfg.NICRxBuffer < 2*nic.MaxFrame {
+				e = fmt.Errorf("%q: want at least two maximum frames (%d B)", s.NICRxBuffer, 2*nic.MaxFrame)
+			}
+			return
+		})
 	}
 }
 

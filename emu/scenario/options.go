@@ -172,6 +172,10 @@ func Options() []Option {
 			Help: "the switch egress scheduler across priorities: strict, dwrr, or dwrr:W0,...,W7 (weights 1..100)"},
 		{Key: "red", Arg: "KMIN,KMAX,PMAX", Group: NetworkGroup, Default: "off",
 			Help: "RED/ECN marking of every switch egress queue per priority: off, or CE on ECN-capable frames with probability 0 below KMIN bytes queued, rising to PMAX at KMAX, 1 above (DCQCN's: 5KB,200KB,1%)"},
+		{Key: "nic_rx_rate", Arg: "RATE", Group: NetworkGroup, Kind: Rate,
+			Help: "a slow receiver: each host drains its NIC's receive buffer at RATE (e.g. 5G behind a 10G link); a NIC whose buffer crosses XOFF pauses its link's lossless priorities (with --pfc), else drops what does not fit (default: off, the host takes every frame at once)"},
+		{Key: "nic_rx_buffer", Arg: "SIZE", Group: NetworkGroup, Kind: Size,
+			Help: "each NIC's receive buffer with --nic-rx-rate (default: 262016 B, a ConnectX port's; at least two 4352 B frames)"},
 	}
 }
 

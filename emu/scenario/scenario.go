@@ -121,6 +121,10 @@ type Scenario struct {
 	PFCHeadroom  string `yaml:"pfc_headroom,omitempty"`
 	Sched        string `yaml:"sched,omitempty"`
 	RED          string `yaml:"red,omitempty"`
+	// NICRxRate is how fast each host drains its NIC's receive buffer (a
+	// rate; not given: at once) and NICRxBuffer that buffer's size.
+	NICRxRate   string `yaml:"nic_rx_rate,omitempty"`
+	NICRxBuffer string `yaml:"nic_rx_buffer,omitempty"`
 	// Jobs are the run's jobs; without them the run is one job of workers
 	// ranks on hosts h0, h1, ...
 	Jobs []Job `yaml:"jobs,omitempty"`
