@@ -149,6 +149,7 @@ var Suites = []struct {
 	{"multirack", MultiRackSuite, 1},
 	{"schemes", SchemesSuite, 1},
 	{"inaps", INAPSSuite, 1},
+	{"congestion", CongestionSuite, 1},
 }
 
 // eachCase runs the cases of property name that o's shard owns: case i
