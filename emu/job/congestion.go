@@ -129,10 +129,19 @@ func (c *Congestion) apply(fc *fabric.Config, jobs []JobConfig) error {
 	if err != nil {
 		return err
 	}
-	fc.Buffer = c.Buffer
-	fc.Buffer.Lossless = lossless
 	fc.Scheduler, fc.DWRRWeights, fc.RED = c.Scheduler, c.DWRRWeights, c.RED
 	fc.NICRxRate, fc.NICRxBuffer = c.NICRxRate, c.NICRxBuffer
+	if lossless == 0 && !c.Buffer.Enforce && c.Scheduler == "" && c.RED == (fabric.RED{}) {
+		// Nothing asks the memory manager to act: the switches only count,
+		// as they always did (the buffer's size matters only when managed).
+		return nil
+	}
+	// A network with any congestion setting has switches whose memory
+	// manager acts: lossless priorities are paused for, the others
+	// admitted against the dynamic egress threshold (Enforce), so the
+	// switch buffer, not a link's frame queue, is what fills and drops.
+	fc.Buffer = c.Buffer
+	fc.Buffer.Lossless, fc.Buffer.Enforce = lossless, true
 	return nil
 }
 

@@ -96,15 +96,15 @@ func parseAlpha(v string) (float64, error) {
 	return a, nil
 }
 
-// ParseSched reads an egress scheduler: strict (Config's "": the
-// default), dwrr (every priority's weight 1) or dwrr:W0,W1,...,W7 (eight
-// weights, 1..100).
+// ParseSched reads an egress scheduler: strict, dwrr (every priority's
+// weight 1) or dwrr:W0,W1,...,W7 (eight weights, 1..100). Config's "" is
+// no priority queues at all (strict when PFC or RED makes them).
 func ParseSched(v string) (string, [8]int, error) {
 	var w [8]int
 	name, list, hasList := strings.Cut(v, ":")
 	switch {
 	case name == "strict" && !hasList:
-		return "", w, nil // the default, which Config spells ""
+		return name, w, nil
 
 	case name == "dwrr" && !hasList:
 		return name, w, nil

@@ -243,6 +243,14 @@ func Priority(f []byte) int {
 
 // push queues frame on port p's egress, charged to ingress port in.
 func (s *Switch) push(p, in int, frame []byte, ready time.Duration) {
+	if in < 0 && s.buffer.tracked {
+		// A managed buffer charges what a program sends to the port whose
+		// frame made it (-1 when a timer sent it), as a memory manager
+		// charges a replica to its packet's ingress: a lossless
+		// priority's results are then paused for at that port, not
+		// dropped for want of a port to pause.
+		in = s.inPort
+	}
 	prio := Priority(frame)
 	tag := uint32(in+1)*Priorities + uint32(prio)
 	if te := s.tagged[p]; te != nil {

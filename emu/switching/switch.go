@@ -78,6 +78,7 @@ type Switch struct {
 	view      frames.View
 	emitFn    ProgramEmit
 	buffer    buffer // the shared buffer's accounting (buffer.go)
+	inPort    int    // the ingress port of the frame the programs process (-1: none)
 }
 
 // binding is a port's bound host NIC.
@@ -102,7 +103,7 @@ func New(clock Clock, name string, t Timing) *Switch {
 		t = DefaultTiming
 	}
 	s := &Switch{Name: name, timing: t, clock: clock, macs: map[[6]byte]int{}, routes: map[[6]byte][]int{},
-		boundMAC: map[[6]byte]int{}, boundIP: map[[16]byte]int{}}
+		boundMAC: map[[6]byte]int{}, boundIP: map[[16]byte]int{}, inPort: -1}
 	s.emitFn = s.emit
 	return s
 }
@@ -253,23 +254,39 @@ func (s *Switch) Ingress(port int, frame []byte) {
 			}
 		}
 	}
-	// Stage 2: parsing and the programs.
+	// Stage 2: parsing and the programs. What a program sends while it
+	// processes this frame was made from it (a result, a multicast copy):
+	// a managed buffer charges it to this ingress port (push).
+	if len(s.programs) > 0 {
+		s.inPort = port
+		consumed := s.runPrograms(port, frame)
+		s.inPort = -1
+		if consumed {
+			return
+		}
+	}
+	s.forward(port, frame, s.timing.Forward)
+}
+
+// runPrograms offers the frame to the programs in order; it reports
+// whether one consumed it.
+func (s *Switch) runPrograms(port int, frame []byte) bool {
 	if len(s.programs) > 0 {
 		if err := s.view.Parse(frame); err == nil {
 			for _, p := range s.programs {
 				if p.Process(&s.view, port, s.emitFn) {
-					return
+					return true
 				}
 			}
 		} else if err == frames.ErrNotRoCE {
 			for _, p := range s.programs {
 				if fp, ok := p.(FrameProgram); ok && fp.ProcessFrame(frame, port, s.emitFn) {
-					return
+					return true
 				}
 			}
 		}
 	}
-	s.forward(port, frame, s.timing.Forward)
+	return false
 }
 
 // emit forwards what a program sends.
