@@ -97,6 +97,16 @@ func printCongestion(w io.Writer, r *emu.Result) {
 // goodput together, and Jain's fairness index over the second half of the
 // time they all ran.
 func printFlows(w io.Writer, name string, j emu.JobResult) {
+	done := 0
+	for _, f := range j.Flows {
+		if f.FCTNS > 0 {
+			done++
+		}
+	}
+	if done < len(j.Flows) {
+		fmt.Fprintf(w, "  flows     %s%d of %d flows finished\n", name, done, len(j.Flows))
+		return
+	}
 	var lo, hi time.Duration
 	var bytes int64
 	start, end := time.Duration(1<<62), time.Duration(0)

@@ -1214,7 +1214,7 @@ func (u *Session) Loop() *Result {
 			u.cfg.Progress(u.results())
 		}
 		if d := u.deadlocked(); d != nil {
-			u.unfinished().Err = &JobError{Msg: fmt.Sprintf("job cannot finish: %v (%s)", d, u.progress())}
+			u.unfinished().Err = &JobError{Msg: fmt.Sprintf("job cannot finish: %v; so far%s", d, strings.TrimSuffix(u.progress(), ";"))}
 			break
 		}
 		select {
@@ -1462,11 +1462,20 @@ func (r *Job) Drain(w *Worker, f func(c roce.Completion)) {
 // send with ECN enabled. Every collective connects its QPs by it.
 func (r *Job) PathTo(a, peer *nic.NIC, dqpn uint32) frames.Path {
 	p := a.PathTo(peer, dqpn)
-	p.TClass = uint8(r.Cfg.DSCP) << 2
-	if r.Cfg.CC == CCDCQCN {
-		p.TClass |= ECT0
-	}
+	p.TClass = r.Cfg.TClass()
 	return p
+}
+
+// TClass is the traffic class (IPv4 TOS) of the job's QPs: DSCP<<2, with
+// ECT(0) when its congestion control reacts to ECN marks. Frames sent on
+// the job's behalf by others (a multi-rack NetReduce ring's switches) use
+// it too.
+func (c *Config) TClass() uint8 {
+	tc := uint8(c.DSCP) << 2
+	if c.CC == CCDCQCN {
+		tc |= ECT0
+	}
+	return tc
 }
 
 // The congestion controls a job may have (Config.CC).
