@@ -95,8 +95,18 @@ type CheckOptions struct {
 	LinkRate  float64
 	LinkRates map[string]float64
 	// LinkDelay bounds a link's propagation delay and a MAC's response to a
-	// pause together, for pfc-paused-send (0: the in-flight tolerance).
+	// pause together, for pfc-paused-send (0: the interface's
+	// InterfaceDelays, else the in-flight tolerance).
 	LinkDelay time.Duration
+	// InterfaceRates and InterfaceDelays are what the capture states of
+	// each interface's link, by interface index: its rate in bits per
+	// second (pcapng if_speed; 0: unknown) and its one-way propagation
+	// delay (the description pcapio.LinkDelayPrefix; negative: unknown).
+	// CheckFile reads them from the file when both are nil; LinkRate,
+	// LinkRates and LinkDelay override them. inaemu's captures of a run
+	// with congestion settings state both.
+	InterfaceRates  []float64
+	InterfaceDelays []time.Duration
 	// DeadlockAfter is how long every direction of a cycle between
 	// switches must have been paused together at the end of the capture
 	// for pfc-deadlock (0: DefaultDeadlockAfter; negative: never).
@@ -451,6 +461,9 @@ func CheckFile(path string, opt CheckOptions) (*Report, error) {
 	}
 	if opt.SwitchProgram == "" {
 		opt.SwitchProgram = pcapio.SwitchProgram(rd.SectionComment())
+	}
+	if opt.InterfaceRates == nil && opt.InterfaceDelays == nil {
+		opt.InterfaceRates, opt.InterfaceDelays = interfaceLinks(rd.InterfaceLinks())
 	}
 	if opt.Clock == ClockAuto && pcapio.WallClock(rd.SectionComment()) {
 		opt.Clock, p.clockWhy = ClockWall, "the capture's section comment says "+strconv.Quote(pcapio.WallClockComment)

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/inaemu/inaemu/internal/pcapio"
 )
 
 // The pfc family: MAC Control frames (EtherType 0x8808) that pause a
@@ -200,7 +202,8 @@ type pfcState struct {
 }
 
 // linkRate is interface i's rate in bits per second (0: unknown):
-// CheckOptions.LinkRates by its name, then by its link's, then LinkRate.
+// CheckOptions.LinkRates by its name, then by its link's, then LinkRate,
+// then what the capture states (InterfaceRates).
 func (c *checker) linkRate(i int, l linkName) float64 {
 	if r, ok := c.opt.LinkRates[c.ifaceNames[i]]; ok {
 		return r
@@ -208,7 +211,31 @@ func (c *checker) linkRate(i int, l linkName) float64 {
 	if r, ok := c.opt.LinkRates[l.vp]; ok && l.vp != "" {
 		return r
 	}
-	return c.opt.LinkRate
+	if c.opt.LinkRate > 0 {
+		return c.opt.LinkRate
+	}
+	if i < len(c.opt.InterfaceRates) && c.opt.InterfaceRates[i] > 0 {
+		return c.opt.InterfaceRates[i]
+	}
+	return 0
+}
+
+// interfaceLinks are a capture's statements of its interfaces' links as
+// CheckOptions.InterfaceRates and InterfaceDelays (nil, nil for none).
+func interfaceLinks(ifaces []pcapio.Interface) (rates []float64, delays []time.Duration) {
+	stated := false
+	rates, delays = make([]float64, len(ifaces)), make([]time.Duration, len(ifaces))
+	for i, in := range ifaces {
+		rates[i], delays[i] = float64(in.Speed), -1
+		if in.HasDelay {
+			delays[i] = in.Delay
+		}
+		stated = stated || in.Speed != 0 || in.HasDelay
+	}
+	if !stated {
+		return nil, nil
+	}
+	return rates, delays
 }
 
 // ifaceLinks places every interface on its link by its name (a zero
@@ -302,7 +329,7 @@ func (c *checker) pfcRules(ctl []macCtl) {
 			rep.Unchecked = append(rep.Unchecked, fmt.Sprintf("%s: %s not judged by pfc-paused-send or pfc-deadlock: the direction they pause was not captured (or not named as its link's other direction)", name, plural(ms.noRev, "PAUSE/PFC frame")))
 		}
 		if ms.noRate > 0 {
-			rep.Unchecked = append(rep.Unchecked, fmt.Sprintf("%s: %s not judged by pfc-paused-send or pfc-deadlock: the link's rate is unknown, so are the pauses' lengths (give --link-rate)", name, plural(ms.noRate, "PAUSE/PFC frame")))
+			rep.Unchecked = append(rep.Unchecked, fmt.Sprintf("%s: %s not judged by pfc-paused-send or pfc-deadlock: the link's rate is unknown (the capture states no if_speed for it), so are the pauses' lengths (give --link-rate)", name, plural(ms.noRate, "PAUSE/PFC frame")))
 		}
 	}
 	c.pausedSend(st)
@@ -339,11 +366,17 @@ func (st *pfcState) end(i, p int, t int64) {
 }
 
 // linkDelay is the tolerance pfc-paused-send allows between a pause's
-// capture and the transmitter's stopping, beyond the frame on the line:
-// CheckOptions.LinkDelay, else the in-flight tolerance.
-func (c *checker) linkDelay() int64 {
+// capture and the transmitter's stopping, beyond the frame on the line,
+// for frames captured on interface i: CheckOptions.LinkDelay, else the
+// propagation delay the capture states for i's link (exact for the
+// emulator, whose MAC acts on a pause as it arrives), else the in-flight
+// tolerance.
+func (c *checker) linkDelay(i int) int64 {
 	if c.opt.LinkDelay > 0 {
 		return c.opt.LinkDelay.Nanoseconds()
+	}
+	if i < len(c.opt.InterfaceDelays) && c.opt.InterfaceDelays[i] >= 0 {
+		return c.opt.InterfaceDelays[i].Nanoseconds()
 	}
 	return c.inFlight
 }
@@ -353,18 +386,22 @@ func (c *checker) linkDelay() int64 {
 // (its fault delay taken off) with n bytes started at most t - n·8/rate
 // before (the capture shows it whole) and at least t - (n+24)·8/rate -
 // delay (preamble, FCS and gap on the line; delay for the propagation
-// and the receiving MAC's response, CheckOptions.LinkDelay). It is a
+// and the receiving MAC's response, linkDelay). It is a
 // violation when the earliest start is after the pause began and the
 // latest before it ended: the frame cannot have been on the line when
 // the pause arrived. Reported once per pause span, at its first such
 // frame, with their number.
 func (c *checker) pausedSend(st *pfcState) {
-	delay := c.linkDelay()
+	delays := make([]int64, len(c.ifaceNames))
+	for i := range delays {
+		delays[i] = c.linkDelay(i)
+	}
 	type hit struct {
 		first *checkFrame
 		n     int
 		span  *pauseSpan
 		prio  int
+		delay int64
 	}
 	hits := map[*pauseSpan]*hit{}
 	var order []*hit
@@ -378,7 +415,7 @@ func (c *checker) pausedSend(st *pfcState) {
 		if len(ss) == 0 {
 			continue
 		}
-		rate := st.rate[f.iface]
+		rate, delay := st.rate[f.iface], delays[f.iface]
 		n := float64(f.wireLen)
 		sMax := f.eff - int64(n*8e9/rate)
 		sMin := f.eff - int64(math.Ceil((n+24)*8e9/rate)) - delay
@@ -390,7 +427,7 @@ func (c *checker) pausedSend(st *pfcState) {
 		sp := &st.spans[f.iface][p][k]
 		h := hits[sp]
 		if h == nil {
-			h = &hit{first: f, span: sp, prio: p}
+			h = &hit{first: f, span: sp, prio: p, delay: delay}
 			hits[sp] = h
 			order = append(order, h)
 		}
@@ -403,7 +440,7 @@ func (c *checker) pausedSend(st *pfcState) {
 		}
 		c.violation(RulePFCPausedSend, h.first, "priority %d frame sent while the direction was paused for it: paused from %s (PAUSE/PFC frame %d on %s) until %s, and it started after %s + its line time + %v%s",
 			h.prio, c.relTime(h.span.on), h.span.frame+1, c.ifaceNames[c.fs.at(h.span.frame).iface], c.relTime(h.span.off),
-			c.relTime(h.span.on), time.Duration(delay), more)
+			c.relTime(h.span.on), time.Duration(h.delay), more)
 	}
 }
 
