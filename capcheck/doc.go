@@ -64,9 +64,11 @@
 //     PCP, else 0) on a link direction whose transmitter a PAUSE or PFC
 //     frame captured on the reverse direction had paused for p (until
 //     quanta x 512 bit times at the link's rate, CheckOptions.LinkRate,
-//     after its arrival; a refresh reloads the timer, quanta 0 resumes),
-//     that must have started after the pause arrived (beyond its own
-//     line time and CheckOptions.LinkDelay) and before it ended.
+//     else the capture's if_speed, after its arrival; a refresh reloads
+//     the timer, quanta 0 resumes), that must have started after the
+//     pause arrived (beyond its own line time and CheckOptions.LinkDelay,
+//     else the link's propagation delay as the capture states it) and
+//     before it ended.
 //   - pfc-deadlock: a cycle of directions between switches (A-B link
 //     names that are no host's link) all still paused for one priority
 //     at the end of the capture, together for at least
