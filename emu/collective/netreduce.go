@@ -305,7 +305,9 @@ func (j *netReduceJob) installRing() error {
 // ordinary traffic. Rank r's connection is bound to switch port r (a frame
 // with its addresses from another port is forged). startPSNs, if given, are
 // the connections' first PSNs (the job's setup knows them); without them
-// the switch anchors each connection at its first message start.
+// the switch anchors each connection at its first message start. The
+// ring's TClass is the job's QPs' (a multi-rack ring's switches send
+// their own frames in the job's class).
 func NetReduceRing(cfg job.Config, startPSNs []uint32) netreduce.RingConfig {
 	var conns []netreduce.Conn
 	for r := 0; r < cfg.Workers; r++ {
@@ -317,7 +319,7 @@ func NetReduceRing(cfg job.Config, startPSNs []uint32) netreduce.RingConfig {
 		conns = append(conns, c)
 	}
 	return netreduce.RingConfig{ID: 0, Workers: cfg.Workers, Window: cfg.Window, MsgLen: cfg.MsgLen, MTU: cfg.MTU,
-		DType: cfg.DType, Release: cfg.Release, Conns: conns}
+		DType: cfg.DType, Release: cfg.Release, Conns: conns, TClass: cfg.TClass()}
 }
 
 // slot is message k's place in a ring: header plus data, as long as it is.

@@ -246,7 +246,7 @@ func (p *Placement) installTree(leaves []*switching.Switch) (Installed, error) {
 		spine.Route(children[i].MAC, []int{down[i]})
 	}
 	sc := RingConfig{ID: id, Workers: len(leaves), Window: ring.Window, MsgLen: ring.MsgLen, MTU: ring.MTU, DType: ring.DType, Release: ring.Release,
-		Tree: &Tree{Role: Spine, Self: spineNode, Children: children, ChildPorts: down, Trunks: f.Trunks(spine)}}
+		TClass: ring.TClass, Tree: &Tree{Role: Spine, Self: spineNode, Children: children, ChildPorts: down, Trunks: f.Trunks(spine)}}
 	if err := p.add(spine, sc); err != nil {
 		return Installed{}, err
 	}

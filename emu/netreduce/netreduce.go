@@ -149,6 +149,13 @@ type RingConfig struct {
 	// Conns all the ring's connections; the spine's Workers are its
 	// children (leaves).
 	Tree *Tree
+	// TClass is the traffic class (IPv4 TOS) of the switches' own frames
+	// of a multi-rack ring: the job's, as its QPs send (DSCP<<2, with
+	// ECT(0) when the job's congestion control reacts to ECN), so the
+	// tree's partials, totals and notifications share the job's priority,
+	// its PFC class and its RED marking. Their ECN field is ECT as given
+	// here, or CE when a frame they aggregate arrived CE (tree.go).
+	TClass uint8
 }
 
 // Kind says why a frame was emitted.
@@ -275,10 +282,13 @@ type agg struct {
 	frames  [][]byte // per rank: the stored frame (len = frame length); the spine's: per child, its partial
 	dataOff []int    // per rank: where the summed data starts in it
 	// Multi-rack: the message's MsgLen, the ranks in the sum, and, at a
-	// leaf, whether sum holds the spine's total (else the partial).
+	// leaf, whether sum holds the spine's total (else the partial); ce has
+	// bit k set when rank k's stored frame (the spine: child k's partial)
+	// arrived CE-marked.
 	msgLen uint8
 	ranks  uint64
 	total  bool
+	ce     uint64
 }
 
 type ring struct {
@@ -686,6 +696,12 @@ func (a *Accelerator) Process(v *frames.View, port int, emit Emit) Verdict {
 	g.dataOff[rank] = v.PayloadOffset() + len(pay) - len(data)
 	g.dataLen = len(data)
 	g.bitmap |= 1 << rank
+	if leaf { // the partial is marked if any contribution was (tree.go)
+		g.ce &^= 1 << rank
+		if v.CE() {
+			g.ce |= 1 << rank
+		}
+	}
 	if g.bitmap != r.full {
 		return Aggregated
 	}

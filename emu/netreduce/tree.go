@@ -47,6 +47,16 @@ package netreduce
 //     and its local ranks, served by another leaf's re-sent results, need
 //     not retransmit m) re-sends m's partial too, and m's total releases
 //     the aggregator.
+//   - The tree's frames carry the job's traffic class (RingConfig.TClass:
+//     its DSCP, so its priority and PFC class, and ECT when its hosts
+//     react to ECN), and congestion marks aggregate with the data: a
+//     partial is CE-marked when a contribution it sums arrived CE, a total
+//     when a partial did, and a result a leaf translates when its total
+//     did, so a receiver's CNP reaches the connection's sender whatever
+//     tree link was congested (the hosts' DCQCN, which NetReduce §3
+//     reuses). Nothing else is marked: the headers a leaf learns keep
+//     their DSCP and ECT but not a CE mark they may have picked up, which
+//     would otherwise mark every later result of the connection.
 //   - A leaf aggregates only frames from its host ports. A ring frame
 //     that enters by a port joining it to another switch (Tree.Trunks:
 //     its uplink, and every other switch-to-switch link) and is not
@@ -347,7 +357,7 @@ func (a *Accelerator) processTree(v *frames.View, port int, emit Emit) Verdict {
 		copy(g.sum, data)
 		g.total = true
 		r.released = max(r.released, m-int64(r.cfg.Window)+1)
-		a.translate(r, g, m, off, emit)
+		a.translate(r, g, m, off, v.CE(), emit)
 		return Aggregated
 	}
 	// A partial at the spine.
@@ -378,13 +388,17 @@ func (a *Accelerator) processTree(v *frames.View, port int, emit Emit) Verdict {
 	}
 	if g.done { // this child lost the total: it alone gets it again
 		rs.TotalResends++
-		a.sendTree(r, wire.OpINATotal, t.Children[child], m, off, g.msgLen, 0, g.ranks, g.sum[:g.dataLen], KindTotalResend, emit)
+		a.sendTree(r, wire.OpINATotal, t.Children[child], m, off, g.msgLen, 0, g.ranks, g.sum[:g.dataLen], g.ce&r.full != 0, KindTotalResend, emit)
 		return Resent
 	}
 	g.frames[child] = append(g.frames[child][:0], data...)
 	g.dataOff[child], g.dataLen, g.msgLen = 0, len(data), h.MsgLen()
 	g.bitmap |= 1 << child
 	g.ranks |= th.Ranks()
+	g.ce &^= 1 << child
+	if v.CE() {
+		g.ce |= 1 << child
+	}
 	if g.bitmap != r.full {
 		return Aggregated
 	}
@@ -397,16 +411,17 @@ func (a *Accelerator) processTree(v *frames.View, port int, emit Emit) Verdict {
 	rs.Aggregations++
 	n := uint64(len(t.Children))
 	rs.DupSuppressed += n*n - n // every child's rows name every downlink
+	ce := g.ce&r.full != 0
 	for _, c := range t.Children {
 		rs.TotalsSent++
-		a.sendTree(r, wire.OpINATotal, c, m, off, g.msgLen, 0, g.ranks, sum, KindTotal, emit)
+		a.sendTree(r, wire.OpINATotal, c, m, off, g.msgLen, 0, g.ranks, sum, ce, KindTotal, emit)
 	}
 	return Aggregated
 }
 
 // sendTree emits a switch-to-switch frame to dst: INA header (rank is the
-// child index of a partial), INATree header, data.
-func (a *Accelerator) sendTree(r *ring, op wire.Opcode, dst Node, m int64, off int, msgLen uint8, rank int, ranks uint64, data []byte, kind Kind, emit Emit) {
+// child index of a partial), INATree header, data; CE-marked if ce.
+func (a *Accelerator) sendTree(r *ring, op wire.Opcode, dst Node, m int64, off int, msgLen uint8, rank int, ranks uint64, data []byte, ce bool, kind Kind, emit Emit) {
 	vc := a.vcTo(r, op, dst)
 	pay := a.treePay[:wire.INATreeLen+len(data)]
 	th := wire.INATree(pay)
@@ -419,7 +434,7 @@ func (a *Accelerator) sendTree(r *ring, op wire.Opcode, dst Node, m int64, off i
 	th.SetFlags(flags)
 	th.SetRanks(ranks)
 	copy(pay[wire.INATreeLen:], data)
-	a.sendVC(r, vc, op, uint8(m), msgLen, rank, pay, kind, emit)
+	a.sendVC(r, vc, op, uint8(m), msgLen, rank, pay, ce, kind, emit)
 }
 
 // vcTo is the virtual connection from this switch to dst, which carries
@@ -430,7 +445,8 @@ func (a *Accelerator) vcTo(r *ring, op wire.Opcode, dst Node) *vconn {
 	vc := t.vcs[dst.MAC]
 	if vc == nil {
 		b, err := frames.NewBuilder(frames.Path{Transport: frames.V2IPv4, SrcMAC: hwAddr(t.Self.MAC), DstMAC: hwAddr(dst.MAC),
-			SrcIP: t.Self.IP, DstIP: dst.IP, SrcPort: frames.UDPSourcePort(TreeQPN(op, r.cfg.ID)), DestQP: TreeQPN(op, r.cfg.ID)})
+			SrcIP: t.Self.IP, DstIP: dst.IP, SrcPort: frames.UDPSourcePort(TreeQPN(op, r.cfg.ID)), DestQP: TreeQPN(op, r.cfg.ID),
+			TClass: r.cfg.TClass})
 		if err != nil {
 			panic(err) // Tree.validate checked the addresses
 		}
@@ -446,7 +462,7 @@ func hwAddr(mac [6]byte) net.HardwareAddr {
 	return net.HardwareAddr{mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]}
 }
 
-func (a *Accelerator) sendVC(r *ring, vc *vconn, op wire.Opcode, msgID, msgLen uint8, rank int, pay []byte, kind Kind, emit Emit) {
+func (a *Accelerator) sendVC(r *ring, vc *vconn, op wire.Opcode, msgID, msgLen uint8, rank int, pay []byte, ce bool, kind Kind, emit Emit) {
 	pkt := &a.pkt
 	*pkt = frames.Packet{Opcode: op, PSN: vc.psn, HasINA: true,
 		INA: frames.INAFields{RingID: r.cfg.ID, MsgID: msgID, MsgLen: msgLen, Rank: uint8(rank)}, Payload: pay}
@@ -454,6 +470,9 @@ func (a *Accelerator) sendVC(r *ring, vc *vconn, op wire.Opcode, msgID, msgLen u
 	n, err := vc.b.Build(a.out, pkt)
 	if err != nil {
 		panic(err) // a.out holds any frame of the ring's MTU
+	}
+	if ce {
+		a.markCE(a.out[:n])
 	}
 	emit(a.out[:n], kind, &r.cfg)
 }
@@ -482,7 +501,7 @@ func (a *Accelerator) fetchTotal(r *ring, m int64, off int, emit Emit) {
 // sendPartial sends a leaf aggregator's partial sum up.
 func (a *Accelerator) sendPartial(r *ring, g *agg, m int64, off int, kind Kind, emit Emit) {
 	t := r.tree
-	a.sendTree(r, wire.OpINAPartial, t.Parent, m, off, g.msgLen, t.Child, g.ranks, g.sum[:g.dataLen], kind, emit)
+	a.sendTree(r, wire.OpINAPartial, t.Parent, m, off, g.msgLen, t.Child, g.ranks, g.sum[:g.dataLen], g.ce&r.full != 0, kind, emit)
 }
 
 // notify hands the headers of a local sender's first or last packet of
@@ -511,7 +530,7 @@ func (a *Accelerator) notify(r *ring, c *conn, v *frames.View, m int64, off int,
 	copy(pay[wire.INATreeLen:], f[:block])
 	vc := a.vcTo(r, wire.OpINANotify, c.peer)
 	r.stats.NotifySent++
-	a.sendVC(r, vc, wire.OpINANotify, uint8(m), uint8(c.msgLen), c.rank, pay, KindNotify, emit)
+	a.sendVC(r, vc, wire.OpINANotify, uint8(m), uint8(c.msgLen), c.rank, pay, false, KindNotify, emit)
 }
 
 // learnNotification takes a notification that came down from the spine.
@@ -585,8 +604,9 @@ func (a *Accelerator) learn(r *ring, v *frames.View, m int64, first bool) bool {
 }
 
 // translate builds the result of packet off of message m from the total
-// in g for every connection whose receiver is local.
-func (a *Accelerator) translate(r *ring, g *agg, m int64, off int, emit Emit) {
+// in g for every connection whose receiver is local, CE-marked if the
+// total was (ce).
+func (a *Accelerator) translate(r *ring, g *agg, m int64, off int, ce bool, emit Emit) {
 	for _, rx := range r.tree.rx {
 		e := &rx.msgs[m%int64(len(rx.msgs))]
 		last := off == e.msgLen-1
@@ -609,12 +629,26 @@ func (a *Accelerator) translate(r *ring, g *agg, m int64, off int, emit Emit) {
 			r.stats.Untranslatable++
 			continue
 		}
+		if ce {
+			a.markCE(a.out[:n])
+		}
 		r.stats.Translated++
 		emit(a.out[:n], KindTranslated, &r.cfg)
 	}
 }
 
-// pathOf is the addressing of the frame in v, as a Builder takes it.
+// markCE sets the ECN field of a frame just built to CE.
+func (a *Accelerator) markCE(f []byte) {
+	if a.view.Parse(f) == nil {
+		a.view.SetECN(frames.ECNCE)
+	}
+}
+
+// pathOf is the addressing of the frame in v, as a Builder takes it. A CE
+// mark is not addressing: the path keeps the frame's codepoint and sends
+// ECT(0) in its place (the codepoint a RoCE NIC with ECN enabled sends;
+// a mark met on the way hides whether the sender's was ECT(0) or ECT(1)),
+// so one marked frame does not mark every result built from the path.
 func pathOf(v *frames.View) frames.Path {
 	f := v.Frame()
 	p := frames.Path{Transport: v.Transport(), SrcMAC: net.HardwareAddr(f[6:12]), DstMAC: net.HardwareAddr(f[0:6]),
@@ -630,6 +664,9 @@ func pathOf(v *frames.View) frames.Path {
 	default:
 		g := wire.GRH(l3)
 		p.TClass, p.FlowLabel, p.HopLimit = g.TClass(), g.FlowLabel(), g.HopLmt()
+	}
+	if p.TClass&3 == frames.ECNCE {
+		p.TClass = p.TClass&^3 | frames.ECNECT0
 	}
 	return p
 }
