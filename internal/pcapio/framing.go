@@ -117,8 +117,8 @@ type framer struct {
 	links    []Interface
 	sections int
 	lost     bool // a length field made no sense: pcapgo reports the file as corrupt
-	bad    lostAt
-	trunc  *TruncatedError
+	bad      lostAt
+	trunc    *TruncatedError
 }
 
 // maxSnaplen is libpcap's MAXIMUM_SNAPLEN, the longest record pcapgo (and
