@@ -66,6 +66,13 @@ func printCongestion(w io.Writer, r *emu.Result) {
 		fmt.Fprintf(w, "  pfc       priority %s: %d pauses sent by %d switch ports (%d XOFF, %d refreshed, %d XON), %v paused in all; NICs got %d\n",
 			strings.Trim(fmt.Sprint(prios), "[]"), xoff+refresh+xon, pausedPorts, xoff, refresh, xon, paused.Round(time.Microsecond), nicPauses)
 	}
+	for _, n := range r.NICRx {
+		if n.Drops == 0 && n.PausesXOFF == 0 {
+			continue // a receiver the host kept up with (all in --json)
+		}
+		fmt.Fprintf(w, "  nic rx    %s: buffer peak %d B, %d drops, %d pauses sent (%d XOFF, %d refreshed, %d XON), %v paused\n",
+			n.NIC, n.MaxBytes, n.Drops, n.PausesXOFF+n.PausesRefresh+n.PausesXON, n.PausesXOFF, n.PausesRefresh, n.PausesXON, time.Duration(n.PausedNs).Round(time.Microsecond))
+	}
 	for _, d := range r.Deadlocks {
 		fmt.Fprintf(w, "  deadlock  %v\n", d)
 	}

@@ -185,3 +185,32 @@ func (u *Session) deadlocked() *fabric.Deadlock {
 	}
 	return nil
 }
+
+// NICRx is one NIC's receive buffer (a slow receiver, --nic-rx-rate).
+type NICRx struct {
+	NIC           string `json:"nic"`
+	Drops         uint64 `json:"rx_buffer_drops"`
+	PausesXOFF    uint64 `json:"rx_pauses_xoff"`
+	PausesRefresh uint64 `json:"rx_pauses_refresh"`
+	PausesXON     uint64 `json:"rx_pauses_xon"`
+	MaxBytes      int64  `json:"rx_buffer_max_bytes"`
+	PausedNs      int64  `json:"rx_paused_ns"`
+}
+
+// nicRx is the receive buffers of the fabric's NICs that received
+// through one.
+func (u *Session) nicRx() []NICRx {
+	if u.cfg.NICRxRate == 0 {
+		return nil
+	}
+	var out []NICRx
+	for _, h := range u.Fab.NICs {
+		s := h.StatsNow()
+		if s.RxBufferMaxBytes == 0 && s.RxBufferDrops == 0 {
+			continue
+		}
+		out = append(out, NICRx{NIC: h.Name, Drops: s.RxBufferDrops, PausesXOFF: s.RxPausesXOFF, PausesRefresh: s.RxPausesRefresh,
+			PausesXON: s.RxPausesXON, MaxBytes: s.RxBufferMaxBytes, PausedNs: s.RxPausedNs})
+	}
+	return out
+}

@@ -348,6 +348,9 @@ type Result struct {
 	// deadlocks that ended the run.
 	PFC       []fabric.PFCStats `json:"pfc,omitempty"`
 	Deadlocks []fabric.Deadlock `json:"deadlocks,omitempty"`
+	// NICRx are the receive buffers of the NICs that have one
+	// (--nic-rx-rate): drops, pauses sent, occupancy.
+	NICRx []NICRx `json:"nic_rx,omitempty"`
 }
 
 // validateSettings is Validate's range check of one job's settings.
@@ -1355,6 +1358,7 @@ func (u *Session) result(events int) *Result {
 	res.FaultDrops = res.Faults.Lost + res.Faults.Dropped
 	res.QueueDrops = u.Fab.LinkStats().QueueDrops
 	res.PFC = u.Fab.PFCStats()
+	res.NICRx = u.nicRx()
 	res.Deadlocks = u.deadlocks
 	return res
 }
