@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -12,11 +13,13 @@ import (
 
 	"github.com/leanovate/gopter"
 
+	"github.com/inaemu/inaemu/capcheck"
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/nic/dcqcn"
 	"github.com/inaemu/inaemu/emu/scenario"
 	"github.com/inaemu/inaemu/emu/switching"
 	"github.com/inaemu/inaemu/emu/topo"
+	"github.com/inaemu/inaemu/internal/pcapio"
 )
 
 // The congestion suite (issue 36): generated runs of traffic jobs (and
@@ -520,29 +523,71 @@ func genCongEvent(r interface{ Intn(int) int }, c congCase, frames int) string {
 	return fmt.Sprintf("%s link=%s class=%s nth=%d", act, link, class, nth)
 }
 
-// congRun is one run of a case: its report, or why it has none.
-func congRun(sc *scenario.Scenario, capture bool) (*emu.Result, [32]byte, aggOutcome) {
+// congRun is one run of a case: its report and capture (when asked for),
+// or why it has none.
+func congRun(sc *scenario.Scenario, capture bool) (*emu.Result, []byte, aggOutcome) {
 	cfg := emu.DefaultConfig()
 	if err := sc.Apply(&cfg); err != nil {
-		return nil, [32]byte{}, aggOutcome{fail: "setup", detail: err.Error()}
+		return nil, nil, aggOutcome{fail: "setup", detail: err.Error()}
 	}
-	h := sha256.New()
+	var buf bytes.Buffer
 	if capture {
-		cfg.Capture = h
+		cfg.Capture = &buf
 	}
 	res, err := emu.Run(cfg)
-	var sum [32]byte
-	copy(sum[:], h.Sum(nil))
 	var je *emu.JobError
 	switch {
 	case errors.As(err, &je):
-		return nil, sum, aggOutcome{fail: "unfinished", detail: "the job did not end: " + je.Msg}
+		return nil, nil, aggOutcome{fail: "unfinished", detail: "the job did not end: " + je.Msg}
 	case err != nil:
-		return nil, sum, aggOutcome{fail: "setup", detail: err.Error()}
+		return nil, nil, aggOutcome{fail: "setup", detail: err.Error()}
 	case !res.Exact:
-		return nil, sum, wrongResult(res.Mismatch)
+		return nil, nil, wrongResult(res.Mismatch)
 	}
-	return res, sum, aggOutcome{}
+	return res, buf.Bytes(), aggOutcome{}
+}
+
+// congCapture judges a fault-free run's capture with the capture checker
+// (package capcheck), which knows nothing of the emulator: the capture
+// states each interface's link rate and propagation delay, so it judges
+// every PFC frame alone. Its pfc-format and pfc-paused-send rules must
+// find nothing (no transmitter, NIC or switch, sends a priority its link's
+// far end paused, beyond what was on the line when the pause arrived),
+// and every PFC frame must be judged; with DCQCN on, neither may cnp-rate
+// (no two CNPs for one QP within the interval). The other rules judge
+// what the other suites cover.
+func congCapture(c congCase, capture []byte) string {
+	rd, err := pcapio.NewReader("capture", bytes.NewReader(capture))
+	if err != nil {
+		return "the capture does not read: " + err.Error()
+	}
+	defer rd.Close()
+	recs, names, err := rd.All()
+	if err != nil {
+		return "the capture does not read: " + err.Error()
+	}
+	opt := capcheck.CheckOptions{Interfaces: names}
+	for _, in := range rd.InterfaceLinks() {
+		d := time.Duration(-1)
+		if in.HasDelay {
+			d = in.Delay
+		}
+		opt.InterfaceRates, opt.InterfaceDelays = append(opt.InterfaceRates, float64(in.Speed)), append(opt.InterfaceDelays, d)
+	}
+	rep := capcheck.Check(recs, opt)
+	dcqcnOn := false
+	for _, j := range c.Jobs {
+		dcqcnOn = dcqcnOn || j.CC == "dcqcn"
+	}
+	for _, v := range rep.Violations {
+		if v.Rule == capcheck.RulePFCFormat || v.Rule == capcheck.RulePFCPausedSend || v.Rule == capcheck.RuleCNPRate && dcqcnOn {
+			return fmt.Sprintf("the capture checker: %s", v)
+		}
+	}
+	if rep.PFCPauses != rep.PFCFrames {
+		return fmt.Sprintf("the capture checker judged %d of the capture's %d PFC frames (every link's rate is stated)", rep.PFCPauses, rep.PFCFrames)
+	}
+	return ""
 }
 
 // runCongCase runs the case and says which property, if any, it breaks:
@@ -563,12 +608,16 @@ func congRun(sc *scenario.Scenario, capture bool) (*emu.Result, [32]byte, aggOut
 //     per pause frame;
 //   - cnp-rate: no QP receives more than one CNP per DCQCN interval
 //     (⌊T/interval⌋+1 in a run of T), but for copies a fault made;
+//   - capture: without faults, the capture checker finds every PFC
+//     frame well formed, no frame sent on a direction its far end had
+//     paused for the frame's priority, and, with DCQCN, no two CNPs for
+//     a QP within the interval (congCapture);
 //   - nondeterministic: every fourth case runs twice and its pcapng
 //     captures must be the same bytes.
 func runCongCase(c congCase) aggOutcome {
 	sc := c.scenario()
 	twice := c.Seed%4 == 0
-	res, sum, out := congRun(sc, twice)
+	res, capture, out := congRun(sc, twice || !c.faulty())
 	if out.fail != "" {
 		return out
 	}
@@ -586,9 +635,15 @@ func runCongCase(c congCase) aggOutcome {
 	if d := congCNPRate(c, res); d != "" {
 		return aggOutcome{fail: "cnp-rate", detail: d}
 	}
+	if !c.faulty() {
+		if d := congCapture(c, capture); d != "" {
+			return aggOutcome{fail: "capture", detail: d}
+		}
+	}
 	if twice {
-		if _, again, o2 := congRun(sc, true); o2.fail != "" || again != sum {
-			return aggOutcome{fail: "nondeterministic", detail: fmt.Sprintf("the same seed ran twice gave different captures (sha256 %x, then %x; %s)", sum[:8], again[:8], o2.detail)}
+		if _, again, o2 := congRun(sc, true); o2.fail != "" || !bytes.Equal(again, capture) {
+			sum, sum2 := sha256.Sum256(capture), sha256.Sum256(again)
+			return aggOutcome{fail: "nondeterministic", detail: fmt.Sprintf("the same seed ran twice gave different captures (sha256 %x, then %x; %s)", sum[:8], sum2[:8], o2.detail)}
 		}
 	}
 	return aggOutcome{}
