@@ -43,8 +43,9 @@ func inaCell(t *testing.T, c INALoad) INALoadResult {
 //     (go-back-N), and it is slowed more than with PFC;
 //   - PFC: no frame is dropped, pauses are sent, the INA job retransmits
 //     nothing;
-//   - DCQCN on one rack: CNPs reach the NetReduce ranks (its QPs are RoCE
-//     QPs; the reuse NetReduce §3 claims).
+//   - DCQCN: CNPs reach the NetReduce ranks (its QPs are RoCE QPs; the
+//     reuse NetReduce §3 claims), on two racks too: the tree's frames go
+//     in the job's class and ECN marks aggregate into its results.
 func TestINABesideTraffic(t *testing.T) {
 	for _, g := range inaGroups {
 		alone := map[string]int64{}
@@ -76,11 +77,9 @@ func TestINABesideTraffic(t *testing.T) {
 			assert.Zero(t, full[s].Retransmissions, "%s %s: nothing retransmitted", what, s)
 		}
 		assert.Positive(t, pfc.Pauses, "%s pfc: the buffer pauses senders", what)
-		if g.topology == "star" {
-			for _, s := range []string{"dcqcn", "pfc+dcqcn"} {
-				assert.Positive(t, full[s].ECNMarks, "%s %s: the shared link marks", what, s)
-				assert.Positive(t, full[s].INACNPs, "%s %s: CNPs reach the job's ranks", what, s)
-			}
+		for _, s := range []string{"dcqcn", "pfc+dcqcn"} {
+			assert.Positive(t, full[s].ECNMarks, "%s %s: the shared link marks", what, s)
+			assert.Positive(t, full[s].INACNPs, "%s %s: CNPs reach the job's ranks", what, s)
 		}
 	}
 }
