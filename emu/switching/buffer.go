@@ -23,8 +23,8 @@ import (
 //     its headroom (BufferConfig.PortHeadroom); the rest is shared.
 //   - A lossless frame entering by port i is stored in the shared pool
 //     while its ingress (i, priority) holds no more than XOFF with it
-//     (static, or Alpha × the free shared buffer now) and the pool has
-//     room; else in the ingress's headroom while that has room; else it
+//     (static, or Alpha × the free shared buffer now), or nothing in the
+//     shared pool before it, and the pool has room; else in the ingress's headroom while that has room; else it
 //     is dropped (a headroom drop). The first frame stored in headroom
 //     pauses the priority on port i's own egress (a PFC frame for the
 //     upstream transmitter), re-sent at half the pause time while the
@@ -243,19 +243,21 @@ func Priority(f []byte) int {
 
 // push queues frame on port p's egress, charged to ingress port in.
 func (s *Switch) push(p, in int, frame []byte, ready time.Duration) {
-	if in < 0 && s.buffer.tracked {
+	program := in < 0
+	if program && s.buffer.tracked {
 		// A managed buffer charges what a program sends to the port whose
 		// frame made it (-1 when a timer sent it), as a memory manager
-		// charges a replica to its packet's ingress: a lossless
-		// priority's results are then paused for at that port, not
-		// dropped for want of a port to pause.
+		// charges a replica to its packet's ingress: its bytes count
+		// towards that port's XOFF, so the port is paused while a
+		// lossless priority's results wait (admission keeps them out of
+		// the headroom, which is the upstream's).
 		in = s.inPort
 	}
 	prio := Priority(frame)
 	tag := uint32(in+1)*Priorities + uint32(prio)
 	if te := s.tagged[p]; te != nil {
 		if s.buffer.tracked {
-			s.pushManaged(te, p, in, prio, tag, frame, ready)
+			s.pushManaged(te, p, in, prio, tag, frame, ready, program)
 			return
 		}
 		if te.PushTagged(frame, ready, tag) {
@@ -280,7 +282,7 @@ const (
 
 // pushManaged is push through the configured memory manager: admission,
 // per-egress accounting, and the pause on crossing XOFF.
-func (s *Switch) pushManaged(te TaggedEgress, p, in, prio int, tag uint32, frame []byte, ready time.Duration) {
+func (s *Switch) pushManaged(te TaggedEgress, p, in, prio int, tag uint32, frame []byte, ready time.Duration, program bool) {
 	b := &s.buffer
 	n := int64(len(frame))
 	b.grow(s.Name, tag)
@@ -288,7 +290,7 @@ func (s *Switch) pushManaged(te TaggedEgress, p, in, prio int, tag uint32, frame
 	lossless := b.cfg.Lossless&(1<<prio) != 0
 	where := toShared
 	if b.admit {
-		where = s.admission(in, lossless, tag, e, n)
+		where = s.admission(in, lossless, program, tag, e, n)
 	}
 	if where >= dropEgress {
 		u := &b.use[tag]
@@ -336,7 +338,7 @@ func (b *buffer) xoff() int64 {
 
 // admission decides where a frame of n bytes goes (see the top of
 // buffer.go).
-func (s *Switch) admission(in int, lossless bool, tag uint32, e *EgressUse, n int64) int {
+func (s *Switch) admission(in int, lossless, program bool, tag uint32, e *EgressUse, n int64) int {
 	b := &s.buffer
 	free := b.free()
 	if !lossless {
@@ -348,14 +350,25 @@ func (s *Switch) admission(in int, lossless bool, tag uint32, e *EgressUse, n in
 		}
 		return toShared
 	}
-	if in < 0 { // a program's frame: the shared pool only
+	if program {
+		// A program's frame (a result, a replica) takes the shared pool
+		// only: the headroom is for what the upstream has in flight when
+		// its pause takes effect, and no pause stops the copies the
+		// switch makes itself. Charged to the port whose frame made it,
+		// it still counts towards that port's XOFF.
 		if n > free {
 			return dropFull
 		}
 		return toShared
 	}
+	// An ingress holding nothing in the shared pool takes a frame the
+	// pool has room for however low XOFF is, as a dynamic threshold
+	// admits to a queue shorter than the threshold (Choudhury and Hahne,
+	// IEEE/ACM ToN 1998): else a frame longer than XOFF and the headroom
+	// together (a jumbo frame against a tight pool's α × free) could never
+	// enter, and its sender would retry it until it gave up.
 	u, g := &b.use[tag], &b.ing[tag]
-	if u.Bytes-g.hdrm+n <= b.xoff() && n <= free {
+	if shared := u.Bytes - g.hdrm; (shared+n <= b.xoff() || shared == 0) && n <= free {
 		return toShared
 	}
 	if g.hdrm+n <= s.headroom(in) {
