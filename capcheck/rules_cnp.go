@@ -15,7 +15,8 @@ import (
 // BTH opcode 0x81, BECN set, destination QP the sender's QP of the
 // connection) back to the sender, at most one per QP per interval N (the
 // paper's NP "generates at most one CNP packet every 50 microseconds for
-// the flow"). Both rules are judged on a host's link only, where the
+// the flow"). Both rules are judged on a host's link only (never on one
+// that carries multi-rack NetReduce's switch-to-switch frames), where the
 // receiver's traffic is seen as it leaves it (X-in, or an A-B direction
 // read as leaving a host) and what it receives as it arrives (X-out):
 // elsewhere queues between the receiver and the capture bunch CNPs up or
@@ -117,7 +118,7 @@ func (c *checker) cnpRules() {
 		cnpFrom[f.src] = true
 		// A CNP the receiver sent, as it leaves it: ghosts too (a fault
 		// dropped it further on), not the network's copies.
-		if c.ifaceSide[f.iface] != sideIn || f.dupCopy || !f.icrcOK {
+		if c.ifaceSide[f.iface] != sideIn || f.dupCopy || !f.icrcOK || c.onTree(f) {
 			continue
 		}
 		k := cnpKey{f.src, f.dst, f.qp}
@@ -168,7 +169,7 @@ func (c *checker) cnpMissing(byKey map[cnpKey][]*checkFrame, cnpFrom map[uint32]
 	var order []checkStreamKey
 	for i := range c.fs.len() {
 		f := c.fs.at(i)
-		if !f.ce || f.ghost || !f.icrcOK || f.notForHost || c.ifaceSide[f.iface] != sideOut || !carriesData(f) {
+		if !f.ce || f.ghost || !f.icrcOK || f.notForHost || c.ifaceSide[f.iface] != sideOut || !carriesData(f) || c.onTree(f) {
 			continue
 		}
 		if (c.opt.CNP == CNPAuto && !cnpFrom[f.dst]) || f.ts+win > end {
@@ -204,6 +205,15 @@ func (c *checker) cnpMissing(byKey map[cnpKey][]*checkFrame, cnpFrom map[uint32]
 		c.violation(RuleCNPMissing, m.first, "CE-marked packet delivered to %s, and no CNP from it to %s for this connection within %v either side (interval %v + in-flight %v)%s",
 			c.addrs[m.first.dst], c.addrs[m.first.src], time.Duration(win), time.Duration(iv), time.Duration(c.inFlight), more)
 	}
+}
+
+// onTree: f was captured on a link that carries multi-rack NetReduce's
+// switch-to-switch frames, a link between switches whatever its MACs
+// say (a leaf's uplink whose partials all come from one address reads
+// as a host's link), where the cnp rules do not judge.
+func (c *checker) onTree(f *checkFrame) bool {
+	vp := c.ifaceVP[f.iface]
+	return vp != nil && vp.tree
 }
 
 // carriesData: a SEND, WRITE or READ response packet (what an NP reacts
