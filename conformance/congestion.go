@@ -336,11 +336,11 @@ func congCaseGen(seed uint64) gopter.Gen {
 		c.Jobs = append(c.Jobs, genCongTraffic(r, perm[:k]))
 		if free := perm[k:]; len(free) >= 2 && r.Intn(3) == 0 {
 			n := 2 + r.Intn(min(len(free), 3)-1)
-			// NetReduce on the star only: its multi-rack trees are the
-			// multirack suite's (and a 3-rank job of 3 elements on a
-			// spine-leaf fails there without any congestion setting).
+			// NetReduce on a spine-leaf aggregates on a tree across the
+			// racks, its frames between leaves and spines of the job's
+			// class.
 			j := congJob{Mode: "ring", Hosts: free[:n], MsgLen: 1 + r.Intn(32)}
-			if c.Net.Star && r.Intn(2) == 0 {
+			if r.Intn(2) == 0 {
 				j.Mode = "netreduce"
 			}
 			j.Bytes = 4 * n * (1 + r.Intn(8192))

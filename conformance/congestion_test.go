@@ -90,3 +90,41 @@ func TestReverseDir(t *testing.T) {
 	require.Equal(t, "spine0-leaf1", reverseDir("leaf1-spine0"))
 	require.Equal(t, "leaf0-h1", reverseDir("h1-leaf0"))
 }
+
+// Cases the suite found, each fixed where it lived; every property
+// holds for each now.
+//
+//   - netreduce across racks under PFC (the suite's first spine-leaf
+//     netreduce jobs): three ranks under two leaves of a 4×2 spine-leaf
+//     with 20G uplinks, 12 bytes, DSCP 46 lossless with a static XOFF in
+//     a tight buffer, which ended in RETRY_EXC_ERR while the switch
+//     charged what the program sent to no ingress port and the tree's
+//     frames between racks went at DSCP 0;
+//   - a jumbo frame against a tight pool: MTU 4096 and a 3 KB headroom
+//     in a 50 KB pool with α 1/8, whose dynamic XOFF (4096 B) is below
+//     one frame: the empty ingress dropped it at every retry
+//     (RETRY_EXC_ERR) before it took a frame whatever XOFF;
+//   - DCQCN on a netreduce job across racks: the capture checker took a
+//     CNP seen again on a leaf's uplink for a second one 1.3 µs later
+//     (cnp-rate) before it left the tree's links out of the cnp rules.
+func TestCongestionFoundCases(t *testing.T) {
+	var cases []congCase
+	for _, spines := range []int{1, 2} {
+		cases = append(cases, congCase{Seed: 91120043377319, MTU: 1024, Timeout: 14, PFC: "on", XOFF: "63488", Buffer: "1276992",
+			Net:  congNet{Leaves: 4, PerLeaf: 2, Spines: spines, Gbps: 10, Uplink: 20},
+			Jobs: []congJob{{Mode: "netreduce", Hosts: []int{2, 4, 5}, Bytes: 12, MsgLen: 22, DSCP: 46, CC: "none"}}})
+	}
+	cases = append(cases,
+		congCase{Seed: 218528528197767, MTU: 4096, Timeout: 14, PFC: "on", Buffer: "51200", Alpha: "1/8", Headroom: "3072",
+			Net: congNet{Leaves: 3, PerLeaf: 1, Spines: 1, Gbps: 10, Uplink: 10},
+			Jobs: []congJob{
+				{Mode: "traffic", Hosts: []int{0, 2}, Pattern: "all-to-all", Bytes: 4, MsgLen: 12, DSCP: 16, CC: "none"},
+				{Mode: "traffic", Hosts: []int{1, 2}, Pattern: "incast", Bytes: 4120, MsgLen: 2, DSCP: 0, CC: "none"}}},
+		congCase{Seed: 182039911335037, MTU: 512, Timeout: 14, PFC: "off", Buffer: "32768", RED: "4KB,165KB,65%",
+			Net:  congNet{Leaves: 4, PerLeaf: 2, Spines: 1, Gbps: 25, Uplink: 25},
+			Jobs: []congJob{{Mode: "netreduce", Hosts: []int{6, 7, 3}, Bytes: 28464, MsgLen: 24, DSCP: 26, CC: "dcqcn"}}})
+	for _, c := range cases {
+		out := runCongCase(c)
+		require.Empty(t, out.fail, "%s: %s", c, out.detail)
+	}
+}

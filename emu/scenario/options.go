@@ -149,7 +149,7 @@ func Options() []Option {
 		{Key: "corrupt", Arg: "P", Group: FaultGroup,
 			Help: "netem corrupt probability on every link (one random bit)"},
 		{Key: "faults", Flag: "fault", Arg: "SPEC", Group: FaultGroup, Kind: List,
-			Help: "deterministic fault 'ACTION key=value ...' (repeatable); ACTION drop|dup|corrupt|delay=D|hold=K|spoof=R; keys link=NAME (a link direction: hR-leafL, portR-in, ...; see 'inaemu topo show') or port=R dir=in|out, class=data|ack|nak|any qp=N psn=P nth=K every=K prob=P%"},
+			Help: "deterministic fault 'ACTION key=value ...' (repeatable); ACTION drop|dup|corrupt|delay=D|hold=K|spoof=R; keys link=NAME (a link direction: hR-leafL, portR-in, ...; see 'inaemu topo show') or port=R dir=in|out, class=data|ack|nak|cnp|pause|any qp=N psn=P nth=K every=K prob=P%"},
 		{Key: "topology", Arg: "SPEC", Group: NetworkGroup,
 			Help: "the network: star, star:hosts=8, spine-leaf:leaves=2,hosts=4,spines=1[,uplink=40G], dims:4x4[,kinds=ring/switch], or FILE.yaml (the keys of a scenario's topology:); links it does not set take --link, --latency and --queue (default: the star of --workers hosts)"},
 		{Key: "switch_memory", Arg: "SIZE", Group: NetworkGroup, Kind: Size,
