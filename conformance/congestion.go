@@ -391,6 +391,7 @@ func congCaseGen(seed uint64) gopter.Gen {
 			kmin := 1 + r.Intn(20)
 			c.RED = fmt.Sprintf("%dKB,%dKB,%d%%", kmin, kmin+1+r.Intn(200), 1+r.Intn(100))
 		}
+		c.dropUnused()
 		// Half of the cases are clean (the pause-time property and the
 		// zero-drop rule judge only those); of the others a third have
 		// netem on every link.
@@ -688,9 +689,11 @@ func congBuffer(res *emu.Result, drained bool) string {
 func congLossless(c congCase, res *emu.Result) string {
 	m := c.lossless()
 	for _, u := range res.Switch.Buffer {
-		// Frames a switch program sends (port -1: NetReduce's results)
-		// have no upstream to pause: the shared pool takes them or drops
-		// them (docs/congestion.md, the switch buffer).
+		// Frames a switch program sends from a timer (port -1) have no
+		// upstream to pause: the shared pool takes them or drops them.
+		// Those it sends while processing a frame (NetReduce's results)
+		// are charged to that frame's port and judged with it
+		// (docs/congestion.md, the switch buffer).
 		if m&(1<<u.Priority) == 0 || u.Port < 0 {
 			continue
 		}
@@ -908,4 +911,16 @@ func (c congCase) clone() congCase {
 		d.Jobs[i] = j
 	}
 	return d
+}
+
+// dropUnused clears the buffer settings nothing acts on, which a run
+// refuses (exit 2): XOFF, alpha and headroom without PFC, the buffer's
+// size without any congestion setting.
+func (c *congCase) dropUnused() {
+	if c.PFC == "off" {
+		c.XOFF, c.Alpha, c.Headroom = "", "", ""
+		if c.Sched == "" && c.RED == "" {
+			c.Buffer = ""
+		}
+	}
 }

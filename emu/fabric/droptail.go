@@ -1,6 +1,10 @@
 package fabric
 
-import "time"
+import (
+	"time"
+
+	"github.com/inaemu/inaemu/frames"
+)
 
 // DropTail is a bounded FIFO in ready order with tail drop, as Linux's
 // pfifo on a txqueuelen-long device queue: a packet arriving at a full
@@ -58,28 +62,35 @@ func (d *DropTail) Dequeue(now time.Duration) (Packet, time.Duration, bool) {
 // Len is the number of packets queued.
 func (d *DropTail) Len() int { return len(d.q) }
 
-// MarkCE sets an ECN-capable IPv4 frame's ECN field to CE (Congestion
-// Experienced, RFC 3168) and updates the header checksum incrementally
-// (RFC 1624); it reports whether it marked. IPv4 is EtherType 0x0800, or
-// 0x0700 (an INA-PS frame: ATP's IPv4 header follows it). Frames that are not IPv4 or
-// not ECN-capable (ECN 00) are left alone, as a switch leaves them.
+// MarkCE sets an ECN-capable frame's ECN field to CE (Congestion
+// Experienced, RFC 3168) and reports whether it marked: IPv4 (EtherType
+// 0x0800, or 0x0700, an INA-PS frame: ATP's IPv4 header follows it), its
+// header checksum updated incrementally (frames.SetIPv4TOS, RFC 1624);
+// IPv6 and RoCEv1's GRH (0x86DD, 0x8915: the traffic class straddles the
+// first two bytes, and neither has a header checksum). 802.1Q and 802.1ad
+// tags are skipped. Frames that are not IP or not ECN-capable (ECN 00) are
+// left alone, as a switch leaves them. A RoCE frame's ICRC reads the
+// traffic class as ones, so it stays valid.
 func MarkCE(f []byte) bool {
-	if len(f) < 34 || !(f[12] == 0x08 || f[12] == 0x07) || f[13] != 0x00 || f[14]>>4 != 4 {
+	off := 12
+	for len(f) >= off+4 && (f[off] == 0x81 && f[off+1] == 0x00 || f[off] == 0x88 && f[off+1] == 0xA8) {
+		off += 4
+	}
+	if len(f) < off+2+20 {
 		return false
 	}
-	tos := f[15]
-	if tos&3 == 0 || tos&3 == 3 {
-		return false
+	et, l3 := uint16(f[off])<<8|uint16(f[off+1]), f[off+2:]
+	switch {
+	case (et == 0x0800 || et == 0x0700) && l3[0]>>4 == 4:
+		if tos := l3[1]; tos&3 == 1 || tos&3 == 2 {
+			frames.SetIPv4TOS(l3, tos|3)
+			return true
+		}
+	case (et == 0x86DD || et == 0x8915) && l3[0]>>4 == 6:
+		if ecn := l3[1] >> 4 & 3; ecn == 1 || ecn == 2 {
+			l3[1] |= 0x30
+			return true
+		}
 	}
-	old := uint32(f[14])<<8 | uint32(tos)
-	f[15] = tos | 3
-	neu := uint32(f[14])<<8 | uint32(f[15])
-	// HC' = ~(~HC + ~m + m')
-	sum := uint32(^(uint16(f[24])<<8 | uint16(f[25]))) + uint32(^uint16(old)) + neu
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	c := ^uint16(sum)
-	f[24], f[25] = byte(c>>8), byte(c)
-	return true
+	return false
 }

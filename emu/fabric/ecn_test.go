@@ -102,3 +102,47 @@ func TestFCSDropsOnlyFramesWithoutTheirOwnCheck(t *testing.T) {
 		}
 	}
 }
+
+// IPv6 and RoCEv1's GRH carry the ECN field in the traffic class, which
+// straddles their first two bytes (version 4 bits, traffic class 8, flow
+// label 20); neither has a header checksum. A VLAN tag is skipped.
+func TestMarkCEOnIPv6GRHAndVLAN(t *testing.T) {
+	l3v6 := func(et uint16, tc byte, vlan bool) ([]byte, int) {
+		f := make([]byte, 80)
+		off := 12
+		if vlan {
+			f[12], f[13], f[14], f[15] = 0x81, 0x00, 0x60, 0x05 // PCP 3, VID 5
+			off = 16
+		}
+		f[off], f[off+1] = byte(et>>8), byte(et)
+		l3 := f[off+2:]
+		l3[0], l3[1], l3[2], l3[3] = 0x60|tc>>4, tc<<4|0x0A, 0xBC, 0xDE // flow label 0xABCDE
+		return f, off + 2
+	}
+	for _, tc := range []struct {
+		et   uint16
+		tc   byte
+		vlan bool
+		mark bool
+	}{
+		{0x86DD, 26<<2 | 2, false, true}, {0x8915, 26<<2 | 1, false, true}, {0x86DD, 26<<2 | 2, true, true},
+		{0x86DD, 26 << 2, false, false}, {0x8915, 26<<2 | 3, false, false},
+	} {
+		f, l3 := l3v6(tc.et, tc.tc, tc.vlan)
+		before := append([]byte(nil), f...)
+		if got := MarkCE(f); got != tc.mark {
+			t.Errorf("EtherType %#x TC %#x vlan %v: marked %v, want %v", tc.et, tc.tc, tc.vlan, got, tc.mark)
+			continue
+		}
+		want := before
+		if tc.mark {
+			want = append([]byte(nil), before...)
+			ntc := tc.tc | 3
+			want[l3] = 0x60 | ntc>>4
+			want[l3+1] = ntc<<4 | 0x0A
+		}
+		if string(f) != string(want) {
+			t.Errorf("EtherType %#x TC %#x: frame % x, want % x", tc.et, tc.tc, f[:l3+4], want[:l3+4])
+		}
+	}
+}

@@ -214,3 +214,28 @@ func (u *Session) nicRx() []NICRx {
 	}
 	return out
 }
+
+// check refuses buffer settings nothing would act on: the memory manager
+// acts only when the run has a congestion setting (--pfc, --red, --sched;
+// apply), and the dynamic threshold's alpha only without a static XOFF.
+func (c *Congestion) check() error {
+	_, auto, err := ParsePFC(c.PFC)
+	if err != nil {
+		return err
+	}
+	on := c.PFC != "" && c.PFC != "off" || auto || c.Buffer.Enforce || c.Scheduler != "" || c.RED != (fabric.RED{})
+	pfc := c.PFC != "" && c.PFC != "off"
+	switch {
+	case !on && c.Buffer.Bytes != 0 && c.Buffer.Bytes != switching.DefaultBufferBytes:
+		return fmt.Errorf("--switch-buffer: the switches' buffer admits, drops and pauses only with --pfc, --red or --sched; without them the links' --queue frame limit applies")
+	case !pfc && c.Buffer.XOFF != 0:
+		return fmt.Errorf("--pfc-xoff: an XOFF threshold needs --pfc (the priorities it pauses)")
+	case !pfc && c.Buffer.Alpha != 0:
+		return fmt.Errorf("--pfc-alpha: the dynamic XOFF threshold needs --pfc (the priorities it pauses)")
+	case !pfc && c.Buffer.Headroom != 0:
+		return fmt.Errorf("--pfc-headroom: headroom is for --pfc's lossless priorities")
+	case c.Buffer.XOFF != 0 && c.Buffer.Alpha != 0:
+		return fmt.Errorf("--pfc-alpha with --pfc-xoff %d: alpha scales the dynamic threshold, which a static XOFF replaces", c.Buffer.XOFF)
+	}
+	return nil
+}

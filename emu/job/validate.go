@@ -25,6 +25,9 @@ func (c *Config) validateRun(jobs []JobConfig) error {
 			return bad("%s %v: want 0..%v", d.name, d.v, faults.MaxDuration)
 		}
 	}
+	if err := c.Congestion.check(); err != nil {
+		return &ConfigError{err}
+	}
 	for _, j := range jobs {
 		if j.Start > faults.MaxDuration {
 			return bad("job %s: start %v: want 0..%v", j.Name, j.Start, faults.MaxDuration)

@@ -38,9 +38,12 @@ import (
 //     egress_lossless_profile: a static threshold of the whole pool).
 //
 // Each copy of a flooded frame is charged on its own (a real memory
-// manager stores it once and counts references); frames the programs
-// send are charged to port -1, are admitted to the shared pool only and
-// never pause anyone. A frame for an egress without a queue (a device)
+// manager stores it once and counts references). Frames a program sends
+// while it processes a frame are charged to that frame's ingress port
+// (towards its XOFF, so the port is paused while they wait) but admitted
+// to the shared pool only, never to the headroom, which is the
+// upstream's; frames a program sends from a timer are charged to port
+// -1 and pause no one. A frame for an egress without a queue (a device)
 // leaves at once: it is counted, never admitted or held.
 
 // DefaultBufferBytes is the shared buffer's size: 12 MB, a Broadcom
