@@ -72,6 +72,9 @@ func DefaultParams(lineRate float64) Params {
 // initial_alpha_value 1023, rpg_time_reset 300 µs, rpg_byte_reset 32767,
 // rpg_threshold 1, rpg_ai_rate 5 Mb/s, rpg_hai_rate 50 Mb/s,
 // rpg_min_rate 1 Mb/s, cnp_dscp 48), on a link of lineRate bit/s.
+// Unverified: rpg_time_reset, rpg_byte_reset, rpg_threshold, rpg_ai_rate
+// and rpg_hai_rate were not read at a source (docs/congestion.md, DCQCN,
+// says which are); DefaultParams, the paper's set, is inaemu's default.
 func NVIDIAParams(lineRate float64) Params {
 	return Params{
 		LineRate:    lineRate,
