@@ -316,6 +316,13 @@ func (s *Switch) pushManaged(te TaggedEgress, p, in, prio int, tag uint32, frame
 	e.Frames++
 	e.MaxBytes = max(e.MaxBytes, e.Bytes)
 	e.MaxFrames = max(e.MaxFrames, e.Frames)
+	if program && lossless && in >= 0 && where == toShared {
+		// Over XOFF by a program's frame: pause the port whose frame made
+		// it, as its own next frame would (it goes to headroom from now).
+		if g := &b.ing[tag]; !g.paused && b.use[tag].Bytes-g.hdrm > b.xoff() {
+			s.pause(int(tag), in, prio)
+		}
+	}
 	if where == toHeadroom {
 		g := &b.ing[tag]
 		g.hdrm += n
@@ -354,15 +361,25 @@ func (s *Switch) admission(in int, lossless, program bool, tag uint32, e *Egress
 		return toShared
 	}
 	if program {
-		// A program's frame (a result, a replica) takes the shared pool
-		// only: the headroom is for what the upstream has in flight when
-		// its pause takes effect, and no pause stops the copies the
-		// switch makes itself. Charged to the port whose frame made it,
-		// it still counts towards that port's XOFF.
-		if n > free {
+		// A program's frame (a result, a replica) is not held to XOFF:
+		// no pause stops the copies the switch makes itself, so it takes
+		// the shared pool while the pool has room (charged to the port
+		// whose frame made it, it counts towards that port's XOFF and
+		// pauses it: pushManaged), and only a full pool sends it to the
+		// port's headroom, the last room before a drop. Held to XOFF, a
+		// result's 32 copies overflowed a 10G port's 24.7 KB headroom;
+		// held to the pool alone, a tight pool dropped results of a
+		// lossless priority as the upstream's frames filled it.
+		if n <= free {
+			return toShared
+		}
+		if in < 0 {
 			return dropFull
 		}
-		return toShared
+		if g := &b.ing[tag]; g.hdrm+n <= s.headroom(in) {
+			return toHeadroom
+		}
+		return dropHeadroom
 	}
 	// An ingress holding nothing in the shared pool takes a frame the
 	// pool has room for however low XOFF is, as a dynamic threshold
