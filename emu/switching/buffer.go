@@ -40,9 +40,9 @@ import (
 // Each copy of a flooded frame is charged on its own (a real memory
 // manager stores it once and counts references). Frames a program sends
 // while it processes a frame are charged to that frame's ingress port
-// (towards its XOFF, so the port is paused while they wait) but admitted
-// to the shared pool only, never to the headroom, which is the
-// upstream's; frames a program sends from a timer are charged to port
+// (towards its XOFF, so the port is paused while they wait) and take the
+// shared pool while it has room, the headroom only when it is full
+// (admission); frames a program sends from a timer are charged to port
 // -1 and pause no one. A frame for an egress without a queue (a device)
 // leaves at once: it is counted, never admitted or held.
 
