@@ -243,7 +243,7 @@ type INALoadResult struct {
 	INANS           int64  `json:"ina_ns"`
 	Timeouts        uint64 `json:"timeouts"`        // the INA job's ACK timeouts
 	Retransmissions uint64 `json:"retransmissions"` // the INA job's
-	QueueDrops      uint64 `json:"queue_drops"`     // the run's, every link
+	Drops           uint64 `json:"drops"`           // the run's: every link's queue and every switch's buffer
 	Pauses          uint64 `json:"pauses"`          // PFC frames sent, every direction
 	ECNMarks        uint64 `json:"ecn_marks"`       // CE marks, every switch egress
 	// INACNPs are the CNPs the INA job's ring send QPs received (its
@@ -273,7 +273,7 @@ func (c INALoad) run(cfg emu.Config) (INALoadResult, error) {
 		return out, err
 	}
 	out.Exact = res.Exact
-	out.QueueDrops = res.QueueDrops
+	out.Drops = res.QueueDrops + pfcBufferDrops(res.Switch.Buffer)
 	for _, p := range res.PFC {
 		out.Pauses += p.PausesSent
 		out.ECNMarks += p.ECNMarks

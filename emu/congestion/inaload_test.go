@@ -61,7 +61,7 @@ func TestINABesideTraffic(t *testing.T) {
 					full[s.Name] = r
 				}
 				t.Logf("%s %s %-9s load %3v%%: %v (%d retransmissions, %d timeouts, %d drops, %d pauses, %d marks, %d CNPs to the job)",
-					g.topology, g.mode, s.Name, load*100, time.Duration(r.INANS), r.Retransmissions, r.Timeouts, r.QueueDrops, r.Pauses, r.ECNMarks, r.INACNPs)
+					g.topology, g.mode, s.Name, load*100, time.Duration(r.INANS), r.Retransmissions, r.Timeouts, r.Drops, r.Pauses, r.ECNMarks, r.INACNPs)
 			}
 		}
 		what := fmt.Sprintf("%s %s", g.topology, g.mode)
@@ -69,11 +69,11 @@ func TestINABesideTraffic(t *testing.T) {
 			assert.Equal(t, alone["lossy"], alone[s.Name], "%s alone: %s changes nothing", what, s.Name)
 		}
 		lossy, pfc := full["lossy"], full["pfc"]
-		assert.Positive(t, lossy.QueueDrops, "%s lossy: the excess is dropped", what)
+		assert.Positive(t, lossy.Drops, "%s lossy: the excess is dropped", what)
 		assert.Positive(t, lossy.Retransmissions, "%s lossy: the job retransmits", what)
 		assert.Greater(t, lossy.INANS, pfc.INANS, "%s: drops and go-back-N cost more than pauses", what)
 		for _, s := range []string{"pfc", "pfc+dcqcn"} {
-			assert.Zero(t, full[s].QueueDrops, "%s %s: nothing dropped", what, s)
+			assert.Zero(t, full[s].Drops, "%s %s: nothing dropped", what, s)
 			assert.Zero(t, full[s].Retransmissions, "%s %s: nothing retransmitted", what, s)
 		}
 		assert.Positive(t, pfc.Pauses, "%s pfc: the buffer pauses senders", what)
@@ -181,7 +181,7 @@ func TestINATable(t *testing.T) {
 				}
 				fmt.Fprintf(&b, " %.2f× |", float64(r.INANS)/float64(alone))
 				if load == 1 {
-					fmt.Fprintf(&b, " %d, %d, %d, %d, %d, %d |\n", r.QueueDrops, r.Retransmissions, r.Timeouts, r.Pauses, r.ECNMarks, r.INACNPs)
+					fmt.Fprintf(&b, " %d, %d, %d, %d, %d, %d |\n", r.Drops, r.Retransmissions, r.Timeouts, r.Pauses, r.ECNMarks, r.INACNPs)
 				}
 			}
 		}

@@ -28,7 +28,7 @@ func DCQCNPauseCount(c DCQCNIncast) (DCQCNPauses, error) {
 	if err != nil {
 		return DCQCNPauses{}, err
 	}
-	out := DCQCNPauses{N: c.Senders, DCQCN: c.DCQCN, Drops: res.QueueDrops, Exact: res.Exact}
+	out := DCQCNPauses{N: c.Senders, DCQCN: c.DCQCN, Drops: res.QueueDrops + pfcBufferDrops(res.Switch.Buffer), Exact: res.Exact}
 	for _, p := range res.PFC {
 		out.PausesSent += p.PausesSent
 		out.PausedNS += p.PausedNs

@@ -131,15 +131,17 @@ func (c *Congestion) apply(fc *fabric.Config, jobs []JobConfig) error {
 	}
 	fc.Scheduler, fc.DWRRWeights, fc.RED = c.Scheduler, c.DWRRWeights, c.RED
 	fc.NICRxRate, fc.NICRxBuffer = c.NICRxRate, c.NICRxBuffer
-	if lossless == 0 && !c.Buffer.Enforce && c.Scheduler == "" && c.RED == (fabric.RED{}) {
+	if lossless == 0 && !c.Buffer.Enforce && c.Scheduler == "" && c.RED == (fabric.RED{}) && !c.sized() {
 		// Nothing asks the memory manager to act: the switches only count,
 		// as they always did (the buffer's size matters only when managed).
 		return nil
 	}
-	// A network with any congestion setting has switches whose memory
-	// manager acts: lossless priorities are paused for, the others
-	// admitted against the dynamic egress threshold (Enforce), so the
-	// switch buffer, not a link's frame queue, is what fills and drops.
+	// A network with any congestion setting, or a buffer of a size
+	// other than the default, has switches whose memory manager acts:
+	// lossless priorities are paused for, the others admitted against
+	// the dynamic egress threshold (Enforce), so the switch buffer, not a
+	// link's frame queue, is what fills and drops (--switch-buffer 1MB
+	// alone is a lossy switch with a 1 MB shared buffer).
 	fc.Buffer = c.Buffer
 	fc.Buffer.Lossless, fc.Buffer.Enforce = lossless, true
 	return nil
@@ -215,19 +217,15 @@ func (u *Session) nicRx() []NICRx {
 	return out
 }
 
-// check refuses buffer settings nothing would act on: the memory manager
-// acts only when the run has a congestion setting (--pfc, --red, --sched;
-// apply), and the dynamic threshold's alpha only without a static XOFF.
+// check refuses buffer settings nothing would act on: XOFF, alpha and
+// headroom are PFC's, and alpha scales only a dynamic XOFF.
 func (c *Congestion) check() error {
-	_, auto, err := ParsePFC(c.PFC)
+	_, _, err := ParsePFC(c.PFC)
 	if err != nil {
 		return err
 	}
-	on := c.PFC != "" && c.PFC != "off" || auto || c.Buffer.Enforce || c.Scheduler != "" || c.RED != (fabric.RED{})
 	pfc := c.PFC != "" && c.PFC != "off"
 	switch {
-	case !on && c.Buffer.Bytes != 0 && c.Buffer.Bytes != switching.DefaultBufferBytes:
-		return fmt.Errorf("--switch-buffer: the switches' buffer admits, drops and pauses only with --pfc, --red or --sched; without them the links' --queue frame limit applies")
 	case !pfc && c.Buffer.XOFF != 0:
 		return fmt.Errorf("--pfc-xoff: an XOFF threshold needs --pfc (the priorities it pauses)")
 	case !pfc && c.Buffer.Alpha != 0:
@@ -238,4 +236,10 @@ func (c *Congestion) check() error {
 		return fmt.Errorf("--pfc-alpha with --pfc-xoff %d: alpha scales the dynamic threshold, which a static XOFF replaces", c.Buffer.XOFF)
 	}
 	return nil
+}
+
+// sized reports whether the run gives the switches a buffer of its own
+// size (--switch-buffer other than the default).
+func (c *Congestion) sized() bool {
+	return c.Buffer.Bytes != 0 && c.Buffer.Bytes != switching.DefaultBufferBytes
 }

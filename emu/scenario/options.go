@@ -159,7 +159,7 @@ func Options() []Option {
 		{Key: "port_security", Arg: "on|off", Group: NetworkGroup, Default: "on",
 			Help: "switch host ports take their own NIC's source MAC and address only, as port security and IP source guard do; off leaves forged frames to the switch programs' own checks (a spoof= aimed at a job no program checks is then refused)"},
 		{Key: "switch_buffer", Arg: "SIZE", Group: NetworkGroup, Kind: Size, Default: "12MB",
-			Help: "each switch's shared packet buffer (a Broadcom Trident II's by default); with --pfc, --red or --sched its memory manager admits, drops and pauses by it instead of the --queue frame limit (docs/congestion.md)"},
+			Help: "each switch's shared packet buffer (a Broadcom Trident II's by default); given, or with --pfc, --red or --sched, its memory manager admits, drops and pauses by it instead of the --queue frame limit (docs/congestion.md)"},
 		{Key: "pfc", Arg: "PRIOS", Group: NetworkGroup, Default: "off",
 			Help: "PFC (802.1Qbb) on the switches' ports and NICs: off, on (lossless the priorities the jobs send on, DSCP>>3), or priorities 0..7 such as 3 or 3,4"},
 		{Key: "pfc_xoff", Arg: "SIZE", Group: NetworkGroup, Default: "dynamic",
