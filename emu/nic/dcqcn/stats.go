@@ -16,6 +16,7 @@ type Stats struct {
 
 // QPStats are one QP's reaction point.
 type QPStats struct {
+	NIC string `json:"nic"` // the NIC the QP is on (QPNs repeat across NICs)
 	QPN uint32 `json:"qpn"`
 	// RateBps is the QP's current rate, MinRateBps the lowest it had,
 	// TargetBps its target rate (all line rate before any CNP).
@@ -45,7 +46,7 @@ func (o *Offload) Stats() Stats {
 		if s.active {
 			o.advance(s, now)
 		}
-		st.QPs = append(st.QPs, QPStats{QPN: s.q.QPN(), RateBps: s.rc, MinRateBps: s.minRc, TargetBps: s.rt, Alpha: s.alpha, CNPs: s.cnps})
+		st.QPs = append(st.QPs, QPStats{NIC: o.nic.Name, QPN: s.q.QPN(), RateBps: s.rc, MinRateBps: s.minRc, TargetBps: s.rt, Alpha: s.alpha, CNPs: s.cnps})
 	}
 	return st
 }
