@@ -128,6 +128,9 @@ type Config struct {
 	Bcast Bcast
 	// Traffic is a traffic job's flows (mode traffic; job/traffic.go).
 	Traffic *Traffic
+	// Hier is a hier job's chunks, scheduler and policy (mode hier;
+	// job/hier.go); nil: one chunk, the baseline schedule, FIFO.
+	Hier *Hier
 	// CC is the job's congestion control: "" or "none" (its NICs send at
 	// line rate whatever the network says), or "dcqcn" (DCQCN in the NICs
 	// of its ranks, emu/nic/dcqcn: their QPs send ECT(0), the receivers
@@ -276,6 +279,8 @@ type JobResult struct {
 	// Flows are a traffic job's flows, each with its completion time and
 	// throughput timeline.
 	Flows []FlowResult `json:"flows,omitempty"`
+	// Hier is a hier job's figures per dimension and link.
+	Hier *HierReport `json:"hier,omitempty"`
 }
 
 // JobRing is a NetReduce ring on a switch: tenants of one switch hold
@@ -542,7 +547,11 @@ type Worker struct {
 	SendWant int // send WRs the job posts in all
 	RecvWant int // results (receive completions) the job expects
 	DoneAt   time.Duration
-	cqe      [64]roce.Completion
+	// NICs are the NICs of the rank's host other than NIC that QPs are
+	// on (a job that makes its own connections over several of a host's
+	// links, mode hier): their completions wake the rank too.
+	NICs []*nic.NIC
+	cqe  [64]roce.Completion
 }
 
 // Job drives one job: its workers, connections and algorithm.
@@ -904,6 +913,16 @@ func NewSession(cfg Config) (*Session, error) {
 			}
 		} else if err := r.connect(); err != nil {
 			return fail(err)
+		}
+		for _, w := range r.Workers {
+			for _, h := range w.NICs {
+				if onHost[h] == nil {
+					hosts = append(hosts, h)
+				}
+				if !slices.Contains(onHost[h], w) {
+					onHost[h] = append(onHost[h], w)
+				}
+			}
 		}
 		if js.IO != nil {
 			r.OnDone = js.Group.AddStage(r)
@@ -1316,9 +1335,11 @@ func (u *Session) result(events int) *Result {
 		res.Jobs = append(res.Jobs, jr)
 		end = max(end, time.Duration(jr.StartNS+jr.VirtualNS))
 		for _, w := range r.Workers {
-			if !seen[w.NIC] {
-				seen[w.NIC] = true
-				res.FramesSent += w.NIC.Stats.RoCESent + w.NIC.Stats.CtrlSent
+			for _, h := range append([]*nic.NIC{w.NIC}, w.NICs...) {
+				if !seen[h] {
+					seen[h] = true
+					res.FramesSent += h.Stats.RoCESent + h.Stats.CtrlSent
+				}
 			}
 			for i := -2; i < len(w.QPs); i++ {
 				res.ICRCDrops += counters(w.endpoint(i)).RxICRCErrors
