@@ -43,7 +43,7 @@ func startJob(t testing.TB, cfg job.Config) *job.Session {
 // there as a bare name.
 func TestEveryModeHasADoc(t *testing.T) {
 	names := job.AlgorithmNames()
-	require.Len(t, names, 9, "netreduce, ring, wa, verbs, traffic, fr, pn, pr, ta")
+	require.Len(t, names, 10, "netreduce, ring, wa, verbs, traffic, fr, pn, pr, ta, hier")
 	for _, n := range names {
 		require.NotEmpty(t, job.Lookup(job.Mode(n)).Doc, n)
 	}

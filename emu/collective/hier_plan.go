@@ -1,0 +1,501 @@
+package collective
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"slices"
+	"strings"
+
+	"github.com/inaemu/inaemu/emu/job"
+	"github.com/inaemu/inaemu/emu/topo"
+)
+
+// The plan of a hier job (hier.go): which dimensions a dims topology has,
+// each chunk's order of stages, and every transfer each rank makes in
+// every step of every stage, worked out before the first frame so that
+// sender and receiver agree on where each message lands.
+
+// hierDim is one dimension of a dims topology as its links show it.
+type hierDim struct {
+	kind   string // ring, fc or switch
+	alg    string // the 1-D algorithm its stages run: ring, direct or halving-doubling
+	size   int    // hosts along it (P)
+	stride int    // host index distance between neighbours along it
+	links  int    // links a host has in it
+	rate   float64
+}
+
+// Algorithms of a dimension (Themis Table 1: Ring on a ring, Direct on a
+// full mesh, Halving-Doubling on a switch).
+const (
+	algRing   = "ring"
+	algDirect = "direct"
+	algHD     = "halving-doubling"
+)
+
+// hierDims reads the dimensions of a dims topology (topo.Dims) back from
+// its links: dimension d's group of h0 is the hosts its dimension-d links
+// reach (through the group's switch, or host to host), its size the
+// group's; a host-host dimension whose hosts all link to each other is a
+// full mesh (fc), unless it has 3 hosts or fewer, where a ring is a full
+// mesh too and is read as a ring. defRate is the rate of links that set
+// none.
+func hierDims(t *topo.Topology, defRate float64) ([]hierDim, error) {
+	if t == nil || t.Kind != "dims" {
+		return nil, errors.New("--mode hier runs over a dims topology, e.g. --topology dims:4x4,kinds=ring/switch")
+	}
+	hosts := t.Hosts()
+	nd := 0
+	for _, l := range t.Links {
+		nd = max(nd, l.Dim)
+	}
+	var out []hierDim
+	stride := 1
+	h0 := hosts[0]
+	for d := 1; d <= nd; d++ {
+		hd := hierDim{stride: stride, rate: defRate}
+		group := map[string]bool{h0.Name: true}
+		for q := []string{h0.Name}; len(q) > 0; q = q[1:] {
+			n, _ := t.Node(q[0])
+			for _, li := range n.Links {
+				l := &t.Links[li]
+				if l.Dim != d {
+					continue
+				}
+				if n.Name == h0.Name {
+					hd.links++
+					if l.Rate > 0 {
+						hd.rate = l.Rate
+					}
+				}
+				o := l.Other(n.Name)
+				on, _ := t.Node(o)
+				if on.Kind == topo.KindSwitch {
+					hd.kind = "switch"
+					for _, sl := range on.Links {
+						group[t.Links[sl].Other(o)] = true
+					}
+					continue
+				}
+				if !group[o] {
+					group[o] = true
+					q = append(q, o)
+				}
+			}
+		}
+		hd.size = len(group)
+		if hd.kind == "" {
+			n, _ := t.Node(h0.Name)
+			peers := map[string]bool{}
+			for _, li := range n.Links {
+				if t.Links[li].Dim == d {
+					peers[t.Links[li].Other(h0.Name)] = true
+				}
+			}
+			hd.kind = "ring"
+			if hd.size > 3 && len(peers) == hd.size-1 {
+				hd.kind = "fc"
+			}
+		}
+		switch hd.kind {
+		case "ring":
+			hd.alg = algRing
+		case "fc":
+			hd.alg = algDirect
+		default:
+			hd.alg = algHD
+			if hd.size > 1 && bits.OnesCount(uint(hd.size)) != 1 {
+				return nil, fmt.Errorf("--mode hier: dimension %d is a switch of %d hosts, and halving-doubling, its algorithm, needs a power of two", d, hd.size)
+			}
+		}
+		out = append(out, hd)
+		stride *= hd.size
+	}
+	if stride != len(hosts) {
+		return nil, fmt.Errorf("--mode hier: the dimensions' sizes multiply to %d, and the topology has %d hosts", stride, len(hosts))
+	}
+	return out, nil
+}
+
+// hierStage is one stage of a chunk's schedule: a reduce-scatter (or,
+// with ag, an all-gather) among the peers of each rank along dim.
+type hierStage struct {
+	dim int // 0-based
+	ag  bool
+}
+
+func (s hierStage) String() string {
+	if s.ag {
+		return fmt.Sprintf("AG%d", s.dim+1)
+	}
+	return fmt.Sprintf("RS%d", s.dim+1)
+}
+
+// scheduleString is a chunk's stages, e.g. "RS1 RS2 AG2 AG1".
+func scheduleString(st []hierStage) string {
+	s := make([]string, len(st))
+	for i, x := range st {
+		s[i] = x.String()
+	}
+	return strings.Join(s, " ")
+}
+
+// baselineSchedule is today's hierarchical all-reduce (Themis §2.3, the
+// paper's baseline): every chunk reduce-scatters on dimension 1, 2, ...,
+// D, then all-gathers on D, ..., 1. Dimensions of one host have no stage.
+func baselineSchedule(dims []hierDim, chunks int) [][]hierStage {
+	var one []hierStage
+	for d := range dims {
+		if dims[d].size > 1 {
+			one = append(one, hierStage{dim: d})
+		}
+	}
+	for i := len(one) - 1; i >= 0; i-- {
+		one = append(one, hierStage{dim: one[i].dim, ag: true})
+	}
+	out := make([][]hierStage, chunks)
+	for c := range out {
+		out[c] = slices.Clone(one)
+	}
+	return out
+}
+
+// checkSchedule refuses a chunk schedule the packet executor cannot run:
+// it wants an RS stage on every dimension of more than one host, in any
+// order, then the AG stages in the reverse order (what Algorithm 1 of the
+// Themis paper makes for an all-reduce: AG_Sch = reverseOrder(RS_Sch)),
+// since a rank's data after the RS stages is one contiguous block only
+// when the gathers undo the scatters in turn.
+func checkSchedule(dims []hierDim, st []hierStage) error {
+	var rs []int
+	for d := range dims {
+		if dims[d].size > 1 {
+			rs = append(rs, d)
+		}
+	}
+	k := len(rs)
+	if len(st) != 2*k {
+		return fmt.Errorf("schedule %q: want %d stages, an RS and an AG on each dimension of more than one host", scheduleString(st), 2*k)
+	}
+	seen := map[int]bool{}
+	for i, s := range st[:k] {
+		if s.ag || s.dim < 0 || s.dim >= len(dims) || dims[s.dim].size < 2 || seen[s.dim] {
+			return fmt.Errorf("schedule %q: stage %d: want the RS stages first, one per dimension", scheduleString(st), i+1)
+		}
+		seen[s.dim] = true
+		if a := st[2*k-1-i]; !a.ag || a.dim != s.dim {
+			return fmt.Errorf("schedule %q: the AG stages must undo the RS stages in reverse order", scheduleString(st))
+		}
+	}
+	return nil
+}
+
+// hierXfer is one transfer: a block of a chunk that rank from sends to
+// rank to in one step of one stage, as WRITEs with immediate of at most
+// msgB bytes each.
+type hierXfer struct {
+	from, to   int
+	lo, hi     int // elements of the tensor
+	dim        int
+	conn       int   // the connection (hierConn) it goes over
+	off        int64 // byte offset in the receiver's receive region
+	rmsg0      int   // the receiver's index of its first message (its immediate)
+	smsg0      int   // the sender's index of its first message (its WR ID)
+	msgs       int
+	chunk, stg int
+}
+
+// hierStep is what one rank does in one step of a stage: its sends, and
+// the transfers it waits for (in its peers' coordinate order, own the
+// place its own value takes in a Direct reduce-scatter's sum).
+type hierStep struct {
+	sends, recvs []int // transfer indices
+	own          int   // Direct RS: where the rank's own value goes among recvs (-1: not that)
+}
+
+// hierStepKind is how a stage's received blocks meet the rank's data.
+type hierStepKind int
+
+const (
+	stepAdd     hierStepKind = iota // ring or halving-doubling RS: data += the one block received
+	stepOrdered                     // Direct RS: the block is the peers' values summed in coordinate order
+	stepCopy                        // AG: the block received is the data
+)
+
+// hierPlan is the whole job's transfers.
+type hierPlan struct {
+	n, chunks int
+	elemSize  int
+	msgB      int
+	dims      []hierDim
+	sched     [][]hierStage
+	bounds    []int            // chunk c is elements bounds[c]:bounds[c+1]
+	xfers     []hierXfer       // in plan order: chunk, stage, step, sender
+	steps     [][][][]hierStep // rank, chunk, stage, step
+	kinds     [][]hierStepKind // chunk, stage
+	conns     []hierConnPlan
+	connOf    map[[3]int]int // (lower rank, higher rank, dim) -> conn
+	recvBytes []int64        // per rank: its receive region
+	recvMsgs  []int          // per rank: messages it receives
+	sendMsgs  []int          // per rank: messages it sends
+	inbox     [][]int        // per rank: the transfers to it, by rmsg0
+}
+
+// hierConnPlan is an RC connection between two ranks along a dimension.
+type hierConnPlan struct {
+	a, b         int // ranks, a < b
+	dim          int
+	sendA, sendB int // messages each end sends on it
+}
+
+// coord is rank r's coordinate along dimension d.
+func (p *hierPlan) coord(r, d int) int { return r / p.dims[d].stride % p.dims[d].size }
+
+// members are the ranks of r's group along d, by coordinate.
+func (p *hierPlan) members(r, d int) []int {
+	dm := p.dims[d]
+	base := r - p.coord(r, d)*dm.stride
+	m := make([]int, dm.size)
+	for k := range m {
+		m[k] = base + k*dm.stride
+	}
+	return m
+}
+
+// split cuts elements [lo, hi) into p blocks: block k is
+// [lo + n·k/p, lo + n·(k+1)/p).
+func split(lo, hi, p int) []int {
+	n := hi - lo
+	b := make([]int, p+1)
+	for k := range b {
+		b[k] = lo + n*k/p
+	}
+	return b
+}
+
+// newHierPlan lays out every transfer of a job of n ranks over dims,
+// its tensor of elems elements of elemSize bytes cut into chunks equal
+// chunks (elements), each run by its schedule.
+func newHierPlan(dims []hierDim, sched [][]hierStage, elems int64, elemSize, msgB int) (*hierPlan, error) {
+	n := 1
+	for _, d := range dims {
+		n *= d.size
+	}
+	chunks := len(sched)
+	if elems < int64(chunks)*int64(n) {
+		return nil, fmt.Errorf("--mode hier: %d elements for %d chunks of %d ranks: want at least one element per rank and chunk", elems, chunks, n)
+	}
+	for _, st := range sched {
+		if err := checkSchedule(dims, st); err != nil {
+			return nil, err
+		}
+	}
+	p := &hierPlan{n: n, chunks: chunks, elemSize: elemSize, msgB: msgB, dims: dims, sched: sched, connOf: map[[3]int]int{},
+		recvBytes: make([]int64, n), recvMsgs: make([]int, n), sendMsgs: make([]int, n), inbox: make([][]int, n)}
+	for c := 0; c <= chunks; c++ {
+		p.bounds = append(p.bounds, int(elems*int64(c)/int64(chunks)))
+	}
+	p.steps = make([][][][]hierStep, n)
+	for r := range p.steps {
+		p.steps[r] = make([][][]hierStep, chunks)
+	}
+	p.kinds = make([][]hierStepKind, chunks)
+	for c := range chunks {
+		region := make([][2]int, n) // per rank: the elements it holds reduced so far
+		for r := range region {
+			region[r] = [2]int{p.bounds[c], p.bounds[c+1]}
+		}
+		var stack [][][2]int
+		for si, s := range sched[c] {
+			kind := stepAdd
+			switch {
+			case s.ag:
+				kind = stepCopy
+			case dims[s.dim].alg == algDirect:
+				kind = stepOrdered
+			}
+			p.kinds[c] = append(p.kinds[c], kind)
+			if !s.ag {
+				stack = append(stack, slices.Clone(region))
+			}
+			var before [][2]int
+			if s.ag {
+				before = stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+			}
+			done := map[int]bool{}
+			for r := range n {
+				m := p.members(r, s.dim)
+				if done[m[0]] {
+					continue
+				}
+				done[m[0]] = true
+				reg := region[r]
+				if s.ag {
+					reg = before[r]
+				}
+				p.stage(c, si, s, m, split(reg[0], reg[1], len(m)))
+				for k, x := range m {
+					if s.ag {
+						region[x] = before[x]
+					} else {
+						b := split(reg[0], reg[1], len(m))
+						region[x] = [2]int{b[k], b[k+1]}
+					}
+				}
+			}
+		}
+	}
+	// Each receiver's transfers, in plan order, take its receive region
+	// and its immediates in turn; each sender's its WR IDs.
+	for i := range p.xfers {
+		x := &p.xfers[i]
+		x.msgs = (x.hi - x.lo) * elemSize
+		x.msgs = (x.msgs + msgB - 1) / msgB
+		x.off = p.recvBytes[x.to]
+		p.recvBytes[x.to] += int64((x.hi - x.lo) * elemSize)
+		x.rmsg0, x.smsg0 = p.recvMsgs[x.to], p.sendMsgs[x.from]
+		p.recvMsgs[x.to] += x.msgs
+		p.sendMsgs[x.from] += x.msgs
+		p.inbox[x.to] = append(p.inbox[x.to], i)
+		cp := &p.conns[x.conn]
+		if x.from == cp.a {
+			cp.sendA += x.msgs
+		} else {
+			cp.sendB += x.msgs
+		}
+	}
+	return p, nil
+}
+
+// stage lays out one stage of chunk c in one group m (ranks by
+// coordinate) whose region is cut into blocks b.
+func (p *hierPlan) stage(c, si int, s hierStage, m, b []int) {
+	P := len(m)
+	alg := p.dims[s.dim].alg
+	nsteps := P - 1
+	switch alg {
+	case algDirect:
+		nsteps = 1
+	case algHD:
+		nsteps = bits.Len(uint(P)) - 1
+	}
+	for _, r := range m {
+		st := make([]hierStep, nsteps)
+		for i := range st {
+			st[i].own = -1
+		}
+		p.steps[r][c] = append(p.steps[r][c], st)
+	}
+	step := func(r int) []hierStep { return p.steps[r][c][si] }
+	add := func(step_, from, to, lo, hi int) {
+		key := [3]int{min(m[from], m[to]), max(m[from], m[to]), s.dim}
+		k, ok := p.connOf[key]
+		if !ok {
+			k = len(p.conns)
+			p.connOf[key] = k
+			p.conns = append(p.conns, hierConnPlan{a: key[0], b: key[1], dim: s.dim})
+		}
+		i := len(p.xfers)
+		p.xfers = append(p.xfers, hierXfer{from: m[from], to: m[to], lo: lo, hi: hi, dim: s.dim, conn: k, chunk: c, stg: si})
+		sf, st := step(m[from]), step(m[to])
+		sf[step_].sends = append(sf[step_].sends, i)
+		st[step_].recvs = append(st[step_].recvs, i)
+	}
+	mod := func(a int) int { return ((a % P) + P) % P }
+	switch {
+	case alg == algRing && !s.ag:
+		// Step t: rank k sends block k-t-1 (its own at t = 0, else what it
+		// received and added to at t-1) to k+1; after P-1 steps rank k
+		// holds block k summed from rank k+1's value on round the ring.
+		for t := range P - 1 {
+			for k := range P {
+				blk := mod(k - t - 1)
+				add(t, k, mod(k+1), b[blk], b[blk+1])
+			}
+		}
+	case alg == algRing:
+		// Step t: rank k passes block k-t on to k+1.
+		for t := range P - 1 {
+			for k := range P {
+				blk := mod(k - t)
+				add(t, k, mod(k+1), b[blk], b[blk+1])
+			}
+		}
+	case alg == algDirect:
+		// One step: every rank sends each peer that peer's block (RS) or
+		// its own block (AG); a receiver takes them in coordinate order.
+		for to := range P {
+			for from := range P {
+				if from == to {
+					if !s.ag {
+						step(m[to])[0].own = len(step(m[to])[0].recvs)
+					}
+					continue
+				}
+				blk := to
+				if s.ag {
+					blk = from
+				}
+				add(0, from, to, b[blk], b[blk+1])
+			}
+		}
+	case !s.ag: // halving-doubling's reduce-scatter: recursive halving
+		// Step t: partners k and k^d (d = P/2^(t+1)) split the blocks they
+		// hold in two; the one without bit d keeps the lower half and sends
+		// the upper, the other the reverse. Rank k ends with block k.
+		lo, hi := make([]int, P), make([]int, P)
+		for k := range P {
+			lo[k], hi[k] = 0, P
+		}
+		for t := range nsteps {
+			d := P >> (t + 1)
+			for k := range P {
+				mid := (lo[k] + hi[k]) / 2
+				if k&d == 0 {
+					add(t, k, k^d, b[mid], b[hi[k]])
+				} else {
+					add(t, k, k^d, b[lo[k]], b[mid])
+				}
+			}
+			for k := range P {
+				mid := (lo[k] + hi[k]) / 2
+				if k&d == 0 {
+					hi[k] = mid
+				} else {
+					lo[k] = mid
+				}
+			}
+		}
+	default: // halving-doubling's all-gather: recursive doubling
+		// Step t: partners k and k^d (d = 2^t) swap the blocks they hold.
+		lo, hi := make([]int, P), make([]int, P)
+		for k := range P {
+			lo[k], hi[k] = k, k+1
+		}
+		for t := range nsteps {
+			d := 1 << t
+			for k := range P {
+				add(t, k, k^d, b[lo[k]], b[hi[k]])
+			}
+			for k := range P {
+				if k&d == 0 {
+					hi[k] += hi[k] - lo[k]
+				} else {
+					lo[k] -= hi[k] - lo[k]
+				}
+			}
+		}
+	}
+}
+
+// hierSchedule is the chunks' schedules a scheduler makes for the job.
+func hierSchedule(dims []hierDim, h job.Hier) ([][]hierStage, error) {
+	chunks := max(h.Chunks, 1)
+	switch h.Scheduler {
+	case "", "baseline":
+		return baselineSchedule(dims, chunks), nil
+	}
+	return nil, fmt.Errorf("--scheduler %q: want baseline", h.Scheduler)
+}
