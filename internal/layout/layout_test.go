@@ -18,7 +18,7 @@ var levels = map[string]int{
 	// wire formats and leaves
 	"frames/wire": 0, "frames/inceptionn": 0, "contrib/wireshark": 0, "tensor": 0, "emu/commmodel": 0, "internal/units": 0, "internal/junit": 0, "internal/f16ref": 0, "internal/inceptionnref": 0, "internal/layout": 0, "internal/benchratio": 0, "internal/clock": 0, "emu/themis": 0, // emu/themis: Themis's model and schedulers (issue 37), pure functions
 	"frames": 1, "emu/workload": 1, "emu/inaps/train": 1, "emu/themis/flow": 1, // emu/themis/flow: Themis's fluid executor and evaluation (issue 37)
-	"roce": 2, "faults": 2, "internal/pcapio": 2, "internal/testtool": 2,
+	"roce": 2, "faults": 2, "internal/pcapio": 2, "internal/testtool": 2, "emu/themis/input": 2, // emu/themis/input: what `inaemu themis` reads (issue 37)
 	"internal/vclock": 3, "internal/testvec": 3, "tap": 3,
 	// the capture checker judges wire formats only, never the emulator
 	"capcheck": 3, "graphs": 3,
