@@ -28,6 +28,8 @@ type (
 	Flow              = job.Flow
 	FlowResult        = job.FlowResult
 	Group             = job.Group
+	Hier              = job.Hier
+	HierReport        = job.HierReport
 	HopReport         = job.HopReport
 	Interrupted       = job.Interrupted
 	Job               = job.Job

@@ -10,6 +10,8 @@ import (
 
 	"github.com/inaemu/inaemu/emu/job"
 	"github.com/inaemu/inaemu/emu/nic"
+	"github.com/inaemu/inaemu/emu/themis"
+	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/roce"
 	"github.com/inaemu/inaemu/tensor"
 )
@@ -83,14 +85,12 @@ func validateHier(c *job.Config) error {
 		return bad("--mode hier runs on emulated links (not on TAPs)")
 	case h.Chunks < 0 || h.Chunks > maxHierChunks:
 		return bad("--chunks %d: want 1..%d", h.Chunks, maxHierChunks)
-	case h.Policy != "" && h.Policy != "fifo":
-		return bad("--policy %q: want fifo (a rank serves its chunks in the order they become ready)", h.Policy)
 	}
-	dims, err := hierDims(c.Topology, c.Link.Rate)
+	dims, err := hierDims(c.Topology, c.Link.Rate, c.Link.Latency)
 	if err != nil {
 		return &job.ConfigError{Err: err}
 	}
-	if _, err := hierSchedule(dims, h); err != nil {
+	if _, err := hierSchedule(dims, h, c.TensorBytes); err != nil {
 		return &job.ConfigError{Err: err}
 	}
 	if n := len(c.Topology.Hosts()); c.Workers != n {
@@ -147,24 +147,30 @@ type hierConn struct {
 
 // hierRank is one rank's state.
 type hierRank struct {
-	w      *job.Worker
-	data   []byte   // its tensor, reduced in place
-	recv   *roce.MR // where its transfers land
-	got    []int    // per transfer to it (by plan index): messages arrived
-	stage  []int    // per chunk: the stage it is in
-	step   []int    // per chunk: the step
-	wait   []int    // per chunk: transfers of the step not yet arrived
-	done   int      // chunks finished
-	bufs   map[int][]byte
-	left   map[int]int // per transfer it sends: WRITEs not yet completed
-	acc    []byte      // scratch for a Direct sum
-	qpConn map[*roce.QP]int
+	w     *job.Worker
+	data  []byte   // its tensor, reduced in place
+	recv  *roce.MR // where its transfers land
+	got   []int    // per transfer to it (by plan index): messages arrived
+	stage []int    // per chunk: the stage it is in
+	step  []int    // per chunk: the step
+	wait  []int    // per chunk: transfers of the step not yet arrived
+	done  int      // chunks finished
+	// started: the chunk's current stage has begun here; running: the
+	// stages under way per dimension; turns: whose turn it is on each.
+	started []bool
+	running []int
+	turns   *themis.Turns
+	bufs    map[int][]byte
+	left    map[int]int // per transfer it sends: WRITEs not yet completed
+	acc     []byte      // scratch for a Direct sum
+	qpConn  map[*roce.QP]int
 }
 
 type hierJob struct {
 	r      *job.Job
 	p      *hierPlan
 	h      job.Hier
+	hs     *hierScheduling
 	conns  []hierConn
 	ranks  []*hierRank
 	start  time.Duration
@@ -179,20 +185,21 @@ func newHierJob(r *job.Job) (*hierJob, error) {
 	if r.Fab.Live() {
 		return nil, &job.ConfigError{Err: errors.New("--mode hier runs on emulated links (not on TAPs)")}
 	}
-	dims, err := hierDims(cfg.Topology, cfg.Link.Rate)
+	dims, err := hierDims(cfg.Topology, cfg.Link.Rate, cfg.Link.Latency)
 	if err != nil {
 		return nil, &job.ConfigError{Err: err}
 	}
 	h := hierOf(&cfg)
-	sched, err := hierSchedule(dims, h)
+	hs, err := hierSchedule(dims, h, cfg.TensorBytes)
 	if err != nil {
 		return nil, &job.ConfigError{Err: err}
 	}
+	sched := hs.sched
 	p, err := newHierPlan(dims, sched, cfg.TensorBytes/int64(cfg.DType.Size()), cfg.DType.Size(), cfg.MsgLen*cfg.MTU)
 	if err != nil {
 		return nil, &job.ConfigError{Err: err}
 	}
-	j := &hierJob{r: r, p: p, h: h, payload: make([]int64, len(dims))}
+	j := &hierJob{r: r, p: p, h: h, hs: hs, payload: make([]int64, len(dims))}
 	j.active = make([][][2]time.Duration, p.chunks)
 	for c := range j.active {
 		j.active[c] = make([][2]time.Duration, len(sched[c]))
@@ -234,7 +241,8 @@ func newHierJob(r *job.Job) (*hierJob, error) {
 	j.ranks = make([]*hierRank, p.n)
 	for i, w := range r.Workers {
 		hr := &hierRank{w: w, got: make([]int, len(p.xfers)), stage: make([]int, p.chunks), step: make([]int, p.chunks),
-			wait: make([]int, p.chunks), bufs: map[int][]byte{}, left: map[int]int{}, qpConn: map[*roce.QP]int{}}
+			wait: make([]int, p.chunks), started: make([]bool, p.chunks), running: make([]int, len(dims)),
+			turns: themis.NewTurns(hs.order), bufs: map[int][]byte{}, left: map[int]int{}, qpConn: map[*roce.QP]int{}}
 		hr.data = make([]byte, cfg.TensorBytes)
 		in := r.Input(i)
 		in.MoveTo(0)
@@ -313,8 +321,34 @@ func (j *hierJob) Start() error {
 		}
 	}
 	for rank := range j.ranks {
-		for c := range j.p.chunks {
-			if err := j.enter(rank, c); err != nil {
+		if err := j.pump(rank); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pump starts on each dimension of the rank the stages whose turn it is,
+// while the dimension has room (hierActive) and the chunk is ready (its
+// previous stage done here); the service order is every rank's, so a
+// stage never waits for a peer that serves another first.
+func (j *hierJob) pump(rank int) error {
+	hr := j.ranks[rank]
+	for d := range hr.running {
+		for hr.running[d] < hierActive {
+			op, ok := hr.turns.Next(d)
+			if !ok || hr.stage[op.Chunk] != op.Stage || hr.started[op.Chunk] {
+				break
+			}
+			if err := hr.turns.Start(d, op); err != nil {
+				return &job.JobError{Msg: fmt.Sprintf("rank %d: %v", rank, err)}
+			}
+			hr.running[d]++
+			hr.started[op.Chunk], hr.step[op.Chunk] = true, 0
+			if a := &j.active[op.Chunk][op.Stage]; a[0] < 0 || j.r.Fab.Clock.Now() < a[0] {
+				a[0] = j.r.Fab.Clock.Now()
+			}
+			if err := j.advance(rank, op.Chunk, true); err != nil {
 				return err
 			}
 		}
@@ -322,49 +356,52 @@ func (j *hierJob) Start() error {
 	return nil
 }
 
-// enter begins rank's current step of chunk c: it posts the step's sends
-// and, if every block the step waits for is already there, completes
-// it (and so on, as far as the chunk can go).
-func (j *hierJob) enter(rank, c int) error {
+// advance runs chunk c's current stage at the rank as far as it can:
+// entering a step posts its sends and counts the blocks it waits for;
+// a step whose blocks are all there is combined, and the next entered.
+// The stage's end frees its dimension (pump).
+func (j *hierJob) advance(rank, c int, entering bool) error {
 	hr := j.ranks[rank]
-	for hr.stage[c] < len(j.p.sched[c]) {
-		si, t := hr.stage[c], hr.step[c]
-		now := j.r.Fab.Clock.Now()
-		if t == 0 {
-			if a := &j.active[c][si]; a[0] < 0 || now < a[0] {
-				a[0] = now
+	si := hr.stage[c]
+	steps := j.p.steps[rank][c][si]
+	for {
+		st := &steps[hr.step[c]]
+		if entering {
+			for _, xi := range st.sends {
+				if err := j.send(hr, xi); err != nil {
+					return err
+				}
 			}
-		}
-		st := &j.p.steps[rank][c][si][t]
-		for _, xi := range st.sends {
-			if err := j.send(hr, xi); err != nil {
-				return err
+			hr.wait[c] = 0
+			for _, xi := range st.recvs {
+				if hr.got[xi] < j.p.xfers[xi].msgs {
+					hr.wait[c]++
+				}
 			}
-		}
-		hr.wait[c] = 0
-		for _, xi := range st.recvs {
-			if hr.got[xi] < j.p.xfers[xi].msgs {
-				hr.wait[c]++
+			if hr.wait[c] > 0 {
+				return nil
 			}
-		}
-		if hr.wait[c] > 0 {
-			return nil
 		}
 		j.combine(hr, c, si, st)
-		hr.step[c]++
-		if hr.step[c] == len(j.p.steps[rank][c][si]) {
-			hr.stage[c]++
-			hr.step[c] = 0
-			if a := &j.active[c][si]; now > a[1] {
-				a[1] = now
-			}
+		if hr.step[c]++; hr.step[c] < len(steps) {
+			entering = true
+			continue
+		}
+		break
+	}
+	now := j.r.Fab.Clock.Now()
+	if a := &j.active[c][si]; now > a[1] {
+		a[1] = now
+	}
+	hr.running[j.p.sched[c][si].dim]--
+	hr.stage[c]++
+	hr.started[c], hr.step[c] = false, 0
+	if hr.stage[c] == len(j.p.sched[c]) {
+		if hr.done++; hr.done == j.p.chunks {
+			hr.w.DoneAt = now
 		}
 	}
-	hr.done++
-	if hr.done == j.p.chunks {
-		hr.w.DoneAt = j.r.Fab.Clock.Now()
-	}
-	return nil
+	return j.pump(rank)
 }
 
 // send posts transfer xi's WRITEs from a copy of its block.
@@ -500,30 +537,13 @@ func (j *hierJob) arrive(hr *hierRank, c roce.Completion) error {
 		return nil
 	}
 	ch := x.chunk
-	if hr.stage[ch] != x.stg || !slices.Contains(j.p.steps[rank][ch][x.stg][hr.step[ch]].recvs, xi) {
+	if hr.stage[ch] != x.stg || !hr.started[ch] || !slices.Contains(j.p.steps[rank][ch][x.stg][hr.step[ch]].recvs, xi) {
 		return nil // a later step's: counted when the chunk gets there
 	}
 	if hr.wait[ch]--; hr.wait[ch] > 0 {
 		return nil
 	}
-	si := hr.stage[ch]
-	j.combine(hr, ch, si, &j.p.steps[rank][ch][si][hr.step[ch]])
-	hr.step[ch]++
-	if hr.step[ch] == len(j.p.steps[rank][ch][si]) {
-		hr.stage[ch]++
-		hr.step[ch] = 0
-		if a := &j.active[ch][si]; j.r.Fab.Clock.Now() > a[1] {
-			a[1] = j.r.Fab.Clock.Now()
-		}
-	}
-	if hr.stage[ch] == len(j.p.sched[ch]) {
-		hr.done++
-		if hr.done == j.p.chunks {
-			hr.w.DoneAt = j.r.Fab.Clock.Now()
-		}
-		return nil
-	}
-	return j.enter(rank, ch)
+	return j.advance(rank, ch, false)
 }
 
 // Check runs the plan's steps without a network on every rank's input,
@@ -598,7 +618,6 @@ func (j *hierJob) Report(jr *job.JobResult) {
 		span = j.r.Fab.Clock.Now() - j.start
 	}
 	t := j.r.Cfg.Topology
-	capacity := make([]float64, len(p.dims))
 	for d, dm := range p.dims {
 		rep.Dims = append(rep.Dims, job.HierDim{Dim: d + 1, Kind: dm.kind, Size: dm.size, Algorithm: dm.alg, PayloadBytes: j.payload[d]})
 	}
@@ -607,24 +626,30 @@ func (j *hierJob) Report(jr *job.JobResult) {
 		if rate == 0 {
 			rate = j.r.Cfg.Link.Rate
 		}
-		for _, name := range []string{l.AB, l.BA} {
+		for k, name := range []string{l.AB, l.BA} {
 			s, _ := j.r.Fab.Direction(name)
 			hl := job.HierLink{Name: name, Dim: l.Dim, WireBytes: int64(s.Bytes), Frames: int64(s.Frames)}
 			if span > 0 {
 				hl.Utilisation = 100 * float64(s.Bytes) * 8 / (rate * span.Seconds())
 			}
 			rep.Links = append(rep.Links, hl)
-			if l.Dim >= 1 && l.Dim <= len(p.dims) {
-				rep.Dims[l.Dim-1].WireBytes += int64(s.Bytes)
-				capacity[l.Dim-1] += rate
+			from, _ := t.Node([]string{l.A, l.B}[k])
+			if l.Dim >= 1 && l.Dim <= len(p.dims) && from.Kind == topo.KindHost {
+				rep.Dims[l.Dim-1].WireBytes += int64(s.Bytes) // what the hosts sent on the dimension
 			}
 		}
 	}
 	bins := int(span/hierBin) + 1
-	for d := range rep.Dims {
-		if capacity[d] > 0 && span > 0 {
-			rep.Dims[d].Utilisation = 100 * float64(rep.Dims[d].WireBytes) * 8 / (capacity[d] * span.Seconds())
+	for k, td := range j.hs.topo {
+		// The Themis paper's utilisation (§6.1): what the dimension
+		// carried over what its bandwidth per NPU, the model's, could
+		// carry from every NPU in the job's time.
+		d := j.hs.dim[k]
+		if span > 0 {
+			rep.Dims[d].Utilisation = 100 * float64(rep.Dims[d].WireBytes) / (td.BW * float64(p.n) * span.Seconds())
 		}
+	}
+	for d := range rep.Dims {
 		rep.Dims[d].Timeline = make([]float64, bins)
 	}
 	for c := range p.chunks {

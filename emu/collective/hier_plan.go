@@ -6,8 +6,10 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/inaemu/inaemu/emu/job"
+	"github.com/inaemu/inaemu/emu/themis"
 	"github.com/inaemu/inaemu/emu/topo"
 )
 
@@ -24,6 +26,8 @@ type hierDim struct {
 	stride int    // host index distance between neighbours along it
 	links  int    // links a host has in it
 	rate   float64
+	// latency is its links' propagation delay.
+	latency time.Duration
 }
 
 // Algorithms of a dimension (Themis Table 1: Ring on a ring, Direct on a
@@ -41,7 +45,7 @@ const (
 // full mesh (fc), unless it has 3 hosts or fewer, where a ring is a full
 // mesh too and is read as a ring. defRate is the rate of links that set
 // none.
-func hierDims(t *topo.Topology, defRate float64) ([]hierDim, error) {
+func hierDims(t *topo.Topology, defRate float64, defLatency time.Duration) ([]hierDim, error) {
 	if t == nil || t.Kind != "dims" {
 		return nil, errors.New("--mode hier runs over a dims topology, e.g. --topology dims:4x4,kinds=ring/switch")
 	}
@@ -54,7 +58,7 @@ func hierDims(t *topo.Topology, defRate float64) ([]hierDim, error) {
 	stride := 1
 	h0 := hosts[0]
 	for d := 1; d <= nd; d++ {
-		hd := hierDim{stride: stride, rate: defRate}
+		hd := hierDim{stride: stride, rate: defRate, latency: defLatency}
 		group := map[string]bool{h0.Name: true}
 		for q := []string{h0.Name}; len(q) > 0; q = q[1:] {
 			n, _ := t.Node(q[0])
@@ -67,6 +71,9 @@ func hierDims(t *topo.Topology, defRate float64) ([]hierDim, error) {
 					hd.links++
 					if l.Rate > 0 {
 						hd.rate = l.Rate
+					}
+					if l.Latency > 0 {
+						hd.latency = l.Latency
 					}
 				}
 				o := l.Other(n.Name)
@@ -490,12 +497,94 @@ func (p *hierPlan) stage(c, si int, s hierStage, m, b []int) {
 	}
 }
 
-// hierSchedule is the chunks' schedules a scheduler makes for the job.
-func hierSchedule(dims []hierDim, h job.Hier) ([][]hierStage, error) {
-	chunks := max(h.Chunks, 1)
-	switch h.Scheduler {
-	case "", "baseline":
-		return baselineSchedule(dims, chunks), nil
+// hierScheduling is what the job runs: each chunk's stages, and the
+// order in which each dimension serves them.
+type hierScheduling struct {
+	sched [][]hierStage
+	// order[d] is dimension d's stages in the order every rank serves
+	// them (none for a dimension of one host).
+	order [][]themis.OpRef
+	// topo is the model the scheduler saw (the dimensions of more than
+	// one host), dim[k] the job's dimension of its k-th.
+	topo themis.Topology
+	dim  []int
+}
+
+// hierActive is how many stages a dimension of a rank runs at once: one,
+// as ASTRA-sim's Themis runs (and emu/themis/flow by default).
+const hierActive = 1
+
+// themisTopology is the dimensions of more than one host as the Themis
+// model sees them: each one's bandwidth per NPU is what the hier job's
+// algorithm sends on at once (one link toward the ring's next host or
+// to the switch, the P-1 links of a full mesh), its step latency a
+// link's (two through a switch).
+func themisTopology(dims []hierDim) (themis.Topology, []int) {
+	var t themis.Topology
+	var idx []int
+	for d, dm := range dims {
+		if dm.size < 2 {
+			continue
+		}
+		bw, lat := dm.rate/8, dm.latency
+		switch dm.kind {
+		case "fc":
+			bw *= float64(dm.size - 1)
+		case "switch":
+			lat *= 2
+		}
+		t = append(t, themis.Dim{Kind: themis.DimKind(dm.kind), Size: dm.size, BW: bw, Latency: lat})
+		idx = append(idx, d)
 	}
-	return nil, fmt.Errorf("--scheduler %q: want baseline", h.Scheduler)
+	return t, idx
+}
+
+// hierSchedule makes the job's schedules with emu/themis: the chunks'
+// stage orders (Schedule: baseline or Algorithm 1) for an all-reduce of
+// bytes per rank, and each dimension's order of service (ServiceOrder by
+// the policy, fifo or scf), which every rank follows so that no two wait
+// on each other (the paper's §4.6).
+func hierSchedule(dims []hierDim, h job.Hier, bytes int64) (*hierScheduling, error) {
+	sc := themis.Scheduler(h.Scheduler)
+	if sc == "" {
+		sc = themis.Baseline
+	}
+	if sc != themis.Baseline && sc != themis.Themis {
+		return nil, fmt.Errorf("--scheduler %q: want baseline or themis", h.Scheduler)
+	}
+	pol := themis.Policy(h.Policy)
+	if pol == "" {
+		pol = themis.FIFO
+	}
+	if pol.Validate() != nil {
+		return nil, fmt.Errorf("--policy %q: want fifo or scf", h.Policy)
+	}
+	chunks := max(h.Chunks, 1)
+	out := &hierScheduling{order: make([][]themis.OpRef, len(dims))}
+	out.topo, out.dim = themisTopology(dims)
+	if len(out.topo) == 0 {
+		return nil, errors.New("--mode hier: every dimension has one host")
+	}
+	scheds, _, err := themis.Schedule(out.topo, themis.AllReduce, float64(bytes), themis.Config{Scheduler: sc, Chunks: chunks})
+	if err != nil {
+		return nil, err
+	}
+	for _, cs := range scheds {
+		st := make([]hierStage, len(cs.Stages))
+		for i, x := range cs.Stages {
+			st[i] = hierStage{dim: out.dim[x.Dim], ag: x.Op == themis.AG}
+		}
+		if err := checkSchedule(dims, st); err != nil {
+			return nil, err
+		}
+		out.sched = append(out.sched, st)
+	}
+	order, err := themis.ServiceOrder(out.topo, scheds, pol, hierActive)
+	if err != nil {
+		return nil, err
+	}
+	for k, o := range order {
+		out.order[out.dim[k]] = o
+	}
+	return out, nil
 }

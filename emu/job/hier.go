@@ -40,12 +40,14 @@ type HierDim struct {
 	Algorithm string `json:"algorithm"` // ring, direct or halving-doubling
 	// PayloadBytes is the RDMA payload the job's messages on the
 	// dimension carried (every rank's, each message once); WireBytes the
-	// frames the dimension's link directions serialised (headers,
+	// frames the hosts sent on the dimension's links (headers,
 	// acknowledgements and retransmissions included; every job's).
 	PayloadBytes int64 `json:"payload_bytes"`
 	WireBytes    int64 `json:"wire_bytes"`
-	// Utilisation is WireBytes over what the dimension's link directions
-	// could carry in the job's time, in percent.
+	// Utilisation is WireBytes over what the dimension's bandwidth per
+	// NPU (the Themis model's: links the algorithm sends on at once ×
+	// their rate) could carry from every NPU in the job's time, in
+	// percent.
 	Utilisation float64 `json:"utilisation_pct"`
 	// Timeline is, per bin of BinNS from the job's start, the chunks that
 	// had a stage under way on the dimension at some rank (time-weighted:

@@ -92,6 +92,13 @@ type Scenario struct {
 	Traffic  string `yaml:"traffic,omitempty"`
 	Sink     string `yaml:"sink,omitempty"`
 	FlowRate string `yaml:"flow_rate,omitempty"`
+	// Chunks, Scheduler and Policy are a hier job's: the chunks its
+	// tensor is cut into, the scheduler of their dimension orders
+	// (baseline or themis) and the dimensions' order of service (fifo or
+	// scf).
+	Chunks    *int   `yaml:"chunks,omitempty"`
+	Scheduler string `yaml:"scheduler,omitempty"`
+	Policy    string `yaml:"policy,omitempty"`
 
 	// Topology is the network; link, latency and queue it leaves out come
 	// from the scenario's. Without it the network is the star of workers
@@ -409,6 +416,20 @@ func (s *Scenario) Apply(cfg *emu.Config) error {
 				t.Rate = r
 			}
 			cfg.Traffic = t
+			return nil
+		})
+	}
+	if s.Chunks != nil || s.Scheduler != "" || s.Policy != "" {
+		set("chunks", func() error {
+			h := &emu.Hier{Scheduler: s.Scheduler, Policy: s.Policy}
+			if s.Chunks != nil {
+				o, _ := OptionByKey("chunks")
+				if err := o.Check(*s.Chunks); err != nil {
+					return fmt.Errorf("%d: %v", *s.Chunks, err)
+				}
+				h.Chunks = *s.Chunks
+			}
+			cfg.Hier = h
 			return nil
 		})
 	}
