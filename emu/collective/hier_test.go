@@ -3,8 +3,11 @@ package collective
 import (
 	"encoding/binary"
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/inaemu/inaemu/emu/job"
@@ -146,6 +149,23 @@ func runHier(t *testing.T, cfg job.Config) ([][]byte, *job.Result) {
 // baseline order (RS dim 1..D) for every element.
 func checkHierRef(t *testing.T, c hierCase, data [][]byte, seed uint64) {
 	t.Helper()
+	var order []int
+	for d, dm := range c.dims {
+		if dm.size > 1 {
+			order = append(order, d)
+		}
+	}
+	orders := make([][]int, c.chunks)
+	for i := range orders {
+		orders[i] = order
+	}
+	checkHierOrders(t, c, data, seed, orders)
+}
+
+// checkHierOrders compares every rank's data with refHierElem, chunk ch
+// reduce-scattered along orders[ch] (0-based dimensions).
+func checkHierOrders(t *testing.T, c hierCase, data [][]byte, seed uint64, orders [][]int) {
+	t.Helper()
 	n := len(data)
 	in := make([][]byte, n)
 	for r := range n {
@@ -153,13 +173,8 @@ func checkHierRef(t *testing.T, c hierCase, data [][]byte, seed uint64) {
 		s := workload.NewStream(c.dtype, workload.Pattern{}, r, seed)
 		s.Fill(in[r])
 	}
-	var order []int
-	for d, dm := range c.dims {
-		if dm.size > 1 {
-			order = append(order, d)
-		}
-	}
 	for ch := range c.chunks {
+		order := orders[ch]
 		lo, hi := c.elems*ch/c.chunks, c.elems*(ch+1)/c.chunks
 		for e := lo; e < hi; e++ {
 			var want uint32
@@ -227,6 +242,125 @@ func TestHierSurvivesFaults(t *testing.T) {
 			if nm.name == "loss" || nm.name == "corrupt" {
 				require.NotZero(t, res.Retransmissions, "go-back-N resent what was lost")
 			}
+		})
+	}
+}
+
+// rsOrder reads a chunk's RS order from the report's schedule ("RS2 RS1
+// AG1 AG2" is [1, 0]), checking that its AG stages reverse it.
+func rsOrder(t *testing.T, sched string) []int {
+	t.Helper()
+	var rs, ag []int
+	for _, f := range strings.Fields(sched) {
+		d, err := strconv.Atoi(f[2:])
+		require.NoError(t, err, sched)
+		if strings.HasPrefix(f, "RS") {
+			rs = append(rs, d-1)
+		} else {
+			require.True(t, strings.HasPrefix(f, "AG"), sched)
+			ag = append(ag, d-1)
+		}
+	}
+	require.Equal(t, len(rs), len(ag), sched)
+	for i := range rs {
+		require.Equal(t, rs[i], ag[len(ag)-1-i], "AG reverses RS: %s", sched)
+	}
+	return rs
+}
+
+// TestHierThemis: on a platform whose second dimension is four times as
+// fast as its first, Themis's scheduler gives chunks other orders than
+// the baseline's, every rank still ends with every element summed in its
+// chunk's order, bit for bit; each dimension carries what the orders put
+// on it, 2(P_K-1)/P_K · S/Q per NPU for a chunk of S whose earlier RS
+// stages' sizes multiply to Q (Themis §3.1), exactly; and the job is
+// faster than the baseline's (the paper's point: the baseline leaves the
+// fast dimension idle), with SCF no slower than FIFO.
+func TestHierThemis(t *testing.T) {
+	c := hierCase{flag: "dims:4x4,kinds=ring/switch,links=10G/40G", dims: []refDim{{4, "ring"}, {4, "switch"}}, dtype: tensor.F32, elems: 64 << 10, chunks: 8}
+	times := map[string]int64{}
+	for _, run := range []struct{ sched, policy string }{{"baseline", "fifo"}, {"themis", "fifo"}, {"themis", "scf"}} {
+		cfg := hierConfig(t, c)
+		cfg.MsgLen, cfg.MTU = 4, 1024
+		cfg.Hier.Scheduler, cfg.Hier.Policy = run.sched, run.policy
+		data, res := runHier(t, cfg)
+		jr := res.Jobs[0]
+		require.NotNil(t, jr.Hier)
+		require.Len(t, jr.Hier.Schedule, c.chunks)
+		orders := make([][]int, c.chunks)
+		payload := make([]int64, len(c.dims))
+		chunkBytes := int64(c.elems / c.chunks * 4)
+		n := int64(16)
+		other := false
+		for ch, s := range jr.Hier.Schedule {
+			orders[ch] = rsOrder(t, s)
+			other = other || orders[ch][0] != 0
+			q := int64(1)
+			for _, d := range orders[ch] {
+				p := int64(c.dims[d].size)
+				payload[d] += 2 * (p - 1) * chunkBytes * n / (q * p) // per NPU times N NPUs
+				q *= p
+			}
+		}
+		require.Equal(t, run.sched == "themis", other, "themis reorders some chunk, the baseline none: %v", jr.Hier.Schedule)
+		checkHierOrders(t, c, data, cfg.Seed, orders)
+		for d, hd := range jr.Hier.Dims {
+			assert.Equal(t, payload[d], hd.PayloadBytes, "dim %d payload (%s)", d+1, run.sched)
+			assert.Greater(t, hd.WireBytes, hd.PayloadBytes, "headers and ACKs ride on top")
+			assert.True(t, hd.Utilisation > 0 && hd.Utilisation <= 100, "dim %d utilisation %v", d+1, hd.Utilisation)
+			var busy float64
+			for _, x := range hd.Timeline {
+				assert.LessOrEqual(t, x, float64(c.chunks))
+				busy += x
+			}
+			assert.Positive(t, busy)
+		}
+		times[run.sched+"/"+run.policy] = jr.VirtualNS
+	}
+	assert.Less(t, float64(times["themis/fifo"]), 0.8*float64(times["baseline/fifo"]), "%v", times)
+	assert.LessOrEqual(t, times["themis/scf"], times["themis/fifo"], "%v", times)
+}
+
+// TestHierRefusals: what hier cannot run is refused with one line, a
+// ConfigError (exit 2), before anything is built.
+func TestHierRefusals(t *testing.T) {
+	base := func(flag string) job.Config {
+		cfg := job.DefaultConfig()
+		cfg.Mode, cfg.TensorBytes = Hier, 64<<10
+		if flag != "" {
+			cfg.Topology = flagTopo(t, flag)
+			cfg.Workers = len(cfg.Topology.Hosts())
+		}
+		return cfg
+	}
+	for _, c := range []struct {
+		name string
+		cfg  func() job.Config
+		want string
+	}{
+		{"star", func() job.Config { return base("") }, "dims topology"},
+		{"spine-leaf", func() job.Config { return base("spine-leaf:leaves=2,hosts=2,spines=1") }, "dims topology"},
+		{"switch of 3", func() job.Config { return base("dims:3x2,kinds=switch/ring") }, "power of two"},
+		{"fewer workers", func() job.Config { c := base("dims:2x2"); c.Workers = 3; return c }, "every host"},
+		{"tiny tensor", func() job.Config { c := base("dims:4x4"); c.TensorBytes = 60; return c }, "at least one element per rank and chunk"},
+		{"too many chunks", func() job.Config { c := base("dims:2x2"); c.Hier = &job.Hier{Chunks: 8192}; return c }, "--chunks"},
+		{"scheduler", func() job.Config { c := base("dims:2x2"); c.Hier = &job.Hier{Scheduler: "greedy"}; return c }, "--scheduler"},
+		{"policy", func() job.Config { c := base("dims:2x2"); c.Hier = &job.Hier{Policy: "lifo"}; return c }, "--policy"},
+		{"settings without hier", func() job.Config { c := base("dims:2x2"); c.Mode = Ring; c.Hier = &job.Hier{Chunks: 2}; return c }, "hier job's"},
+		{"compress", func() job.Config { c := base("dims:2x2"); c.Compress = 10; return c }, "--compress"},
+		{"ranks elsewhere", func() job.Config {
+			c := base("dims:2x2")
+			c.Jobs = []job.JobSpec{{Ranks: []string{"h1", "h0", "h2", "h3"}}}
+			return c
+		}, "rank r on host hr"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := c.cfg()
+			err := cfg.Validate()
+			var ce *job.ConfigError
+			require.ErrorAs(t, err, &ce)
+			assert.Contains(t, err.Error(), c.want)
+			assert.NotContains(t, err.Error(), "\n")
 		})
 	}
 }
