@@ -194,6 +194,7 @@ func rootCommand(stdout, stderr io.Writer) *cobra.Command {
 		checkCommand(stdout, stderr),
 		plotCommand(stdout, stderr),
 		inapsCommand(stdout, stderr),
+		themisCommand(stdout, stderr),
 	)
 	for _, c := range root.Commands() {
 		// Flags are GNU-style: --name VALUE or --name=VALUE, anywhere on
