@@ -129,6 +129,9 @@ func checkSchedules(t Topology, scheds []ChunkSchedule) error {
 			if st.Dim < 0 || st.Dim >= len(t) {
 				return fmt.Errorf("themis: %v is on dim%d of a %d-dimension topology", OpRef{c, j}, st.Dim+1, len(t))
 			}
+			if st.Op == AR && t[st.Dim].Kind != INA {
+				return fmt.Errorf("themis: %v is an AR on dim%d, a %s dimension: only ina aggregates", OpRef{c, j}, st.Dim+1, t[st.Dim].Kind)
+			}
 		}
 	}
 	return nil

@@ -46,6 +46,10 @@ type Dim struct {
 	// Latency is the step latency: the NPU-to-NPU latency of a
 	// minimum-size message (Table 2's last column, §4.4).
 	Latency time.Duration
+	// Aggregation is an ina dimension's switch aggregation time beyond
+	// the forwarding that Latency counts (0: DefaultAggregation); it
+	// must be 0 on other kinds.
+	Aggregation time.Duration
 }
 
 // Topology is a platform's dimensions, dim 0 first (the paper's dim1,
@@ -74,15 +78,24 @@ func (t Topology) Validate() error {
 	n := 1
 	for i, d := range t {
 		switch d.Kind {
-		case Ring, FC, Switch:
+		case Ring, FC, Switch, INA:
 		default:
-			return fmt.Errorf("themis: dim%d: unknown kind %q (want ring, fc or switch)", i+1, d.Kind)
+			return fmt.Errorf("themis: dim%d: unknown kind %q (want ring, fc, switch or ina)", i+1, d.Kind)
 		}
 		if d.Size < 2 {
 			return fmt.Errorf("themis: dim%d: size %d: a dimension has at least 2 NPUs", i+1, d.Size)
 		}
-		if d.Kind == Switch && bits.OnesCount(uint(d.Size)) != 1 {
-			return fmt.Errorf("themis: dim%d: switch size %d: halving-doubling needs a power of two", i+1, d.Size)
+		if (d.Kind == Switch || d.Kind == INA) && bits.OnesCount(uint(d.Size)) != 1 {
+			return fmt.Errorf("themis: dim%d: %s size %d: halving-doubling needs a power of two", i+1, d.Kind, d.Size)
+		}
+		if d.Kind == INA && d.Size > MaxINASize {
+			return fmt.Errorf("themis: dim%d: ina size %d: NetReduce's switch aggregates at most %d NPUs", i+1, d.Size, MaxINASize)
+		}
+		if d.Aggregation < 0 {
+			return fmt.Errorf("themis: dim%d: negative aggregation time %v", i+1, d.Aggregation)
+		}
+		if d.Aggregation != 0 && d.Kind != INA {
+			return fmt.Errorf("themis: dim%d: aggregation time %v on a %s dimension: only ina aggregates", i+1, d.Aggregation, d.Kind)
 		}
 		if !(d.BW > 0) || math.IsInf(d.BW, 0) {
 			return fmt.Errorf("themis: dim%d: bandwidth %v B/s: want a positive finite bandwidth", i+1, d.BW)
@@ -121,8 +134,11 @@ func (c Collective) valid() bool { return c == AllReduce || c == ReduceScatter |
 // when it held in before (the paper's §2.1: RS divides by P, AG
 // multiplies by P).
 func OutBytes(p int, op Op, in float64) float64 {
-	if op == RS {
+	switch op {
+	case RS:
 		return in / float64(p)
+	case AR: // the switch's sum: as large as each contribution
+		return in
 	}
 	return in * float64(p)
 }
@@ -132,9 +148,15 @@ func OutBytes(p int, op Op, in float64) float64 {
 // (P-1)/P of what it holds (it keeps one P-th), an AG sends its share to
 // each of the P-1 others. Ring, Direct and Halving-Doubling all send this
 // much (they are bandwidth-optimal); only their step counts differ.
+//
+// An AR on an ina dimension sends what the NPU holds, once, to the
+// switch (and receives the sum, as much, on the link's other direction).
 func SentBytes(p int, op Op, in float64) float64 {
-	if op == RS {
+	switch op {
+	case RS:
 		return in * float64(p-1) / float64(p)
+	case AR:
+		return in
 	}
 	return in * float64(p-1)
 }
@@ -149,7 +171,7 @@ func Steps(k DimKind, p int) int {
 		return p - 1
 	case FC:
 		return 1
-	case Switch:
+	case Switch, INA: // an ina dimension's RS or AG is the switch's Halving-Doubling
 		return bits.Len(uint(p)) - 1
 	}
 	return 0
@@ -157,11 +179,12 @@ func Steps(k DimKind, p int) int {
 
 // StageSeconds is the load model's time of one stage (§4.4): the bytes
 // sent times the per-byte latency 1/BW, plus, withLatency, the stage's
-// fixed delay steps × step latency.
+// fixed delay (FixedSeconds: steps × step latency; an ina AR's one
+// step).
 func StageSeconds(d Dim, op Op, in float64, withLatency bool) float64 {
 	s := SentBytes(d.Size, op, in) / d.BW
 	if withLatency {
-		s += float64(Steps(d.Kind, d.Size)) * d.Latency.Seconds()
+		s += FixedSeconds(d, op)
 	}
 	return s
 }
@@ -173,8 +196,13 @@ func StageTime(d Dim, op Op, in float64, withLatency bool) time.Duration {
 
 // AK is a dimension's fixed delay for a collective (§4.4): A_K =
 // number_of_steps × step_latency, the steps of one RS, one AG or both
-// (all-reduce) with the dimension's algorithm, in seconds.
+// (all-reduce) with the dimension's algorithm, in seconds. An ina
+// dimension's all-reduce is the switch's one AR step (§4.4: "A_K can be
+// calculated by running a minimum size collective on dimK").
 func AK(d Dim, c Collective) float64 {
+	if d.Kind == INA && c == AllReduce {
+		return FixedSeconds(d, AR)
+	}
 	steps := Steps(d.Kind, d.Size)
 	if c == AllReduce {
 		steps *= 2

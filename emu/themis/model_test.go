@@ -22,7 +22,6 @@ func TestValidateRefuses(t *testing.T) {
 		{"size 1", themis.Topology{ok, {Kind: themis.Ring, Size: 1, BW: 1e9}}, "dim2: size 1"},
 		{"size 0", themis.Topology{{Kind: themis.FC, Size: 0, BW: 1e9}}, "dim1: size 0"},
 		{"kind", themis.Topology{{Kind: "torus", Size: 4, BW: 1e9}}, `unknown kind "torus"`},
-		{"ina not yet", themis.Topology{{Kind: "ina", Size: 4, BW: 1e9}}, `unknown kind "ina"`},
 		{"zero bw", themis.Topology{{Kind: themis.Ring, Size: 4}}, "bandwidth 0"},
 		{"negative bw", themis.Topology{{Kind: themis.Ring, Size: 4, BW: -1}}, "bandwidth -1"},
 		{"nan bw", themis.Topology{{Kind: themis.Ring, Size: 4, BW: math.NaN()}}, "bandwidth NaN"},

@@ -168,7 +168,13 @@ func Schedule(t Topology, c Collective, bytesPerNPU float64, cfg Config) ([]Chun
 				continue
 			}
 			// Lines 28-29: the Latency Model charges n_K × B_K only.
-			dec.Added[s.Dim] += s.SentBytes / t[s.Dim].BW
+			add := s.SentBytes / t[s.Dim].BW
+			if s.Op == AR && cfg.LoadRSOnly {
+				// An ina AR is both halves of its dimension's
+				// all-reduce: charge half, as the others'.
+				add /= 2
+			}
+			dec.Added[s.Dim] += add
 		}
 		for k := range loads {
 			loads[k] += dec.Added[k]
@@ -214,7 +220,8 @@ func sortedOrder(loads []float64, op Op) []int {
 // stages lays a chunk's stages out from its first-half order: an
 // all-reduce runs its AG stages in the reverse of its RS order
 // (Algorithm 1 line 8), so that every dimension gets back what it
-// scattered.
+// scattered; the middle RS/AG pair on an ina dimension is its switch's
+// one AR (ina.go).
 func (t Topology) stages(c Collective, chunk float64, order []int, agNotReversed bool) []Stage {
 	var ops []Stage
 	add := func(k int, op Op) { ops = append(ops, Stage{Dim: k, Op: op}) }
@@ -240,6 +247,7 @@ func (t Topology) stages(c Collective, chunk float64, order []int, agNotReversed
 			}
 			add(k, AG)
 		}
+		ops = t.fuseINA(ops)
 	}
 	for j := range ops {
 		s := &ops[j]

@@ -26,12 +26,14 @@
 // phases:
 //
 //  1. its fixed delay A = steps × step latency (the load model's A_K
-//     for one stage: ring P−1 steps, direct 1, halving-doubling log2 P),
+//     for one stage: ring P−1 steps, direct 1, halving-doubling log2 P;
+//     an ina dimension's AR one step plus the switch's aggregation),
 //     during which it holds a service slot and sends nothing;
-//  2. its bytes n = (P−1)/P · s (RS) or (P−1) · s (AG) for a stage that
-//     starts with s bytes per NPU, sent at an equal share of BW_d: with m
-//     chunks of d in this phase, each gets BW_d/m (fluid, work-conserving:
-//     a chunk in its fixed delay takes no bandwidth).
+//  2. its bytes n = (P−1)/P · s (RS), (P−1) · s (AG) or s (an ina AR)
+//     for a stage that starts with s bytes per NPU, sent at an equal
+//     share of BW_d: with m chunks of d in this phase, each gets BW_d/m
+//     (fluid, work-conserving: a chunk in its fixed delay takes no
+//     bandwidth).
 //
 // With ActivePerDim 1 every stage thus takes exactly A + n/BW_d, the load
 // model's time for it; with more, the fixed delays of concurrent stages
@@ -266,13 +268,20 @@ func stageOf(d themis.Dim, st themis.Stage) (stage, error) {
 		want, sent = in/p, in-out
 	case themis.AG:
 		want, sent = in*p, out-in
+	case themis.AR:
+		// The switch's sum: each NPU sends what it holds, once, and
+		// receives as much on the other direction of its link.
+		if d.Kind != themis.INA {
+			return stage{}, fmt.Errorf("AR on a %s dimension: only ina aggregates", d.Kind)
+		}
+		want, sent = in, in
 	default:
 		return stage{}, fmt.Errorf("unknown operation %q", st.Op)
 	}
 	if math.Abs(out-want) > 1e-9*math.Max(want, 1) {
 		return stage{}, fmt.Errorf("%s on a dimension of %d leaves %g bytes of %g, not %g", st.Op, d.Size, out, in, want)
 	}
-	a := float64(themis.Steps(d.Kind, d.Size)) * d.Latency.Seconds()
+	a := themis.FixedSeconds(d, st.Op)
 	return stage{op: st.Op, bytes: sent, fixed: a, size: math.Max(in, out)}, nil
 }
 
