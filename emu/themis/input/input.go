@@ -74,7 +74,7 @@ func ones(n int) []int {
 }
 
 // DimsSyntax is the --dims spec's grammar, for help texts and errors.
-const DimsSyntax = "KIND:SIZE:BW[:LATENCY[:LINKS]],... dim 1 first, e.g. ring:4:200GB/s:500ns,switch:8:100GB/s:700ns; KIND ring, fc or switch; BW the dimension's bandwidth per NPU (all its links, one direction) as a rate: 100GB/s (bytes), 800G or 800Gbit/s (bits); LATENCY the step latency (default 0); LINKS the NPU's links in the dimension, for per-link traffic (default 1)"
+const DimsSyntax = "KIND:SIZE:BW[:LATENCY[:LINKS]],... dim 1 first, e.g. ring:4:200GB/s:500ns,switch:8:100GB/s:700ns; KIND ring, fc, switch or ina (a switch whose all-reduce NetReduce aggregates in one step); BW the dimension's bandwidth per NPU (all its links, one direction) as a rate: 100GB/s (bytes), 800G or 800Gbit/s (bits); LATENCY the step latency (default 0); LINKS the NPU's links in the dimension, for per-link traffic (default 1)"
 
 // ParseDims reads a --dims spec (DimsSyntax) into a validated platform.
 func ParseDims(spec string) (Platform, error) {
@@ -104,16 +104,16 @@ func parseDim(s string) (themis.Dim, int, error) {
 	var d themis.Dim
 	d.Kind = themis.DimKind(parts[0])
 	switch d.Kind {
-	case themis.Ring, themis.FC, themis.Switch:
+	case themis.Ring, themis.FC, themis.Switch, themis.INA:
 	default:
-		return d, 0, fmt.Errorf("unknown kind %q: want ring, fc or switch", parts[0])
+		return d, 0, fmt.Errorf("unknown kind %q: want ring, fc, switch or ina", parts[0])
 	}
 	n, err := strconv.Atoi(parts[1])
 	if err != nil || n < 2 || n > 1<<20 {
 		return d, 0, fmt.Errorf("size %q: want a whole number of NPUs, at least 2", parts[1])
 	}
-	if d.Kind == themis.Switch && bits.OnesCount(uint(n)) != 1 {
-		return d, 0, fmt.Errorf("switch size %d: halving-doubling needs a power of two", n)
+	if (d.Kind == themis.Switch || d.Kind == themis.INA) && bits.OnesCount(uint(n)) != 1 {
+		return d, 0, fmt.Errorf("%s size %d: halving-doubling needs a power of two", d.Kind, n)
 	}
 	d.Size = n
 	if d.BW, err = ParseBandwidth(parts[2]); err != nil {

@@ -25,6 +25,9 @@ func TestParseDims(t *testing.T) {
 	}, p.Topology)
 	assert.Equal(t, []int{1, 4, 1}, p.Links)
 	assert.Equal(t, "", p.Name)
+	p, err = ParseDims("ring:2:100GB/s,ina:8:100GB/s:1us")
+	require.NoError(t, err)
+	assert.Equal(t, themis.INA, p.Topology[1].Kind)
 }
 
 // TestParseDimsBad: every spec that is no valid topology is one line
@@ -42,6 +45,8 @@ func TestParseDimsBad(t *testing.T) {
 		"ring:4:100GB/s:1us:2:extra":   "KIND:SIZE:BW",
 		"ring:x:100GB/s":               `size "x"`,
 		"ring:4:100GB/s,ring:4:-5GB/s": "dim2",
+		"ina:128:100GB/s":              "at most",
+		"ina:12:100GB/s":               "power of two",
 	} {
 		_, err := ParseDims(spec)
 		require.Error(t, err, spec)
