@@ -22,9 +22,7 @@ import "time"
 // reversed): that pair is an all-reduce of the chunk on that dimension,
 // and an ina dimension runs it as one AR stage. Anywhere else in the
 // order an ina dimension is a plain switch (the NetReduce switch
-// forwards ordinary RoCE traffic) and runs Halving-Doubling. This is
-// NCCL's CollNet decomposition (reduce-scatter inside the node, the
-// switch's all-reduce across nodes, all-gather inside the node), and it
+// forwards ordinary RoCE traffic) and runs Halving-Doubling. This
 // leaves Observation 1's orders and Algorithm 1 as they are: the
 // scheduler picks the order, and the tracker charges the AR's s/BW.
 
