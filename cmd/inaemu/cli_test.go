@@ -142,7 +142,7 @@ func TestCompletion(t *testing.T) {
 	}
 	code, out, _ := runCLI("__complete", "run", "--mode", "")
 	assert.Equal(t, 0, code)
-	assert.Contains(t, out, "fr\nnetreduce\npn\npr\nring\nta\n")
+	assert.Contains(t, out, "fr\nhier\nnetreduce\npn\npr\nring\nta\n")
 	_, out, _ = runCLI("__complete", "")
 	for _, c := range []string{"run", "check", "decode", "sweep", "conformance", "topo", "plot"} {
 		assert.Contains(t, out, c+"\t", "completes command %s", c)
