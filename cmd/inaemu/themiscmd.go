@@ -33,7 +33,7 @@ func addThemisFlags(c *cobra.Command, a *themisFlags) {
 	f.StringVar(&a.workload, "workload", "", "run the collectives of a YAML or JSON `FILE` one after the other instead of --collective and --size: collectives: [{collective: all-reduce, size: 64MiB, dims: [1, 2]}, ...] (dims numbered from 1; default all)")
 	f.IntVar(&a.chunks, "chunks", 64, "chunks each collective is cut into (the paper: 64)")
 	f.StringVar(&a.scheduler, "scheduler", "themis", "inter-dimension scheduler: baseline (RS on dim 1..D, AG back) or themis (Algorithm 1, greedy per chunk)")
-	f.BoolVar(&a.chargeAK, "charge-ak", false, "the scheduler's loads start at each dimension's fixed delay A_K (Algorithm 1 line 2; ASTRA-sim's code does not)")
+	f.BoolVar(&a.chargeAK, "charge-ak", true, "the scheduler's loads start at each dimension's fixed delay A_K, as the paper's Algorithm 1 (line 2) does; --charge-ak=false as ASTRA-sim's code does")
 	f.BoolVar(&a.rsOnly, "load-rs-only", false, "charge an all-reduce chunk's RS half only to the loads (ASTRA-sim's OfflineGreedy); default both halves, as the paper's Fig. 7")
 	f.BoolVar(&a.asJSON, "json", false, "print one JSON object (docs/themis.md)")
 	f.BoolVar(&a.asCSV, "csv", false, "print CSV with a header line (docs/themis.md)")

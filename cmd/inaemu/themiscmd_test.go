@@ -40,7 +40,7 @@ func themisJSON(t *testing.T, out string, v any) {
 //	  RS2 RS1 AG1 AG2; dim2 adds 2 × 7/8·262144/1e11 = 4.58752 µs, dim1
 //	  2 × 3/4·32768/2e11 = 0.24576 µs.
 func TestThemisSchedule(t *testing.T) {
-	args := []string{"themis", "schedule", "--dims", themisTwoDims, "--size", "1MiB", "--chunks", "4"}
+	args := []string{"themis", "schedule", "--dims", themisTwoDims, "--size", "1MiB", "--chunks", "4", "--charge-ak=false"}
 	code, out, errOut := runGuarded(append(args, "--json")...)
 	require.Equal(t, 0, code, errOut)
 	var doc struct {
