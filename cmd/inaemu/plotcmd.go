@@ -20,8 +20,9 @@ func plotCommand(stdout, stderr io.Writer) *cobra.Command {
 	c.Long = `  psn    PSN against time per connection (data, retransmissions, ACKs, NAKs, injected faults),
          the shape of Wireshark's tcptrace graph
   sweep  bandwidth against a swept parameter (loss, link, workers, ...) from sweep or run --json output
-  esa    one of ESA's figures (8, 9, 10, 11) as the paper draws it, from inaps figure --json output`
-	c.AddCommand(plotPSNCommand(stdout, stderr), plotSweepCommand(stdout, stderr), plotESACommand(stdout, stderr))
+  esa    one of ESA's figures (8, 9, 10, 11) as the paper draws it, from inaps figure --json output
+  themis Themis's Fig. 9: each dimension's activity per 100 µs, from run --mode hier --json or themis run --timeline`
+	c.AddCommand(plotPSNCommand(stdout, stderr), plotSweepCommand(stdout, stderr), plotESACommand(stdout, stderr), plotThemisCommand(stdout, stderr))
 	return c
 }
 
