@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -194,5 +193,4 @@ func TestPlotThemisBadInput(t *testing.T) {
 	}
 	_, err := os.Stat(svg)
 	assert.True(t, os.IsNotExist(err), "no picture is written from bad input")
-	assert.False(t, strings.Contains(good, "\n"))
 }
