@@ -45,6 +45,15 @@ import (
 // Each rank holds its tensor, which it reduces in place; its result is
 // checked at the end against the same steps run without a network on
 // every rank's input.
+//
+// --collective reduce-scatter runs each chunk's RS stages alone: each
+// rank ends with its shard of the chunk summed (hier_plan.go's
+// newHierPlan says which shard), the rest of its tensor holding what the
+// stages left there (partial sums, checked too). --collective all-gather
+// runs the AG stages alone: each rank's input is its tensor's elements
+// at its shards (the shards an RS in the reverse of the AG order would
+// leave it), and every rank ends with every rank's shards, each at its
+// place: the concatenation of their inputs in the schedule's order.
 
 // Hier is the hier job's mode.
 const Hier job.Mode = "hier"
@@ -58,7 +67,7 @@ const maxHierChunks = 4096
 
 func init() {
 	job.Register(job.Algorithm{Mode: Hier,
-		Doc:            "hierarchical all-reduce over a dims topology: the tensor in --chunks chunks, each reduce-scattered along dimension 1..D then all-gathered along D..1 by each dimension's algorithm (ring, direct on a full mesh, halving-doubling on a switch) with RDMA WRITEs, checked bit for bit",
+		Doc:            "hierarchical all-reduce over a dims topology: the tensor in --chunks chunks, each reduce-scattered along dimension 1..D then all-gathered along D..1 by each dimension's algorithm (ring, direct on a full mesh, halving-doubling on a switch) with RDMA WRITEs, checked bit for bit; --collective reduce-scatter or all-gather runs one half",
 		New:            func(r *job.Job) (job.Collective, error) { return newHierJob(r) },
 		OwnConnections: true, Memory: hierMemory,
 		Validate:    validateHier,
@@ -124,7 +133,7 @@ func checkHierSettings(c *job.Config, jobs []job.JobConfig) error {
 			return nil
 		}
 	}
-	return &job.ConfigError{Err: fmt.Errorf("--chunks, --scheduler and --policy are a hier job's (this run is %s)", c.Mode)}
+	return &job.ConfigError{Err: fmt.Errorf("--chunks, --scheduler, --policy and --collective are a hier job's (this run is %s)", c.Mode)}
 }
 
 // hierMemory: per rank its tensor, its receive region (about twice the
@@ -195,7 +204,8 @@ func newHierJob(r *job.Job) (*hierJob, error) {
 		return nil, &job.ConfigError{Err: err}
 	}
 	sched := hs.sched
-	p, err := newHierPlan(dims, sched, cfg.TensorBytes/int64(cfg.DType.Size()), cfg.DType.Size(), cfg.MsgLen*cfg.MTU)
+	coll, _ := hierCollective(h) // hierSchedule checked it
+	p, err := newHierPlan(dims, sched, coll, cfg.TensorBytes/int64(cfg.DType.Size()), cfg.DType.Size(), cfg.MsgLen*cfg.MTU)
 	if err != nil {
 		return nil, &job.ConfigError{Err: err}
 	}
@@ -606,6 +616,7 @@ func (j *hierJob) Report(jr *job.JobResult) {
 	if j.h.Policy != "" {
 		rep.Policy = j.h.Policy
 	}
+	rep.Collective = j.h.Collective
 	for _, st := range p.sched {
 		rep.Schedule = append(rep.Schedule, scheduleString(st))
 	}

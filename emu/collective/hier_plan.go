@@ -168,13 +168,15 @@ func baselineSchedule(dims []hierDim, chunks int) [][]hierStage {
 	return out
 }
 
-// checkSchedule refuses a chunk schedule the packet executor cannot run:
-// it wants an RS stage on every dimension of more than one host, in any
-// order, then the AG stages in the reverse order (what Algorithm 1 of the
-// Themis paper makes for an all-reduce: AG_Sch = reverseOrder(RS_Sch)),
-// since a rank's data after the RS stages is one contiguous block only
-// when the gathers undo the scatters in turn.
-func checkSchedule(dims []hierDim, st []hierStage) error {
+// checkSchedule refuses a chunk schedule the packet executor cannot run
+// for collective coll: an all-reduce wants an RS stage on every
+// dimension of more than one host, in any order, then the AG stages in
+// the reverse order (what Algorithm 1 of the Themis paper makes for an
+// all-reduce: AG_Sch = reverseOrder(RS_Sch)), since a rank's data after
+// the RS stages is one contiguous block only when the gathers undo the
+// scatters in turn; a reduce-scatter wants the RS stages alone, an
+// all-gather the AG stages alone, one per such dimension in any order.
+func checkSchedule(dims []hierDim, st []hierStage, coll themis.Collective) error {
 	var rs []int
 	for d := range dims {
 		if dims[d].size > 1 {
@@ -182,15 +184,32 @@ func checkSchedule(dims []hierDim, st []hierStage) error {
 		}
 	}
 	k := len(rs)
+	seen := map[int]bool{}
+	one := func(s hierStage, ag bool) bool {
+		ok := s.ag == ag && s.dim >= 0 && s.dim < len(dims) && dims[s.dim].size > 1 && !seen[s.dim]
+		seen[s.dim] = true
+		return ok
+	}
+	if coll != themis.AllReduce {
+		ag := coll == themis.AllGather
+		op := map[bool]string{false: "RS", true: "AG"}[ag]
+		if len(st) != k {
+			return fmt.Errorf("schedule %q: want %d stages for a %s, an %s on each dimension of more than one host", scheduleString(st), k, coll, op)
+		}
+		for i, s := range st {
+			if !one(s, ag) {
+				return fmt.Errorf("schedule %q: stage %d: want an %s on each dimension of more than one host, once", scheduleString(st), i+1, op)
+			}
+		}
+		return nil
+	}
 	if len(st) != 2*k {
 		return fmt.Errorf("schedule %q: want %d stages, an RS and an AG on each dimension of more than one host", scheduleString(st), 2*k)
 	}
-	seen := map[int]bool{}
 	for i, s := range st[:k] {
-		if s.ag || s.dim < 0 || s.dim >= len(dims) || dims[s.dim].size < 2 || seen[s.dim] {
+		if !one(s, false) {
 			return fmt.Errorf("schedule %q: stage %d: want the RS stages first, one per dimension", scheduleString(st), i+1)
 		}
-		seen[s.dim] = true
 		if a := st[2*k-1-i]; !a.ag || a.dim != s.dim {
 			return fmt.Errorf("schedule %q: the AG stages must undo the RS stages in reverse order", scheduleString(st))
 		}
@@ -283,8 +302,17 @@ func split(lo, hi, p int) []int {
 
 // newHierPlan lays out every transfer of a job of n ranks over dims,
 // its tensor of elems elements of elemSize bytes cut into chunks equal
-// chunks (elements), each run by its schedule.
-func newHierPlan(dims []hierDim, sched [][]hierStage, elems int64, elemSize, msgB int) (*hierPlan, error) {
+// chunks (elements), each run by its schedule, a collective coll.
+//
+// A rank's shard of a chunk is where its RS stages leave it: the chunk
+// cut into P blocks along the first RS stage's dimension (block k:
+// [lo + n·k/P, lo + n·(k+1)/P), split's cut), the rank's block the one at
+// its coordinate there, that block cut along the next RS stage's
+// dimension likewise, and so on. A reduce-scatter ends with each rank's
+// shard summed there; an all-gather starts from the shards an RS in the
+// reverse of its AG order would leave (the AG stages undo that RS), so
+// its last AG stage's dimension cuts the chunk first.
+func newHierPlan(dims []hierDim, sched [][]hierStage, coll themis.Collective, elems int64, elemSize, msgB int) (*hierPlan, error) {
 	n := 1
 	for _, d := range dims {
 		n *= d.size
@@ -294,7 +322,7 @@ func newHierPlan(dims []hierDim, sched [][]hierStage, elems int64, elemSize, msg
 		return nil, fmt.Errorf("--mode hier: %d elements for %d chunks of %d ranks: want at least one element per rank and chunk", elems, chunks, n)
 	}
 	for _, st := range sched {
-		if err := checkSchedule(dims, st); err != nil {
+		if err := checkSchedule(dims, st, coll); err != nil {
 			return nil, err
 		}
 	}
@@ -314,6 +342,14 @@ func newHierPlan(dims []hierDim, sched [][]hierStage, elems int64, elemSize, msg
 			region[r] = [2]int{p.bounds[c], p.bounds[c+1]}
 		}
 		var stack [][][2]int
+		// An all-gather's chunk starts from its shards: the RS stages it
+		// undoes run without a transfer, to leave each rank its region.
+		if coll == themis.AllGather {
+			for i := len(sched[c]) - 1; i >= 0; i-- {
+				stack = append(stack, slices.Clone(region))
+				p.scatter(region, sched[c][i].dim)
+			}
+		}
 		for si, s := range sched[c] {
 			kind := stepAdd
 			switch {
@@ -343,14 +379,14 @@ func newHierPlan(dims []hierDim, sched [][]hierStage, elems int64, elemSize, msg
 					reg = before[r]
 				}
 				p.stage(c, si, s, m, split(reg[0], reg[1], len(m)))
-				for k, x := range m {
-					if s.ag {
+				if s.ag {
+					for _, x := range m {
 						region[x] = before[x]
-					} else {
-						b := split(reg[0], reg[1], len(m))
-						region[x] = [2]int{b[k], b[k+1]}
 					}
 				}
+			}
+			if !s.ag {
+				p.scatter(region, s.dim)
 			}
 		}
 	}
@@ -374,6 +410,24 @@ func newHierPlan(dims []hierDim, sched [][]hierStage, elems int64, elemSize, msg
 		}
 	}
 	return p, nil
+}
+
+// scatter is an RS stage along d on the ranks' regions: each group's
+// region (its members share one) cut into blocks, member k keeping
+// block k.
+func (p *hierPlan) scatter(region [][2]int, d int) {
+	done := map[int]bool{}
+	for r := range p.n {
+		m := p.members(r, d)
+		if done[m[0]] {
+			continue
+		}
+		done[m[0]] = true
+		b := split(region[r][0], region[r][1], len(m))
+		for k, x := range m {
+			region[x] = [2]int{b[k], b[k+1]}
+		}
+	}
 }
 
 // stage lays out one stage of chunk c in one group m (ranks by
@@ -539,11 +593,23 @@ func themisTopology(dims []hierDim) (themis.Topology, []int) {
 	return t, idx
 }
 
+// hierCollective is the job's collective ("": all-reduce).
+func hierCollective(h job.Hier) (themis.Collective, error) {
+	switch c := themis.Collective(h.Collective); c {
+	case "":
+		return themis.AllReduce, nil
+	case themis.AllReduce, themis.ReduceScatter, themis.AllGather:
+		return c, nil
+	}
+	return "", fmt.Errorf("--collective %q: want all-reduce, reduce-scatter or all-gather", h.Collective)
+}
+
 // hierSchedule makes the job's schedules with emu/themis: the chunks'
-// stage orders (Schedule: baseline or Algorithm 1) for an all-reduce of
-// bytes per rank, and each dimension's order of service (ServiceOrder by
-// the policy, fifo or scf), which every rank follows so that no two wait
-// on each other (the paper's §4.6).
+// stage orders (Schedule: baseline or Algorithm 1) for the collective
+// of bytes per rank (an all-reduce's or reduce-scatter's input, an
+// all-gather's output: the tensor), and each dimension's order of
+// service (ServiceOrder by the policy, fifo or scf), which every rank
+// follows so that no two wait on each other (the paper's §4.6).
 func hierSchedule(dims []hierDim, h job.Hier, bytes int64) (*hierScheduling, error) {
 	sc := themis.Scheduler(h.Scheduler)
 	if sc == "" {
@@ -559,25 +625,22 @@ func hierSchedule(dims []hierDim, h job.Hier, bytes int64) (*hierScheduling, err
 	if pol.Validate() != nil {
 		return nil, fmt.Errorf("--policy %q: want fifo or scf", h.Policy)
 	}
+	coll, err := hierCollective(h)
+	if err != nil {
+		return nil, err
+	}
 	chunks := max(h.Chunks, 1)
 	out := &hierScheduling{order: make([][]themis.OpRef, len(dims))}
 	out.topo, out.dim = themisTopology(dims)
 	if len(out.topo) == 0 {
 		return nil, errors.New("--mode hier: every dimension has one host")
 	}
-	scheds, _, err := themis.Schedule(out.topo, themis.AllReduce, float64(bytes), themis.Config{Scheduler: sc, Chunks: chunks})
+	scheds, _, err := themis.Schedule(out.topo, coll, float64(bytes), themis.Config{Scheduler: sc, Chunks: chunks})
 	if err != nil {
 		return nil, err
 	}
-	for _, cs := range scheds {
-		st := make([]hierStage, len(cs.Stages))
-		for i, x := range cs.Stages {
-			st[i] = hierStage{dim: out.dim[x.Dim], ag: x.Op == themis.AG}
-		}
-		if err := checkSchedule(dims, st); err != nil {
-			return nil, err
-		}
-		out.sched = append(out.sched, st)
+	if out.sched, err = hierStages(dims, scheds, out.dim, coll); err != nil {
+		return nil, err
 	}
 	order, err := themis.ServiceOrder(out.topo, scheds, pol, hierActive)
 	if err != nil {
@@ -585,6 +648,31 @@ func hierSchedule(dims []hierDim, h job.Hier, bytes int64) (*hierScheduling, err
 	}
 	for k, o := range order {
 		out.order[out.dim[k]] = o
+	}
+	return out, nil
+}
+
+// hierStages reads emu/themis's chunk schedules as the executor's
+// stages, dimension k of the model being the job's dim[k]. An AR stage
+// (an ina dimension's in-network all-reduce, emu/themis/ina.go) is
+// refused: the packet executor has no switch that aggregates.
+func hierStages(dims []hierDim, scheds []themis.ChunkSchedule, dim []int, coll themis.Collective) ([][]hierStage, error) {
+	var out [][]hierStage
+	for _, cs := range scheds {
+		st := make([]hierStage, len(cs.Stages))
+		for i, x := range cs.Stages {
+			if x.Op != themis.RS && x.Op != themis.AG {
+				return nil, fmt.Errorf("--mode hier: chunk %d stage %d is an %s on dimension %d: packet mode has no in-network aggregation (ina) dimension", cs.Chunk, i+1, x.Op, x.Dim+1)
+			}
+			if x.Dim < 0 || x.Dim >= len(dim) {
+				return nil, fmt.Errorf("--mode hier: chunk %d stage %d is on dimension %d of a model of %d", cs.Chunk, i+1, x.Dim+1, len(dim))
+			}
+			st[i] = hierStage{dim: dim[x.Dim], ag: x.Op == themis.AG}
+		}
+		if err := checkSchedule(dims, st, coll); err != nil {
+			return nil, err
+		}
+		out = append(out, st)
 	}
 	return out, nil
 }

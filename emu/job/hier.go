@@ -1,8 +1,9 @@
 package job
 
 // Hier is what a hier job (mode hier, emu/collective/hier.go) takes beyond
-// the common settings: a hierarchical all-reduce over the dimensions of a
-// dims topology, its tensor cut into Chunks chunks, each chunk's order of
+// the common settings: a hierarchical collective (Collective: an
+// all-reduce, or one of its halves) over the dimensions of a dims
+// topology, its tensor cut into Chunks chunks, each chunk's order of
 // dimensions chosen by Scheduler, and the order in which a dimension
 // serves the chunks ready for it by Policy (docs/themis.md, "Packet
 // mode").
@@ -16,6 +17,11 @@ type Hier struct {
 	// Policy is the intra-dimension order: fifo (the chunk ready first
 	// goes first) or scf (smallest chunk first); "": fifo.
 	Policy string
+	// Collective is all-reduce, reduce-scatter (each rank ends with its
+	// shard of the sum) or all-gather (each rank starts with its shard
+	// and ends with every rank's); "": all-reduce. The tensor is the
+	// all-reduce's and reduce-scatter's input, the all-gather's output.
+	Collective string
 }
 
 // HierReport is what a hier job did per dimension of its network.
@@ -23,6 +29,9 @@ type HierReport struct {
 	Chunks    int    `json:"chunks"`
 	Scheduler string `json:"scheduler"`
 	Policy    string `json:"policy"`
+	// Collective is the collective when one was set (an all-reduce's
+	// report leaves it out, as it always did).
+	Collective string `json:"collective,omitempty"`
 	// Schedule is each chunk's stages in the order it ran them, e.g.
 	// "RS1 RS2 AG2 AG1" (dimensions numbered from 1).
 	Schedule []string   `json:"schedule"`

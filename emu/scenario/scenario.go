@@ -92,13 +92,15 @@ type Scenario struct {
 	Traffic  string `yaml:"traffic,omitempty"`
 	Sink     string `yaml:"sink,omitempty"`
 	FlowRate string `yaml:"flow_rate,omitempty"`
-	// Chunks, Scheduler and Policy are a hier job's: the chunks its
-	// tensor is cut into, the scheduler of their dimension orders
-	// (baseline or themis) and the dimensions' order of service (fifo or
-	// scf).
-	Chunks    *int   `yaml:"chunks,omitempty"`
-	Scheduler string `yaml:"scheduler,omitempty"`
-	Policy    string `yaml:"policy,omitempty"`
+	// Chunks, Scheduler, Policy and Collective are a hier job's: the
+	// chunks its tensor is cut into, the scheduler of their dimension
+	// orders (baseline or themis), the dimensions' order of service (fifo
+	// or scf) and its collective (all-reduce, reduce-scatter or
+	// all-gather).
+	Chunks     *int   `yaml:"chunks,omitempty"`
+	Scheduler  string `yaml:"scheduler,omitempty"`
+	Policy     string `yaml:"policy,omitempty"`
+	Collective string `yaml:"collective,omitempty"`
 
 	// Topology is the network; link, latency and queue it leaves out come
 	// from the scenario's. Without it the network is the star of workers
@@ -419,9 +421,9 @@ func (s *Scenario) Apply(cfg *emu.Config) error {
 			return nil
 		})
 	}
-	if s.Chunks != nil || s.Scheduler != "" || s.Policy != "" {
+	if s.Chunks != nil || s.Scheduler != "" || s.Policy != "" || s.Collective != "" {
 		set("chunks", func() error {
-			h := &emu.Hier{Scheduler: s.Scheduler, Policy: s.Policy}
+			h := &emu.Hier{Scheduler: s.Scheduler, Policy: s.Policy, Collective: s.Collective}
 			if s.Chunks != nil {
 				o, _ := OptionByKey("chunks")
 				if err := o.Check(*s.Chunks); err != nil {
