@@ -150,6 +150,7 @@ var Suites = []struct {
 	{"schemes", SchemesSuite, 1},
 	{"inaps", INAPSSuite, 1},
 	{"congestion", CongestionSuite, 1},
+	{"hier", HierSuite, 1},
 }
 
 // eachCase runs the cases of property name that o's shard owns: case i

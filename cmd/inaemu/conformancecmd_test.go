@@ -52,7 +52,7 @@ func TestConformanceCLI(t *testing.T) {
 		assert.Nil(t, p.Counterexample, p.Name)
 	}
 	assert.Equal(t, []string{"aggregation/release=safe", "gbn", "icrc/emitted-frames-verify", "icrc/bit-flips-detected",
-		"icrc/masked-fields-keep-icrc", "icrc/no-aggregate-from-corruption", "tenants/isolation", "multirack/exact", "schemes/exact", "inaps/exact", "congestion/invariants"}, names)
+		"icrc/masked-fields-keep-icrc", "icrc/no-aggregate-from-corruption", "tenants/isolation", "multirack/exact", "schemes/exact", "inaps/exact", "congestion/invariants", "hier/exact"}, names)
 	assert.Contains(t, string(must(json.Marshal(json.RawMessage(out)))), `"counterexample":null`)
 
 	// The paper rule fails; the report names the counterexample, which exists.

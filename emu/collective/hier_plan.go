@@ -604,6 +604,11 @@ func hierCollective(h job.Hier) (themis.Collective, error) {
 	return "", fmt.Errorf("--collective %q: want all-reduce, reduce-scatter or all-gather", h.Collective)
 }
 
+// hierMutations re-introduce scheduler bugs (themis.Mutations) into what
+// the hier job runs, for the power checks of its tests and of the hier
+// conformance suite; zero in every real run (nothing but a test sets it).
+var hierMutations themis.Mutations
+
 // hierSchedule makes the job's schedules with emu/themis: the chunks'
 // stage orders (Schedule: baseline or Algorithm 1) for the collective
 // of bytes per rank (an all-reduce's or reduce-scatter's input, an
@@ -635,7 +640,7 @@ func hierSchedule(dims []hierDim, h job.Hier, bytes int64) (*hierScheduling, err
 	if len(out.topo) == 0 {
 		return nil, errors.New("--mode hier: every dimension has one host")
 	}
-	scheds, _, err := themis.Schedule(out.topo, coll, float64(bytes), themis.Config{Scheduler: sc, Chunks: chunks})
+	scheds, _, err := themis.Schedule(out.topo, coll, float64(bytes), themis.Config{Scheduler: sc, Chunks: chunks, Mutations: hierMutations})
 	if err != nil {
 		return nil, err
 	}
