@@ -173,6 +173,13 @@ type hierRank struct {
 	left    map[int]int // per transfer it sends: WRITEs not yet completed
 	acc     []byte      // scratch for a Direct sum
 	qpConn  map[*roce.QP]int
+
+	// Without consistency (Hier.LocalOrder): per chunk the local order in
+	// which its current stage became ready, the count so far, and per
+	// dimension the stages served, in order (hier_local.go).
+	readySeq []int
+	seq      int
+	served   [][]themis.OpRef
 }
 
 type hierJob struct {
@@ -253,6 +260,12 @@ func newHierJob(r *job.Job) (*hierJob, error) {
 		hr := &hierRank{w: w, got: make([]int, len(p.xfers)), stage: make([]int, p.chunks), step: make([]int, p.chunks),
 			wait: make([]int, p.chunks), started: make([]bool, p.chunks), running: make([]int, len(dims)),
 			turns: themis.NewTurns(hs.order), bufs: map[int][]byte{}, left: map[int]int{}, qpConn: map[*roce.QP]int{}}
+		if h.LocalOrder {
+			hr.readySeq, hr.seq, hr.served = make([]int, p.chunks), p.chunks, make([][]themis.OpRef, len(dims))
+			for c := range hr.readySeq {
+				hr.readySeq[c] = c
+			}
+		}
 		hr.data = make([]byte, cfg.TensorBytes)
 		in := r.Input(i)
 		in.MoveTo(0)
@@ -346,12 +359,22 @@ func (j *hierJob) pump(rank int) error {
 	hr := j.ranks[rank]
 	for d := range hr.running {
 		for hr.running[d] < hierActive {
-			op, ok := hr.turns.Next(d)
-			if !ok || hr.stage[op.Chunk] != op.Stage || hr.started[op.Chunk] {
-				break
-			}
-			if err := hr.turns.Start(d, op); err != nil {
-				return &job.JobError{Msg: fmt.Sprintf("rank %d: %v", rank, err)}
+			var op themis.OpRef
+			if j.h.LocalOrder {
+				var ok bool
+				if op, ok = j.localNext(hr, d); !ok {
+					break
+				}
+				hr.served[d] = append(hr.served[d], op)
+			} else {
+				var ok bool
+				op, ok = hr.turns.Next(d)
+				if !ok || hr.stage[op.Chunk] != op.Stage || hr.started[op.Chunk] {
+					break
+				}
+				if err := hr.turns.Start(d, op); err != nil {
+					return &job.JobError{Msg: fmt.Sprintf("rank %d: %v", rank, err)}
+				}
 			}
 			hr.running[d]++
 			hr.started[op.Chunk], hr.step[op.Chunk] = true, 0
@@ -405,6 +428,9 @@ func (j *hierJob) advance(rank, c int, entering bool) error {
 	}
 	hr.running[j.p.sched[c][si].dim]--
 	hr.stage[c]++
+	if hr.readySeq != nil {
+		hr.readySeq[c], hr.seq = hr.seq, hr.seq+1
+	}
 	hr.started[c], hr.step[c] = false, 0
 	if hr.stage[c] == len(j.p.sched[c]) {
 		if hr.done++; hr.done == j.p.chunks {

@@ -562,6 +562,8 @@ type hierScheduling struct {
 	// one host), dim[k] the job's dimension of its k-th.
 	topo themis.Topology
 	dim  []int
+	// scheds are the chunks' schedules on topo, as themis made them.
+	scheds []themis.ChunkSchedule
 }
 
 // hierActive is how many stages a dimension of a rank runs at once: one,
@@ -647,6 +649,7 @@ func hierSchedule(dims []hierDim, h job.Hier, bytes int64) (*hierScheduling, err
 	if out.sched, err = hierStages(dims, scheds, out.dim, coll); err != nil {
 		return nil, err
 	}
+	out.scheds = scheds
 	order, err := themis.ServiceOrder(out.topo, scheds, pol, hierActive)
 	if err != nil {
 		return nil, err

@@ -22,6 +22,12 @@ type Hier struct {
 	// and ends with every rank's); "": all-reduce. The tensor is the
 	// all-reduce's and reduce-scatter's input, the all-gather's output.
 	Collective string
+	// LocalOrder turns schedule consistency off (the Themis paper's
+	// §4.6): each rank serves each dimension by Policy among the chunks
+	// ready on it in its own arrival order, instead of the service order
+	// every rank shares. Ranks that disagree wait on each other for
+	// ever; the run then stops, its error naming the wait cycle.
+	LocalOrder bool
 }
 
 // HierReport is what a hier job did per dimension of its network.

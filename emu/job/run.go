@@ -1315,8 +1315,17 @@ func (r *Job) progress() string {
 	for _, w := range r.Local() {
 		s += fmt.Sprintf(" rank %d %d/%d results %d/%d sends;", w.Rank, w.RecvDone, w.RecvWant, w.SendDone, w.SendWant)
 	}
+	if st, ok := r.Alg.(Staller); ok {
+		if why := st.Stalled(); why != "" {
+			s += " " + why
+		}
+	}
 	return s
 }
+
+// Staller is a collective that can say why it waits when nothing is left
+// to happen (a hier job without schedule consistency: the wait cycle).
+type Staller interface{ Stalled() string }
 
 // result is the run's figures: with one job, that job's (as before jobs
 // were a list), with several, the sums and each job's own.
