@@ -101,6 +101,10 @@ type Scenario struct {
 	Scheduler  string `yaml:"scheduler,omitempty"`
 	Policy     string `yaml:"policy,omitempty"`
 	Collective string `yaml:"collective,omitempty"`
+	// Consistency is on (every rank serves a dimension's chunks in the
+	// one order all compute) or off (each in its own local order: a
+	// disagreement ends the run with the wait cycle named).
+	Consistency string `yaml:"consistency,omitempty"`
 
 	// Topology is the network; link, latency and queue it leaves out come
 	// from the scenario's. Without it the network is the star of workers
@@ -421,9 +425,16 @@ func (s *Scenario) Apply(cfg *emu.Config) error {
 			return nil
 		})
 	}
-	if s.Chunks != nil || s.Scheduler != "" || s.Policy != "" || s.Collective != "" {
+	if s.Chunks != nil || s.Scheduler != "" || s.Policy != "" || s.Collective != "" || s.Consistency != "" {
 		set("chunks", func() error {
 			h := &emu.Hier{Scheduler: s.Scheduler, Policy: s.Policy, Collective: s.Collective}
+			switch s.Consistency {
+			case "", "on":
+			case "off":
+				h.LocalOrder = true
+			default:
+				return fmt.Errorf("consistency %q: want on or off", s.Consistency)
+			}
 			if s.Chunks != nil {
 				o, _ := OptionByKey("chunks")
 				if err := o.Check(*s.Chunks); err != nil {
