@@ -54,6 +54,10 @@ import (
 // at its shards (the shards an RS in the reverse of the AG order would
 // leave it), and every rank ends with every rank's shards, each at its
 // place: the concatenation of their inputs in the schedule's order.
+//
+// A switch dimension named in Hier.INADims is an ina dimension: a
+// chunk's AR stage there (its RS and AG meeting on it) is one NetReduce
+// aggregation on each group's switch (hier_ina.go).
 
 // Hier is the hier job's mode.
 const Hier job.Mode = "hier"
@@ -96,6 +100,9 @@ func validateHier(c *job.Config) error {
 		return bad("--chunks %d: want 1..%d", h.Chunks, maxHierChunks)
 	}
 	dims, err := hierDims(c.Topology, c.Link.Rate, c.Link.Latency)
+	if err == nil {
+		err = markINA(dims, h, c)
+	}
 	if err != nil {
 		return &job.ConfigError{Err: err}
 	}
@@ -173,6 +180,7 @@ type hierRank struct {
 	left    map[int]int // per transfer it sends: WRITEs not yet completed
 	acc     []byte      // scratch for a Direct sum
 	qpConn  map[*roce.QP]int
+	rings   []*inaMember // per dimension: the rank's place in its group's ring (nil: not ina)
 
 	// Without consistency (Hier.LocalOrder): per chunk the local order in
 	// which its current stage became ready, the count so far, and per
@@ -194,6 +202,7 @@ type hierJob struct {
 	// payload per dimension (bytes the messages carried)
 	payload []int64
 	mm      *job.Mismatch
+	ina     *inaPlan // the ina dimensions' rings (nil: none)
 }
 
 func newHierJob(r *job.Job) (*hierJob, error) {
@@ -201,11 +210,14 @@ func newHierJob(r *job.Job) (*hierJob, error) {
 	if r.Fab.Live() {
 		return nil, &job.ConfigError{Err: errors.New("--mode hier runs on emulated links (not on TAPs)")}
 	}
+	h := hierOf(&cfg)
 	dims, err := hierDims(cfg.Topology, cfg.Link.Rate, cfg.Link.Latency)
+	if err == nil {
+		err = markINA(dims, h, &cfg)
+	}
 	if err != nil {
 		return nil, &job.ConfigError{Err: err}
 	}
-	h := hierOf(&cfg)
 	hs, err := hierSchedule(dims, h, cfg.TensorBytes)
 	if err != nil {
 		return nil, &job.ConfigError{Err: err}
@@ -217,6 +229,9 @@ func newHierJob(r *job.Job) (*hierJob, error) {
 		return nil, &job.ConfigError{Err: err}
 	}
 	j := &hierJob{r: r, p: p, h: h, hs: hs, payload: make([]int64, len(dims))}
+	if j.ina, err = newINAPlan(p, hs, &cfg); err != nil {
+		return nil, &job.ConfigError{Err: err}
+	}
 	j.active = make([][][2]time.Duration, p.chunks)
 	for c := range j.active {
 		j.active[c] = make([][2]time.Duration, len(sched[c]))
@@ -270,9 +285,9 @@ func newHierJob(r *job.Job) (*hierJob, error) {
 		in := r.Input(i)
 		in.MoveTo(0)
 		in.Fill(hr.data)
-		hr.recv = &roce.MR{Addr: r.RecvVA, Buf: make([]byte, p.recvBytes[i]), RKey: r.RKey(i),
+		hr.recv = &roce.MR{Addr: r.RecvVA, Buf: make([]byte, p.recvBytes[i]+j.ina.bytes(i)), RKey: r.RKey(i),
 			Access: roce.AccessLocalWrite | roce.AccessRemoteWrite}
-		w.RecvWant, w.SendWant = p.recvMsgs[i], p.sendMsgs[i]
+		w.RecvWant, w.SendWant = p.recvMsgs[i]+j.ina.msgs(i), p.sendMsgs[i]+j.ina.msgs(i)
 		j.ranks[i] = hr
 	}
 	registered := map[*nic.NIC]bool{}
@@ -298,6 +313,9 @@ func newHierJob(r *job.Job) (*hierJob, error) {
 			}
 		}
 		j.conns = append(j.conns, c)
+	}
+	if err := j.setupRings(nicAt, newQP, registered); err != nil {
+		return nil, err
 	}
 	return j, nil
 }
@@ -325,7 +343,7 @@ func (j *hierJob) Connect() error {
 			return err
 		}
 	}
-	return nil
+	return j.connectRings()
 }
 
 func (j *hierJob) Start() error {
@@ -342,6 +360,9 @@ func (j *hierJob) Start() error {
 				}
 			}
 		}
+	}
+	if err := j.postRingRecvs(); err != nil {
+		return err
 	}
 	for rank := range j.ranks {
 		if err := j.pump(rank); err != nil {
@@ -397,7 +418,12 @@ func (j *hierJob) advance(rank, c int, entering bool) error {
 	hr := j.ranks[rank]
 	si := hr.stage[c]
 	steps := j.p.steps[rank][c][si]
-	for {
+	if j.p.kinds[c][si] == stepAR {
+		if done, err := j.arStep(rank, c, si, entering); err != nil || !done {
+			return err
+		}
+	}
+	for j.p.kinds[c][si] != stepAR {
 		st := &steps[hr.step[c]]
 		if entering {
 			for _, xi := range st.sends {
@@ -520,6 +546,9 @@ func combineStep(p *hierPlan, d tensor.DType, kind hierStepKind, data []byte, st
 }
 
 func (j *hierJob) NameWR(c roce.Completion) string {
+	if c.WRID&ringWR != 0 {
+		return j.describeRing(c.WRID)
+	}
 	return j.describe(int(c.WRID>>32), int(uint32(c.WRID)))
 }
 
@@ -528,7 +557,7 @@ func (j *hierJob) PeerOf(w *job.Worker, q job.Endpoint) int {
 	qp, _ := q.(*roce.QP)
 	k, ok := j.ranks[w.Rank].qpConn[qp]
 	if !ok {
-		return -1
+		return j.ringPeer(w.Rank, qp)
 	}
 	if c := j.conns[k]; c.a == w.Rank {
 		return c.b
@@ -539,6 +568,9 @@ func (j *hierJob) PeerOf(w *job.Worker, q job.Endpoint) int {
 func (j *hierJob) OnCompletion(w *job.Worker) {
 	hr := j.ranks[w.Rank]
 	j.r.Drain(w, func(c roce.Completion) {
+		if j.ringCompletion(hr, c) {
+			return
+		}
 		if !c.Recv {
 			w.SendDone++
 			xi := int(c.WRID >> 32)
@@ -615,6 +647,10 @@ func hierReference(p *hierPlan, d tensor.DType, fill func(rank int, buf []byte))
 	var acc []byte
 	for c := range p.chunks {
 		for si := range p.sched[c] {
+			if p.kinds[c][si] == stepAR {
+				arReference(p, d, data, c, si)
+				continue
+			}
 			nsteps := len(p.steps[0][c][si])
 			for t := range nsteps {
 				for r := range p.n {

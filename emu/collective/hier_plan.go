@@ -130,9 +130,13 @@ func hierDims(t *topo.Topology, defRate float64, defLatency time.Duration) ([]hi
 type hierStage struct {
 	dim int // 0-based
 	ag  bool
+	ar  bool // an ina dimension's all-reduce: NetReduce on the group's switch (hier_ina.go)
 }
 
 func (s hierStage) String() string {
+	if s.ar {
+		return fmt.Sprintf("AR%d", s.dim+1)
+	}
 	if s.ag {
 		return fmt.Sprintf("AG%d", s.dim+1)
 	}
@@ -177,6 +181,28 @@ func baselineSchedule(dims []hierDim, chunks int) [][]hierStage {
 // scatters in turn; a reduce-scatter wants the RS stages alone, an
 // all-gather the AG stages alone, one per such dimension in any order.
 func checkSchedule(dims []hierDim, st []hierStage, coll themis.Collective) error {
+	// An AR stage stands for the RS and AG pair it fuses, and only on an
+	// ina dimension (emu/themis's fuseINA).
+	if slices.ContainsFunc(st, func(s hierStage) bool { return s.ar }) {
+		if coll != themis.AllReduce {
+			return fmt.Errorf("schedule %q: an AR stage belongs to an all-reduce", scheduleString(st))
+		}
+		var ex []hierStage
+		for _, s := range st {
+			if !s.ar {
+				ex = append(ex, s)
+				continue
+			}
+			if s.dim < 0 || s.dim >= len(dims) || dims[s.dim].kind != kindINA {
+				return fmt.Errorf("schedule %q: an AR stage runs on an ina dimension only", scheduleString(st))
+			}
+			ex = append(ex, hierStage{dim: s.dim}, hierStage{dim: s.dim, ag: true})
+		}
+		if err := checkSchedule(dims, ex, coll); err != nil {
+			return fmt.Errorf("schedule %q: %v", scheduleString(st), err)
+		}
+		return nil
+	}
 	var rs []int
 	for d := range dims {
 		if dims[d].size > 1 {
@@ -247,6 +273,7 @@ const (
 	stepAdd     hierStepKind = iota // ring or halving-doubling RS: data += the one block received
 	stepOrdered                     // Direct RS: the block is the peers' values summed in coordinate order
 	stepCopy                        // AG: the block received is the data
+	stepAR                          // ina AR: the group's sum, from the switch (hier_ina.go)
 )
 
 // hierPlan is the whole job's transfers.
@@ -266,6 +293,9 @@ type hierPlan struct {
 	recvMsgs  []int          // per rank: messages it receives
 	sendMsgs  []int          // per rank: messages it sends
 	inbox     [][]int        // per rank: the transfers to it, by rmsg0
+	// arReg is, per (rank, chunk, stage) of an AR stage, the elements
+	// the rank holds there (its group's members hold the same).
+	arReg map[[3]int][2]int
 }
 
 // hierConnPlan is an RC connection between two ranks along a dimension.
@@ -327,7 +357,8 @@ func newHierPlan(dims []hierDim, sched [][]hierStage, coll themis.Collective, el
 		}
 	}
 	p := &hierPlan{n: n, chunks: chunks, elemSize: elemSize, msgB: msgB, dims: dims, sched: sched, connOf: map[[3]int]int{},
-		recvBytes: make([]int64, n), recvMsgs: make([]int, n), sendMsgs: make([]int, n), inbox: make([][]int, n)}
+		recvBytes: make([]int64, n), recvMsgs: make([]int, n), sendMsgs: make([]int, n), inbox: make([][]int, n),
+		arReg: map[[3]int][2]int{}}
 	for c := 0; c <= chunks; c++ {
 		p.bounds = append(p.bounds, int(elems*int64(c)/int64(chunks)))
 	}
@@ -351,6 +382,16 @@ func newHierPlan(dims []hierDim, sched [][]hierStage, coll themis.Collective, el
 			}
 		}
 		for si, s := range sched[c] {
+			if s.ar {
+				// No transfer between the ranks: each sends its region to
+				// the switch and gets the sum back; the region stays.
+				p.kinds[c] = append(p.kinds[c], stepAR)
+				for r := range n {
+					p.steps[r][c] = append(p.steps[r][c], []hierStep{{own: -1}})
+					p.arReg[[3]int{r, c, si}] = region[r]
+				}
+				continue
+			}
 			kind := stepAdd
 			switch {
 			case s.ag:
@@ -586,7 +627,7 @@ func themisTopology(dims []hierDim) (themis.Topology, []int) {
 		switch dm.kind {
 		case "fc":
 			bw *= float64(dm.size - 1)
-		case "switch":
+		case "switch", kindINA:
 			lat *= 2
 		}
 		t = append(t, themis.Dim{Kind: themis.DimKind(dm.kind), Size: dm.size, BW: bw, Latency: lat})
@@ -662,20 +703,23 @@ func hierSchedule(dims []hierDim, h job.Hier, bytes int64) (*hierScheduling, err
 
 // hierStages reads emu/themis's chunk schedules as the executor's
 // stages, dimension k of the model being the job's dim[k]. An AR stage
-// (an ina dimension's in-network all-reduce, emu/themis/ina.go) is
-// refused: the packet executor has no switch that aggregates.
+// (an ina dimension's in-network all-reduce, emu/themis/ina.go) is taken
+// on an ina dimension only (hier_ina.go).
 func hierStages(dims []hierDim, scheds []themis.ChunkSchedule, dim []int, coll themis.Collective) ([][]hierStage, error) {
 	var out [][]hierStage
 	for _, cs := range scheds {
 		st := make([]hierStage, len(cs.Stages))
 		for i, x := range cs.Stages {
-			if x.Op != themis.RS && x.Op != themis.AG {
-				return nil, fmt.Errorf("--mode hier: chunk %d stage %d is an %s on dimension %d: packet mode has no in-network aggregation (ina) dimension", cs.Chunk, i+1, x.Op, x.Dim+1)
+			if x.Op != themis.RS && x.Op != themis.AG && x.Op != themis.AR {
+				return nil, fmt.Errorf("--mode hier: chunk %d stage %d is an %s on dimension %d", cs.Chunk, i+1, x.Op, x.Dim+1)
 			}
 			if x.Dim < 0 || x.Dim >= len(dim) {
 				return nil, fmt.Errorf("--mode hier: chunk %d stage %d is on dimension %d of a model of %d", cs.Chunk, i+1, x.Dim+1, len(dim))
 			}
-			st[i] = hierStage{dim: dim[x.Dim], ag: x.Op == themis.AG}
+			if x.Op == themis.AR && dims[dim[x.Dim]].kind != kindINA {
+				return nil, fmt.Errorf("--mode hier: chunk %d stage %d is an AR on dimension %d, which is not an in-network aggregation (ina) dimension", cs.Chunk, i+1, x.Dim+1)
+			}
+			st[i] = hierStage{dim: dim[x.Dim], ag: x.Op == themis.AG, ar: x.Op == themis.AR}
 		}
 		if err := checkSchedule(dims, st, coll); err != nil {
 			return nil, err

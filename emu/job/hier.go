@@ -28,6 +28,11 @@ type Hier struct {
 	// every rank shares. Ranks that disagree wait on each other for
 	// ever; the run then stops, its error naming the wait cycle.
 	LocalOrder bool
+	// INADims are dimensions (1-based) of switches that aggregate: an
+	// all-reduce's AR stage there (a chunk's RS and AG meeting on it) is
+	// one NetReduce aggregation on each group's switch (emu/themis's ina
+	// kind); elsewhere such a switch runs Halving-Doubling.
+	INADims []int
 }
 
 // HierReport is what a hier job did per dimension of its network.
