@@ -693,6 +693,9 @@ func (j *hierJob) Report(jr *job.JobResult) {
 	t := j.r.Cfg.Topology
 	for d, dm := range p.dims {
 		rep.Dims = append(rep.Dims, job.HierDim{Dim: d + 1, Kind: dm.kind, Size: dm.size, Algorithm: dm.alg, PayloadBytes: j.payload[d]})
+		if j.ina != nil {
+			rep.Dims[d].ARUpBytes, rep.Dims[d].ARDownBytes = j.ina.up[d], j.ina.down[d]
+		}
 	}
 	for _, l := range t.Links {
 		rate := l.Rate

@@ -103,6 +103,7 @@ type inaPlan struct {
 	off                   map[[2]int]int64 // (rank, dim): where its ring's results land in its receive region
 	size                  []int64          // per rank: the bytes of those areas
 	count                 []int            // per rank: ring messages it sends (and receives)
+	up, down              []int64          // per dimension: tensor bytes the AR stages sent up and got back
 }
 
 func (ip *inaPlan) bytes(r int) int64 {
@@ -126,7 +127,8 @@ func newINAPlan(p *hierPlan, hs *hierScheduling, cfg *job.Config) (*inaPlan, err
 	}
 	hdr := netreduce.HeaderLen(cfg.SwitchProgram)
 	ip := &inaPlan{hdr: hdr, mtu: cfg.MTU, per: (cfg.MTU - hdr) / p.elemSize * p.elemSize,
-		window: min(max(cfg.Window, 1), netreduce.MaxWindow), off: map[[2]int]int64{}, size: make([]int64, p.n), count: make([]int, p.n)}
+		window: min(max(cfg.Window, 1), netreduce.MaxWindow), off: map[[2]int]int64{}, size: make([]int64, p.n), count: make([]int, p.n),
+		up: make([]int64, len(p.dims)), down: make([]int64, len(p.dims))}
 	for d, dm := range p.dims {
 		if dm.kind != kindINA {
 			continue
@@ -324,6 +326,7 @@ func (j *hierJob) ringPost(hr *hierRank, m *inaMember) error {
 		copy(buf[j.ina.hdr:], hr.data[lo:hi])
 		m.bufs[k] = buf
 		j.payload[m.g.dim] += int64(hi - lo)
+		j.ina.up[m.g.dim] += int64(hi - lo)
 		succ := j.ranks[m.succ]
 		wr := roce.SendWR{ID: ringWR | uint64(m.g.dim)<<40 | uint64(k), Opcode: roce.WRWriteImm, Local: buf,
 			RemoteVA: j.r.RecvVA + uint64(succ.rings[m.g.dim].off) + uint64(k*j.ina.mtu), RKey: succ.recv.RKey,
@@ -372,6 +375,7 @@ func (j *hierJob) ringResult(hr *hierRank, m *inaMember, c roce.Completion) erro
 	at := m.off + int64(k*j.ina.mtu) + int64(j.ina.hdr)
 	copy(hr.data[lo:hi], hr.recv.Buf[at:at+int64(hi-lo)])
 	hr.w.RecvDone++
+	j.ina.down[m.g.dim] += int64(hi - lo)
 	if m.got++; m.got == m.end {
 		return j.advance(m.rank, m.c, false)
 	}

@@ -152,6 +152,11 @@ func TestHierINA(t *testing.T) {
 				}
 			}
 			require.NotZero(t, sawAR, "some chunk ran an AR stage")
+			// Every byte sent up came back down summed, on every NPU;
+			// the ring dimension runs no AR.
+			assert.Equal(t, rep.Dims[1].ARUpBytes, rep.Dims[1].ARDownBytes)
+			assert.NotZero(t, rep.Dims[1].ARUpBytes)
+			assert.Zero(t, rep.Dims[0].ARUpBytes+rep.Dims[0].ARDownBytes)
 			if tc.sched == "baseline" {
 				// RS1 AR2 AG1 for every chunk: on dimension 2 each NPU
 				// sends its partial s (a quarter of the chunk) up once,
@@ -159,6 +164,7 @@ func TestHierINA(t *testing.T) {
 				// 16 NPUs send 4x the tensor's bytes. The same comes down
 				// (the switch's results).
 				assert.Equal(t, int64(4*c.elems*4), rep.Dims[1].PayloadBytes)
+				assert.Equal(t, int64(4*c.elems*4), rep.Dims[1].ARUpBytes)
 				assert.Equal(t, []string{"RS1 AR2 AG1"}, uniq(rep.Schedule))
 				if tc.loss == 0 {
 					assert.Equal(t, uint64(results), res.Switch.Emitted, "the switches summed every message")
@@ -176,4 +182,34 @@ func uniq(s []string) []string {
 		}
 	}
 	return out
+}
+
+// TestHierINARefusals: an ina dimension must be a switch dimension of
+// the topology, needs schedule consistency, and an AR stage is taken on
+// an ina dimension of an all-reduce only; each refusal is one line.
+func TestHierINARefusals(t *testing.T) {
+	c := hierCase{flag: "dims:4x4,kinds=ring/switch", dims: []refDim{{4, "ring"}, {4, "switch"}}, dtype: tensor.F32, elems: 1000, chunks: 2}
+	for _, tc := range []struct {
+		ina   []int
+		local bool
+		want  string
+	}{
+		{[]int{1}, false, "--ina-dims 1: dimension 1 is a ring"},
+		{[]int{3}, false, "--ina-dims 3: the topology has dimensions 1..2"},
+		{[]int{2}, true, "needs --consistency on"},
+	} {
+		cfg := hierConfig(t, c)
+		cfg.Hier.INADims, cfg.Hier.LocalOrder = tc.ina, tc.local
+		err := cfg.Validate()
+		require.Error(t, err, tc.want)
+		assert.Contains(t, err.Error(), tc.want)
+		assert.NotContains(t, err.Error(), "\n")
+	}
+	dims := []hierDim{{kind: "ring", alg: algRing, size: 4, stride: 1}, {kind: kindINA, alg: algHD, size: 4, stride: 4}}
+	st := []hierStage{{dim: 0}, {dim: 1, ar: true}, {dim: 0, ag: true}}
+	require.NoError(t, checkSchedule(dims, st, "all-reduce"))
+	assert.ErrorContains(t, checkSchedule(dims, st, "reduce-scatter"), "an AR stage belongs to an all-reduce")
+	assert.ErrorContains(t, checkSchedule(dims, []hierStage{{dim: 1, ar: true}, {dim: 0}, {dim: 0, ag: true}}, "all-reduce"), "the AR where the last meets its AG")
+	dims[1].kind = "switch"
+	assert.ErrorContains(t, checkSchedule(dims, st, "all-reduce"), "an AR stage runs on an ina dimension only")
 }

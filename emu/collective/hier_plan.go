@@ -199,7 +199,7 @@ func checkSchedule(dims []hierDim, st []hierStage, coll themis.Collective) error
 			ex = append(ex, hierStage{dim: s.dim}, hierStage{dim: s.dim, ag: true})
 		}
 		if err := checkSchedule(dims, ex, coll); err != nil {
-			return fmt.Errorf("schedule %q: %v", scheduleString(st), err)
+			return fmt.Errorf("schedule %q: want an RS on each dimension of more than one host, the AR where the last meets its AG, then the AGs in reverse order", scheduleString(st))
 		}
 		return nil
 	}

@@ -64,6 +64,12 @@ type HierDim struct {
 	// acknowledgements and retransmissions included; every job's).
 	PayloadBytes int64 `json:"payload_bytes"`
 	WireBytes    int64 `json:"wire_bytes"`
+	// ARUpBytes and ARDownBytes are, on an ina dimension, the tensor
+	// bytes its AR stages sent up to the switches and got back summed
+	// (every rank's, each once; INA headers not counted): S up and S
+	// down per NPU and AR stage. ARUpBytes is part of PayloadBytes.
+	ARUpBytes   int64 `json:"ar_up_bytes,omitempty"`
+	ARDownBytes int64 `json:"ar_down_bytes,omitempty"`
 	// Utilisation is WireBytes over what the dimension's bandwidth per
 	// NPU (the Themis model's: links the algorithm sends on at once ×
 	// their rate) could carry from every NPU in the job's time, in
