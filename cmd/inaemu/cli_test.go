@@ -56,7 +56,7 @@ func TestRunFlagsAreTheScenarioOptions(t *testing.T) {
 		"faults": "drop port=0 nth=1", "topology": "star:hosts=4", "switch_memory": "64MiB", "workers": "4", "compress": "2^-10",
 		"traffic": "all-to-all", "sink": "h2", "flow_rate": "1G", "pfc_alpha": "1/8", "pfc_headroom": "100KB", "sched": "dwrr",
 		"nic_rx_rate": "5G", "nic_rx_buffer": "256KiB", "chunks": "8", "scheduler": "themis", "policy": "scf",
-		"collective": "reduce-scatter", "consistency": "off"}
+		"collective": "reduce-scatter", "consistency": "off", "ina_dims": "2"}
 	dir := t.TempDir()
 	for _, o := range scenario.Options() {
 		v := sample[o.Key]

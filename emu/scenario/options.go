@@ -128,6 +128,8 @@ func Options() []Option {
 			Help: "a --mode hier job's order of service on each dimension: fifo (chunks in the order they become ready; the default) or scf (smallest chunk first)"},
 		{Key: "collective", Arg: "NAME", Group: JobGroup,
 			Help: "a --mode hier job's collective: all-reduce (the default), reduce-scatter (each rank ends with its shard of the sum) or all-gather (each rank starts with its shard of --tensor and ends with every rank's) (docs/themis.md)"},
+		{Key: "ina_dims", Arg: "D[,D...]", Group: JobGroup,
+			Help: "a --mode hier job's in-network aggregation dimensions (from 1): switch dimensions whose switches run each chunk's AR stage (its RS and AG meeting there) as one NetReduce aggregation per group (docs/themis.md)"},
 		{Key: "consistency", Arg: "on|off", Group: JobGroup,
 			Help: "a --mode hier job's schedule consistency: on (every rank serves a dimension's chunks in the one order all compute; the default) or off (each in the order its chunks become ready locally, as without Themis's §4.6 rule: a disagreement ends the run naming the wait cycle)"},
 		{Key: "dscp", Arg: "N", Group: JobGroup, Kind: Number, Default: "0", Min: 0, Max: 63,

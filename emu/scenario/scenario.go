@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -105,6 +106,10 @@ type Scenario struct {
 	// one order all compute) or off (each in its own local order: a
 	// disagreement ends the run with the wait cycle named).
 	Consistency string `yaml:"consistency,omitempty"`
+	// INADims are a hier job's in-network aggregation dimensions: switch
+	// dimensions (1-based, comma-separated) whose switches run a chunk's
+	// AR stage as NetReduce (docs/themis.md, Packet mode).
+	INADims string `yaml:"ina_dims,omitempty"`
 
 	// Topology is the network; link, latency and queue it leaves out come
 	// from the scenario's. Without it the network is the star of workers
@@ -425,7 +430,7 @@ func (s *Scenario) Apply(cfg *emu.Config) error {
 			return nil
 		})
 	}
-	if s.Chunks != nil || s.Scheduler != "" || s.Policy != "" || s.Collective != "" || s.Consistency != "" {
+	if s.Chunks != nil || s.Scheduler != "" || s.Policy != "" || s.Collective != "" || s.Consistency != "" || s.INADims != "" {
 		set("chunks", func() error {
 			h := &emu.Hier{Scheduler: s.Scheduler, Policy: s.Policy, Collective: s.Collective}
 			switch s.Consistency {
@@ -434,6 +439,15 @@ func (s *Scenario) Apply(cfg *emu.Config) error {
 				h.LocalOrder = true
 			default:
 				return fmt.Errorf("consistency %q: want on or off", s.Consistency)
+			}
+			if s.INADims != "" {
+				for _, f := range strings.Split(s.INADims, ",") {
+					d, err := strconv.Atoi(strings.TrimSpace(f))
+					if err != nil || d < 1 {
+						return fmt.Errorf("ina_dims %q: want dimensions from 1, comma-separated (e.g. 2 or 2,3)", s.INADims)
+					}
+					h.INADims = append(h.INADims, d)
+				}
 			}
 			if s.Chunks != nil {
 				o, _ := OptionByKey("chunks")
