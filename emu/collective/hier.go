@@ -140,7 +140,7 @@ func checkHierSettings(c *job.Config, jobs []job.JobConfig) error {
 			return nil
 		}
 	}
-	return &job.ConfigError{Err: fmt.Errorf("--chunks, --scheduler, --policy, --collective and --consistency are a hier job's (this run is %s)", c.Mode)}
+	return &job.ConfigError{Err: fmt.Errorf("--chunks, --scheduler, --policy, --collective, --consistency and --ina-dims are a hier job's (this run is %s)", c.Mode)}
 }
 
 // hierMemory: per rank its tensor, its receive region (about twice the
