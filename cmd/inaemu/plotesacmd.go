@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -58,17 +56,9 @@ func runPlotESA(e *cmdEnv, files []string, a plotESAArgs) int {
 		fmt.Fprintf(e.stderr, "inaemu plot: %v\n", err)
 		return exitUsage
 	}
-	var figs []graphs.ESAFigure
-	for _, name := range files {
-		b, err := readInput(name)
-		if err != nil {
-			return fail(err)
-		}
-		f, err := graphs.ReadESAFigures(name, bytes.NewReader(b))
-		if err != nil {
-			return fail(err)
-		}
-		figs = append(figs, f...)
+	figs, err := readPlotInputs(files, graphs.ReadESAFigures)
+	if err != nil {
+		return fail(err)
 	}
 	fig, err := graphs.MergeESA(figs)
 	if err != nil {
@@ -78,13 +68,8 @@ func runPlotESA(e *cmdEnv, files []string, a plotESAArgs) int {
 	if err != nil {
 		return fail(fmt.Errorf("%s: %v", fig.Source, err))
 	}
-	ioErr, err := writeFile(a.out, func(w io.Writer) error { return chart.Write(w, format) })
-	if ioErr != nil {
-		return ioError(e.stderr, e.name, "--out "+a.out, ioErr)
-	}
-	if err != nil {
-		os.Remove(a.out)
-		return fail(fmt.Errorf("%s: %v", a.out, err))
+	if code, ok := writePicture(e, a.out, format, chart.Write); !ok {
+		return code
 	}
 	if a.asJSON {
 		return e.writeJSON(struct {

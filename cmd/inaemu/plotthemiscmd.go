@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -60,29 +58,16 @@ func runPlotThemis(e *cmdEnv, files []string, a plotThemisArgs) int {
 		fmt.Fprintf(e.stderr, "inaemu plot: %v\n", err)
 		return exitUsage
 	}
-	var runs []graphs.ThemisRun
-	for _, name := range files {
-		b, err := readInput(name)
-		if err != nil {
-			return fail(err)
-		}
-		r, err := graphs.ReadThemisActivity(name, bytes.NewReader(b))
-		if err != nil {
-			return fail(err)
-		}
-		runs = append(runs, r...)
+	runs, err := readPlotInputs(files, graphs.ReadThemisActivity)
+	if err != nil {
+		return fail(err)
 	}
 	chart, err := graphs.NewThemisChart(runs, graphs.ThemisOptions{Title: a.title})
 	if err != nil {
 		return fail(err)
 	}
-	ioErr, err := writeFile(a.out, func(w io.Writer) error { return chart.Write(w, format) })
-	if ioErr != nil {
-		return ioError(e.stderr, e.name, "--out "+a.out, ioErr)
-	}
-	if err != nil {
-		os.Remove(a.out)
-		return fail(fmt.Errorf("%s: %v", a.out, err))
+	if code, ok := writePicture(e, a.out, format, chart.Write); !ok {
+		return code
 	}
 	if a.asJSON {
 		return e.writeJSON(struct {
