@@ -1,7 +1,6 @@
 package congestion
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -113,9 +112,8 @@ func Deadlock(c DeadlockConfig) (DeadlockResult, error) {
 	if err != nil {
 		return DeadlockResult{}, err
 	}
-	res, err := emu.Run(cfg)
-	var je *emu.JobError
-	if err != nil && (res == nil || !errors.As(err, &je)) {
+	res, err := runToEnd(cfg)
+	if err != nil {
 		return DeadlockResult{}, err
 	}
 	r := DeadlockResult{Exact: res.Exact, Error: res.Error, Deadlocks: res.Deadlocks, Time: time.Duration(res.VirtualNS),

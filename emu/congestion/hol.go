@@ -116,9 +116,8 @@ func HoL(c HoLConfig) (HoLResult, error) {
 	if err != nil {
 		return HoLResult{}, err
 	}
-	res, err := emu.Run(cfg)
-	var je *emu.JobError
-	if err != nil && (res == nil || !errors.As(err, &je)) {
+	res, err := runToEnd(cfg)
+	if err != nil {
 		return HoLResult{}, err
 	}
 	return holResult(res)

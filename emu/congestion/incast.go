@@ -82,9 +82,8 @@ func IncastConfigFor(c IncastConfig) emu.Config {
 // for a configuration the runner refused.
 func Incast(c IncastConfig) (IncastResult, error) {
 	cfg := IncastConfigFor(c)
-	res, err := emu.Run(cfg)
-	var je *emu.JobError
-	if err != nil && (res == nil || !errors.As(err, &je)) {
+	res, err := runToEnd(cfg)
+	if err != nil {
 		return IncastResult{}, err
 	}
 	r := IncastResult{Senders: c.Senders, FlowBytes: c.FlowBytes, PFC: c.PFC, Exact: res.Exact, Error: res.Error,
@@ -103,6 +102,18 @@ func Incast(c IncastConfig) (IncastResult, error) {
 		r.Utilisation = r.GoodputGbps * 1e9 / cfg.Link.Rate
 	}
 	return r, nil
+}
+
+// runToEnd runs cfg; a run whose job failed (a QP out of retries, a PFC
+// deadlock) is a result, not an error: its Result says why. The error is
+// for a configuration the runner refused.
+func runToEnd(cfg emu.Config) (*emu.Result, error) {
+	res, err := emu.Run(cfg)
+	var je *emu.JobError
+	if err != nil && (res == nil || !errors.As(err, &je)) {
+		return nil, err
+	}
+	return res, nil
 }
 
 // pfcBufferDrops adds up the shared buffer's drops of every reason.

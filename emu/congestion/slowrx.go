@@ -1,7 +1,6 @@
 package congestion
 
 import (
-	"errors"
 	"time"
 
 	"github.com/inaemu/inaemu/emu"
@@ -85,9 +84,8 @@ func SlowReceiverConfigFor(c SlowReceiverConfig) emu.Config {
 // false, Error why); the error is for a configuration the runner refused.
 func SlowReceiver(c SlowReceiverConfig) (SlowReceiverResult, error) {
 	cfg := SlowReceiverConfigFor(c)
-	res, err := emu.Run(cfg)
-	var je *emu.JobError
-	if err != nil && (res == nil || !errors.As(err, &je)) {
+	res, err := runToEnd(cfg)
+	if err != nil {
 		return SlowReceiverResult{}, err
 	}
 	r := SlowReceiverResult{Senders: c.Senders, PFC: c.PFC, Exact: res.Exact, Error: res.Error,
