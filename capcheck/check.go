@@ -29,7 +29,11 @@ type CheckOptions struct {
 	// (--pair); they override automatic pairing.
 	Pairs []QPPair
 	// DType is the element type of NetReduce payloads (default F32).
-	DType tensor.DType
+	// CheckFile takes it from the capture's section comment when that
+	// names one (pcapio.DTypeComment: inaemu's f16 and i32 runs), unless
+	// DTypeFixed.
+	DType      tensor.DType
+	DTypeFixed bool
 	// Vantage says where single-interface vantage points (a pcap file, a
 	// mirror port, tcpdump on a host) were taken, for every connection
 	// they see: VantageAuto (the default) infers it per connection from
@@ -461,6 +465,14 @@ func CheckFile(path string, opt CheckOptions) (*Report, error) {
 	}
 	if opt.SwitchProgram == "" {
 		opt.SwitchProgram = pcapio.SwitchProgram(rd.SectionComment())
+	}
+	if d := pcapio.DType(rd.SectionComment()); d != "" && !opt.DTypeFixed {
+		dt, err := tensor.ParseDType(d)
+		if err != nil {
+			rd.Close()
+			return nil, fmt.Errorf("the capture's section comment: %v", err)
+		}
+		opt.DType = dt
 	}
 	if opt.InterfaceRates == nil && opt.InterfaceDelays == nil {
 		opt.InterfaceRates, opt.InterfaceDelays = interfaceLinks(rd.InterfaceLinks())

@@ -116,7 +116,7 @@ func Run(cfg emu.Config, d Device) (*Result, error) {
 	case cfg.Devices != nil:
 		return nil, &emu.ConfigError{Err: errors.New("the job already has devices")}
 	}
-	wcfg := faultwire.Config{Netem: cfg.Netem, Events: cfg.Events, Seed: cfg.Seed, Capture: cfg.Capture}
+	wcfg := faultwire.Config{Netem: cfg.Netem, Events: cfg.Events, Seed: cfg.Seed, Capture: cfg.Capture, DType: cfg.DType.String()}
 	cfg.Netem, cfg.Events, cfg.Capture = faults.Netem{}, nil, nil
 	if err := cfg.Validate(); err != nil {
 		return nil, err

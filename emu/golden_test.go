@@ -57,7 +57,7 @@ faults:
   - "drop port=0 dir=in class=data nth=2"
   - "corrupt port=2 dir=out class=data nth=4"
   - "delay=30us port=1 dir=in class=ack nth=1"
-`, "ba1f4d02531989f85ccda57e84bb3d1f7e39843b01d5cd07b1f027520bc93d34"},
+`, "eb859062f7373ac5a66c30cca09c91a3dc90e3580b57f8c90c01d7a215859364"},
 	{"netreduce-spoof-rxe", `
 workers: 4
 tensor: 128KiB

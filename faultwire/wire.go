@@ -50,6 +50,10 @@ type Config struct {
 	// Capture, if set, receives a pcapng with four interfaces per pair
 	// (see CaptureNames).
 	Capture io.Writer
+	// DType, if set, is the element type of the NetReduce payloads the
+	// device sums, named in the capture's section comment beside the wall
+	// clock (pcapio.DTypeComment: nothing for f32) for check's agg-sum.
+	DType string
 	// Idle is how long a direction must be quiet before the frames its
 	// stage holds back are released anyway (0: DefaultIdle).
 	Idle time.Duration
@@ -213,7 +217,7 @@ func New(cfg Config) (*Wire, error) {
 		}
 	}
 	if cfg.Capture != nil {
-		c, err := pcapio.NewWallClockWriter(cfg.Capture, names...)
+		c, err := pcapio.NewCommentedWriter(cfg.Capture, pcapio.JoinComments(pcapio.WallClockComment, pcapio.DTypeComment(cfg.DType)), names...)
 		if err != nil {
 			return nil, fmt.Errorf("faultwire: capture: %w", err)
 		}

@@ -83,6 +83,7 @@ func checkCommand(stdout, stderr io.Writer) *cobra.Command {
 	c := newCommand("check FILE", "check a capture: ICRCs, go-back-N on both sides, latencies, NetReduce sums", stdout, stderr,
 		func(e *cmdEnv, pos []string) int {
 			a.inFlightSet = e.changed("in-flight")
+			a.dtypeSet = e.changed("dtype")
 			return runCheck(e, pos[0], a)
 		})
 	c.Args = oneCapture
@@ -107,7 +108,7 @@ fault dropped before the capture point, excluded from the rules. Every field: do
 	f.IntVar(&a.mtu, "mtu", 0, "the path MTU in `BYTES` (256, 512, 1024, 2048 or 4096) that says how many PSNs a READ request occupies (its length / MTU, rounded up); default: inferred from the capture's FIRST and MIDDLE payloads, which carry exactly one MTU (the report's read/atomic line says which)")
 	f.BoolVar(&a.allowUnchecked, "allow-unchecked", false, "exit 0, not 5, when no violation was found but part of the capture went unchecked (the report still lists what)")
 	f.Var(&a.pairs, "pair", "pair a request stream with its response stream (`SRC,DST,REQQPN=RESPQPN`): requests SRC→DST with destination QPN REQQPN are answered by ACKs DST→SRC with destination QPN RESPQPN, e.g. 10.0.0.1,10.0.0.2,0x12=0x11 (repeatable; overrides automatic pairing)")
-	f.StringVar(&a.dtype, "dtype", "f32", "element `TYPE` of NetReduce payloads for the agg-sum rule: f32, i32 or f16")
+	f.StringVar(&a.dtype, "dtype", "", "element `TYPE` of NetReduce payloads for the agg-sum rule: f32, i32 or f16 (default: the type the capture's section comment names, as inaemu's captures of f16 and i32 runs do; else f32)")
 	f.StringVar(&a.vantage, "vantage", "auto", "`WHERE` a single-interface capture (a pcap file, a mirror port, tcpdump on one host) was taken: sender (at the requester), receiver (at the responder), tap (anywhere on the path) or auto (inferred per connection from the evidence); named link directions say it themselves")
 	f.BoolVar(&a.linkTaps, "link-taps", false, "every interface is the link of one host (a capture per host link): agg-sum tells directions apart by the host's MAC; interfaces named PREFIX-brN (the TAP backend's bridges) are taken so without it")
 	f.DurationVar(&a.inFlight, "in-flight", 0, "how long frames may be on the way between the capture point and a requester, both ways: psn-order lets a requester act on responses captured within this window before its packet as if they had not reached it yet (default 50µs; 1s for a capture taken on the wall clock between software hosts: inaemu wire, run --dut, the TAP backend's bridges, which the report says in a clock line)")
@@ -137,6 +138,7 @@ type checkArgs struct {
 	reorder, junit         string
 	inFlight               time.Duration
 	inFlightSet            bool // --in-flight given: it wins over the capture's clock
+	dtypeSet               bool // --dtype given: it wins over the type the capture names
 	linkRate               linkRateFlags
 	linkDelay, deadlock    time.Duration
 	cnp                    string
@@ -147,7 +149,10 @@ type checkArgs struct {
 // runCheck checks one capture file with check's flags.
 func runCheck(fs *cmdEnv, file string, a checkArgs) int {
 	stdout, stderr := fs.stdout, fs.stderr
-	dt, err := tensor.ParseDType(a.dtype)
+	dt, err := tensor.F32, error(nil)
+	if a.dtypeSet {
+		dt, err = tensor.ParseDType(a.dtype)
+	}
 	if err != nil {
 		fs.usageError("--dtype: %v", err)
 		return exitUsage
@@ -223,7 +228,7 @@ func runCheck(fs *cmdEnv, file string, a checkArgs) int {
 	}
 	debug.SetGCPercent(capcheck.GCPercent)
 	start := time.Now()
-	rep, err := capcheck.CheckFile(file, capcheck.CheckOptions{Pairs: a.pairs, DType: dt, Vantage: vt, InFlight: w, LinkTaps: a.linkTaps, INATag: tag, ReorderWindow: rw, MTU: a.mtu, SwitchProgram: a.program,
+	rep, err := capcheck.CheckFile(file, capcheck.CheckOptions{Pairs: a.pairs, DType: dt, DTypeFixed: a.dtypeSet, Vantage: vt, InFlight: w, LinkTaps: a.linkTaps, INATag: tag, ReorderWindow: rw, MTU: a.mtu, SwitchProgram: a.program,
 		LinkRate: a.linkRate.all, LinkRates: a.linkRate.named, LinkDelay: a.linkDelay, DeadlockAfter: deadlock,
 		CNP: cnp, CNPInterval: a.cnpInterval, CNPTolerance: cnpTol})
 	if err != nil {

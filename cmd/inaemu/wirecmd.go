@@ -99,7 +99,7 @@ func runWire(e *cmdEnv, jf *jobFlags, prefix string, workers int, pairs []string
 	if code := needTAP(e); code != 0 {
 		return code
 	}
-	wcfg := faultwire.Config{Netem: cfg.Netem, Events: cfg.Events, Seed: cfg.Seed}
+	wcfg := faultwire.Config{Netem: cfg.Netem, Events: cfg.Events, Seed: cfg.Seed, DType: cfg.DType.String()}
 	closeAll := func() {
 		for _, p := range wcfg.Pairs {
 			p.Host.Close()

@@ -23,15 +23,16 @@ type capture struct {
 	err error
 }
 
-// newCapture starts the capture; its section comment names program
-// (pcapio.SwitchProgramComment: nothing for NetReduce's). A fabric with
+// newCapture starts the capture with the section comment comment (the
+// switch program and element type when not the defaults; see
+// pcapio.SwitchProgramComment, pcapio.DTypeComment). A fabric with
 // congestion settings (its directions have MAC Control) states each
 // interface's link too, so that a reader judges its PAUSE/PFC frames from
 // the capture alone: the rate the topology gives the link (if_speed; the
 // direction's bytePs is its rounding) and the link's propagation delay
 // (pcapio.LinkDelayDescription). Without them nothing is added: those
 // captures stay the bytes they always were.
-func newCapture(out io.Writer, program string, dirs []*linkDir) (*capture, error) {
+func newCapture(out io.Writer, comment string, dirs []*linkDir) (*capture, error) {
 	ifaces := make([]pcapio.Interface, len(dirs))
 	for i, d := range dirs {
 		ifaces[i].Name = d.name
@@ -42,7 +43,7 @@ func newCapture(out io.Writer, program string, dirs []*linkDir) (*capture, error
 			ifaces[i].Delay, ifaces[i].HasDelay = d.prop, true
 		}
 	}
-	w, err := pcapio.NewInterfaceWriter(out, pcapio.SwitchProgramComment(program), ifaces...)
+	w, err := pcapio.NewInterfaceWriter(out, comment, ifaces...)
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/inaemu/inaemu/emu/topo"
 	"github.com/inaemu/inaemu/faults"
 	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/internal/pcapio"
 	"github.com/inaemu/inaemu/internal/vclock"
 )
 
@@ -62,6 +63,10 @@ type Config struct {
 	// SwitchProgram, if set, is the switch program the capture's section
 	// comment names (pcapio.SwitchProgramComment), for its readers.
 	SwitchProgram string
+	// DType, if set, is the element type of the NetReduce payloads the
+	// capture's section comment names (pcapio.DTypeComment: nothing for
+	// f32), for check's agg-sum rule.
+	DType string
 	// OnSend, if set, sees every frame as its last bit leaves a
 	// transmitter, before the direction's fault stage (a sender-side tap;
 	// the capture shows what receivers got). port and dir place the
@@ -380,7 +385,7 @@ func New(cfg Config) (*Fabric, error) {
 		}
 	}
 	if cfg.Capture != nil {
-		c, err := newCapture(cfg.Capture, cfg.SwitchProgram, f.dirs)
+		c, err := newCapture(cfg.Capture, pcapio.JoinComments(pcapio.SwitchProgramComment(cfg.SwitchProgram), pcapio.DTypeComment(cfg.DType)), f.dirs)
 		if err != nil {
 			return nil, err
 		}

@@ -830,7 +830,8 @@ func NewSession(cfg Config) (*Session, error) {
 		fab, err = cfg.Devices.Fabric(cfg.Workers, cfg.Transport, cfg.Timing)
 	} else {
 		fc := fabric.Config{Topology: cfg.Topology, Hosts: cfg.starHosts(), Transport: cfg.Transport, Link: cfg.Link, Timing: cfg.Timing,
-			SwitchMemory: cfg.SwitchMemory, Netem: cfg.Netem, Events: cfg.Events, Seed: cfg.Seed, Capture: cfg.Capture, OpenPorts: cfg.OpenPorts, SwitchProgram: cfg.SwitchProgram}
+			SwitchMemory: cfg.SwitchMemory, Netem: cfg.Netem, Events: cfg.Events, Seed: cfg.Seed, Capture: cfg.Capture, OpenPorts: cfg.OpenPorts, SwitchProgram: cfg.SwitchProgram,
+			DType: inSwitchDType(specs)}
 		if err = cfg.Congestion.apply(&fc, specs); err == nil {
 			fab, err = fabric.New(fc)
 		}
@@ -1520,3 +1521,22 @@ const (
 
 // ECT0 is the ECN field's ECN-Capable Transport (0) codepoint (RFC 3168).
 const ECT0 = 0b10
+
+// inSwitchDType is the element type every job that aggregates in a switch
+// sums, for the capture's section comment; "" when none does or when they
+// differ (check's --dtype then says, and a mixed capture is judged as f32).
+func inSwitchDType(jobs []JobConfig) string {
+	d := ""
+	for _, jc := range jobs {
+		if a := Lookup(jc.Cfg.Mode); a == nil || !a.InSwitch {
+			continue
+		}
+		switch s := jc.Cfg.DType.String(); {
+		case d == "":
+			d = s
+		case d != s:
+			return ""
+		}
+	}
+	return d
+}

@@ -42,3 +42,43 @@ func SwitchProgram(sectionComment string) string {
 func NewCommentedWriter(out io.Writer, comment string, names ...string) (*Writer, error) {
 	return newWriter(out, comment, names...)
 }
+
+// DTypePrefix starts the Section Header Block comment line that names the
+// element type of the NetReduce payloads a capture's switches summed
+// ("inaemu: dtype=f16"), so that a reader (inaemu check's agg-sum rule)
+// adds them as the switch did. A capture of f32 jobs (the default) carries
+// no such line, byte for byte the captures written before it existed.
+const DTypePrefix = "inaemu: dtype="
+
+// DTypeComment is the section comment line naming dtype, "" for f32 or "".
+func DTypeComment(dtype string) string {
+	if dtype == "" || dtype == "f32" {
+		return ""
+	}
+	return DTypePrefix + dtype
+}
+
+// DType is the element type a capture's section comment names, "" if none.
+func DType(sectionComment string) string {
+	for line := range strings.SplitSeq(sectionComment, "\n") {
+		if d, ok := strings.CutPrefix(strings.TrimSpace(line), DTypePrefix); ok && d != "" {
+			return d
+		}
+	}
+	return ""
+}
+
+// JoinComments joins the non-empty comment lines into one section comment.
+func JoinComments(lines ...string) string {
+	var b strings.Builder
+	for _, l := range lines {
+		if l == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(l)
+	}
+	return b.String()
+}
