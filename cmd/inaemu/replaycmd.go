@@ -54,7 +54,7 @@ func replayCommand(stdout, stderr io.Writer) *cobra.Command {
 	f.IntVar(&a.window, "window", 0, "NetReduce window N the aggregator array is sized for (default 2)")
 	f.IntVar(&a.msgLen, "msg-len", 0, "packets per message (default: the longest INA MsgLen seen)")
 	f.IntVar(&a.mtu, "mtu", 0, "path MTU (default: the smallest that holds every payload)")
-	f.StringVar(&a.dtype, "dtype", "f32", "element type the switch adds: f32, i32 or f16")
+	f.StringVar(&a.dtype, "dtype", "", "element type the switch adds: f32, i32 or f16 (default: the type the capture's section comment names, as inaemu's captures of f16 and i32 runs do; else f32)")
 	f.StringVar(&a.release, "release", "safe", "aggregator release rule: safe or paper")
 	f.StringVar(&a.link, "link", "100G", "egress link rate, as tc writes it (100G or 100gbit; 100gbps is bytes)")
 	f.BoolVar(&a.asJSON, "json", false, "print the report as one JSON object")
@@ -98,7 +98,10 @@ func runReplay(fs *cmdEnv, file string, a replayArgs) int {
 		}
 	}
 	opt := replay.Options{Workers: a.workers, Window: a.window, MsgLen: a.msgLen, MTU: a.mtu}
-	if opt.DType, err = tensor.ParseDType(a.dtype); err == nil {
+	if a.dtype != "" {
+		opt.DType, err = tensor.ParseDType(a.dtype)
+	}
+	if err == nil {
 		if opt.Release, err = netreduce.ParseRelease(a.release); err == nil {
 			opt.Rate, err = units.ParseRate(a.link)
 		}
@@ -113,6 +116,12 @@ func runReplay(fs *cmdEnv, file string, a replayArgs) int {
 		return exitUsage
 	}
 	opt.SwitchProgram = cmp.Or(a.program, pcapio.SwitchProgram(comment))
+	if d := pcapio.DType(comment); d != "" && a.dtype == "" {
+		if opt.DType, err = tensor.ParseDType(d); err != nil {
+			fmt.Fprintf(stderr, "inaemu replay: %s: the capture's section comment: %v; give --dtype\n", file, err)
+			return exitUsage
+		}
+	}
 	if err := switching.CheckProgram(opt.SwitchProgram); err != nil {
 		fmt.Fprintf(stderr, "inaemu replay: %s: the capture's section comment names %v; give --switch-program\n", file, err)
 		return exitUsage

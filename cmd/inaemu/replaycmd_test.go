@@ -64,3 +64,21 @@ func equalStrings(a, b []string) bool {
 	}
 	return len(a) == len(b)
 }
+
+// TestReplayTakesTheCapturesDType: replaying an f16 run's capture adds
+// f16 as the run's switch did, because the capture names its element
+// type; before, replay added every capture as f32 unless --dtype said
+// otherwise, so its results differed from the run's. --dtype still wins.
+func TestReplayTakesTheCapturesDType(t *testing.T) {
+	dir := t.TempDir()
+	orig, replayed := filepath.Join(dir, "run.pcapng"), filepath.Join(dir, "replayed.pcapng")
+	code, out, errOut := runCLI("run", "--workers", "4", "--dtype", "f16", "--tensor", "64KiB", "--msg-len", "8", "--seed", "3", "--pcap", orig)
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	code, out, errOut = runCLI("replay", orig, "--through-switch", "--out", replayed)
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	require.Contains(t, out, "dtype=f16")
+	require.True(t, equalStrings(outFrames(t, orig), outFrames(t, replayed)), "the replayed switch output differs from the run's")
+	code, out, errOut = runCLI("replay", orig, "--through-switch", "--out", replayed, "--dtype", "f32")
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	require.False(t, equalStrings(outFrames(t, orig), outFrames(t, replayed)), "f16 payloads added as f32 came out the same")
+}
