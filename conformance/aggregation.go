@@ -12,6 +12,7 @@ import (
 
 	"github.com/leanovate/gopter"
 
+	"github.com/inaemu/inaemu/dut"
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/scenario"
@@ -74,37 +75,35 @@ func (c *aggCase) place() {
 // dutMinTimeout is the smallest ACK timeout exponent a case runs with
 // against a device (≈67 ms, the emulator's default): its timers run on
 // the wall clock, and a frame waits its turn in the queues of the live
-// hosts, the wire and the device. Through that path inaemu's hosts move
-// some 30-36 k frames/s with inaemu's switch as the device (2 cores), so
-// the last of 4 ranks × dutMaxInFlight packets waits ≈ 20 ms: under
-// 16.8 ms (exponent 12) a clean case timed out, resent whole windows
-// into the same queues and exhausted its retries with no frame lost.
-const dutMinTimeout = 14
+// hosts, the wire and the device. Above it the calibration decides
+// (dut.Calibration.Timeout): the path's measured rate sets how long a
+// window of the case's shape waits in those queues.
+const dutMinTimeout = dut.MinTimeout
 
 // dutMaxInFlight bounds a case's packets in flight per rank (window ×
-// message length, and a message's own length) against a device, for the
-// same reason: the queueing delay of a window must stay well under the
-// ACK timeout. For the same reason a case against a device keeps its
-// one-shot faults and drops its random impairments: under netem loss of
-// a few tenths of a percent the live hosts exhaust their retries with
-// inaemu's own switch too.
+// message length, and a message's own length) against a device whatever
+// the calibration says, and the calibration may cut it further
+// (dut.Calibration.MaxInFlight). For the same reason a case against a
+// device keeps its one-shot faults and drops its random impairments:
+// under netem loss of a few tenths of a percent the live hosts exhaust
+// their retries with inaemu's own switch too.
 const dutMaxInFlight = 170
 
-// forDevice fits a case to a device under test with ports ports: the plain
-// star (the device is one switch), messages and a window of at most
-// dutMaxInFlight packets, no random impairments, at most ports workers (events naming a
-// port beyond go), and a timeout of at least dutMinTimeout, every delay
-// event scaled by the same factor, so a delay that outlasted the timeout
-// still does and one that did not still does not.
-func (c aggCase) forDevice(ports int) aggCase {
+// forDevice fits a case to a device under test with ports ports whose
+// path cal measured: the plain star (the device is one switch), at most
+// ports workers (events naming a port beyond go), messages and a window
+// of at most dutMaxInFlight packets and what cal allows, no random
+// impairments, and a timeout of at least what cal says the shape needs
+// (dutMinTimeout without a calibration), every delay event scaled by the
+// same factor, so a delay that outlasted the timeout still does and one
+// that did not still does not. Every setting ends up in the case, so its
+// scenario replays it exactly.
+func (c aggCase) forDevice(ports int, cal dut.Calibration) aggCase {
 	c.Topology, c.Hosts = "", nil
+	c.Events = append([]string(nil), c.Events...)
 	if c.Netem != "" {
 		// Bounded schedules only: see dutMaxInFlight.
 		c.Netem, c.Timeout = "", int(emu.DefaultConfig().Timeout)
-	}
-	c.MsgLen = min(c.MsgLen, dutMaxInFlight)
-	if c.Window*c.MsgLen > dutMaxInFlight {
-		c.Window = max(1, dutMaxInFlight/c.MsgLen)
 	}
 	if c.Workers > ports {
 		c.Workers = ports
@@ -116,19 +115,32 @@ func (c aggCase) forDevice(ports int) aggCase {
 		}
 		c.Events = keep
 	}
-	if c.Timeout < dutMinTimeout {
-		scale := 1 << (dutMinTimeout - c.Timeout)
-		for i, e := range c.Events {
-			f := strings.Fields(e)
-			if us, ok := strings.CutPrefix(f[0], "delay="); ok {
-				if n, err := strconv.Atoi(strings.TrimSuffix(us, "us")); err == nil {
-					f[0] = fmt.Sprintf("delay=%dus", n*scale)
-				}
-			}
-			c.Events[i] = strings.Join(f, " ")
-		}
-		c.Timeout = dutMinTimeout
+	limit := cal.MaxInFlight(c.Workers, dutMaxInFlight)
+	c.MsgLen = min(c.MsgLen, limit)
+	if c.Window*c.MsgLen > limit {
+		c.Window = max(1, limit/c.MsgLen)
 	}
+	return c.withTimeout(max(dutMinTimeout, cal.Timeout(c.Workers, c.Window*c.MsgLen)))
+}
+
+// withTimeout raises the case's timeout exponent to at least t, every
+// delay event scaled by the same factor.
+func (c aggCase) withTimeout(t int) aggCase {
+	if c.Timeout >= t {
+		return c
+	}
+	c.Events = append([]string(nil), c.Events...)
+	scale := 1 << (t - c.Timeout)
+	for i, e := range c.Events {
+		f := strings.Fields(e)
+		if us, ok := strings.CutPrefix(f[0], "delay="); ok {
+			if n, err := strconv.Atoi(strings.TrimSuffix(us, "us")); err == nil {
+				f[0] = fmt.Sprintf("delay=%dus", n*scale)
+			}
+		}
+		c.Events[i] = strings.Join(f, " ")
+	}
+	c.Timeout = t
 	return c
 }
 
@@ -369,6 +381,9 @@ type aggOutcome struct {
 	fail      string // "wrong", "transport" or "setup"; "" when the property holds
 	detail    string
 	transport bool // ended in an allowed transport failure
+	// inconclusive: against a device, a transport failure with nothing
+	// to blame (neither a fault nor device evidence); fail is "".
+	inconclusive bool
 }
 
 // retryBudget is the jobs' retry_cnt + 1: an exchange broken that many
@@ -412,6 +427,12 @@ func runAggCaseOn(o SuiteOptions, c aggCase, rel netreduce.Release) (aggOutcome,
 			if why := attemptsBroken(c, recs, names, je); why != "" {
 				return aggOutcome{transport: true, detail: why}, recs
 			}
+		}
+		if o.DUT != nil {
+			if ev := deviceEvidence(c.Workers, recs, err); ev != "" {
+				return aggOutcome{fail: "transport", detail: "the job failed (" + je.Msg + "), and the device is to blame: " + ev}, recs
+			}
+			return aggOutcome{inconclusive: true, detail: "the job failed with no fault to explain it and no evidence against the device: " + je.Msg}, recs
 		}
 		return aggOutcome{fail: "transport", detail: "the job failed though the fault log shows no exchange of the ring broken retry_cnt+1 times: " + je.Msg}, recs
 	case err != nil:
@@ -658,15 +679,19 @@ func AggregationSuite(o SuiteOptions) []PropertyResult {
 			continue
 		}
 		seed := caseSeed(o.Seed, name, i)
+		o.startCase(name, i, seed)
 		c := sample(aggCaseGen(seed), seed).(aggCase)
 		c.fit(o)
 		if o.DUT != nil {
-			c = c.forDevice(o.DUT.Ports)
+			c = c.forDevice(o.DUT.Ports, o.DUT.Calibration)
 		} else {
 			c.place()
 		}
-		out := runAggCase(o, c, o.Release)
+		c, out := settle(c, runAggCase(o, c, o.Release), func(d aggCase) aggOutcome { return runAggCase(o, d, o.Release) })
 		res.Cases++
+		if out.inconclusive {
+			res.inconclusive(i, out)
+		}
 		if out.transport {
 			transport++
 			res.Shard.transport(i)
@@ -703,6 +728,7 @@ func AggregationSuite(o SuiteOptions) []PropertyResult {
 	if transport > 0 {
 		res.Notes = append(res.Notes, transportNote(transport, res.Cases))
 	}
+	res.noteInconclusive()
 	res.Wall = time.Since(start)
 	return []PropertyResult{res}
 }

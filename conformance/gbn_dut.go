@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/inaemu/inaemu/dut"
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
@@ -35,8 +36,8 @@ import (
 
 // gbnDeviceCase is a generated job fitted to the device (forDevice) with
 // at least one fault: recovery is what the property is about.
-func gbnDeviceCase(seed uint64, ports int) aggCase {
-	c := sample(aggCaseGen(seed), seed).(aggCase).forDevice(ports)
+func gbnDeviceCase(seed uint64, ports int, cal dut.Calibration) aggCase {
+	c := sample(aggCaseGen(seed), seed).(aggCase).forDevice(ports, cal)
 	if len(c.Events) == 0 {
 		r := intn{rand.New(rand.NewPCG(seed, 0x6b6e))}
 		frames := c.Elems*c.DType.Size()/c.MTU + 1
@@ -55,8 +56,11 @@ func gbnOnDevice(o SuiteOptions) []PropertyResult {
 	name := "gbn"
 	res := PropertyResult{Name: name, Passed: true}
 	eachCase(o, name, &res, func(i int, seed uint64) bool {
-		c := gbnDeviceCase(seed, o.DUT.Ports)
-		out := runGBNOnDevice(o, c)
+		c := gbnDeviceCase(seed, o.DUT.Ports, o.DUT.Calibration)
+		c, out := settle(c, runGBNOnDevice(o, c), func(d aggCase) aggOutcome { return runGBNOnDevice(o, d) })
+		if out.inconclusive {
+			res.inconclusive(i, out)
+		}
 		if out.fail == "" {
 			return true
 		}
@@ -65,6 +69,7 @@ func gbnOnDevice(o SuiteOptions) []PropertyResult {
 			o.rerun("--suite gbn", i))
 		return false
 	})
+	res.noteInconclusive()
 	return []PropertyResult{res}
 }
 
@@ -79,7 +84,7 @@ func runGBNOnDevice(o SuiteOptions, c aggCase) aggOutcome {
 	od := o
 	od.DUT = &dev
 	out, recs := runAggCaseOn(od, c, o.Release)
-	if out.fail != "" || out.transport {
+	if out.fail != "" || out.transport || out.inconclusive {
 		return out
 	}
 	fail := func(v string) aggOutcome {

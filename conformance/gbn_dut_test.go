@@ -8,6 +8,7 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/stretchr/testify/require"
 
+	"github.com/inaemu/inaemu/dut"
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/nic"
 	"github.com/inaemu/inaemu/frames"
@@ -156,7 +157,7 @@ func TestForDeviceFitsCases(t *testing.T) {
 		seed := caseSeed(1, "fit", i)
 		c := sample(aggCaseGen(seed), seed).(aggCase)
 		before := delays(c)
-		d := c.forDevice(4)
+		d := c.forDevice(4, dut.Calibration{})
 		require.LessOrEqual(t, d.Workers, 4)
 		require.GreaterOrEqual(t, d.Timeout, dutMinTimeout)
 		require.LessOrEqual(t, d.MsgLen, dutMaxInFlight)

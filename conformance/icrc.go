@@ -81,10 +81,28 @@ var transports = []string{"v2-ipv4", "v2-ipv6", "v1"}
 // cleanCase is a generated job without corruption (other faults allowed),
 // in either mode, on any transport.
 func cleanCase(o SuiteOptions, seed uint64) *scenario.Scenario {
+	c, cs := cleanAggCase(o, seed)
+	return cs.scenario(c)
+}
+
+// cleanShape is what cleanCase draws beside its aggCase: the transport
+// and the mode.
+type cleanShape struct{ transport, mode string }
+
+func (cs cleanShape) scenario(c aggCase) *scenario.Scenario {
+	sc := c.scenario(0)
+	sc.Transport = cs.transport
+	if cs.mode == "ring" {
+		sc.Mode, sc.SwitchProgram = "ring", "" // a ring job runs on no switch program
+	}
+	return sc
+}
+
+func cleanAggCase(o SuiteOptions, seed uint64) (aggCase, cleanShape) {
 	c := sample(aggCaseGen(seed), seed).(aggCase) // on the star: the ICRC suites read its interface order
 	c.fit(o)
 	if o.DUT != nil {
-		c = c.forDevice(o.DUT.Ports)
+		c = c.forDevice(o.DUT.Ports, o.DUT.Calibration)
 	}
 	c.Workers = min(c.Workers, 6)
 	c.Elems = max(min(c.Elems, 4096), c.Workers) // ring mode needs an element per worker
@@ -97,45 +115,71 @@ func cleanCase(o SuiteOptions, seed uint64) *scenario.Scenario {
 		}
 	}
 	c.Events, c.Netem = ev, ""
-	sc := c.scenario(0)
 	r := rand.New(rand.NewPCG(seed, 1))
-	sc.Transport = transports[r.IntN(len(transports))]
+	cs := cleanShape{transport: transports[r.IntN(len(transports))], mode: "netreduce"}
 	if r.IntN(2) == 1 {
-		sc.Mode, sc.SwitchProgram = "ring", "" // a ring job runs on no switch program
+		cs.mode = "ring"
 	}
-	return sc
+	return c, cs
+}
+
+// jobFailed is the outcome of a run that ended in err (not nil): against
+// a device a transport failure with nothing to blame is inconclusive
+// (see settle), with device evidence a failure; in the emulator any job
+// failure is one (these cases' faults are bounded).
+func jobFailed(o SuiteOptions, workers int, recs []pcapio.Record, err error) aggOutcome {
+	var je *emu.JobError
+	switch {
+	case !errors.As(err, &je):
+		return aggOutcome{fail: "setup", detail: err.Error()}
+	case o.DUT == nil:
+		return aggOutcome{fail: "transport", detail: "the job failed: " + je.Msg}
+	}
+	if ev := deviceEvidence(workers, recs, err); ev != "" {
+		return aggOutcome{fail: "transport", detail: "the job failed (" + je.Msg + "), and the device is to blame: " + ev}
+	}
+	return aggOutcome{inconclusive: true, detail: "the job failed with no fault to explain it and no evidence against the device: " + je.Msg}
 }
 
 func emittedVerify(o SuiteOptions) PropertyResult {
 	name := "icrc/emitted-frames-verify"
 	res := PropertyResult{Name: name, Passed: true}
-	var v frames.View
 	eachCase(o, name, &res, func(i int, seed uint64) bool {
-		sc := cleanCase(o, seed)
-		recs, _, err := captureOf(o, sc)
-		fail := ""
-		if err != nil {
-			fail = err.Error()
+		c, cs := cleanAggCase(o, seed)
+		run := func(c aggCase) aggOutcome { return emittedOutcome(o, cs.scenario(c), c.Workers) }
+		c, out := settle(c, run(c), run)
+		if out.inconclusive {
+			res.inconclusive(i, out)
 		}
-		for k, r := range recs {
-			if ghost, _ := ghostOrFaulted(r); ghost || fail != "" {
-				continue
-			}
-			if v.Parse(r.Data) == nil && !v.ICRCOK() {
-				d := frames.Describe(k, r.Data)
-				fail = fmt.Sprintf("frame %d of the capture (%s) has a bad ICRC", k, d.Line())
-			}
-		}
-		if fail == "" {
+		if out.fail == "" {
 			return true
 		}
-		res.Failure = fail
-		if p, err := writeCounterexample(o, fmt.Sprintf("icrc-emitted-%d", seed), sc); err == nil && p != "" {
-			res.Counterexample, res.Replay = &p, o.replay(p)
-		}
+		shrink := func(c aggCase, out aggOutcome) (aggCase, aggOutcome) { return shrinkAgg(o, c, run, out) }
+		reportShrunk(o, &res, i, c, out, shrink, cs.scenario, nil, fmt.Sprintf("icrc-emitted-%d", seed), o.rerun("--suite icrc", i))
 		return false
 	})
+	res.noteInconclusive()
 	return res
+}
+
+// emittedOutcome runs sc and judges every frame of its capture: each
+// must carry a valid ICRC but those a fault corrupted.
+func emittedOutcome(o SuiteOptions, sc *scenario.Scenario, workers int) aggOutcome {
+	recs, _, err := captureOf(o, sc)
+	if err != nil {
+		return jobFailed(o, workers, recs, err)
+	}
+	var v frames.View
+	for k, r := range recs {
+		if ghost, _ := ghostOrFaulted(r); ghost {
+			continue
+		}
+		if v.Parse(r.Data) == nil && !v.ICRCOK() {
+			d := frames.Describe(k, r.Data)
+			return aggOutcome{fail: "bad-icrc", detail: fmt.Sprintf("frame %d of the capture (%s) has a bad ICRC", k, d.Line())}
+		}
+	}
+	return aggOutcome{}
 }
 
 // sampleFrames are RoCE frames of small clean runs on every transport.
@@ -276,57 +320,67 @@ func maskedFields(o SuiteOptions) PropertyResult {
 // none was aggregated) — unless the flipped bit made it ordinary traffic
 // (e.g. a different QPN or opcode), in which case the switch forwards it
 // byte for byte and the receiving NIC drops it for its ICRC — and the job
-// must still end exact.
+// must still end exact. A failing case is shrunk like the aggregation
+// suite's and said in words.
 func noAggregateFromCorruption(o SuiteOptions) PropertyResult {
 	name := "icrc/no-aggregate-from-corruption"
 	res := PropertyResult{Name: name, Passed: true}
+	run := func(c aggCase) aggOutcome { return corruptionOutcome(o, c) }
 	eachCase(o, name, &res, func(i int, seed uint64) bool {
 		c := sample(aggCaseGen(seed), seed).(aggCase) // on the star: even interfaces are the hosts' links into the switch
 		c.fit(o)
 		c.Workers, c.Elems, c.Netem = min(c.Workers, 6), min(c.Elems, 4096), ""
 		if o.DUT != nil {
-			c = c.forDevice(o.DUT.Ports)
+			c = c.forDevice(o.DUT.Ports, o.DUT.Calibration)
 		}
 		r := rand.New(rand.NewPCG(seed, 4))
 		c.Events = nil
 		for k, n := 0, 1+r.IntN(4); k < n; k++ {
 			c.Events = append(c.Events, fmt.Sprintf("corrupt port=%d dir=in class=data nth=%d", r.IntN(c.Workers), 1+r.IntN(40)))
 		}
-		sc := c.scenario(netreduce.Safe) // the release rule is the aggregation suite's business
-		recs, out, err := captureOf(o, sc)
-		fail := ""
-		corrupted, forwarded := 0, 0
-		for k, rec := range recs {
-			if ghost, bad := ghostOrFaulted(rec); bad && !ghost && rec.Info.InterfaceIndex%2 == 0 { // portR-in
-				corrupted++
-				for _, later := range recs[k+1:] {
-					if later.Info.InterfaceIndex%2 == 1 && bytes.Equal(later.Data, rec.Data) {
-						forwarded++
-						break
-					}
+		c, out := settle(c, run(c), run)
+		if out.inconclusive {
+			res.inconclusive(i, out)
+		}
+		if out.fail == "" {
+			return true
+		}
+		shrink := func(c aggCase, out aggOutcome) (aggCase, aggOutcome) { return shrinkAgg(o, c, run, out) }
+		scenarioOf := func(c aggCase) *scenario.Scenario { return c.scenario(netreduce.Safe) } // the release rule is the aggregation suite's business
+		reportShrunk(o, &res, i, c, out, shrink, scenarioOf, nil, fmt.Sprintf("icrc-corrupt-%d", seed), o.rerun("--suite icrc", i))
+		return false
+	})
+	res.noteInconclusive()
+	return res
+}
+
+// corruptionOutcome runs a case of noAggregateFromCorruption and judges
+// it.
+func corruptionOutcome(o SuiteOptions, c aggCase) aggOutcome {
+	recs, out, err := captureOf(o, c.scenario(netreduce.Safe))
+	corrupted, forwarded := 0, 0
+	for k, rec := range recs {
+		if ghost, bad := ghostOrFaulted(rec); bad && !ghost && rec.Info.InterfaceIndex%2 == 0 { // portR-in
+			corrupted++
+			for _, later := range recs[k+1:] {
+				if later.Info.InterfaceIndex%2 == 1 && bytes.Equal(later.Data, rec.Data) {
+					forwarded++
+					break
 				}
 			}
 		}
-		switch {
-		case err != nil:
-			fail = "the job failed: " + err.Error()
-		case !out.Exact:
-			fail = fmt.Sprintf("WRONG RESULT: %+v", *out.Mismatch)
-		case o.DUT != nil:
-			// A device's drop counters are its own: an exact result is the
-			// verdict (a corrupted contribution would change the sum).
-		case icrcDrops(out) != uint64(corrupted-forwarded):
-			fail = fmt.Sprintf("%d corrupted gradient frames reached the switch (%d forwarded unchanged as ordinary traffic) but it dropped %d for their ICRC",
-				corrupted, forwarded, icrcDrops(out))
-		}
-		if fail == "" {
-			return true
-		}
-		res.Failure = fmt.Sprintf("case %d (%s): %s", i, c, fail)
-		if p, err := writeCounterexample(o, fmt.Sprintf("icrc-corrupt-%d", seed), sc); err == nil && p != "" {
-			res.Counterexample, res.Replay = &p, o.replay(p)
-		}
-		return false
-	})
-	return res
+	}
+	switch {
+	case err != nil:
+		return jobFailed(o, c.Workers, recs, err)
+	case !out.Exact:
+		return wrongResult(out.Mismatch)
+	case o.DUT != nil:
+		// A device's drop counters are its own: an exact result is the
+		// verdict (a corrupted contribution would change the sum).
+	case icrcDrops(out) != uint64(corrupted-forwarded):
+		return aggOutcome{fail: "icrc-drops", detail: fmt.Sprintf("%d corrupted gradient frames reached the switch (%d forwarded unchanged as ordinary traffic) but it dropped %d for their ICRC",
+			corrupted, forwarded, icrcDrops(out))}
+	}
+	return aggOutcome{}
 }

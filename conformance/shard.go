@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/inaemu/inaemu/dut"
 )
 
 // Shard names the part of a suite one run does: case i belongs to shard
@@ -77,7 +79,10 @@ type Report struct {
 	SwitchProgram string           `json:"switch_program,omitempty"`
 	DUT           string           `json:"dut,omitempty"`        // the device under test (--dut), if any
 	DeviceLog     string           `json:"device_log,omitempty"` // the file that holds the device's output (--dut-cmd)
-	Properties    []PropertyResult `json:"properties"`
+	// Calibration is what the run measured of the device's path before
+	// its cases (--dut), which fitted their shapes and timeouts.
+	Calibration *dut.Calibration `json:"calibration,omitempty"`
+	Properties  []PropertyResult `json:"properties"`
 }
 
 // Merge combines the reports of shards 0..N-1 of one suite (same seed,

@@ -63,6 +63,29 @@ type DUT struct {
 	// Replay is what a replay command adds to name the device
 	// ("--dut tap:ina --dut-cmd '...'").
 	Replay string
+	// Calibration is the path's measured speed (dut.Calibrate): the
+	// cases' shapes and timeouts are fitted to it (forDevice). Zero: the
+	// fixed defaults.
+	Calibration dut.Calibration
+	// cur names the case being run, for the device log's marker lines
+	// (shared by copies of the DUT, as gbn's).
+	cur *runLabel
+}
+
+// runLabel is the case a device runs: its property, number and seed, and
+// how many runs it took so far (shrinking's and reruns included).
+type runLabel struct {
+	name string
+	i    int
+	seed uint64
+	runs int
+}
+
+// startCase says which case the device's next runs are, in its log.
+func (o SuiteOptions) startCase(name string, i int, seed uint64) {
+	if o.DUT != nil {
+		o.DUT.cur = &runLabel{name: name, i: i, seed: seed}
+	}
 }
 
 // runJob runs cfg in the emulator or, with o.DUT, against the device;
@@ -71,7 +94,12 @@ func (o SuiteOptions) runJob(cfg emu.Config) (*emu.Result, error) {
 	if o.DUT == nil {
 		return emu.Run(cfg)
 	}
-	res, err := dut.Run(cfg, o.DUT.Device)
+	dev := o.DUT.Device
+	if l := o.DUT.cur; l != nil {
+		l.runs++
+		dev.Label = fmt.Sprintf("%s case %d (seed %d), run %d", l.name, l.i, l.seed, l.runs)
+	}
+	res, err := dut.Run(cfg, dev)
 	if res == nil {
 		return nil, err
 	}
@@ -134,6 +162,11 @@ type PropertyResult struct {
 	// Skipped says why the property was not run (against a device under
 	// test, one that needs the emulator's internals); it then has no cases.
 	Skipped string `json:"skipped,omitempty"`
+	// Inconclusive counts the cases against a device that failed in their
+	// transport twice with nothing to blame (see settle): neither holds
+	// nor fails.
+	Inconclusive      int    `json:"inconclusive,omitempty"`
+	firstInconclusive string // its first case, in words
 }
 
 // Suites are the property suites by name, in the order `all` runs them.
@@ -165,6 +198,7 @@ func eachCase(o SuiteOptions, name string, res *PropertyResult, check func(i int
 			continue
 		}
 		seed := caseSeed(o.Seed, name, i)
+		o.startCase(name, i, seed)
 		ok := check(i, seed)
 		res.Cases++
 		if o.Progress != nil {

@@ -45,8 +45,12 @@ type Device struct {
 	// StartTimeout bounds the wait for the command to say it is ready and
 	// for every port to be up (default 30 s).
 	StartTimeout time.Duration
-	// Log, if set, receives the command's output.
+	// Log, if set, receives the command's output, each run's introduced
+	// by a marker line naming the run (Label).
 	Log io.Writer
+	// Label names the run in the log's marker line (e.g. "aggregation/
+	// release=safe case 3 (seed 123), run 2"; "": "a run").
+	Label string
 	// Observe, if set, sees every frame inaemu's hosts send and are handed,
 	// in the order they act (live.Devices.Observe): a trace that does not
 	// depend on when the wire saw the frames.
@@ -151,6 +155,7 @@ func (d Device) run(cfg emu.Config, wcfg faultwire.Config, timeout time.Duration
 		return nil, fmt.Errorf("device ports: %w (is the device running on %s..%s?)", err, names[0], names[len(names)-1])
 	}
 	hosts := make([]tap.Device, cfg.Workers)
+	stall := newWatch(cfg)
 	closeAll := func() { // on failure before the wire serves (which closes its own side)
 		for r, p := range wcfg.Pairs {
 			hosts[r].Close()
@@ -170,7 +175,7 @@ func (d Device) run(cfg emu.Config, wcfg faultwire.Config, timeout time.Duration
 		// wait always ends).
 		h, w := tap.HostPipe(fmt.Sprintf("h%d", r), fmt.Sprintf("w%d", r), pipeDepth)
 		hosts[r] = h
-		wcfg.Pairs = append(wcfg.Pairs, faultwire.Pair{Host: w, Device: s})
+		wcfg.Pairs = append(wcfg.Pairs, faultwire.Pair{Host: w, Device: stall.port(r, s)})
 	}
 	w, err := faultwire.New(wcfg)
 	if err != nil {
@@ -180,8 +185,25 @@ func (d Device) run(cfg emu.Config, wcfg faultwire.Config, timeout time.Duration
 	wctx, stopWire := context.WithCancel(context.Background())
 	werr := make(chan error, 1)
 	go func() { werr <- w.Serve(wctx) }()
-	cfg.Devices = &live.Devices{Hosts: hosts, Observe: d.Observe}
+	observe := stall.observe
+	if d.Observe != nil {
+		observe = func(rank int, sent bool, frame []byte) {
+			d.Observe(rank, sent, frame)
+			stall.observe(rank, sent, frame)
+		}
+	}
+	cfg.Devices = &live.Devices{Hosts: hosts, Observe: observe}
+	watching := make(chan struct{})
+	go stall.run(watching, func() {
+		for _, h := range hosts { // the job's loop ends at its next read
+			h.Close()
+		}
+	})
 	res, err := emu.Run(cfg)
+	close(watching)
+	if s := stall.stalled(); s != nil && err != nil {
+		err = s // not the closed pipes' error: why they were closed
+	}
 	stopWire()
 	if e := <-werr; err == nil && e != nil {
 		err = fmt.Errorf("wire: %w", e)

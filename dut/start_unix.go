@@ -28,7 +28,11 @@ func (d Device) start(cfg emu.Config, timeout time.Duration) (func(), error) {
 	// documented ones do) is the device.
 	cmd.SysProcAttr = procAttr()
 	if d.Log != nil {
-		fmt.Fprintf(d.Log, "--- inaemu: starting the device for a run: INAEMU_DUT_PREFIX=%s INAEMU_DUT_FLAGS=%s\n", d.Prefix, JobFlags(cfg))
+		what := "a run"
+		if d.Label != "" {
+			what = d.Label
+		}
+		fmt.Fprintf(d.Log, "--- inaemu: starting the device for %s: INAEMU_DUT_PREFIX=%s INAEMU_DUT_FLAGS=%s\n", what, d.Prefix, JobFlags(cfg))
 	}
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw

@@ -169,6 +169,7 @@ func runConformance(fs *cmdEnv, a conformanceArgs, df *dutFlags, names []string)
 			return code
 		}
 		head.DUT = df.spec
+		head.Calibration = &opts.DUT.Calibration
 		if l := df.logFile; l != nil {
 			head.DeviceLog = l.Path
 			defer closeLog(stderr, fs.name, l)
@@ -195,6 +196,9 @@ func runConformance(fs *cmdEnv, a conformanceArgs, df *dutFlags, names []string)
 			what += fmt.Sprintf(", against the device on %s..%s", opts.DUT.Port(0), opts.DUT.Port(opts.DUT.Ports-1))
 		}
 		fmt.Fprintf(stdout, "inaemu conformance: seed %d, %d cases per property, release %s%s\n", seed, a.count, rel, what)
+		if opts.DUT != nil {
+			fmt.Fprintf(stdout, "  %s\n", opts.DUT.Calibration)
+		}
 	}
 	start := time.Now()
 	runAll := func(o conformance.SuiteOptions) []conformance.PropertyResult {

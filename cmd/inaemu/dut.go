@@ -165,13 +165,22 @@ func conformanceDUT(e *cmdEnv, d *dutFlags, jobs int, opts *conformance.SuiteOpt
 		*code = c
 		return false
 	}
-	opts.DUT = &conformance.DUT{Device: dev, Ports: ports, Replay: d.replay()}
+	// The path's speed, measured once before the cases (a NetReduce burst;
+	// a device that only forwards gets a ring one), fits their shapes.
+	workers := min(ports, 4)
+	cal, err := dut.Calibrate(dev, emu.NetReduce, workers)
+	if err != nil {
+		if ring, rerr := dut.Calibrate(dev, emu.Ring, workers); rerr == nil {
+			cal = ring
+		}
+	}
+	opts.DUT = &conformance.DUT{Device: dev, Ports: ports, Replay: d.replay(), Calibration: cal}
 	return true
 }
 
 // runOnDUT is 'inaemu run --dut': the job's hosts here, the device
 // across a wire that carries the job's faults and capture.
-func runOnDUT(e *cmdEnv, d *dutFlags, cfg emu.Config, pcap string, asJSON bool) int {
+func runOnDUT(e *cmdEnv, d *dutFlags, cfg emu.Config, timed bool, pcap string, asJSON bool) int {
 	dev, ok := d.device(e)
 	if !ok {
 		return exitUsage
@@ -179,14 +188,22 @@ func runOnDUT(e *cmdEnv, d *dutFlags, cfg emu.Config, pcap string, asJSON bool) 
 	if code := needTAP(e); code != 0 {
 		return code
 	}
-	if !e.changed("timeout") {
-		cfg.Timeout = tapTimeout
-	}
 	log, code := d.openLog(e, &dev)
 	if code != exitOK {
 		return code
 	}
 	defer closeLog(e.stderr, e.name, log)
+	// The path's speed first: a timeout the flags or the scenario give is
+	// kept as it is (a counterexample replays with exactly its settings);
+	// otherwise it is the one the calibration fits to the job's shape.
+	cal, calErr := dut.Calibrate(dev, cfg.Mode, cfg.Workers)
+	if !timed {
+		cfg.Timeout = uint8(cal.Timeout(cfg.Workers, cfg.Window*cfg.MsgLen))
+	}
+	if !asJSON {
+		fmt.Fprintf(e.stdout, "inaemu run: %s\n", cal)
+	}
+	_ = calErr // said in cal's line; the job runs anyway and is judged on its own
 	capFile, err := createPcap(pcap)
 	if err != nil {
 		return ioError(e.stderr, e.name, "--pcap "+pcap, err)
@@ -215,6 +232,7 @@ func runOnDUT(e *cmdEnv, d *dutFlags, cfg emu.Config, pcap string, asJSON bool) 
 	if log != nil {
 		res.DeviceLog = log.Path
 	}
+	res.Calibration = cal
 	if !asJSON {
 		fmt.Fprintf(e.stdout, "  wire: %s\n", wireSummary(res.Wire))
 		if n := res.HostQueueDrops; n > 0 {

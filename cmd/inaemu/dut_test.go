@@ -140,7 +140,11 @@ func TestDUTOutputStaysInItsLog(t *testing.T) {
 	require.NotContains(t, out+errOut, "noise")
 	b, err = os.ReadFile(log)
 	require.NoError(t, err)
-	require.Contains(t, string(b), "--- inaemu: starting the device for a run: INAEMU_DUT_PREFIX="+prefix)
+	// Each case's runs are introduced by a marker naming the property, the
+	// case and its seed; the calibration's run by its own.
+	require.Contains(t, string(b), "--- inaemu: starting the device for the calibration: INAEMU_DUT_PREFIX="+prefix)
+	require.Regexp(t, `--- inaemu: starting the device for icrc/emitted-frames-verify case 0 \(seed \d+\), run 1: INAEMU_DUT_PREFIX=`+prefix, string(b))
+	require.Regexp(t, `\n  calibration: \d+ host frames/s, first round trip `, out)
 }
 
 // TestDocsDeviceExampleTenTimes needs root: the device example of

@@ -93,6 +93,9 @@ type jobFlags struct {
 	// seeded: the seed was given (flag or file); without one a fresh
 	// seed is drawn and printed.
 	seeded bool
+	// timed: the ACK timeout was given (flag or file): a run on the wall
+	// clock keeps it, so that a scenario replays exactly.
+	timed bool
 }
 
 // addJobFlags declares a flag for every option of the groups.
@@ -191,6 +194,7 @@ func (j *jobFlags) merged(e *cmdEnv) (*scenario.Scenario, bool) {
 	}
 	merged.Override(&over)
 	j.seeded = merged.Seed != nil
+	j.timed = merged.Timeout != nil
 	printNotes(e, j, merged)
 	return merged, true
 }

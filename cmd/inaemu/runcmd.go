@@ -79,7 +79,7 @@ func runRun(e *cmdEnv, jf *jobFlags, df *dutFlags, pcap, backend, prefix string,
 		if jf.refuseTopology(e, "a device under test") {
 			return exitUsage
 		}
-		return runOnDUT(e, df, cfg, pcap, asJSON)
+		return runOnDUT(e, df, cfg, jf.timed, pcap, asJSON)
 	}
 	switch backend {
 	case "emu":

@@ -348,6 +348,9 @@ type Result struct {
 	// (inaemu run --dut): kept out of the report, its last lines shown
 	// when the run fails.
 	DeviceLog string `json:"device_log,omitempty"`
+	// Calibration is what the run measured of a device under test's path
+	// before the job (inaemu run --dut; dut.Calibration's fields).
+	Calibration any `json:"calibration,omitempty"`
 	// PFC are the pause and ECN counters of every link direction and
 	// priority that saw any (congestion settings only), Deadlocks the PFC
 	// deadlocks that ended the run.

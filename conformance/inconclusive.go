@@ -1,0 +1,139 @@
+package conformance
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/inaemu/inaemu/dut"
+	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/frames/wire"
+	"github.com/inaemu/inaemu/internal/pcapio"
+)
+
+// Inconclusive cases. Against a device, a job that fails in its transport
+// (retries run out, a stall) with no injected fault to explain it may be
+// the device's doing or the machine's: a loaded machine's queues can hold
+// a window past the ACK timeout with nothing lost. So such a failure
+// fails the property only with evidence against the device (a rule of
+// the device's frames broken, deviceEvidence) or a wrong result (always a
+// failure). Without either, the case is inconclusive: it is run once
+// more with a timeout four times as long (inconclusiveRetry); if that
+// fails the same way too, it is counted as inconclusive (the property's
+// Inconclusive and a note), never reported as the device's failure. A
+// wrong result or device evidence in the rerun is a failure like any.
+
+// inconclusiveRetry is how many exponents the rerun of an inconclusive
+// case raises its ACK timeout by (×4), its delay events scaled alike.
+const inconclusiveRetry = 2
+
+// deviceEvidence names what the device did wrong in a run that failed
+// with err, from the wire's capture recs, or "": the stall detector's
+// finding (a device silent while every rank sent into it) and the device
+// rules of go-back-N (deviceGBN: responses forged or lost, data forged).
+func deviceEvidence(workers int, recs []pcapio.Record, err error) string {
+	if se := (*dut.StallError)(nil); errors.As(err, &se) {
+		if ev := se.Evidence(); ev != "" {
+			return ev
+		}
+	}
+	if len(recs) == 0 {
+		return ""
+	}
+	if ev := deviceEmitted(workers, recs); ev != "" {
+		return ev
+	}
+	return deviceGBN(workers, recs)
+}
+
+// deviceEmitted checks two things every frame the device sends owes, from
+// the wire's capture (interfaces 4p+2: what reached the device by port p,
+// 4p+3: what it sent out of port p):
+//
+//   - bad-icrc: a RoCE frame it sent carries a valid ICRC, unless it is a
+//     frame that reached it byte for byte (a forwarding device passes on
+//     a frame the wire corrupted);
+//   - misdelivered: a RoCE frame addressed to rank X (by destination MAC)
+//     that it sent out of another port is sent out of port X too, at some
+//     time of the run (flooding is allowed; a result that reaches only
+//     the wrong host is not).
+func deviceEmitted(workers int, recs []pcapio.Record) string {
+	rankOf := map[[6]byte]int{}
+	for r := 0; r < workers; r++ {
+		rankOf[[6]byte(emu.HostMAC(r))] = r
+	}
+	type key struct {
+		dst    int
+		op     wire.Opcode
+		psn    uint32
+		destQP uint32
+	}
+	entered := map[string]bool{}
+	delivered := map[key]bool{} // sent out of its destination's port
+	type stray struct {
+		k          key
+		port, frame int
+	}
+	var strays []stray
+	var v frames.View
+	for i, rec := range recs {
+		iface := int(rec.Info.InterfaceIndex)
+		port, side := iface/4, iface%4
+		if side < 2 || port >= workers || pcapio.IsGhost(rec.Comments) || v.Parse(rec.Data) != nil {
+			continue
+		}
+		if side == 2 {
+			entered[string(rec.Data)] = true
+			continue
+		}
+		if !v.ICRCOK() && !entered[string(rec.Data)] {
+			return fmt.Sprintf("bad-icrc: the device sent out of port %d a %s with PSN %d and a bad ICRC (capture frame %d), not a frame it was handed", port, v.Opcode(), v.PSN(), i+1)
+		}
+		dst, ok := rankOf[[6]byte(v.DstMAC())]
+		if !ok {
+			continue
+		}
+		k := key{dst, v.Opcode(), v.PSN(), v.DestQP()}
+		if dst == port {
+			delivered[k] = true
+		} else {
+			strays = append(strays, stray{k, port, i + 1})
+		}
+	}
+	for _, s := range strays {
+		if !delivered[s.k] {
+			return fmt.Sprintf("misdelivered: the device sent a %s with PSN %d for rank %d out of port %d (capture frame %d) and never out of port %d, rank %d's",
+				s.k.op, s.k.psn, s.k.dst, s.port, s.frame, s.k.dst, s.k.dst)
+		}
+	}
+	return ""
+}
+
+// settle reruns an inconclusive case once with a longer timeout (run
+// judges a case): it returns the case as last run and its outcome.
+func settle(c aggCase, out aggOutcome, run func(aggCase) aggOutcome) (aggCase, aggOutcome) {
+	if !out.inconclusive {
+		return c, out
+	}
+	longer := c.withTimeout(c.Timeout + inconclusiveRetry)
+	if again := run(longer); again.fail != "" || again.inconclusive {
+		return longer, again
+	}
+	return c, aggOutcome{} // the machine's, the first time
+}
+
+// inconclusive records case i's inconclusive outcome in res.
+func (res *PropertyResult) inconclusive(i int, out aggOutcome) {
+	if res.Inconclusive == 0 {
+		res.firstInconclusive = fmt.Sprintf("case %d: %s", i, out.detail)
+	}
+	res.Inconclusive++
+}
+
+// noteInconclusive adds the inconclusive note, if any, to res.
+func (res *PropertyResult) noteInconclusive() {
+	if res.Inconclusive > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d of %d cases inconclusive: the job failed in its transport with no fault to explain it and no evidence against the device, twice (the second time with a 4× longer timeout); first: %s",
+			res.Inconclusive, res.Cases, res.firstInconclusive))
+	}
+}
