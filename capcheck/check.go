@@ -390,7 +390,11 @@ type Report struct {
 	AggForwarded int    `json:"agg_forwarded"`
 	// AggTreeOrder: some ring was multi-rack, its results checked against
 	// the tree-order sum (each leaf's ranks, then the leaves).
-	AggTreeOrder   bool           `json:"agg_tree_order,omitempty"`
+	AggTreeOrder bool `json:"agg_tree_order,omitempty"`
+	// OwedJudged counts the packets a sender resent after every rank's
+	// contribution reached the switch, judged by result-lost for the
+	// result the switch owed (rules_owed.go).
+	OwedJudged     int            `json:"owed_judged,omitempty"`
 	RetransLatency LatencySummary `json:"retransmission_latency"`
 	NAKGenLatency  LatencySummary `json:"nak_generation_latency"`
 	NAKRespLatency LatencySummary `json:"nak_response_latency"`
@@ -624,9 +628,13 @@ type checkFrame struct {
 	hasINA           bool
 	inaTag           uint32
 	inaRing, inaRank uint8
+	inaMsg, inaLen   uint8 // MsgID and MsgLen (result-lost places packets by them)
 	// snapped: cut by the snaplen (headers read, ICRC and payload not).
 	snapped  bool
 	injected bool
+	// forged: a copy a spoof fault forged (a flipped payload bit, sent
+	// in from another port): no host's contribution.
+	forged bool
 	// prio is the frame's priority (DSCP's top three bits, else the VLAN
 	// PCP, else 0), ipLike that it is IP or RoCEv1 (what PFC pauses), ce
 	// that its ECN field is CE; wireLen its length (rules_pfc.go).
@@ -639,6 +647,9 @@ type checkFrame struct {
 	// eff is when the frame left its link's sender, as far as the capture
 	// tells: its timestamp less the extra delay a fault gave it.
 	eff int64
+	// extra is that extra delay (ns; eff is reset on X-out, where the
+	// stream rules judge arrival order).
+	extra int64
 	// notForHost: on X-out, unicast to another MAC than host X's; its NIC
 	// drops it (a switch floods a frame whose destination MAC a bit error
 	// changed).
@@ -1032,10 +1043,12 @@ func (p *frameParser) add(r *pcapio.Record) {
 	}
 	fault, injected := pcapio.FaultOf(r.Comments)
 	f.injected = injected
-	f.eff = f.ts - fault.ExtraDelay.Nanoseconds()
+	f.extra = fault.ExtraDelay.Nanoseconds()
+	f.eff = f.ts - f.extra
 	p.maxExtra = max(p.maxExtra, fault.ExtraDelay.Nanoseconds())
 	p.held = p.held || fault.Has("hold") || fault.Has("reorder")
 	f.dupCopy = p.dupCopy(r.Data, fault.Has("duplicate"))
+	f.forged = fault.Has("spoof")
 	if f.injected {
 		rep.Injected++
 		for k := range strings.SplitSeq(fault.Kinds, ",") {
@@ -1102,6 +1115,7 @@ func (p *frameParser) add(r *pcapio.Record) {
 	if op := f.op; op.IsWrite() && op.IsFirst() && len(v.Payload()) >= wire.INALen && !f.snapped {
 		h := wire.INA(v.Payload())
 		f.hasINA, f.inaTag, f.inaRing, f.inaRank = true, h.Tag(), h.RingID(), h.Rank()
+		f.inaMsg, f.inaLen = h.MsgID(), h.MsgLen()
 	}
 	switch {
 	case isRequestOp(f.op):
@@ -1260,6 +1274,7 @@ func (p *frameParser) check(opt CheckOptions, payloads func(yield func(i int, da
 	c.countConnections()
 	c.pfcRules(p.macCtl)
 	c.cnpRules()
+	c.resultLostRule(newHostSides(fs, c.ifaceNames, c.ifaceSide, c.ifaceHostLink, opt.LinkTaps), tag, trees)
 	aggErr := <-aggDone
 	rep.Violations = append(rep.Violations, aggViolations...)
 	inapsErr := <-inapsDone

@@ -38,6 +38,12 @@
 //     ranks in rank order, then the leaves' partials in child order.
 //     Links that carry those frames are kept out of the stream rules:
 //     a connection's packets cross them only as re-sent results.
+//   - result-lost: a NetReduce result the switch owed a receiver and
+//     never sent: every rank's contribution of the packet reached the
+//     switch, other ranks' results left, this rank's did not before its
+//     sender resent the packet; judged once a later result to the same
+//     receiver (of a packet that rank's own later contribution completed)
+//     shows the switch had handled the resend (rules_owed.go).
 //   - inaps-sum: an INA-PS result (ATP's frame, EtherType 0x0700: flags
 //     with ACK, or a reliable-channel answer or parameter) whose bitmap is
 //     not the job's full mask or whose values are not the wrapping int32
@@ -104,6 +110,8 @@
 //	atomic-replay  Atomic Acknowledge (18)                 -
 //	agg-sum        inaemu's NetReduce WRITEs (6-11), INA   -
 //	               partials and totals (0xE0-0xE2)
+//	result-lost    NetReduce WRITEs (6-11) leaving the     WRITEs (6-11) reaching
+//	               switch                                  the switch
 //	inaps-sum,     INA-PS frames (EtherType 0x0700) and    -
 //	inaps-partial  channel datagrams (UDP 4792), no RoCE
 //	packed         SEND and WRITE marked DSCP 10           -

@@ -36,6 +36,7 @@ var Rules = []Rule{
 	{RuleAtomicPSN, famReadAtomic, "an Atomic Acknowledge whose PSN no compare-and-swap or fetch-and-add carried, or more of them than such requests", "atomic_requests"},
 	{RuleAtomicReplay, famReadAtomic, "a duplicate atomic answered with another original value (it must come from the responder's replay cache, not a second execution)", "atomic_requests"},
 	{RuleAggSum, famAgg, "a NetReduce result that is not the rank-order sum of the contributions that reached the switch (tree order across racks)", "agg_checked"},
+	{RuleResultLost, famOwed, "a NetReduce result the switch owed and never sent: every rank's contribution of the packet reached it, other ranks' results left, this rank's did not before its sender resent the packet (judged once a later result to the same receiver shows the switch handled the resend)", "owed_judged"},
 	{RuleINAPSSum, famINAPS, "an INA-PS result (ACK) that is not the wrapping int32 sum of every worker's gradient, or whose bitmap is not the job's full mask; a worker's two copies of one gradient that differ", "inaps_results"},
 	{RuleINAPSPartial, famINAPS, "an INA-PS partial (Collision, or a reminder's return) that is not the wrapping int32 sum of the gradients its bitmap names", "inaps_partials"},
 	{RulePFCFormat, famPFC, "a MAC Control frame that is no well-formed PAUSE or PFC frame: tagged, not 64 bytes (60 without FCS), a PFC frame not to 01:80:C2:00:00:01 or with the enable vector's reserved octet set, another opcode to that address", "pfc_frames"},
@@ -81,6 +82,7 @@ const (
 	famPSN        = "psn"        // rules_psn.go
 	famReadAtomic = "readatomic" // rules_readatomic.go
 	famAgg        = "agg"        // rules_agg.go
+	famOwed       = "owed"       // rules_owed.go
 	famINAPS      = "inaps"      // rules_inaps.go
 	famPFC        = "pfc"        // rules_pfc.go
 	famCNP        = "cnp"        // rules_cnp.go
@@ -100,6 +102,7 @@ var families = map[string]ruleFamily{
 	famPacked:     {famPacked, "compressed", packedSummary},
 	famReadAtomic: {famReadAtomic, "read/atomic", readAtomicSummary},
 	famAgg:        {famAgg, "aggregation", aggSummary},
+	famOwed:       {famOwed, "owed", owedSummary},
 	famINAPS:      {famINAPS, "ina-ps", inapsSummary},
 	famPFC:        {famPFC, "pfc", pfcSummary},
 	famCNP:        {famCNP, "cnp", cnpSummary},

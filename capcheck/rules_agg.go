@@ -151,6 +151,24 @@ type hostSides struct {
 func newHostSides(fs *frameStore, names []string, ifaceSide []uint8, hostLink []bool, linkTaps bool) *hostSides {
 	h := &hostSides{fs: fs, side: make([]uint8, len(names)), link: make([]bool, len(names))}
 	side, link := h.side, h.link
+	if allNames(names, faultwireName) {
+		// faultwire's capture of a device under test (inaemu run --dut,
+		// inaemu wire): the device is judged where it stands, on its own
+		// side of the wire: wR-swR is what reached it, swR-wR what it
+		// sent. The host side (hR-wR, wR-hR) shows the same frames before
+		// and after the wire's faults, not the device's inputs and
+		// outputs: a frame the wire dropped on its way in appears there
+		// and never reached the device.
+		for i, n := range names {
+			switch {
+			case strings.HasPrefix(n, "w") && strings.Contains(n, "-sw"):
+				side[i], h.any = sideIn, true
+			case strings.HasPrefix(n, "sw"):
+				side[i] = sideOut
+			}
+		}
+		return h
+	}
 	for i, n := range names {
 		switch {
 		case strings.HasSuffix(n, "-in"):
@@ -215,7 +233,7 @@ func checkAggregation(payloads func(yield func(i int, data []byte) bool) error, 
 	frameSide := sides.of
 	usable := func(i int) bool {
 		f := fs.at(i)
-		return f.class == fcRequest && f.icrcOK && !f.ghost && !f.snapped && isWriteData(f.op) && frameSide(i) != sideTap
+		return f.class == fcRequest && f.icrcOK && !f.ghost && !f.snapped && !f.forged && isWriteData(f.op) && frameSide(i) != sideTap
 	}
 	// Ring sizes: the highest rank seen on a ring's INA headers, plus
 	// one. And whether the usable frames are in time order already (one

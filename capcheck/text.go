@@ -60,6 +60,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			plural(len(r.Unpaired), "request stream"), strings.Join(r.Unpaired, ", "))
 	}
 	writeFamily(&b, r, famAgg)
+	writeFamily(&b, r, famOwed)
 	writeFamily(&b, r, famINAPS)
 	writeFamily(&b, r, famPFC)
 	writeFamily(&b, r, famCNP)

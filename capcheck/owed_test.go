@@ -1,0 +1,83 @@
+package capcheck_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/inaemu/inaemu/capcheck"
+	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/internal/pcapio"
+)
+
+// TestResultLostWhenTheSwitchWithholdsAResult: the emulator's NetReduce
+// capture under faults (testdata/check/netreduce_faults.pcapng) owes
+// nothing; with one result the switch sent before a retransmission of
+// the same packet cut out of the capture (as if the switch had never
+// sent it, and answered only the resend), result-lost names that
+// retransmission. Not every cut is decidable (the rule waits for a later
+// result to the same receiver that proves the switch handled the
+// resend), so the cuts are tried in turn until one is judged.
+func TestResultLostWhenTheSwitchWithholdsAResult(t *testing.T) {
+	recs, names := readGolden(t)
+	rep := capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names})
+	require.Empty(t, rep.Violations)
+	require.Positive(t, rep.OwedJudged, "the faults made senders resend packets of complete cells")
+
+	type key struct {
+		iface int
+		qp    uint32
+		psn   uint32
+	}
+	var v frames.View
+	keyOf := func(r pcapio.Record) (key, bool) {
+		if pcapio.IsGhost(r.Comments) || v.Parse(r.Data) != nil || v.Opcode().IsAck() {
+			return key{}, false
+		}
+		return key{r.Info.InterfaceIndex, v.DestQP(), v.PSN()}, true
+	}
+	judged := 0
+	for i, r := range recs {
+		k, ok := keyOf(r)
+		if !ok || names[k.iface][len(names[k.iface])-4:] != "-out" {
+			continue
+		}
+		// A result sent again later on the same link: the switch answered
+		// a retransmission of it.
+		again := false
+		for _, later := range recs[i+1:] {
+			if k2, ok := keyOf(later); ok && k2 == k {
+				again = true
+				break
+			}
+		}
+		if !again {
+			continue
+		}
+		cut := append(append([]pcapio.Record(nil), recs[:i]...), recs[i+1:]...)
+		rep := capcheck.Check(cut, capcheck.CheckOptions{Interfaces: names})
+		if len(rep.Violations) == 0 {
+			continue
+		}
+		judged++
+		vio := rep.Violations[0]
+		require.Equal(t, capcheck.RuleResultLost, vio.Rule, "%v", rep.Violations)
+		require.Equal(t, k.psn, vio.PSN, vio.Detail)
+		require.Contains(t, vio.Detail, "was owed and not sent")
+		require.Contains(t, vio.Detail, "the result that finally carried it left at frame")
+		if judged == 3 {
+			break
+		}
+	}
+	require.Positive(t, judged, "no cut result was judged lost")
+}
+
+func readGolden(t *testing.T) ([]pcapio.Record, []string) {
+	t.Helper()
+	r, err := pcapio.Open("../testdata/check/netreduce_faults.pcapng")
+	require.NoError(t, err)
+	defer r.Close()
+	recs, names, err := r.All()
+	require.NoError(t, err)
+	return recs, names
+}
