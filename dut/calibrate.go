@@ -102,14 +102,16 @@ func (c Calibration) String() string {
 // per rank (a window the default 67 ms timeout covers even at 8 k host
 // frames/s with 4 ranks, so the burst measures the path, not
 // retransmissions; a deeper window would move more frames per second,
-// so the measured rate errs on the slow side), 512 KiB per rank. A mute
+// so the measured rate errs on the slow side), 2 MiB per rank (some
+// 16 k frames: 0.2 s on a quiet 2-core machine, long enough to average
+// over a loaded one's swings). A mute
 // device ends it in 8 timeouts (0.5 s, the stall detector), one that
 // answers wrongly when the retries run out (5.3 s).
 func calibrationJob(mode emu.Mode, workers int) emu.Config {
 	cfg := emu.DefaultConfig()
 	cfg.Mode, cfg.Workers = mode, workers
 	cfg.Window, cfg.MsgLen, cfg.MTU, cfg.DType = 1, 64, 1024, tensor.F32
-	cfg.TensorBytes = 512 << 10
+	cfg.TensorBytes = 2 << 20
 	cfg.Timeout = MinTimeout
 	cfg.MaxVirtual = 30 * time.Second
 	cfg.Seed = 1

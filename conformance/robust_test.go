@@ -1,0 +1,82 @@
+package conformance
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/inaemu/inaemu/internal/testtool"
+)
+
+// TestStalledDeviceFailsInSeconds: a device that holds its ports and
+// forwards nothing (dut/testdata/mute) fails the aggregation property in
+// seconds, shrinking included (before the stall detector each run waited
+// for the case's max_time, 120 s), in words: the stall and the device's
+// silence while every rank sent into it.
+func TestStalledDeviceFailsInSeconds(t *testing.T) {
+	o := deviceUnderTest(t, "st", 2, "../dut/testdata/mute", "exec $BIN --prefix $INAEMU_DUT_PREFIX --workers $INAEMU_DUT_WORKERS")
+	require.False(t, o.DUT.Calibration.Measured(), "a mute device gives no rate")
+	o.Count = 1
+	start := time.Now()
+	res := AggregationSuite(o)[0]
+	took := time.Since(start)
+	require.False(t, res.Passed)
+	require.Zero(t, res.Inconclusive, "a silent device is evidence, not an inconclusive case")
+	require.Contains(t, res.Failure, "stalled: no progress for ")
+	require.Contains(t, res.Failure, "the device is to blame: the device sent no frame for ")
+	require.Contains(t, res.Failure, "shrunk to")
+	require.Less(t, took, testtool.Budget(60*time.Second))
+	b, err := os.ReadFile(*res.Counterexample)
+	require.NoError(t, err)
+	require.Contains(t, string(b), "timeout: ")
+	t.Logf("%v: %s", took, res.Failure)
+}
+
+// TestSettle: an inconclusive case is rerun once with its timeout 2
+// exponents longer (delays scaled alike); the rerun's failure or device
+// evidence is what is reported (never hidden), a pass clears it, and a
+// second transport failure with nothing to blame stays inconclusive.
+func TestSettle(t *testing.T) {
+	c := aggCase{Workers: 2, Timeout: 14, Events: []string{"delay=1000us port=0 dir=in class=data nth=3", "drop port=1 dir=out class=ack nth=2"}}
+	inc := aggOutcome{inconclusive: true, detail: "RETRY_EXC_ERR"}
+	var ran []aggCase
+	run := func(out aggOutcome) func(aggCase) aggOutcome {
+		return func(d aggCase) aggOutcome { ran = append(ran, d); return out }
+	}
+
+	got, out := settle(c, aggOutcome{}, run(aggOutcome{}))
+	require.Empty(t, ran, "a case that holds is not rerun")
+	require.Equal(t, aggOutcome{}, out)
+
+	got, out = settle(c, inc, run(aggOutcome{}))
+	require.Len(t, ran, 1)
+	require.Equal(t, 16, ran[0].Timeout)
+	require.Equal(t, "delay=4000us port=0 dir=in class=data nth=3", ran[0].Events[0], "a delay keeps its place against the timeout")
+	require.Equal(t, c.Events[1], ran[0].Events[1])
+	require.Equal(t, "delay=1000us port=0 dir=in class=data nth=3", c.Events[0], "the original case is untouched")
+	require.Equal(t, aggOutcome{}, out, "passing the second time: the machine's")
+	require.Equal(t, 14, got.Timeout)
+
+	ran = nil
+	wrong := aggOutcome{fail: "wrong", detail: "WRONG RESULT: rank 0 element 1 is 2, want 3"}
+	got, out = settle(c, inc, run(wrong))
+	require.Equal(t, wrong, out, "a wrong result in the rerun is a failure")
+	require.Equal(t, 16, got.Timeout, "reported as the case that ran, so it replays")
+
+	got, out = settle(c, inc, run(inc))
+	require.True(t, out.inconclusive)
+	require.Empty(t, out.fail)
+
+	var res PropertyResult
+	res.Cases = 5
+	res.inconclusive(3, inc)
+	res.inconclusive(4, inc)
+	res.noteInconclusive()
+	require.Equal(t, 2, res.Inconclusive)
+	require.Len(t, res.Notes, 1)
+	require.True(t, strings.HasPrefix(res.Notes[0], "2 of 5 cases inconclusive: "), res.Notes[0])
+	require.Contains(t, res.Notes[0], "first: case 3: RETRY_EXC_ERR")
+}
