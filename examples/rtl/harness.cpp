@@ -112,11 +112,11 @@ int main(int argc, char** argv) {
         return 2;
     }
     std::map<std::string, int> dtypes = {{"f32", 0}, {"i32", 1}, {"f16", 2}};
-    std::map<std::string, int> transports = {{"v2-ipv4", 0}, {"v1", 1}};
+    std::map<std::string, int> transports = {{"v2-ipv4", 0}, {"v1", 1}, {"v2-ipv6", 2}};
     std::map<std::string, int> bugs = {{"none", 0}, {"psn-off-by-one", 1}, {"no-icrc-check", 2},
                                        {"lane-overflow", 3}, {"early-wrap", 4}};
     if (!dtypes.count(f["dtype"])) return usage("--dtype: want f32, i32 or f16");
-    if (!transports.count(f["transport"])) return usage("--transport: want v2-ipv4 or v1 (the design parses no IPv6)");
+    if (!transports.count(f["transport"])) return usage("--transport: want v2-ipv4, v2-ipv6 or v1");
     if (!bugs.count(f["bug"])) return usage("--bug: want none, psn-off-by-one, no-icrc-check, lane-overflow or early-wrap");
     if (f["mode"] != "netreduce" && f["mode"] != "ring") return usage("--mode: want netreduce or ring");
     if (f["release"] != "safe") return usage("--release: the design implements safe only");
@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
     top->cfg_msglen = msglen;
     top->cfg_mtu = mtu;
     top->cfg_dtype = dtypes[f["dtype"]];
-    top->cfg_v1 = transports[f["transport"]];
+    top->cfg_enc = transports[f["transport"]];
     top->cfg_bug = bugs[f["bug"]];
     for (int p = 0; p < NPORT; p++) { top->s_tvalid[p] = 0; top->m_tready[p] = 1; }
     uint64_t cycles = 0;

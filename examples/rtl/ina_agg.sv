@@ -33,7 +33,7 @@ module ina_agg import fpadd_pkg::*; #(
   input  logic [7:0]  cfg_msglen,   // packets per message L
   input  logic [12:0] cfg_mtu,      // path MTU (largest payload)
   input  logic [1:0]  cfg_dtype,    // 0 f32, 1 i32, 2 f16
-  input  logic        cfg_v1,       // 1 RoCEv1 (EtherType 0x8915, GRH); 0 RoCEv2 over IPv4
+  input  logic [1:0]  cfg_enc,      // 0 RoCEv2 over IPv4, 1 RoCEv1 (EtherType 0x8915, GRH), 2 RoCEv2 over IPv6
   input  logic [2:0]  cfg_bug,      // 0 none; see BUG_* below
   input  logic [63:0] s_tdata  [NPORT],
   input  logic [7:0]  s_tkeep  [NPORT],
@@ -52,12 +52,13 @@ module ina_agg import fpadd_pkg::*; #(
 );
 
   // Switchable hardware bugs (cfg_bug).
-  localparam logic [2:0] BUG_PSN_OFF_BY_ONE = 3'd1; // a middle/last packet's slot offset is PSN - start + 1
+  localparam logic [2:0] BUG_PSN_OFF_BY_ONE = 3'd1; // a middle packet's slot offset is PSN - start + 1
   localparam logic [2:0] BUG_NO_ICRC_CHECK  = 3'd2; // ingress ICRC never checked
   localparam logic [2:0] BUG_LANE_OVERFLOW  = 3'd3; // int32 lanes carry 21 bits; float sums truncated to 16 mantissa bits
-  localparam logic [2:0] BUG_EARLY_WRAP     = 3'd4; // the slot index wraps at 2NL-1, not 2NL
+  localparam logic [2:0] BUG_EARLY_WRAP     = 3'd4; // the ring of rows wraps at 2N-1 rows, the window admits 2N messages
 
   localparam int SUMSTRIDE = 4096;
+  localparam logic [1:0] ENC_V4 = 2'd0, ENC_V1 = 2'd1, ENC_V6 = 2'd2;
 
   // RoCE constants.
   localparam logic [7:0] OP_FIRST = 8'h06, OP_LAST_IMM = 8'h09, OP_ONLY = 8'h0A, OP_ONLY_IMM = 8'h0B;
@@ -99,7 +100,7 @@ module ina_agg import fpadd_pkg::*; #(
   logic [7:0]  op;
   logic [23:0] psn;
   logic [31:0] crc, msg;
-  logic        first;
+  logic        first, middle;
   int          rel_from, rel_to, rel_i, rel_j;
   // Output.
   logic        tx_from_rx;        // stream rxbuf (forwarding), else txbuf
@@ -130,8 +131,9 @@ module ina_agg import fpadd_pkg::*; #(
   function automatic logic [7:0] icrc_mask(input int i, input logic [7:0] b, input int u, input int t);
     int h = i - 14;
     if (i == t + 4) return 8'hFF;
-    if (!cfg_v1) begin
-      if (h == 1 || h == 8 || h == 10 || h == 11 || i == u + 6 || i == u + 7) return 8'hFF;
+    if (cfg_enc != ENC_V1 && (i == u + 6 || i == u + 7)) return 8'hFF;
+    if (cfg_enc == ENC_V4) begin
+      if (h == 1 || h == 8 || h == 10 || h == 11) return 8'hFF;
     end else begin
       if (h == 0) return b | 8'h0F;
       if (h == 1 || h == 2 || h == 3 || h == 7) return 8'hFF;
@@ -152,7 +154,9 @@ module ina_agg import fpadd_pkg::*; #(
   // is_host_addr: the 4 (IPv4) or 16 (GID) address bytes at o are rank r's.
   function automatic logic is_host_addr(input int o, input int r);
     logic [7:0] lo = 8'(r + 1);
-    if (!cfg_v1) return rxbuf[o] == 8'd10 && rxbuf[o+1] == 0 && rxbuf[o+2] == 8'((r + 1) >> 8) && rxbuf[o+3] == lo;
+    if (cfg_enc == ENC_V6) return rx16(o) == 16'hFD00 && rx16(o+2) == 0 && rx16(o+4) == 0 && rx16(o+6) == 0 &&
+           rx16(o+8) == 0 && rx16(o+10) == 0 && rx16(o+12) == 0 && rxbuf[o+14] == 8'((r + 1) >> 8) && rxbuf[o+15] == lo;
+    if (cfg_enc == ENC_V4) return rxbuf[o] == 8'd10 && rxbuf[o+1] == 0 && rxbuf[o+2] == 8'((r + 1) >> 8) && rxbuf[o+3] == lo;
     // fe80::(MAC with the U/L bit flipped, ff:fe in the middle)
     return rx16(o) == 16'hFE80 && rx16(o+2) == 0 && rx16(o+4) == 0 && rx16(o+6) == 0 &&
            rxbuf[o+8] == 8'h00 && rxbuf[o+9] == 8'h1A && rxbuf[o+10] == 8'hE0 && rxbuf[o+11] == 8'hFF &&
@@ -179,6 +183,14 @@ module ina_agg import fpadd_pkg::*; #(
       end
     end
     return r;
+  endfunction
+
+  // ring_rows is the number of message rows of the slot ring: 2N (the
+  // early-wrap bug: one fewer, while the window still admits 2N messages).
+  function automatic int ring_rows();
+    if (cfg_bug == BUG_EARLY_WRAP && cfg_window > 1) return 2 * int'(cfg_window) - 1;
+    if (cfg_bug == BUG_EARLY_WRAP) return 1;
+    return 2 * int'(cfg_window);
   endfunction
 
   function automatic int frame_base(input int s, input int r); return (s * NPORT + r) * FSTRIDE; endfunction
@@ -247,7 +259,13 @@ module ina_agg import fpadd_pkg::*; #(
           n_other_drops <= n_other_drops + 1; state <= S_IDLE;
         end else begin
           if (cfg_agg && rxlen >= 14 + 40) begin
-            if (!cfg_v1 && rx16(12) == 16'h0800 && rxbuf[14][7:4] == 4) begin
+            if (cfg_enc == ENC_V6 && rx16(12) == 16'h86DD && rxbuf[14][7:4] == 6 && rxbuf[20] == 8'd17) begin
+              t_udp = 54; e = 54 + int'(rx16(18));
+              if (e <= rxlen && rx16(t_udp + 2) == 16'd4791) begin
+                ulen = int'(rx16(t_udp + 4));
+                if (ulen >= 8 && t_udp + ulen <= e) begin e = t_udp + ulen; t_bth = t_udp + 8; ok = 1; end
+              end
+            end else if (cfg_enc == ENC_V4 && rx16(12) == 16'h0800 && rxbuf[14][7:4] == 4) begin
               ihl = int'(rxbuf[14][3:0]) * 4;
               tot = int'(rx16(16));
               if (ihl >= 20 && tot >= ihl && tot <= rxlen - 14 && rxbuf[23] == 8'd17 && (rx16(20) & 16'h3FFF) == 0) begin
@@ -257,7 +275,7 @@ module ina_agg import fpadd_pkg::*; #(
                   if (ulen >= 8 && t_udp + ulen <= e) begin e = t_udp + ulen; t_bth = t_udp + 8; ok = 1; end
                 end
               end
-            end else if (cfg_v1 && rx16(12) == 16'h8915 && rxbuf[14][7:4] == 6 && rxbuf[20] == 8'h1B) begin
+            end else if (cfg_enc == ENC_V1 && rx16(12) == 16'h8915 && rxbuf[14][7:4] == 6 && rxbuf[20] == 8'h1B) begin
               e = 54 + int'(rx16(18));
               if (e <= rxlen) begin t_bth = 54; ok = 1; end
             end
@@ -272,7 +290,7 @@ module ina_agg import fpadd_pkg::*; #(
           end
           r = -1;
           if (ok) begin
-            automatic int src = cfg_v1 ? 22 : 26, dst = cfg_v1 ? 38 : 30;
+            automatic int src = cfg_enc == ENC_V4 ? 26 : 22, dst = cfg_enc == ENC_V4 ? 30 : 38;
             for (int k = 0; k < NPORT; k++)
               if (r < 0 && k < int'(cfg_workers) && is_host_addr(src, k) && is_host_addr(dst, (k + 1) % int'(cfg_workers))) r = k;
           end
@@ -301,6 +319,7 @@ module ina_agg import fpadd_pkg::*; #(
             pay <= t_bth + 12 + ext; paylen <= e - 4 - pd - (t_bth + 12 + ext);
             psn <= {rxbuf[t_bth+9], rxbuf[t_bth+10], rxbuf[t_bth+11]};
             first <= (op == OP_FIRST || op == OP_ONLY || op == OP_ONLY_IMM);
+            middle <= (op == 8'h07);
             ptr <= 14; crc <= CRC_LRH;
             state <= S_ICRC;
           end
@@ -390,7 +409,7 @@ module ina_agg import fpadd_pkg::*; #(
       // Clear the rows of released messages (one slot a cycle), moving the
       // ring's oldest row along.
       S_REL: begin
-        automatic int W2 = 2 * int'(cfg_window), L = int'(cfg_msglen);
+        automatic int W2 = ring_rows(), L = int'(cfg_msglen);
         if (rel_from + rel_i >= rel_to || rel_i >= W2) begin
           released <= 32'(rel_to);
           relrow <= 8'((int'(relrow) + (rel_to - rel_from)) % W2);
@@ -406,7 +425,7 @@ module ina_agg import fpadd_pkg::*; #(
       // Place: the packet's slot is (row of its message) * L + offset,
       // the row counted from the ring's oldest.
       S_PLACE: begin
-        automatic int W2 = 2 * int'(cfg_window), L = int'(cfg_msglen), row, s;
+        automatic int W2 = 2 * int'(cfg_window), L = int'(cfg_msglen), R = ring_rows(), row, s;
         if ($signed(msg) < $signed(released)) begin
           // Released: its receiver has the result; it re-ACKs and discards this.
           state <= S_FWD; ptr <= 0; txlen <= rxlen; tx_from_rx <= 1;
@@ -416,11 +435,10 @@ module ina_agg import fpadd_pkg::*; #(
           n_other_drops <= n_other_drops + 1; state <= S_IDLE;
         end else begin
           row = int'(relrow) + int'(msg - released);
-          if (row >= W2) row = row - W2;
+          if (row >= R) row = row - R;
           s = row * L + sfb;
-          if (cfg_bug == BUG_PSN_OFF_BY_ONE && !first) s = s + 1;
-          if (s >= W2 * L) s = s - W2 * L;
-          if (cfg_bug == BUG_EARLY_WRAP && W2 * L > 1 && s == W2 * L - 1) s = 0;
+          if (cfg_bug == BUG_PSN_OFF_BY_ONE && middle) s = s + 1;
+          if (s >= R * L) s = s - R * L;
           slot <= s;
           if (sl_done[s]) begin
             if (dlen != int'(sl_n[s])) begin n_other_drops <= n_other_drops + 1; state <= S_IDLE; end
@@ -490,7 +508,7 @@ module ina_agg import fpadd_pkg::*; #(
       // The result's fresh ICRC.
       S_TXCRC: begin
         automatic logic [31:0] c = crc;
-        automatic int tb = cfg_v1 ? 54 : tx_udp + 8;
+        automatic int tb = cfg_enc == ENC_V1 ? 54 : tx_udp + 8;
         for (int i = 0; i < 8; i++)
           if (ptr + i < tx_icrc) c = crc8(c, icrc_mask(ptr + i, txbuf[ptr + i], tx_udp, tb));
         crc <= c;
