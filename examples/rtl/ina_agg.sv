@@ -65,7 +65,7 @@ module ina_agg import fpadd_pkg::*; #(
 
   typedef enum logic [4:0] {
     S_IDLE, S_RX, S_PARSE, S_ICRC, S_LOC, S_REL, S_PLACE, S_TAKE, S_SUM,
-    S_BUILD, S_TXCRC, S_TX, S_FWD
+    S_BUILD, S_TX, S_FWD
   } state_t;
   state_t state;
 
@@ -193,6 +193,11 @@ module ina_agg import fpadd_pkg::*; #(
     return 2 * int'(cfg_window);
   endfunction
 
+  // The usual offsets of the UDP header and the BTH: IPv4 without options,
+  // IPv6 without extension headers, RoCEv1's GRH.
+  function automatic int std_udp(); return cfg_enc == ENC_V4 ? 34 : 54; endfunction
+  function automatic int std_bth(); return cfg_enc == ENC_V4 ? 42 : cfg_enc == ENC_V6 ? 62 : 54; endfunction
+
   function automatic int frame_base(input int s, input int r); return (s * NPORT + r) * FSTRIDE; endfunction
 
   // ---- streaming ports ---------------------------------------------------
@@ -228,7 +233,7 @@ module ina_agg import fpadd_pkg::*; #(
         for (int k = 1; k <= NPORT; k++) begin
           automatic int p = (rr + k) % NPORT;
           if (s_tvalid[p]) begin
-            rxport <= p; rr <= p; rxlen <= 0; rxover <= 0; state <= S_RX;
+            rxport <= p; rr <= p; rxlen <= 0; rxover <= 0; crc <= CRC_LRH; state <= S_RX;
             break;
           end
         end
@@ -242,6 +247,17 @@ module ina_agg import fpadd_pkg::*; #(
         end
         if (rxlen + n > RXMAX) rxover <= 1;
         rxlen <= rxlen + n;
+        // The ICRC as the frame streams in, four bytes behind (the last
+        // four are the ICRC itself), masked for the usual layout (IPv4
+        // without options); S_PARSE falls back to a second pass otherwise.
+        begin
+          automatic logic [31:0] c = crc;
+          for (int i = 0; i < 8; i++) begin
+            automatic int q = rxlen - 4 + i;
+            if (i < n && q >= 14 && q < RXMAX) c = crc8(c, icrc_mask(q, rxbuf[q], std_udp(), std_bth()));
+          end
+          crc <= c;
+        end
         if (s_tlast[rxport]) begin
           n_frames_in <= n_frames_in + 1;
           n_bytes_in <= n_bytes_in + 64'(rxlen + n);
@@ -320,8 +336,15 @@ module ina_agg import fpadd_pkg::*; #(
             psn <= {rxbuf[t_bth+9], rxbuf[t_bth+10], rxbuf[t_bth+11]};
             first <= (op == OP_FIRST || op == OP_ONLY || op == OP_ONLY_IMM);
             middle <= (op == 8'h07);
-            ptr <= 14; crc <= CRC_LRH;
-            state <= S_ICRC;
+            if ((cfg_enc == ENC_V1 || t_udp == std_udp()) && t_bth == std_bth() && e == rxlen) begin
+              // The ICRC computed on the way in covers this frame.
+              if (~crc != {rxbuf[e-1], rxbuf[e-2], rxbuf[e-3], rxbuf[e-4]} && cfg_bug != BUG_NO_ICRC_CHECK) begin
+                n_icrc_drops <= n_icrc_drops + 1; state <= S_IDLE;
+              end else state <= S_LOC;
+            end else begin
+              ptr <= 14; crc <= CRC_LRH;
+              state <= S_ICRC;
+            end
           end
         end
       end
@@ -493,32 +516,27 @@ module ina_agg import fpadd_pkg::*; #(
 
       // Build a result: rank emit_k's stored frame (or, for a re-send,
       // the frame just taken in) with the slot's sum in place of its data.
+      // Its fresh ICRC is computed as it is built, and written over the
+      // old one after the last beat.
       S_BUILD: begin
         automatic int b = frame_base(slot, emit_k);
+        automatic int tb = cfg_enc == ENC_V1 ? 54 : tx_udp + 8;
+        automatic logic [31:0] c = (ptr == 0) ? CRC_LRH : crc;
         for (int i = 0; i < 8; i++) begin
           automatic int j = ptr + i;
           automatic logic [7:0] v = emitting ? fmem[b + j] : rxbuf[j];
           if (j >= tx_doff && j < tx_doff + int'(sl_n[slot])) v = smem[slot * SUMSTRIDE + j - tx_doff];
           if (j < txlen) txbuf[j] = v;
+          if (j >= 14 && j < tx_icrc) c = crc8(c, icrc_mask(j, v, tx_udp, tb));
         end
-        ptr <= ptr + 8;
-        if (ptr + 8 >= txlen) begin ptr <= 14; crc <= CRC_LRH; state <= S_TXCRC; end
-      end
-
-      // The result's fresh ICRC.
-      S_TXCRC: begin
-        automatic logic [31:0] c = crc;
-        automatic int tb = cfg_enc == ENC_V1 ? 54 : tx_udp + 8;
-        for (int i = 0; i < 8; i++)
-          if (ptr + i < tx_icrc) c = crc8(c, icrc_mask(ptr + i, txbuf[ptr + i], tx_udp, tb));
         crc <= c;
         ptr <= ptr + 8;
-        if (ptr + 8 >= tx_icrc) begin
-          {txbuf[tx_icrc+3], txbuf[tx_icrc+2], txbuf[tx_icrc+1], txbuf[tx_icrc]} <= ~c;
-          txport <= mac_port({txbuf[0], txbuf[1], txbuf[2], txbuf[3], txbuf[4], txbuf[5]});
-          tx_from_rx <= 0; ptr <= 0;
-          if (mac_port({txbuf[0], txbuf[1], txbuf[2], txbuf[3], txbuf[4], txbuf[5]}) < 0) state <= S_IDLE;
-          else state <= S_TX;
+        if (ptr + 8 >= txlen) begin
+          automatic int p;
+          {txbuf[tx_icrc+3], txbuf[tx_icrc+2], txbuf[tx_icrc+1], txbuf[tx_icrc]} = ~c;
+          p = mac_port({txbuf[0], txbuf[1], txbuf[2], txbuf[3], txbuf[4], txbuf[5]});
+          txport <= p; tx_from_rx <= 0; ptr <= 0;
+          state <= (p < 0) ? S_IDLE : S_TX;
         end
       end
 
