@@ -44,6 +44,45 @@ func (c *aggConn) find(psn uint32) (aggMsg, int, bool) {
 	return aggMsg{}, 0, false
 }
 
+// place finds the message a first packet (WRITE FIRST or ONLY with an
+// INA header: MsgID, MsgLen, at PSN psn) starts, or records a new one.
+// The MsgID is 8 bits: it is extended to the message nearest the newest
+// seen, and the PSN settles what the id cannot: a first packet whose id
+// reads newer than the newest message but whose PSN is behind that
+// message's start is a late copy of an old message (delayed or resent
+// past a MsgID wrap), found by its PSN, never a new message.
+// ok is false for a first packet that starts no known message and no new
+// one.
+func (c *aggConn) place(msgID uint8, msgLen int, psn uint32) (aggMsg, bool) {
+	id := c.cur + int64(int8(msgID-uint8(c.cur)))
+	byPSN := func() (aggMsg, bool) {
+		for j := len(c.msgs) - 1; j >= 0 && j >= len(c.msgs)-maxAggSearch; j-- {
+			if m := c.msgs[j]; m.psn0 == psn && uint8(m.id) == msgID {
+				return m, true
+			}
+		}
+		return aggMsg{}, false
+	}
+	for j := len(c.msgs) - 1; j >= 0 && j >= len(c.msgs)-maxAggSearch; j-- {
+		if m := c.msgs[j]; m.id == id {
+			if m.psn0 != psn {
+				return byPSN()
+			}
+			return m, true
+		}
+	}
+	if k := len(c.msgs); k > 0 && id > c.msgs[k-1].id && wire.PSNDiff(psn, c.msgs[k-1].psn0) < 0 {
+		return byPSN() // the id says newer, the PSN older: a wrapped id
+	}
+	m := aggMsg{id: id, psn0: psn, n: max(msgLen, 1)}
+	c.msgs = append(c.msgs, m)
+	if len(c.msgs) > 2*maxAggSearch {
+		c.msgs = append(c.msgs[:0], c.msgs[len(c.msgs)-maxAggSearch:]...)
+	}
+	c.cur = max(c.cur, id)
+	return m, true
+}
+
 func isWriteData(op wire.Opcode) bool {
 	switch op {
 	case wire.WriteFirst, wire.WriteMiddle, wire.WriteLast, wire.WriteLastWithImm, wire.WriteOnly, wire.WriteOnlyWithImm:
@@ -407,23 +446,11 @@ func (a *aggregator) frame(fr aggFrame) (kept bool) {
 			} else if conn.ring != h.RingID() || conn.rank != h.Rank() {
 				return false // the switch refuses a connection changing ring or rank
 			}
-			id := conn.cur + int64(int8(h.MsgID()-uint8(conn.cur)))
-			conn.cur = max(conn.cur, id)
+			var ok bool
+			if m, ok = conn.place(h.MsgID(), int(h.MsgLen()), f.psn); !ok {
+				return false
+			}
 			a.newest[conn.ring] = max(a.newest[conn.ring], conn.cur)
-			found := false
-			for j := len(conn.msgs) - 1; j >= 0 && j >= len(conn.msgs)-maxAggSearch; j-- {
-				if conn.msgs[j].id == id {
-					m, found = conn.msgs[j], true
-					break
-				}
-			}
-			if !found {
-				m = aggMsg{id: id, psn0: f.psn, n: max(int(h.MsgLen()), 1)}
-				conn.msgs = append(conn.msgs, m)
-				if len(conn.msgs) > 2*maxAggSearch {
-					conn.msgs = append(conn.msgs[:0], conn.msgs[len(conn.msgs)-maxAggSearch:]...)
-				}
-			}
 			if m.psn0 != f.psn || len(pay) < a.hdr {
 				return false
 			}

@@ -121,20 +121,8 @@ func (c *checker) resultLostRule(sides *hostSides, tag uint32, trees map[uint8][
 					continue
 				}
 				ringH[conn.ring] = max(ringH[conn.ring], int(conn.rank)+1)
-				id := conn.cur + int64(int8(f.inaMsg-uint8(conn.cur)))
-				conn.cur = max(conn.cur, id)
-				found := false
-				for j := len(conn.msgs) - 1; j >= 0 && j >= len(conn.msgs)-maxAggSearch; j-- {
-					if conn.msgs[j].id == id {
-						m, found = conn.msgs[j], true
-						break
-					}
-				}
-				if !found {
-					m = aggMsg{id: id, psn0: f.psn, n: max(int(f.inaLen), 1)}
-					conn.msgs = append(conn.msgs, m)
-				}
-				if m.psn0 != f.psn {
+				var ok bool
+				if m, ok = conn.place(f.inaMsg, int(f.inaLen), f.psn); !ok {
 					continue
 				}
 			} else {

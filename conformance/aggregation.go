@@ -412,6 +412,10 @@ func runAggCaseOn(o SuiteOptions, c aggCase, rel netreduce.Release) (aggOutcome,
 	var recs []pcapio.Record
 	if o.DUT != nil {
 		recs, _ = readRecords(&capture)
+		// What the device emitted and owed is judged first (device_judge.go).
+		if out, bad := deviceFirst(recs, c, res, err); bad {
+			return out, recs
+		}
 	}
 	var je *emu.JobError
 	switch {

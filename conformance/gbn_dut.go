@@ -84,12 +84,19 @@ func runGBNOnDevice(o SuiteOptions, c aggCase) aggOutcome {
 	od := o
 	od.DUT = &dev
 	out, recs := runAggCaseOn(od, c, o.Release)
-	if out.fail != "" || out.transport || out.inconclusive {
-		return out
-	}
 	fail := func(v string) aggOutcome {
 		rule, _, _ := strings.Cut(v, ":")
 		return aggOutcome{fail: "gbn:" + rule, detail: v}
+	}
+	if out.fail == "wrong" {
+		// A wrong result a forged or lost response caused is the device's
+		// doing: its evidence comes first, the wrong result beside it.
+		if v := deviceGBN(c.Workers, recs); v != "" {
+			return fail(v + "; and a host kept a wrong result: " + out.detail)
+		}
+	}
+	if out.fail != "" || out.transport || out.inconclusive {
+		return out
 	}
 	if v := deviceGBN(c.Workers, recs); v != "" {
 		return fail(v)
@@ -212,11 +219,18 @@ func (k respKey) String() string {
 //
 //   - response-forged: every response with a valid ICRC the device sends
 //     rank r for connection r → r+1 is one rank r+1 sent into it (same
-//     opcode, PSN, destination QP, syndrome and MSN);
+//     opcode, PSN, destination QP, syndrome and MSN) before: a response
+//     that leaves the device before the receiver's matching one reached
+//     it is forged, however right its key (a proxy acknowledging on the
+//     receiver's behalf what the receiver acknowledges later). The
+//     capture's order is sound evidence here: one process (the wire's
+//     event loop) records a frame into the device before writing it and
+//     a frame out of the device after reading it, so a forwarded
+//     response is always recorded after its original;
 //   - response-lost: every response with a valid ICRC that reached the
-//     device from rank r+1 goes out to rank r, unless the run ended first
-//     (it counts as lost only when a response that reached the device
-//     after it was sent out: the device had moved on);
+//     device from rank r+1 is owed to rank r and goes out to it, unless
+//     the run ended first (it counts as lost only when a response that
+//     reached the device after it was sent out: the device had moved on);
 //   - data-forged: every data frame with a valid ICRC the device sends
 //     rank r+1 for connection r carries the opcode, PSN and destination
 //     QP of a frame rank r sent into it.
@@ -293,9 +307,14 @@ func deviceGBN(workers int, recs []pcapio.Record) string {
 	}
 	for _, s := range sent {
 		c := &conns[s.c]
-		if _, ok := c.respIn[s.k]; !ok {
+		in, ok := c.respIn[s.k]
+		if !ok {
 			return fmt.Sprintf("response-forged: the device sent rank %d %s (capture frame %d) that rank %d never sent it",
 				s.c, s.k, s.idx+1, (s.c+1)%workers)
+		}
+		if in.frame > s.idx+1 {
+			return fmt.Sprintf("response-forged: the device sent rank %d %s (capture frame %d) before rank %d's identical response reached it (capture frame %d): sent on the receiver's behalf",
+				s.c, s.k, s.idx+1, (s.c+1)%workers, in.frame)
 		}
 		c.respOut[s.k] = true
 	}
@@ -314,8 +333,8 @@ func deviceGBN(workers int, recs []pcapio.Record) string {
 		}
 		if lost != nil {
 			k := *lost
-			return fmt.Sprintf("response-lost: rank %d's %s to rank %d reached the device (capture frame %d) and never left it, though later responses did",
-				(r+1)%workers, k, r, c.respIn[k].frame)
+			return fmt.Sprintf("response-lost: rank %d's %s to rank %d reached the device (capture frame %d) and never left it, though later responses did: the device owed it to rank %d and did not send it",
+				(r+1)%workers, k, r, c.respIn[k].frame, r)
 		}
 	}
 	return ""

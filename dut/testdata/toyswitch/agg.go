@@ -18,6 +18,9 @@ const (
 	bugStaleICRC // results keep the ICRC of the gradient frame they were built from
 	bugWrongPort // a result for the host on port p leaves by port (p+1) mod H
 	bugDropNAK   // NAKs are not forwarded (only ACKs are)
+	bugLateSum   // a late packet of a released message gets the sum its slot holds now (a newer message's)
+	bugWithhold  // one result per message (its first packet's, toward one receiver) is not sent until resent
+	bugForgeACK  // the switch acknowledges each message on its receiver's behalf as its last result leaves
 )
 
 // connection is one ring connection: rank r's send QP to rank r+1's
@@ -32,6 +35,10 @@ type connection struct {
 	aPSN     uint32 //
 	newest   int64  // newest message whose first packet was seen (-1: none)
 	newestK  int    // its packet count (the INA header's MsgLen)
+	// The forge-ack bug: the receiver's latest ACK (its headers are the
+	// forgeries'), and its MSN less the messages it acknowledged.
+	ack     []byte
+	msnBase int64
 }
 
 // slot aggregates one packet position (message, offset) over the ranks.
@@ -50,15 +57,16 @@ func (s *slot) reset() { s.have, s.count, s.done = 0, 0, false }
 
 // counters of the aggregator.
 type aggStats struct {
-	Packets       uint64 `json:"packets"`        // aggregation packets taken into a slot
-	Aggregations  uint64 `json:"aggregations"`   // slots completed
-	Results       uint64 `json:"results"`        // result packets sent on completion
-	Resends       uint64 `json:"resends"`        // result packets sent again for a retransmission
-	ICRCDrops     uint64 `json:"icrc_drops"`     // ring-connection frames with a bad ICRC
-	FirstLost     uint64 `json:"first_lost"`     // packets of a message whose first packet was not seen
-	StaleForwards uint64 `json:"stale_forwards"` // packets of released messages, forwarded unchanged
-	WindowDrops   uint64 `json:"window_drops"`   // packets too far ahead of the release point
-	BadDrops      uint64 `json:"bad_drops"`      // bad INA header, offset, length or forged port
+	Packets       uint64 `json:"packets"`          // aggregation packets taken into a slot
+	Aggregations  uint64 `json:"aggregations"`     // slots completed
+	Results       uint64 `json:"results"`          // result packets sent on completion
+	Resends       uint64 `json:"resends"`          // result packets sent again for a retransmission
+	ICRCDrops     uint64 `json:"icrc_drops"`       // ring-connection frames with a bad ICRC
+	FirstLost     uint64 `json:"first_lost"`       // packets of a message whose first packet was not seen
+	StaleForwards uint64 `json:"stale_forwards"`   // packets of released messages, forwarded unchanged
+	WindowDrops   uint64 `json:"window_drops"`     // packets too far ahead of the release point
+	BadDrops      uint64 `json:"bad_drops"`        // bad INA header, offset, length or forged port
+	Forged        uint64 `json:"forged,omitempty"` // the forge-ack bug: ACKs sent on a receiver's behalf
 }
 
 // netreduce is the aggregating part of the switch: one ring (RingID 0).
@@ -207,6 +215,15 @@ func (a *netreduce) handle(p *pkt, port int) bool {
 		s = &a.rows[m%(2*w)][off]
 	} else {
 		switch {
+		case m < a.released && a.bug == bugLateSum:
+			// The slot now belongs to message m+2N (or later): once that
+			// completed, its sum goes back in this old PSN.
+			if s := &a.rows[m%(2*w)][off]; s.done && s.n == len(data) {
+				a.resend(p, data, s)
+				return false
+			}
+			a.st.StaleForwards++
+			return true
 		case m < a.released:
 			a.st.StaleForwards++ // its receiver has the result: it re-ACKs and discards this
 			return true
@@ -234,7 +251,7 @@ func (a *netreduce) handle(p *pkt, port int) bool {
 		complete = s.count == a.workers
 	}
 	if complete {
-		a.complete(s)
+		a.complete(s, m, off)
 	}
 	return false
 }
@@ -280,7 +297,7 @@ func (a *netreduce) contribution(s *slot, rank int) []byte {
 // complete forms the sum in rank order and sends one result per
 // connection: each rank's own frame (its connection's headers and INA
 // header) with the sum in place of its data and a fresh ICRC.
-func (a *netreduce) complete(s *slot) {
+func (a *netreduce) complete(s *slot, m int64, off int) {
 	if cap(s.sum) < s.n {
 		s.sum = make([]byte, a.mtu)
 	}
@@ -295,11 +312,71 @@ func (a *netreduce) complete(s *slot) {
 		if s.have&(1<<uint(k)) == 0 { // double-add bug: rank k never sent this packet
 			continue
 		}
+		if a.bug == bugWithhold && off == 0 && int(m%int64(a.workers)) == k {
+			continue // owed to rank k's receiver, sent only when rank k resends
+		}
 		f := s.frames[k]
 		copy(f[s.doff[k]:], sum)
 		a.emit(f)
 		a.st.Results++
+		if a.bug == bugForgeACK && off == a.msgLen-1 {
+			a.forgeACK(a.conns[k], m, f)
+		}
 	}
+}
+
+// ack sees an ACK or NAK on its way from a receiver to its sender (the
+// forge-ack bug learns the receiver's headers and MSN from it).
+func (a *netreduce) ack(p *pkt) {
+	if a.bug != bugForgeACK || p.payLen < 4 {
+		return
+	}
+	src, dst := p.srcAddr(), p.dstAddr()
+	for _, c := range a.conns {
+		if !bytes.Equal(src, c.dst) || !bytes.Equal(dst, c.src) || !c.anchored {
+			continue
+		}
+		aeth := p.payload()
+		if aeth[0]>>5 != 0 { // a NAK: not a template
+			return
+		}
+		m, off := a.locate(c, p.psn())
+		done := m // messages the ACK covers, whole
+		if off == a.msgLen-1 {
+			done++
+		}
+		msn := int64(binary.BigEndian.Uint32(aeth) & 0xFFFFFF)
+		c.ack, c.msnBase = append(c.ack[:0], p.f...), msn-done
+		return
+	}
+}
+
+// forgeACK acknowledges message m of connection c on its receiver's
+// behalf as the message's last result (res) leaves toward the receiver:
+// the receiver's own ACK for it, as it will send it once the result
+// arrives (same PSN, syndrome and MSN), sent to the sender now.
+func (a *netreduce) forgeACK(c *connection, m int64, res []byte) {
+	if c.ack == nil {
+		return // no ACK of the receiver seen yet to copy
+	}
+	var rp pkt
+	if !parse(res, &rp) {
+		return
+	}
+	f := append([]byte(nil), c.ack...)
+	var ap pkt
+	if !parse(f, &ap) || ap.payLen < 4 {
+		return
+	}
+	psn := rp.psn()
+	bth := ap.bth + 8
+	binary.BigEndian.PutUint32(f[bth:], binary.BigEndian.Uint32(f[bth:])&0xFF000000|psn)
+	aeth := f[ap.pay:]
+	msn := uint32(c.msnBase+m+1) & 0xFFFFFF
+	binary.BigEndian.PutUint32(aeth, uint32(aeth[0])<<24|msn)
+	setICRC(&ap)
+	a.st.Forged++
+	a.out(f, 0)
 }
 
 // resend answers a gradient packet that met a completed slot: the packet

@@ -55,6 +55,18 @@
 //     --bug drop-nak: the switch forwards ACKs but swallows NAKs (a filter
 //     that lets only the acknowledgements it expects through); the hosts
 //     still recover, by timeout, and every result comes out right.
+//     --bug late-sum: a late packet of a released message (safe rule) is
+//     answered with the sum its slot holds now, a newer message's,
+//     instead of going on unchanged: a wrong sum in an old PSN, which
+//     its receiver drops as a duplicate.
+//     --bug withhold: one result per message (its first packet's, toward
+//     rank m mod H's receiver) is not sent when the packet completes;
+//     the sender's retransmission gets it out, from the stored sum.
+//     --bug forge-ack: as the last result of a message leaves toward
+//     its receiver, the switch sends the sender the ACK the receiver
+//     will send for it (same PSN, syndrome and MSN, headers copied from
+//     the receiver's latest ACK) before the receiver has it; the
+//     receiver's own ACK is forwarded too.
 //
 // What it leaves out: several rings or jobs, multi-rack trees, --mode wa
 // and the GPU schemes, VLAN-aware forwarding (tags are parsed past),
@@ -126,7 +138,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 	fs.StringVar(&o.dtype, "dtype", "f32", "element type: f32, i32 or f16")
 	fs.StringVar(&o.transport, "transport", "v2-ipv4", "encapsulation: v2-ipv4, v2-ipv6 or v1")
 	fs.StringVar(&o.release, "release", "safe", "aggregator release rule: safe or paper")
-	fs.StringVar(&o.bug, "bug", "none", "deviate on purpose: none, double-add, stale-icrc, wrong-port or drop-nak")
+	fs.StringVar(&o.bug, "bug", "none", "deviate on purpose: none, double-add, stale-icrc, wrong-port, drop-nak, late-sum, withhold or forge-ack")
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (default: until SIGINT or SIGTERM)")
 	fs.BoolVar(&o.json, "json", false, "on exit, print the counters as one JSON object")
 	for _, name := range []string{"tensor", "seed", "pattern", "compress", "compress-rate", "bcast", "timeout", "retry-cnt", "nic", "max-time"} {
@@ -136,7 +148,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stderr)
-			fmt.Fprintln(stderr, "Usage: toyswitch --prefix P [job flags as for 'inaemu switch'] [--bug none|double-add|stale-icrc|wrong-port|drop-nak]")
+			fmt.Fprintln(stderr, "Usage: toyswitch --prefix P [job flags as for 'inaemu switch'] [--bug none|double-add|stale-icrc|wrong-port|drop-nak|late-sum|withhold|forge-ack]")
 			fs.PrintDefaults()
 			return nil, 0
 		}
@@ -197,8 +209,9 @@ func (o *options) resolve() (*config, error) {
 	if c.release, ok = map[string]int{"safe": releaseSafe, "paper": releasePaper}[o.release]; !ok {
 		return nil, fmt.Errorf("--release %q: want safe or paper", o.release)
 	}
-	if c.bug, ok = map[string]int{"none": bugNone, "double-add": bugDoubleAdd, "stale-icrc": bugStaleICRC, "wrong-port": bugWrongPort, "drop-nak": bugDropNAK}[o.bug]; !ok {
-		return nil, fmt.Errorf("--bug %q: want none, double-add, stale-icrc, wrong-port or drop-nak", o.bug)
+	if c.bug, ok = map[string]int{"none": bugNone, "double-add": bugDoubleAdd, "stale-icrc": bugStaleICRC, "wrong-port": bugWrongPort, "drop-nak": bugDropNAK,
+		"late-sum": bugLateSum, "withhold": bugWithhold, "forge-ack": bugForgeACK}[o.bug]; !ok {
+		return nil, fmt.Errorf("--bug %q: want none, double-add, stale-icrc, wrong-port, drop-nak, late-sum, withhold or forge-ack", o.bug)
 	}
 	enc := c.enc
 	c.addr = func(r int) []byte { return hostAddr(enc, r) }
@@ -412,6 +425,9 @@ func (s *toySwitch) ingress(port int, f []byte) {
 	isRoCE := parse(f, &s.view)
 	if isRoCE && s.cfg.bug == bugDropNAK && s.view.opcode() == opAcknowledge && s.view.payLen >= 1 && s.view.f[s.view.pay]>>5 == 3 {
 		return // the AETH's syndrome says NAK (011xxxxx): swallowed
+	}
+	if s.agg != nil && isRoCE && s.view.opcode() == opAcknowledge {
+		s.agg.ack(&s.view)
 	}
 	if s.agg != nil && isRoCE && !s.agg.handle(&s.view, port) {
 		return

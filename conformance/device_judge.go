@@ -1,0 +1,121 @@
+package conformance
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/inaemu/inaemu/capcheck"
+	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/faultwire"
+	"github.com/inaemu/inaemu/internal/pcapio"
+)
+
+// Judging a device by everything it emitted and owed. The hosts check
+// the results they keep; a wrong sum they discard (a result in an old
+// PSN, dropped as a duplicate) or a result the device withheld until the
+// sender resent it passes that check. The wire's capture holds the
+// evidence: capcheck's rules, applied to it exactly as `inaemu check`
+// applies them to a `run --dut` capture, judge the device's side of the
+// wire (wR-swR: what reached the device, swR-wR: what it sent):
+//
+//   - agg-sum: every result the device emitted is the rank-order sum of
+//     the contributions that reached it (copies the wire forged are no
+//     contribution; frames it dropped or corrupted on the way in never
+//     reached the device);
+//   - result-lost: every result the device owed left it before the
+//     sender had to resend;
+//   - icrc: every frame the device emitted carries a valid ICRC (a frame
+//     the wire corrupted and the device forwarded unchanged is the
+//     wire's).
+//
+// A violation there is the device's, whatever the job did; it is
+// reported first, beside the job's own failure if it failed. A case
+// whose results all went unchecked (agg-sum saw none whole) is not
+// passed silently.
+
+// deviceRules are the capture rules that judge a device, and whether
+// they judge it on both of its sides (else only on what it sent).
+var deviceRules = map[string]bool{capcheck.RuleAggSum: true, capcheck.RuleResultLost: true, capcheck.RuleICRC: false}
+
+// deviceCaptureNames are the interface names of the wire's capture of a
+// job of workers ranks (faultwire.CaptureNames), covering every
+// interface a record names.
+func deviceCaptureNames(recs []pcapio.Record, workers int) []string {
+	var names []string
+	for r := 0; r < workers; r++ {
+		n := faultwire.CaptureNames(r)
+		names = append(names, n[:]...)
+	}
+	for _, rec := range recs {
+		for rec.Info.InterfaceIndex >= len(names) {
+			n := faultwire.CaptureNames(len(names) / 4)
+			names = append(names, n[:]...)
+		}
+	}
+	return names
+}
+
+// deviceSide says whether a capture interface is on the device's side of
+// the wire, and whether it is what the device sent (swR-wR).
+func deviceSide(iface string) (device, sent bool) {
+	switch {
+	case strings.HasPrefix(iface, "sw"):
+		return true, true
+	case strings.HasPrefix(iface, "w") && strings.Contains(iface, "-sw"):
+		return true, false
+	}
+	return false, false
+}
+
+// judgeDevice applies the device rules to recs, the wire's capture of
+// case c, and returns the device's failure ("" rule when none): the
+// first violation on the device's side, else, when the job ended exact
+// and no result the device sent could be checked, "unchecked".
+func judgeDevice(recs []pcapio.Record, c aggCase) (rule, detail string) {
+	if len(recs) == 0 {
+		return "", ""
+	}
+	rep := capcheck.Check(recs, capcheck.CheckOptions{Interfaces: deviceCaptureNames(recs, c.Workers), DType: c.DType})
+	for _, v := range rep.Violations {
+		both, ok := deviceRules[v.Rule]
+		dev, sent := deviceSide(v.Interface)
+		if !ok || !dev || !both && !sent {
+			continue
+		}
+		return v.Rule, fmt.Sprintf("%s: the device %s (capture frame %d, interface %s): %s",
+			v.Rule, map[bool]string{true: "sent", false: "was sent"}[sent], v.Frame, v.Interface, v.Detail)
+	}
+	if rep.AggChecked+rep.AggForwarded == 0 && (rep.AggUnchecked > 0 || rep.AggError != "") {
+		why := fmt.Sprintf("%d results unchecked (their contributions not all seen entering the device)", rep.AggUnchecked)
+		if rep.AggError != "" {
+			why = rep.AggError
+		}
+		return "unchecked", "unchecked: agg-sum could check none of the results the device sent: " + why
+	}
+	return "", ""
+}
+
+// deviceFirst is the device's failure in the wire's capture of case c,
+// if it has one, as the case's outcome, with the job's own failure (err,
+// or a wrong result in res) beside it: a stall or a wrong result the
+// device caused reads as the device's doing, not as the path's. ok is
+// false when the capture shows no fault of the device.
+func deviceFirst(recs []pcapio.Record, c aggCase, res *emu.Result, err error) (aggOutcome, bool) {
+	rule, detail := judgeDevice(recs, c)
+	if rule == "" {
+		return aggOutcome{}, false
+	}
+	return aggOutcome{fail: rule, detail: detail + besideJob(res, err)}, true
+}
+
+// besideJob says how the job itself ended, when it failed ("" when it
+// ended exact).
+func besideJob(res *emu.Result, err error) string {
+	switch {
+	case err != nil:
+		return "; the job failed too: " + err.Error()
+	case res != nil && !res.Exact && res.Mismatch != nil:
+		return "; and a host kept a wrong result: " + wrongResult(res.Mismatch).detail
+	}
+	return ""
+}
