@@ -63,7 +63,7 @@ that replays it (replay). --junit writes the same as JUnit XML. Every field: doc
 	f.IntVarP(&a.jobs, "jobs", "j", 1, "run the cases in `N` shards at once in this process (one per core) and merge them")
 	df = addDUTFlags(c)
 	f.StringVar(&a.junit, "junit", "", fmt.Sprintf(junitHelp, "a testcase per property, its failure with the counterexample and replay command"))
-	f.BoolVar(&a.asJSON, "json", false, `print one JSON object: {"seed","release","suite","count","shard","switch_program","dut","device_log","properties":[{"name","passed","cases","counterexample","failure","replay","notes","wall_ns","shard","skipped"},...]}`)
+	f.BoolVar(&a.asJSON, "json", false, `print one JSON object: {"seed","release","suite","count","shard","switch_program","dut","device_log","calibration","properties":[{"name","passed","cases","counterexample","failure","replay","notes","wall_ns","shard","skipped","inconclusive"},...]}`)
 	completeWords(c, map[string][]string{"suite": append(names, "all"), "release": {"safe", "paper"}, "switch-program": netreduce.RingPrograms()})
 	c.MarkFlagsMutuallyExclusive("shard", "jobs")
 	_ = c.MarkFlagDirname("out")
