@@ -90,3 +90,22 @@ func TestPrintedReplayReproduces(t *testing.T) {
 	require.Contains(t, string(got), period[1], "the replay runs with the case's timeout")
 	require.Contains(t, string(got), "result    FAILED: stalled: no progress for ")
 }
+
+// TestICRCPropertiesShrinkAndSayWhy: against a device that only forwards
+// (inaemu's switch in ring mode, for NetReduce jobs: each rank's gradient
+// comes back as its "result"), icrc/no-aggregate-from-corruption fails,
+// shrinks, and says its failure in words, not as a Go struct.
+func TestICRCPropertiesShrinkAndSayWhy(t *testing.T) {
+	prefix := taptest.Prefix(t, "ic")
+	bin := inaemuBinary(t)
+	_, err := tap.Up(tap.Topology{Prefix: prefix, Workers: 3, Wired: true})
+	require.NoError(t, err)
+	code, out, errOut := runCLI("conformance", "--suite", "icrc", "--dut", "tap:"+prefix,
+		"--dut-cmd", "exec "+bin+" switch --tap $INAEMU_DUT_PREFIX $INAEMU_DUT_FLAGS --mode ring", "--count", "2", "--seed", "4", "--out", t.TempDir())
+	require.Equal(t, exitFail, code, "%s\n%s", out, errOut)
+	line := regexp.MustCompile(`(?m)^  icrc/no-aggregate-from-corruption +FAILS .*\n      (.*)$`).FindStringSubmatch(out)
+	require.NotNil(t, line, out)
+	require.Regexp(t, `^case 0 \(workers=\d+ .*\) fails: WRONG RESULT: rank \d+ element \d+ is \S+, want \S+; shrunk to workers=2 .*: WRONG RESULT: rank \d+ element \d+ is `, line[1])
+	require.NotContains(t, line[1], "{", "no Go struct")
+	require.Regexp(t, `(?m)^      replay: inaemu run --scenario \S+icrc-corrupt-\d+\.yaml --dut tap:`+prefix, out)
+}
