@@ -1,0 +1,243 @@
+package conformance
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/inaemu/inaemu/dut"
+	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/faults"
+	"github.com/inaemu/inaemu/frames"
+	"github.com/inaemu/inaemu/internal/pcapio"
+	"github.com/inaemu/inaemu/internal/taptest"
+	"github.com/inaemu/inaemu/internal/testtool"
+	"github.com/inaemu/inaemu/tap"
+)
+
+// Open vSwitch as a device under test: a forwarding switch written by
+// nobody here, started for each run by examples/devices/ovs/ovs-dut.sh on
+// its userspace datapath (docs/dut-ovs.md).
+
+// ovsScript is the device script's absolute path.
+func ovsScript(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "examples", "devices", "ovs", "ovs-dut.sh"))
+	require.NoError(t, err)
+	return p
+}
+
+// needOVS skips (or, under CI, fails) a test that cannot make TAPs or
+// finds no Open vSwitch.
+func needOVS(t *testing.T) {
+	t.Helper()
+	testtool.Require(t, "tap", tap.Usable())
+	for _, tool := range []string{"ovsdb-tool", "ovsdb-server", "ovs-vswitchd", "ovs-vsctl", "ovs-ofctl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if _, err := os.Stat(filepath.Join("/usr/sbin", tool)); err != nil {
+				testtool.Require(t, "interop", fmt.Errorf("%s not installed (apt-get install openvswitch-switch)", tool))
+			}
+		}
+	}
+}
+
+// ovsLeftovers lists what a stopped script left: entries of its
+// temporary directory tmp, and processes whose command line names tmp
+// (its daemons' --pidfile and --log-file are under it).
+func ovsLeftovers(t *testing.T, tmp string) []string {
+	t.Helper()
+	var left []string
+	ents, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	for _, e := range ents {
+		left = append(left, filepath.Join(tmp, e.Name()))
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(b, []byte(tmp)) {
+			continue
+		}
+		if st, err := os.ReadFile(filepath.Join(filepath.Dir(p), "stat")); err == nil && bytes.Contains(st, []byte(") Z ")) {
+			continue // a zombie holds nothing
+		}
+		left = append(left, "process "+filepath.Base(filepath.Dir(p))+": "+strings.ReplaceAll(string(bytes.TrimRight(b, "\x00")), "\x00", " "))
+	}
+	return left
+}
+
+// waitGone polls until no process names tmp (a killed daemon takes a
+// moment to go) or the budget is spent, and returns what is left.
+func waitGone(t *testing.T, tmp string, d time.Duration) []string {
+	t.Helper()
+	deadline := time.Now().Add(testtool.Budget(d))
+	for {
+		left := ovsLeftovers(t, tmp)
+		procs := false
+		for _, l := range left {
+			procs = procs || strings.HasPrefix(l, "process ")
+		}
+		if !procs || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// misdelivered counts the RoCE frames the device sent out of a rank's
+// port that are addressed to another rank (flooded copies), from the
+// wire's capture (interface 4p+3: what the device sent out of port p).
+func misdelivered(workers int, recs []pcapio.Record) int {
+	n := 0
+	var v frames.View
+	for _, rec := range recs {
+		iface := int(rec.Info.InterfaceIndex)
+		port := iface / 4
+		if iface%4 != 3 || port >= workers || pcapio.IsGhost(rec.Comments) || v.Parse(rec.Data) != nil {
+			continue
+		}
+		for r := 0; r < workers; r++ {
+			if r != port && bytes.Equal(v.DstMAC(), emu.HostMAC(r)) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// TestRingThroughOpenVSwitch: ring all-reduce jobs of 2-4 ranks through
+// Open vSwitch's userspace datapath, on one bridge and on two joined by a
+// patch port, end bit-exact under faults of every kind on the wire, and
+// what go-back-N needs of a device holds on the wire's capture (deviceGBN)
+// and in the hosts' own view (checkGBN on every connection). As a
+// learning switch OVS sends no RoCE frame out of a port whose rank it is
+// not addressed to (the start barrier's ARPs taught it every MAC); as a
+// hub (--hub: every frame flooded) it sends each to every port, and the
+// device judgement still holds: copies addressed to another rank are
+// neither forged data nor forged responses. Each stop leaves no daemon,
+// temporary file or interface.
+func TestRingThroughOpenVSwitch(t *testing.T) {
+	needOVS(t)
+	prefix := taptest.Prefix(t, "ov")
+	_, err := tap.Up(tap.Topology{Prefix: prefix, Workers: 4, Wired: true})
+	require.NoError(t, err)
+	ports := taptest.Interfaces(t, prefix)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // the script's directory: empty again after each stop
+	script := ovsScript(t)
+	type ovsCase struct {
+		name    string
+		flags   string
+		workers int
+		events  []string
+	}
+	cases := []ovsCase{
+		{"one-bridge/2", "", 2, []string{"drop port=0 dir=in class=data nth=5", "drop port=1 dir=out class=ack nth=2"}},
+		{"one-bridge/3", "", 3, []string{"corrupt port=1 dir=in class=data nth=40", "dup port=0 dir=out class=data nth=7", "hold=3 port=2 dir=in class=data nth=60"}},
+		{"one-bridge/4", "", 4, []string{"delay=80000us port=3 dir=in class=data nth=90", "drop port=0 dir=in class=nak nth=1", "drop port=2 dir=in class=data nth=11"}},
+		{"two-bridges/2", "--bridges 2", 2, []string{"corrupt port=0 dir=out class=data nth=30", "drop port=1 dir=in class=ack nth=3"}},
+		{"two-bridges/3", "--bridges 2", 3, []string{"drop port=2 dir=in class=data nth=20", "dup port=1 dir=in class=ack nth=4", "hold=2 port=0 dir=out class=data nth=50"}},
+		{"two-bridges/4", "--bridges 2", 4, []string{"drop port=3 dir=out class=data nth=9", "corrupt port=2 dir=in class=ack nth=2", "delay=80000us port=0 dir=in class=data nth=70"}},
+		{"hub/3", "--hub", 3, []string{"drop port=1 dir=in class=data nth=8", "dup port=2 dir=out class=ack nth=5"}},
+		{"hub-two-bridges/4", "--hub --bridges 2", 4, []string{"drop port=0 dir=in class=data nth=12", "corrupt port=3 dir=out class=data nth=25"}},
+		{"netdev-two-bridges/3", "--datapath netdev --bridges 2", 3, []string{"drop port=1 dir=in class=data nth=6", "drop port=2 dir=out class=ack nth=3"}},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if strings.Contains(c.flags, "netdev") {
+				if _, err := os.Stat("/sys/class/net/ovs-netdev"); err == nil {
+					t.Skip("SKIP: ovs-netdev exists: another Open vSwitch runs a netdev datapath on this host (one per host)")
+				}
+			}
+			var log bytes.Buffer
+			d := dut.Device{Prefix: prefix, Command: "exec " + script + " " + c.flags, Log: &log, StartTimeout: testtool.Budget(30 * time.Second)}
+			cfg := emu.DefaultConfig()
+			cfg.Mode, cfg.Workers, cfg.TensorBytes, cfg.MTU, cfg.Timeout, cfg.Seed = emu.Ring, c.workers, 256<<10, 1024, 14, uint64(21+i)
+			for _, s := range c.events {
+				e, err := faults.Parse(s)
+				require.NoError(t, err)
+				cfg.Events = append(cfg.Events, e)
+			}
+			var capture bytes.Buffer
+			cfg.Capture = &capture
+			var tr hostTrace
+			d.Observe = tr.observe
+			start := time.Now()
+			res, err := dut.Run(cfg, d)
+			wall := time.Since(start)
+			require.NoError(t, err, "the device's output:\n%s", log.String())
+			require.Contains(t, log.String(), "ready: Open vSwitch")
+			require.True(t, res.Exact, "%v", c.events)
+			require.NotZero(t, res.Faults.Injected(), "%v", c.events)
+			recs, err := readRecords(&capture)
+			require.NoError(t, err)
+			require.Empty(t, deviceGBN(c.workers, recs), "%v", c.events)
+			for r := range c.workers {
+				ev, first, ok := tr.connection(r, c.workers)
+				require.True(t, ok)
+				require.Empty(t, checkGBN(ev, first), "%v: connection %d", c.events, r)
+			}
+			copies := misdelivered(c.workers, recs)
+			if strings.Contains(c.flags, "--hub") {
+				require.NotZero(t, copies, "a hub floods every frame to every port")
+			} else {
+				require.Zero(t, copies, "a learning switch that knows every MAC floods no RoCE frame")
+			}
+			require.Empty(t, waitGone(t, tmp, 5*time.Second), "what the stopped script left")
+			require.ElementsMatch(t, ports, taptest.Interfaces(t, prefix), "the device ports and nothing else")
+			t.Logf("%v: %d host frames, %d retransmissions, %d NAKs, %d timeouts, %d flooded copies; %v from barrier to result, %v with the device's start and stop",
+				c.events, res.FramesSent, res.Retransmissions, res.NAKs, res.Timeouts, copies, time.Duration(res.VirtualNS).Round(time.Microsecond), wall.Round(time.Millisecond))
+		})
+	}
+}
+
+// TestOVSScriptKilled: when the script's shell is killed (SIGKILL, as
+// inaemu's parent-death signal does when inaemu dies), its daemons die
+// with it (their own parent-death signal), and the next start removes the
+// temporary directory the killed one could not.
+func TestOVSScriptKilled(t *testing.T) {
+	needOVS(t)
+	prefix := taptest.Prefix(t, "ok")
+	_, err := tap.Up(tap.Topology{Prefix: prefix, Workers: 2, Wired: true})
+	require.NoError(t, err)
+	tmp := t.TempDir()
+	start := func() (*exec.Cmd, *bufio.Scanner) {
+		cmd := taptest.Command(ovsScript(t), "--bridges", "2")
+		cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "INAEMU_DUT_PREFIX="+prefix, "INAEMU_DUT_WORKERS=2")
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "ready: ") {
+				return cmd, sc
+			}
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatal("the script exited before it was ready")
+		return nil, nil
+	}
+	cmd, _ := start()
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	left := waitGone(t, tmp, 5*time.Second)
+	require.Len(t, left, 1, "only the killed script's directory: %v", left)
+	require.Contains(t, left[0], "inaemu-ovs.")
+	// The next start sweeps it; a clean stop (SIGTERM) leaves nothing.
+	cmd, _ = start()
+	_, err = os.Stat(left[0])
+	require.ErrorIs(t, err, os.ErrNotExist, "the killed run's directory, swept by the next start")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, cmd.Wait(), "a stopped script exits 0")
+	require.Empty(t, waitGone(t, tmp, 5*time.Second))
+}
