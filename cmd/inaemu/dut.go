@@ -14,6 +14,7 @@ import (
 	"github.com/inaemu/inaemu/conformance"
 	"github.com/inaemu/inaemu/dut"
 	"github.com/inaemu/inaemu/emu"
+	"github.com/inaemu/inaemu/roce"
 )
 
 // dutFlags are the flags that name a device under test (run, conformance).
@@ -202,6 +203,9 @@ func runOnDUT(e *cmdEnv, d *dutFlags, cfg emu.Config, timed bool, pcap string, a
 	}
 	if !asJSON {
 		fmt.Fprintf(e.stdout, "inaemu run: %s\n", cal)
+		if !timed {
+			fmt.Fprintf(e.stdout, "inaemu run: ACK timeout %d (%v), fitted to the calibration (--timeout sets it)\n", cfg.Timeout, roce.AckTimeout(cfg.Timeout))
+		}
 	}
 	_ = calErr // said in cal's line; the job runs anyway and is judged on its own
 	capFile, err := createPcap(pcap)
