@@ -110,6 +110,40 @@ func TestSuitesCatchFaultySwitches(t *testing.T) {
 	}
 }
 
+// TestSuitesCatchWhatDevicesEmitAndOwe: three toy-switch bugs whose
+// hosts may end exact are caught by default (the command's --count, 100
+// cases, stopping at the first failure) with a shrunk case, each by the
+// rule that names it: late-sum (a late packet of a released message
+// answered with a newer message's sum, in an old PSN its receiver drops
+// as a duplicate) by agg-sum on the device's side of the wire's capture,
+// withhold (one result per message held until the sender resends) by
+// result-lost, forge-ack (ACKs on the receiver's behalf, with the key the
+// receiver sends later) by response-forged.
+func TestSuitesCatchWhatDevicesEmitAndOwe(t *testing.T) {
+	for _, tc := range []struct {
+		bug, rule string
+		suite     func(SuiteOptions) []PropertyResult
+	}{
+		{"late-sum", "agg-sum: the device sent", AggregationSuite},
+		{"withhold", "result-lost: the device was sent", AggregationSuite},
+		{"forge-ack", "response-forged: the device sent rank", GBNSuite},
+	} {
+		t.Run(tc.bug, func(t *testing.T) {
+			o := deviceUnderTest(t, "fo", 4, "../dut/testdata/toyswitch", "exec $BIN --prefix $INAEMU_DUT_PREFIX $INAEMU_DUT_FLAGS --bug "+tc.bug)
+			o.Count = 100 // inaemu conformance's default
+			start := time.Now()
+			res := tc.suite(o)[0]
+			require.False(t, res.Passed, "the %s switch passed %d cases", tc.bug, res.Cases)
+			t.Logf("%s: caught at case %d in %v: %s", tc.bug, res.Cases, time.Since(start).Round(time.Millisecond), res.Failure)
+			require.Contains(t, res.Failure, "shrunk to")
+			_, shrunk, _ := strings.Cut(res.Failure, "shrunk to")
+			require.Contains(t, shrunk, tc.rule, "the shrunk case fails by the same rule")
+			require.NotNil(t, res.Counterexample)
+			require.FileExists(t, strings.TrimSuffix(*res.Counterexample, ".yaml")+".pcapng")
+		})
+	}
+}
+
 // testpmdCommand is DPDK's testpmd as a two-port device: its tap driver
 // makes the TAPs PREFIX-sw0 and PREFIX-sw1 (and removes them when it
 // stops), and io forwarding sends whatever one port receives out of the
