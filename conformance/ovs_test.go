@@ -241,3 +241,36 @@ func TestOVSScriptKilled(t *testing.T) {
 	require.NoError(t, cmd.Wait(), "a stopped script exits 0")
 	require.Empty(t, waitGone(t, tmp, 5*time.Second))
 }
+
+// TestOVSDocsExample: the commands of docs/dut-ovs.md's first block, from
+// `inaemu tap up --wired` to `inaemu tap down`, run as written (in
+// network, mount and PID namespaces of their own, so its prefix ovs is
+// nobody else's): every run ends exact and every capture conforms.
+func TestOVSDocsExample(t *testing.T) {
+	needOVS(t)
+	page, err := os.ReadFile(filepath.Join("..", "docs", "dut-ovs.md"))
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(string(page), "```text\n")
+	require.True(t, ok, "docs/dut-ovs.md has a text block")
+	block, _, ok := strings.Cut(rest, "```")
+	require.True(t, ok)
+	require.True(t, strings.HasPrefix(block, "inaemu tap up --wired "), "the page's first block starts with the TAPs:\n%s", block)
+	require.Contains(t, block, "inaemu tap down")
+	bin := testtool.Build(t, "github.com/inaemu/inaemu/cmd/inaemu", "inaemu")
+	repo, err := filepath.Abs("..")
+	require.NoError(t, err)
+	work := t.TempDir() // laid out as a clone's root is for the commands
+	require.NoError(t, os.Symlink(filepath.Join(repo, "examples"), filepath.Join(work, "examples")))
+	cmd, err := taptest.Isolated("bash", "-e", "-c", block)
+	testtool.Require(t, "the docs/dut-ovs.md example", err)
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"), "TMPDIR="+t.TempDir())
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	runs := strings.Count(block, "inaemu run ")
+	require.Equal(t, 2, runs)
+	require.Equal(t, runs, strings.Count(string(out), "result    EXACT"), "%s", out)
+	require.Equal(t, runs, strings.Count(string(out), "result       conforms"), "%s", out)
+	t.Logf("docs/dut-ovs.md's commands: %v", time.Since(start).Round(time.Millisecond))
+}

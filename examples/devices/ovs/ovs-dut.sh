@@ -100,11 +100,14 @@ export OVS_RUNDIR="$dir" OVS_DBDIR="$dir" OVS_LOGDIR="$dir" OVS_SYSCONFDIR="$dir
 
 pids=
 made= # kernel interfaces OVS makes and leaves behind (netdev datapath)
+mtus= # PORT=MTU: the device ports' MTUs before --mtu changed them
 cleanup() {
 	trap - EXIT INT TERM
 	for p in $pids; do kill "$p" 2>/dev/null || true; done
 	for p in $pids; do wait "$p" 2>/dev/null || true; done
 	for i in $made; do ip link del "$i" 2>/dev/null || true; done
+	# mtu_request changed the TAPs' own MTU, which outlives OVS: restore it.
+	for pm in $mtus; do ip link set dev "${pm%=*}" mtu "${pm#*=}" 2>/dev/null || true; done
 	rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -153,7 +156,10 @@ while [ $b -lt $bridges ]; do
 	while [ $r -lt "$workers" ]; do
 		if { [ $b = 0 ] && [ $r -lt $half ]; } || { [ $b = 1 ] && [ $r -ge $half ]; }; then
 			args="$args -- add-port $br $prefix-sw$r -- set interface $prefix-sw$r type=tap ofport_request=$((r + 1))"
-			[ -n "$mtu" ] && args="$args mtu_request=$mtu"
+			if [ -n "$mtu" ]; then
+				args="$args mtu_request=$mtu"
+				mtus="$mtus $prefix-sw$r=$(cat "/sys/class/net/$prefix-sw$r/mtu")"
+			fi
 		fi
 		r=$((r + 1))
 	done
