@@ -205,7 +205,14 @@ func (d Device) run(cfg emu.Config, wcfg faultwire.Config, timeout time.Duration
 		err = s // not the closed pipes' error: why they were closed
 	}
 	stopWire()
-	if e := <-werr; err == nil && e != nil {
+	if e := <-werr; e != nil {
+		// The wire stopped (a write to a device port failed: a frame
+		// larger than the port's MTU, a port gone): frames stopped
+		// reaching the device, so a job failure or stall that followed
+		// says nothing about the device. The run could not be made.
+		if err != nil {
+			e = fmt.Errorf("%w; the job then failed: %v", e, err)
+		}
 		err = fmt.Errorf("wire: %w", e)
 	}
 	for _, h := range hosts {
