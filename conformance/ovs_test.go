@@ -3,6 +3,7 @@ package conformance
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -123,7 +124,8 @@ func misdelivered(workers int, recs []pcapio.Record) int {
 // not addressed to (the start barrier's ARPs taught it every MAC); as a
 // hub (--hub: every frame flooded) it sends each to every port, and the
 // device judgement still holds: copies addressed to another rank are
-// neither forged data nor forged responses. Each stop leaves no daemon,
+// neither forged data nor forged responses nor misdelivered frames
+// (deviceEmitted: each also left by its addressee's port). Each stop leaves no daemon,
 // temporary file or interface.
 func TestRingThroughOpenVSwitch(t *testing.T) {
 	needOVS(t)
@@ -181,6 +183,7 @@ func TestRingThroughOpenVSwitch(t *testing.T) {
 			recs, err := readRecords(&capture)
 			require.NoError(t, err)
 			require.Empty(t, deviceGBN(c.workers, recs), "%v", c.events)
+			require.Empty(t, deviceEmitted(c.workers, recs), "%v: flooding is no misdelivery", c.events)
 			for r := range c.workers {
 				ev, first, ok := tr.connection(r, c.workers)
 				require.True(t, ok)
@@ -273,4 +276,41 @@ func TestOVSDocsExample(t *testing.T) {
 	require.Equal(t, runs, strings.Count(string(out), "result    EXACT"), "%s", out)
 	require.Equal(t, runs, strings.Count(string(out), "result       conforms"), "%s", out)
 	t.Logf("docs/dut-ovs.md's commands: %v", time.Since(start).Round(time.Millisecond))
+}
+
+// TestOVSPortMTUTooSmall: with Open vSwitch's usual port MTU of 1500
+// (--mtu 1500: mtu_request, which sets the TAPs' own MTU), a job of
+// 4096-byte packets cannot cross the wire: its writes of 4170-byte frames
+// to the device port fail. The run says so (a wire error, not the job's
+// failure, and no evidence against the device: the device never saw the
+// frames), and the script gives the TAPs their MTU back when it stops.
+func TestOVSPortMTUTooSmall(t *testing.T) {
+	needOVS(t)
+	prefix := taptest.Prefix(t, "om")
+	_, err := tap.Up(tap.Topology{Prefix: prefix, Workers: 2, Wired: true})
+	require.NoError(t, err)
+	t.Setenv("TMPDIR", t.TempDir())
+	mtu := func() string {
+		b, err := os.ReadFile("/sys/class/net/" + prefix + "-sw0/mtu")
+		require.NoError(t, err)
+		return strings.TrimSpace(string(b))
+	}
+	before := mtu()
+	require.Equal(t, fmt.Sprint(tap.DefaultMTU), before)
+	var log bytes.Buffer
+	d := dut.Device{Prefix: prefix, Command: "exec " + ovsScript(t) + " --mtu 1500", Log: &log, StartTimeout: testtool.Budget(30 * time.Second)}
+	cfg := emu.DefaultConfig()
+	cfg.Mode, cfg.Workers, cfg.TensorBytes, cfg.MTU, cfg.Timeout, cfg.Seed = emu.Ring, 2, 64<<10, 4096, 14, 2
+	var capture bytes.Buffer
+	cfg.Capture = &capture
+	_, err = dut.Run(cfg, d)
+	require.Error(t, err, "the device's output:\n%s", log.String())
+	require.Contains(t, err.Error(), "wire: ")
+	require.Contains(t, err.Error(), "message too long")
+	var je *emu.JobError
+	require.False(t, errors.As(err, &je), "not the job's failure: %v", err)
+	recs, rerr := readRecords(&capture)
+	require.NoError(t, rerr)
+	require.Empty(t, deviceEvidence(2, recs, err), "no evidence against a device that never saw the frames")
+	require.Equal(t, before, mtu(), "the TAP's MTU, restored when the script stopped")
 }
