@@ -49,7 +49,13 @@ static int usage(const char* msg) {
     return 2;
 }
 
+// open_tap attaches to the existing TAP name (TUNSETIFF on a name that does
+// not exist would make a new, non-persistent one).
 static int open_tap(const std::string& name) {
+    if (access(("/sys/class/net/" + name + "/tun_flags").c_str(), F_OK) != 0) {
+        errno = ENODEV;
+        return -1;
+    }
     int fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK);
     if (fd < 0) return -1;
     struct ifreq ifr;
@@ -130,7 +136,8 @@ int main(int argc, char** argv) {
         ports[r].fd = open_tap(name);
         if (ports[r].fd < 0) {
             fprintf(stderr, "rtl-agg: open TAP %s: %s (make it with 'inaemu tap up --wired --prefix %s --workers %d'; root)\n",
-                    name.c_str(), strerror(errno), f["prefix"].c_str(), workers);
+                    name.c_str(), errno == ENODEV ? "no such TAP" : strerror(errno), f["prefix"].c_str(), workers);
+            for (int k = 0; k < r; k++) close(ports[k].fd);
             return 1;
         }
     }
