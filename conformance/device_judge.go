@@ -102,7 +102,9 @@ func judgeDevice(recs []pcapio.Record, c aggCase) (rule, detail string) {
 // false when the capture shows no fault of the device.
 func deviceFirst(recs []pcapio.Record, c aggCase, res *emu.Result, err error) (aggOutcome, bool) {
 	rule, detail := judgeDevice(recs, c)
-	if rule == "" {
+	if rule == "" || rule == "unchecked" && err != nil {
+		// A job that failed is judged by its failure when the capture
+		// holds no violation: too few results may have left to check.
 		return aggOutcome{}, false
 	}
 	return aggOutcome{fail: rule, detail: detail + besideJob(res, err)}, true
