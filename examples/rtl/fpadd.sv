@@ -5,9 +5,10 @@
 // simulation evaluates each in one cycle.
 package fpadd_pkg;
 
-  // f32_add returns a + b rounded to nearest even. NaN operands and
-  // inf + -inf give the quiet NaN 0x7FC00000 (a NaN's payload is not
-  // propagated: the hosts' gradients are finite, see docs/dut-rtl.md).
+  // f32_add returns a + b rounded to nearest even. inf + -inf gives the
+  // x86 default NaN 0xFFC00000, as the hosts' CPUs compute it; a NaN
+  // operand gives the quiet NaN 0x7FC00000 (a NaN's sign and payload are
+  // not propagated: the hosts' gradients are finite, see docs/dut-rtl.md).
   function automatic logic [31:0] f32_add(input logic [31:0] a, input logic [31:0] b);
     logic        sa, sb, sr;
     logic [7:0]  ea, eb;
@@ -19,7 +20,7 @@ package fpadd_pkg;
     int          d, lz;
     logic        sticky, up;
     if (a[30:0] > 31'h7F800000 || b[30:0] > 31'h7F800000) return 32'h7FC00000;
-    if (a[30:23] == 8'hFF && b[30:23] == 8'hFF && a[31] != b[31]) return 32'h7FC00000;
+    if (a[30:23] == 8'hFF && b[30:23] == 8'hFF && a[31] != b[31]) return 32'hFFC00000;
     if (a[30:23] == 8'hFF) return a;
     if (b[30:23] == 8'hFF) return b;
     // |a| >= |b| from here on.
