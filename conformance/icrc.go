@@ -125,9 +125,10 @@ func cleanAggCase(o SuiteOptions, seed uint64) (aggCase, cleanShape) {
 
 // jobFailed is the outcome of a run that ended in err (not nil): against
 // a device a transport failure with nothing to blame is inconclusive
-// (see settle), with device evidence a failure; in the emulator any job
-// failure is one (these cases' faults are bounded).
-func jobFailed(o SuiteOptions, workers int, recs []pcapio.Record, err error) aggOutcome {
+// (see settle), with device evidence a failure (the device rules of
+// device_judge.go for an aggregating job, then deviceEvidence); in the
+// emulator any job failure is one (these cases' faults are bounded).
+func jobFailed(o SuiteOptions, c aggCase, aggregating bool, recs []pcapio.Record, err error) aggOutcome {
 	var je *emu.JobError
 	switch {
 	case !errors.As(err, &je):
@@ -135,7 +136,10 @@ func jobFailed(o SuiteOptions, workers int, recs []pcapio.Record, err error) agg
 	case o.DUT == nil:
 		return aggOutcome{fail: "transport", detail: "the job failed: " + je.Msg}
 	}
-	if ev := deviceEvidence(workers, recs, err); ev != "" {
+	if rule, detail := judgeDevice(recs, c); aggregating && rule != "" && rule != "unchecked" {
+		return aggOutcome{fail: rule, detail: detail + "; the job failed too: " + je.Msg}
+	}
+	if ev := deviceEvidence(c.Workers, recs, err); ev != "" {
 		return aggOutcome{fail: "transport", detail: "the job failed (" + je.Msg + "), and the device is to blame: " + ev}
 	}
 	return aggOutcome{inconclusive: true, detail: "the job failed with no fault to explain it and no evidence against the device: " + je.Msg}
@@ -146,7 +150,7 @@ func emittedVerify(o SuiteOptions) PropertyResult {
 	res := PropertyResult{Name: name, Passed: true}
 	eachCase(o, name, &res, func(i int, seed uint64) bool {
 		c, cs := cleanAggCase(o, seed)
-		run := func(c aggCase) aggOutcome { return emittedOutcome(o, cs.scenario(c), c.Workers) }
+		run := func(c aggCase) aggOutcome { return emittedOutcome(o, cs.scenario(c), c) }
 		c, out := settle(c, run(c), run)
 		if out.inconclusive {
 			res.inconclusive(i, out)
@@ -164,10 +168,10 @@ func emittedVerify(o SuiteOptions) PropertyResult {
 
 // emittedOutcome runs sc and judges every frame of its capture: each
 // must carry a valid ICRC but those a fault corrupted.
-func emittedOutcome(o SuiteOptions, sc *scenario.Scenario, workers int) aggOutcome {
+func emittedOutcome(o SuiteOptions, sc *scenario.Scenario, c aggCase) aggOutcome {
 	recs, _, err := captureOf(o, sc)
 	if err != nil {
-		return jobFailed(o, workers, recs, err)
+		return jobFailed(o, c, sc.Mode == "netreduce", recs, err)
 	}
 	var v frames.View
 	for k, r := range recs {
@@ -372,7 +376,7 @@ func corruptionOutcome(o SuiteOptions, c aggCase) aggOutcome {
 	}
 	switch {
 	case err != nil:
-		return jobFailed(o, c.Workers, recs, err)
+		return jobFailed(o, c, true, recs, err)
 	case !out.Exact:
 		return wrongResult(out.Mismatch)
 	case o.DUT != nil:
