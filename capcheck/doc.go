@@ -43,7 +43,9 @@
 //     switch, other ranks' results left, this rank's did not before its
 //     sender resent the packet; judged once a later result to the same
 //     receiver (of a packet that rank's own later contribution completed)
-//     shows the switch had handled the resend (rules_owed.go).
+//     shows the switch had handled the resend; applied to faultwire's
+//     capture of a device, which writes what the switch sent before the
+//     link's faults act (rules_owed.go).
 //   - inaps-sum: an INA-PS result (ATP's frame, EtherType 0x0700: flags
 //     with ACK, or a reliable-channel answer or parameter) whose bitmap is
 //     not the job's full mask or whose values are not the wrapping int32

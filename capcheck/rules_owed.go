@@ -33,9 +33,15 @@ import (
 // again, or, once released, goes on unchanged). Fewer is a violation;
 // with no such later frame the cell is not judged.
 //
-// Frames the faults dropped on the way out (not delivered) still left
-// the switch and count; frames dropped or corrupted on the way in never
-// reached it, and forged copies (spoof) are no rank's contribution.
+// The rule needs a record of every frame the switch sent, made before
+// any fault of the link acted on it: faultwire's capture of a device
+// (swR-wR is what the wire read from the device; its faults act after,
+// and are written on the host's side). It is applied to such captures
+// only. Elsewhere (the emulator's X-out, a tap) a frame is written where
+// it comes out of the link, so a result a fault delayed past the end of
+// the capture is never written at all, and its absence proves nothing.
+// Frames dropped or corrupted on the way in never reached the switch,
+// and forged copies (spoof) are no rank's contribution.
 
 // RuleResultLost names a result the switch owed a receiver and never sent.
 const RuleResultLost = "result-lost"
@@ -65,7 +71,7 @@ type owedCell struct {
 // not judged: no one switch holds every contribution of their cells.
 func (c *checker) resultLostRule(sides *hostSides, tag uint32, trees map[uint8][]uint64) {
 	fs := c.fs
-	if !sides.any {
+	if !sides.any || !allNames(c.ifaceNames, faultwireName) {
 		return
 	}
 	// The frames in time order (the capture's order among equal times):
