@@ -102,6 +102,15 @@ func judgeDevice(recs []pcapio.Record, c aggCase) (rule, detail string) {
 // false when the capture shows no fault of the device.
 func deviceFirst(recs []pcapio.Record, c aggCase, res *emu.Result, err error) (aggOutcome, bool) {
 	rule, detail := judgeDevice(recs, c)
+	if rule == "" && err == nil && res != nil && !res.Exact {
+		// A wrong result a forged or lost response caused (the sender
+		// moved on): the device's handling of the connections comes
+		// first, the wrong result beside it.
+		if v := deviceGBN(c.Workers, recs); v != "" {
+			rule, _, _ = strings.Cut(v, ":")
+			rule, detail = "gbn:"+rule, v
+		}
+	}
 	if rule == "" || rule == "unchecked" && err != nil {
 		// A job that failed is judged by its failure when the capture
 		// holds no violation: too few results may have left to check.

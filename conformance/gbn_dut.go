@@ -88,13 +88,6 @@ func runGBNOnDevice(o SuiteOptions, c aggCase) aggOutcome {
 		rule, _, _ := strings.Cut(v, ":")
 		return aggOutcome{fail: "gbn:" + rule, detail: v}
 	}
-	if out.fail == "wrong" {
-		// A wrong result a forged or lost response caused is the device's
-		// doing: its evidence comes first, the wrong result beside it.
-		if v := deviceGBN(c.Workers, recs); v != "" {
-			return fail(v + "; and a host kept a wrong result: " + out.detail)
-		}
-	}
 	if out.fail != "" || out.transport || out.inconclusive {
 		return out
 	}
