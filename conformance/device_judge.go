@@ -108,7 +108,7 @@ func deviceFirst(recs []pcapio.Record, c aggCase, res *emu.Result, err error) (a
 		// first, the wrong result beside it.
 		if v := deviceGBN(c.Workers, recs); v != "" {
 			rule, _, _ = strings.Cut(v, ":")
-			rule, detail = "gbn:"+rule, v
+			detail = v // rule: the gbn rule's name (a file name part)
 		}
 	}
 	if rule == "" || rule == "unchecked" && err != nil {
