@@ -384,6 +384,9 @@ type aggOutcome struct {
 	// inconclusive: against a device, a transport failure with nothing
 	// to blame (neither a fault nor device evidence); fail is "".
 	inconclusive bool
+	// silent: against a device, a failure whose only evidence is that the
+	// device sent nothing through a stall (settle confirms it once).
+	silent bool
 }
 
 // retryBudget is the jobs' retry_cnt + 1: an exchange broken that many
@@ -433,10 +436,7 @@ func runAggCaseOn(o SuiteOptions, c aggCase, rel netreduce.Release) (aggOutcome,
 			}
 		}
 		if o.DUT != nil {
-			if ev := deviceEvidence(c.Workers, recs, err); ev != "" {
-				return aggOutcome{fail: "transport", detail: "the job failed (" + je.Msg + "), and the device is to blame: " + ev}, recs
-			}
-			return aggOutcome{inconclusive: true, detail: "the job failed with no fault to explain it and no evidence against the device: " + je.Msg}, recs
+			return blameDevice(c.Workers, recs, err, je), recs
 		}
 		return aggOutcome{fail: "transport", detail: "the job failed though the fault log shows no exchange of the ring broken retry_cnt+1 times: " + je.Msg}, recs
 	case err != nil:

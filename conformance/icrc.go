@@ -139,10 +139,7 @@ func jobFailed(o SuiteOptions, c aggCase, aggregating bool, recs []pcapio.Record
 	if rule, detail := judgeDevice(recs, c); aggregating && rule != "" && rule != "unchecked" {
 		return aggOutcome{fail: rule, detail: detail + "; the job failed too: " + je.Msg}
 	}
-	if ev := deviceEvidence(c.Workers, recs, err); ev != "" {
-		return aggOutcome{fail: "transport", detail: "the job failed (" + je.Msg + "), and the device is to blame: " + ev}
-	}
-	return aggOutcome{inconclusive: true, detail: "the job failed with no fault to explain it and no evidence against the device: " + je.Msg}
+	return blameDevice(c.Workers, recs, err, je)
 }
 
 func emittedVerify(o SuiteOptions) PropertyResult {

@@ -31,19 +31,34 @@ const inconclusiveRetry = 2
 // with err, from the wire's capture recs, or "": the stall detector's
 // finding (a device silent while every rank sent into it) and the device
 // rules of go-back-N (deviceGBN: responses forged or lost, data forged).
-func deviceEvidence(workers int, recs []pcapio.Record, err error) string {
-	if se := (*dut.StallError)(nil); errors.As(err, &se) {
-		if ev := se.Evidence(); ev != "" {
-			return ev
+func deviceEvidence(workers int, recs []pcapio.Record, err error) (ev string, silentOnly bool) {
+	if len(recs) > 0 {
+		if ev := deviceEmitted(workers, recs); ev != "" {
+			return ev, false
+		}
+		if ev := deviceGBN(workers, recs); ev != "" {
+			return ev, false
 		}
 	}
-	if len(recs) == 0 {
-		return ""
+	if se := (*dut.StallError)(nil); errors.As(err, &se) {
+		if ev := se.Evidence(); ev != "" {
+			return ev, true
+		}
 	}
-	if ev := deviceEmitted(workers, recs); ev != "" {
-		return ev
+	return "", false
+}
+
+// blameDevice is the outcome of a job against a device that failed in
+// its transport (je) with no injected fault to explain it: a failure
+// with the device's evidence, else inconclusive. A device that only went
+// silent is blamed too, but settle confirms it once first: a device
+// process starved of the CPU on a loaded machine is silent for a while
+// as well, and a device that is really mute is mute again.
+func blameDevice(workers int, recs []pcapio.Record, err error, je *emu.JobError) aggOutcome {
+	if ev, silent := deviceEvidence(workers, recs, err); ev != "" {
+		return aggOutcome{fail: "transport", detail: "the job failed (" + je.Msg + "), and the device is to blame: " + ev, silent: silent}
 	}
-	return deviceGBN(workers, recs)
+	return aggOutcome{inconclusive: true, detail: "the job failed with no fault to explain it and no evidence against the device: " + je.Msg}
 }
 
 // deviceEmitted checks two things every frame the device sends owes, from
@@ -109,14 +124,20 @@ func deviceEmitted(workers int, recs []pcapio.Record) string {
 	return ""
 }
 
-// settle reruns an inconclusive case once with a longer timeout (run
-// judges a case): it returns the case as last run and its outcome.
+// settle reruns an inconclusive case, or one whose only evidence is a
+// silent device, once with a longer timeout (run judges a case): it
+// returns the case as last run and its outcome. A case that holds the
+// second time holds: the first failure was the machine's.
 func settle(c aggCase, out aggOutcome, run func(aggCase) aggOutcome) (aggCase, aggOutcome) {
-	if !out.inconclusive {
+	if !out.inconclusive && !out.silent {
 		return c, out
 	}
 	longer := c.withTimeout(c.Timeout + inconclusiveRetry)
-	if again := run(longer); again.fail != "" || again.inconclusive {
+	again := run(longer)
+	switch {
+	case out.silent && again.silent:
+		return c, out // mute with either timeout: shrink the quicker case
+	case again.fail != "" || again.inconclusive:
 		return longer, again
 	}
 	return c, aggOutcome{} // the machine's, the first time

@@ -70,6 +70,22 @@ func TestSettle(t *testing.T) {
 	require.True(t, out.inconclusive)
 	require.Empty(t, out.fail)
 
+	// A device that only went silent (a starved process looks the same) is
+	// blamed only when it is silent again with the longer timeout.
+	silent := aggOutcome{fail: "transport", detail: "the device sent no frame for 1.1s", silent: true}
+	ran = nil
+	_, out = settle(c, silent, run(aggOutcome{}))
+	require.Len(t, ran, 1, "a silent device's case is confirmed once")
+	require.Equal(t, aggOutcome{}, out, "answering the second time: the machine's")
+	got, out = settle(c, silent, run(silent))
+	require.Equal(t, "transport", out.fail, "silent twice: the device's")
+	require.Equal(t, 14, got.Timeout, "the quicker case is the one shrunk and replayed")
+	ran = nil
+	ev := aggOutcome{fail: "transport", detail: "response-forged: ..."}
+	_, out = settle(c, ev, run(aggOutcome{}))
+	require.Empty(t, ran, "evidence in the device's frames needs no second run")
+	require.Equal(t, ev, out)
+
 	var res PropertyResult
 	res.Cases = 5
 	res.inconclusive(3, inc)
