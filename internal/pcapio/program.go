@@ -29,12 +29,21 @@ func SwitchProgramComment(program string) string {
 // SwitchProgram is the switch program a capture's section comment
 // (Reader's SectionComment) names, DefaultSwitchProgram if none.
 func SwitchProgram(sectionComment string) string {
-	for line := range strings.SplitSeq(sectionComment, "\n") {
-		if p, ok := strings.CutPrefix(strings.TrimSpace(line), SwitchProgramPrefix); ok && p != "" {
-			return p
-		}
+	if p := sectionValue(sectionComment, SwitchProgramPrefix); p != "" {
+		return p
 	}
 	return DefaultSwitchProgram
+}
+
+// sectionValue is what follows prefix on the first line of a section
+// comment that starts with it and says something, "" if none does.
+func sectionValue(sectionComment, prefix string) string {
+	for line := range strings.SplitSeq(sectionComment, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok && v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // NewCommentedWriter is NewWriter with a Section Header Block comment
@@ -59,14 +68,7 @@ func DTypeComment(dtype string) string {
 }
 
 // DType is the element type a capture's section comment names, "" if none.
-func DType(sectionComment string) string {
-	for line := range strings.SplitSeq(sectionComment, "\n") {
-		if d, ok := strings.CutPrefix(strings.TrimSpace(line), DTypePrefix); ok && d != "" {
-			return d
-		}
-	}
-	return ""
-}
+func DType(sectionComment string) string { return sectionValue(sectionComment, DTypePrefix) }
 
 // JoinComments joins the non-empty comment lines into one section comment.
 func JoinComments(lines ...string) string {
