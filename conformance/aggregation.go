@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,10 @@ type aggCase struct {
 	Hosts    []int
 	// Program is the switch program the job aggregates on ("": netreduce).
 	Program string
+	// Ring: the job is a Ring-AllReduce instead (the hosts add, the
+	// switch only forwards), run through a device that only forwards
+	// (DUT.Mode ring; forDevice sets it up).
+	Ring bool
 }
 
 // host is the host rank r runs on.
@@ -116,12 +121,37 @@ func (c aggCase) forDevice(ports int, cal dut.Calibration) aggCase {
 		c.Events = keep
 	}
 	limit := cal.MaxInFlight(c.Workers, dutMaxInFlight)
+	if c.Ring {
+		return c.forRing(limit, cal)
+	}
 	c.MsgLen = min(c.MsgLen, limit)
 	if c.Window*c.MsgLen > limit {
 		c.Window = max(1, limit/c.MsgLen)
 	}
 	return c.withTimeout(max(dutMinTimeout, cal.Timeout(c.Workers, c.Window*c.MsgLen)))
 }
+
+// forRing is forDevice's fit of a ring job (c.Ring) through a device that
+// only forwards, with at most limit packets in flight per rank. A ring
+// rank keeps up to 4·window+8 messages of step 0 unacknowledged
+// (ringWindow in emu/collective/ring.go), so the message length, then the
+// window, is cut until those fit the limit. A ring needs an element per
+// rank. Forged copies (spoof events) go: a learning switch that sees a
+// rank's MAC arrive on another port moves the MAC there, as Ethernet
+// switches do, and no switch program is there to refuse the forgery.
+func (c aggCase) forRing(limit int, cal dut.Calibration) aggCase {
+	c.Elems = max(c.Elems, c.Workers)
+	c.Events = slices.DeleteFunc(c.Events, func(e string) bool { return strings.HasPrefix(e, "spoof") })
+	c.MsgLen = max(1, min(c.MsgLen, limit/ringOutstanding(c.Window)))
+	if ringOutstanding(c.Window)*c.MsgLen > limit {
+		c.Window = max(1, (limit/c.MsgLen-8)/4)
+	}
+	return c.withTimeout(max(dutMinTimeout, cal.Timeout(c.Workers, ringOutstanding(c.Window)*c.MsgLen)))
+}
+
+// ringOutstanding is how many messages a ring rank keeps unacknowledged
+// with window w (emu/collective's ringWindow).
+func ringOutstanding(w int) int { return 4*w + 8 }
 
 // withTimeout raises the case's timeout exponent to at least t, every
 // delay event scaled by the same factor.
@@ -173,6 +203,9 @@ func (c aggCase) scenario(rel netreduce.Release) *scenario.Scenario {
 	sc := &scenario.Scenario{Workers: &w, Timeout: &to, Mode: "netreduce", Window: &n, MsgLen: &l, MTU: &m,
 		Tensor: fmt.Sprint(c.Elems * c.DType.Size()), DType: c.DType.String(), Seed: &seed,
 		Release: rel.String(), Netem: c.Netem, MaxTime: "120s", SwitchProgram: c.Program}
+	if c.Ring {
+		sc.Mode, sc.SwitchProgram = "ring", "" // a ring job runs on no switch program
+	}
 	for _, e := range c.Events {
 		sc.Faults = append(sc.Faults, c.onHosts(e))
 	}
@@ -200,6 +233,9 @@ func (c aggCase) String() string {
 	if c.Program != "" {
 		s += " switch-program=" + c.Program
 	}
+	if c.Ring {
+		s += " mode=ring"
+	}
 	return s
 }
 
@@ -212,6 +248,10 @@ var mtus = []int{256, 512, 1024, 2048, 4096}
 // than 128 messages late, after its MsgID has wrapped past it. A long
 // hold (130-700 frames) does the same by frame count.
 var faultKinds = []string{"drop", "dup", "corrupt", "delay", "long-delay", "hold", "long-hold", "spoof"}
+
+// ringFaultKinds are the kinds for a ring job through a forwarding
+// device: all but forged copies (see forRing).
+var ringFaultKinds = faultKinds[:len(faultKinds)-1]
 
 // genFaultEvent draws one one-shot event for a job of h workers whose
 // links carry about frames frames each way, so events land anywhere in
@@ -687,7 +727,7 @@ func AggregationSuite(o SuiteOptions) []PropertyResult {
 		c := sample(aggCaseGen(seed), seed).(aggCase)
 		c.fit(o)
 		if o.DUT != nil {
-			c = c.forDevice(o.DUT.Ports, o.DUT.Calibration)
+			c = o.fitCase(c)
 		} else {
 			c.place()
 		}
@@ -770,8 +810,12 @@ func shrinkAgg(o SuiteOptions, c aggCase, run func(aggCase) aggOutcome, out aggO
 				}
 			}
 		}
-		for _, e := range []int{1, c.Elems / 2} {
-			if e >= 1 && e < c.Elems {
+		least := 1
+		if c.Ring {
+			least = c.Workers // a ring needs an element per rank
+		}
+		for _, e := range []int{least, c.Elems / 2} {
+			if e >= least && e < c.Elems {
 				d := c
 				d.Elems = e
 				if try(d) {

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/inaemu/inaemu/dut"
 	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/frames"
 	"github.com/inaemu/inaemu/frames/wire"
@@ -36,12 +35,16 @@ import (
 
 // gbnDeviceCase is a generated job fitted to the device (forDevice) with
 // at least one fault: recovery is what the property is about.
-func gbnDeviceCase(seed uint64, ports int, cal dut.Calibration) aggCase {
-	c := sample(aggCaseGen(seed), seed).(aggCase).forDevice(ports, cal)
+func gbnDeviceCase(o SuiteOptions, seed uint64) aggCase {
+	c := o.fitCase(sample(aggCaseGen(seed), seed).(aggCase))
 	if len(c.Events) == 0 {
 		r := intn{rand.New(rand.NewPCG(seed, 0x6b6e))}
 		frames := c.Elems*c.DType.Size()/c.MTU + 1
-		c.Events = []string{genFaultEvent(r, c.Workers, frames, c.Timeout, faultKinds)}
+		kinds := faultKinds
+		if c.Ring {
+			kinds = ringFaultKinds // see forRing
+		}
+		c.Events = []string{genFaultEvent(r, c.Workers, frames, c.Timeout, kinds)}
 	}
 	return c
 }
@@ -56,7 +59,7 @@ func gbnOnDevice(o SuiteOptions) []PropertyResult {
 	name := "gbn"
 	res := PropertyResult{Name: name, Passed: true}
 	eachCase(o, name, &res, func(i int, seed uint64) bool {
-		c := gbnDeviceCase(seed, o.DUT.Ports, o.DUT.Calibration)
+		c := gbnDeviceCase(o, seed)
 		c, out := settle(c, runGBNOnDevice(o, c), func(d aggCase) aggOutcome { return runGBNOnDevice(o, d) })
 		if out.inconclusive {
 			res.inconclusive(i, out)

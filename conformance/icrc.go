@@ -102,7 +102,7 @@ func cleanAggCase(o SuiteOptions, seed uint64) (aggCase, cleanShape) {
 	c := sample(aggCaseGen(seed), seed).(aggCase) // on the star: the ICRC suites read its interface order
 	c.fit(o)
 	if o.DUT != nil {
-		c = c.forDevice(o.DUT.Ports, o.DUT.Calibration)
+		c = o.fitCase(c)
 	}
 	c.Workers = min(c.Workers, 6)
 	c.Elems = max(min(c.Elems, 4096), c.Workers) // ring mode needs an element per worker
@@ -117,7 +117,7 @@ func cleanAggCase(o SuiteOptions, seed uint64) (aggCase, cleanShape) {
 	c.Events, c.Netem = ev, ""
 	r := rand.New(rand.NewPCG(seed, 1))
 	cs := cleanShape{transport: transports[r.IntN(len(transports))], mode: "netreduce"}
-	if r.IntN(2) == 1 {
+	if r.IntN(2) == 1 || c.Ring {
 		cs.mode = "ring"
 	}
 	return c, cs
@@ -332,7 +332,7 @@ func noAggregateFromCorruption(o SuiteOptions) PropertyResult {
 		c.fit(o)
 		c.Workers, c.Elems, c.Netem = min(c.Workers, 6), min(c.Elems, 4096), ""
 		if o.DUT != nil {
-			c = c.forDevice(o.DUT.Ports, o.DUT.Calibration)
+			c = o.fitCase(c)
 		}
 		r := rand.New(rand.NewPCG(seed, 4))
 		c.Events = nil
@@ -373,7 +373,7 @@ func corruptionOutcome(o SuiteOptions, c aggCase) aggOutcome {
 	}
 	switch {
 	case err != nil:
-		return jobFailed(o, c, true, recs, err)
+		return jobFailed(o, c, !c.Ring, recs, err)
 	case !out.Exact:
 		return wrongResult(out.Mismatch)
 	case o.DUT != nil:

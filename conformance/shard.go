@@ -76,9 +76,12 @@ type Report struct {
 	Shard   *Shard `json:"shard,omitempty"`
 	// SwitchProgram is the switch program the NetReduce jobs aggregated
 	// on when not netreduce (--switch-program).
-	SwitchProgram string           `json:"switch_program,omitempty"`
-	DUT           string           `json:"dut,omitempty"`        // the device under test (--dut), if any
-	DeviceLog     string           `json:"device_log,omitempty"` // the file that holds the device's output (--dut-cmd)
+	SwitchProgram string `json:"switch_program,omitempty"`
+	DUT           string `json:"dut,omitempty"` // the device under test (--dut), if any
+	// DUTMode is "ring" when the device only forwards (--dut-mode ring:
+	// the suites ran ring jobs through it); empty when it aggregates.
+	DUTMode   string `json:"dut_mode,omitempty"`
+	DeviceLog string `json:"device_log,omitempty"` // the file that holds the device's output (--dut-cmd)
 	// Calibration is what the run measured of the device's path before
 	// its cases (--dut), which fitted their shapes and timeouts.
 	Calibration *dut.Calibration `json:"calibration,omitempty"`

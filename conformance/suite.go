@@ -67,9 +67,25 @@ type DUT struct {
 	// cases' shapes and timeouts are fitted to it (forDevice). Zero: the
 	// fixed defaults.
 	Calibration dut.Calibration
+	// Mode is what the device does with the jobs' frames: emu.NetReduce
+	// (or ""), it aggregates them; emu.Ring, it only forwards them by
+	// destination MAC (an Ethernet switch: Open vSwitch, DPDK testpmd),
+	// so the suites run Ring-AllReduce jobs through it (the hosts add)
+	// and judge its forwarding (aggCase.Ring).
+	Mode emu.Mode
 	// cur names the case being run, for the device log's marker lines
 	// (shared by copies of the DUT, as gbn's).
 	cur *runLabel
+}
+
+// forwards reports whether the device only forwards (Mode ring).
+func (d *DUT) forwards() bool { return d != nil && d.Mode == emu.Ring }
+
+// fitCase fits a generated case to the device (forDevice), as a ring
+// job when the device only forwards.
+func (o SuiteOptions) fitCase(c aggCase) aggCase {
+	c.Ring = o.DUT.forwards()
+	return c.forDevice(o.DUT.Ports, o.DUT.Calibration)
 }
 
 // runLabel is the case a device runs: its property, number and seed, and
@@ -123,6 +139,9 @@ func (o SuiteOptions) rerun(args string, i int) string {
 	}
 	if o.DUT != nil {
 		s += " " + o.DUT.Replay
+		if o.DUT.forwards() {
+			s += " --dut-mode ring"
+		}
 	}
 	return s
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/inaemu/inaemu/conformance"
+	"github.com/inaemu/inaemu/emu"
 	"github.com/inaemu/inaemu/emu/netreduce"
 	"github.com/inaemu/inaemu/emu/switching"
 )
@@ -24,6 +25,7 @@ import (
 type conformanceArgs struct {
 	suite, release, out, shard string
 	program                    string // --switch-program
+	dutMode                    string // --dut-mode
 	junit                      string
 	count, jobs                int
 	seed                       uint64
@@ -62,9 +64,10 @@ that replays it (replay). --junit writes the same as JUnit XML. Every field: doc
 	f.StringVar(&a.shard, "shard", "", "run shard `I/N` of the cases (or N: I from JOB_COMPLETION_INDEX or SLURM_ARRAY_TASK_ID); merge the --json reports with 'inaemu merge'")
 	f.IntVarP(&a.jobs, "jobs", "j", 1, "run the cases in `N` shards at once in this process (one per core) and merge them")
 	df = addDUTFlags(c)
+	f.StringVar(&a.dutMode, "dut-mode", "netreduce", "with --dut: what the device does with the jobs' frames: netreduce (it aggregates them) or ring (it only forwards them by destination MAC, as an Ethernet switch does: the suites run ring all-reduce jobs through it and judge its forwarding)")
 	f.StringVar(&a.junit, "junit", "", fmt.Sprintf(junitHelp, "a testcase per property, its failure with the counterexample and replay command"))
-	f.BoolVar(&a.asJSON, "json", false, `print one JSON object: {"seed","release","suite","count","shard","switch_program","dut","device_log","calibration","properties":[{"name","passed","cases","counterexample","failure","replay","notes","wall_ns","shard","skipped","inconclusive"},...]}`)
-	completeWords(c, map[string][]string{"suite": append(names, "all"), "release": {"safe", "paper"}, "switch-program": netreduce.RingPrograms()})
+	f.BoolVar(&a.asJSON, "json", false, `print one JSON object: {"seed","release","suite","count","shard","switch_program","dut","dut_mode","device_log","calibration","properties":[{"name","passed","cases","counterexample","failure","replay","notes","wall_ns","shard","skipped","inconclusive"},...]}`)
+	completeWords(c, map[string][]string{"suite": append(names, "all"), "release": {"safe", "paper"}, "switch-program": netreduce.RingPrograms(), "dut-mode": {"netreduce", "ring"}})
 	c.MarkFlagsMutuallyExclusive("shard", "jobs")
 	_ = c.MarkFlagDirname("out")
 	return c
@@ -159,16 +162,31 @@ func runConformance(fs *cmdEnv, a conformanceArgs, df *dutFlags, names []string)
 	}
 	var writeErr firstError // the first counterexample that could not be written
 	opts.WriteFailed = writeErr.set
+	dutMode := emu.NetReduce
+	if a.dutMode != "netreduce" {
+		if a.dutMode != "ring" {
+			fs.usageError("--dut-mode %q: want netreduce (the device aggregates) or ring (it only forwards)", a.dutMode)
+			return exitUsage
+		}
+		dutMode = emu.Ring
+	}
+	if fs.changed("dut-mode") && !df.given(fs) {
+		fs.usageError("--dut-mode: only with --dut tap:PREFIX")
+		return exitUsage
+	}
 	if df.given(fs) {
 		if head.SwitchProgram != "" {
 			fs.usageError("--switch-program %s: with --dut the device aggregates, not an inaemu switch program", a.program)
 			return exitUsage
 		}
 		var code int
-		if !conformanceDUT(fs, df, a.jobs, &opts, &code) {
+		if !conformanceDUT(fs, df, a.jobs, dutMode, &opts, &code) {
 			return code
 		}
 		head.DUT = df.spec
+		if dutMode == emu.Ring {
+			head.DUTMode = "ring"
+		}
 		head.Calibration = &opts.DUT.Calibration
 		if l := df.logFile; l != nil {
 			head.DeviceLog = l.Path
@@ -194,6 +212,9 @@ func runConformance(fs *cmdEnv, a conformanceArgs, df *dutFlags, names []string)
 		}
 		if opts.DUT != nil {
 			what += fmt.Sprintf(", against the device on %s..%s", opts.DUT.Port(0), opts.DUT.Port(opts.DUT.Ports-1))
+			if dutMode == emu.Ring {
+				what += " (it forwards: ring jobs)"
+			}
 		}
 		fmt.Fprintf(stdout, "inaemu conformance: seed %d, %d cases per property, release %s%s\n", seed, a.count, rel, what)
 		if opts.DUT != nil {

@@ -143,7 +143,7 @@ func devicePorts(dev dut.Device) int {
 
 // conformanceDUT fills opts.DUT from the flags; false after printing why
 // not (the exit code in *code).
-func conformanceDUT(e *cmdEnv, d *dutFlags, jobs int, opts *conformance.SuiteOptions, code *int) bool {
+func conformanceDUT(e *cmdEnv, d *dutFlags, jobs int, mode emu.Mode, opts *conformance.SuiteOptions, code *int) bool {
 	*code = exitUsage
 	dev, ok := d.device(e)
 	if !ok {
@@ -166,16 +166,17 @@ func conformanceDUT(e *cmdEnv, d *dutFlags, jobs int, opts *conformance.SuiteOpt
 		*code = c
 		return false
 	}
-	// The path's speed, measured once before the cases (a NetReduce burst;
-	// a device that only forwards gets a ring one), fits their shapes.
+	// The path's speed, measured once before the cases (a burst of the
+	// cases' mode; a device said to aggregate that only forwards gets a
+	// ring one), fits their shapes.
 	workers := min(ports, 4)
-	cal, err := dut.Calibrate(dev, emu.NetReduce, workers)
-	if err != nil {
+	cal, err := dut.Calibrate(dev, mode, workers)
+	if err != nil && mode != emu.Ring {
 		if ring, rerr := dut.Calibrate(dev, emu.Ring, workers); rerr == nil {
 			cal = ring
 		}
 	}
-	opts.DUT = &conformance.DUT{Device: dev, Ports: ports, Replay: d.replay(), Calibration: cal}
+	opts.DUT = &conformance.DUT{Device: dev, Ports: ports, Replay: d.replay(), Calibration: cal, Mode: mode}
 	return true
 }
 

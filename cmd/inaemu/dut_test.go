@@ -34,6 +34,8 @@ func TestDUTAndWireBadInput(t *testing.T) {
 		{[]string{"run", "--dut", "tap:ina", "--topology", "star:hosts=4"}, `--topology: a device under test runs on the star`},
 		{[]string{"conformance", "--dut", "tap:ina", "-j", "2"}, `-j 2: a device under test takes one run at a time`},
 		{[]string{"conformance", "--dut", "nonsense"}, `want tap:PREFIX`},
+		{[]string{"conformance", "--dut", "tap:ina", "--dut-mode", "forward"}, `--dut-mode "forward": want netreduce (the device aggregates) or ring (it only forwards)`},
+		{[]string{"conformance", "--dut-mode", "ring"}, `--dut-mode: only with --dut tap:PREFIX`},
 		{[]string{"wire"}, `--workers: say how many ranks to join`},
 		{[]string{"wire", "--pair", "a"}, `--pair "a": want HOSTIF=DEVIF`},
 		{[]string{"wire", "--pair", "a=a"}, `two different interfaces`},
