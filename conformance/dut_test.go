@@ -110,6 +110,54 @@ func TestSuitesCatchFaultySwitches(t *testing.T) {
 	}
 }
 
+// TestRingModeCatchesForwarderDroppingNAKs: with DUT.Mode ring
+// (--dut-mode ring) the suites run ring jobs through a device that only
+// forwards. The toy switch in --mode ring is such a device: with no bug
+// the aggregation and gbn properties hold; with --bug drop-nak (NAKs
+// swallowed, the hosts recover by timeout) every result still comes out
+// right, so aggregation holds and gbn fails by response-lost, shrunk, its
+// counterexample a ring job (mode: ring in the scenario, mode=ring in the
+// case) and its rerun command carrying --dut-mode ring.
+func TestRingModeCatchesForwarderDroppingNAKs(t *testing.T) {
+	for _, bug := range []string{"none", "drop-nak"} {
+		t.Run(bug, func(t *testing.T) {
+			o := deviceUnderTest(t, "fr", 4, "../dut/testdata/toyswitch", "exec $BIN --prefix $INAEMU_DUT_PREFIX $INAEMU_DUT_FLAGS --bug "+bug)
+			var log bytes.Buffer
+			o.DUT.Log = &log
+			cal, err := dut.Calibrate(o.DUT.Device, emu.Ring, 4)
+			require.NoError(t, err)
+			o.DUT.Mode, o.DUT.Calibration = emu.Ring, cal
+			agg := AggregationSuite(o)[0]
+			require.True(t, agg.Passed, "a forwarding switch's ring ends exact: %s", agg.Failure)
+			require.Equal(t, o.Count, agg.Cases)
+			res := GBNSuite(o)[0]
+			// Every run the cases started was a ring job.
+			starts := regexp.MustCompile(`(?m)^--- inaemu: starting the device for (aggregation/release=safe|gbn) case .*INAEMU_DUT_FLAGS=(.*)$`).FindAllStringSubmatch(log.String(), -1)
+			require.GreaterOrEqual(t, len(starts), 2*o.Count)
+			for _, m := range starts {
+				require.Contains(t, m[2], "--mode ring ", m[0])
+			}
+			require.Contains(t, o.rerun("--suite gbn", 0), "--dut-mode ring")
+			if bug == "none" {
+				require.True(t, res.Passed, res.Failure)
+				require.Equal(t, o.Count, res.Cases)
+				return
+			}
+			require.False(t, res.Passed, "the drop-nak switch passed %d ring cases", res.Cases)
+			t.Logf("%s: %s", bug, res.Failure)
+			_, shrunk, ok := strings.Cut(res.Failure, "shrunk to")
+			require.True(t, ok, res.Failure)
+			require.Contains(t, shrunk, "mode=ring")
+			require.Contains(t, shrunk, "response-lost: rank")
+			require.Contains(t, shrunk, "NAK_PSN_SEQ_ERR")
+			require.NotNil(t, res.Counterexample)
+			b, err := os.ReadFile(*res.Counterexample)
+			require.NoError(t, err)
+			require.Regexp(t, `(?m)^mode: ring$`, string(b))
+		})
+	}
+}
+
 // TestSuitesCatchWhatDevicesEmitAndOwe: three toy-switch bugs whose
 // hosts may end exact are caught by default (the command's --count, 100
 // cases, stopping at the first failure) with a shrunk case, each by the

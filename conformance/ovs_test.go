@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -314,4 +315,93 @@ func TestOVSPortMTUTooSmall(t *testing.T) {
 	ev, _ := deviceEvidence(2, recs, err)
 	require.Empty(t, ev, "no evidence against a device that never saw the frames")
 	require.Equal(t, before, mtu(), "the TAP's MTU, restored when the script stopped")
+}
+
+// TestSuitesThroughOpenVSwitch: what `inaemu conformance --dut-mode ring
+// --dut-cmd 'exec examples/devices/ovs/ovs-dut.sh'` runs. With DUT.Mode
+// ring, Open vSwitch on one bridge and on two joined by a patch port
+// passes the device properties at six cases each: every ring job ends
+// exact under its faults (aggregation), go-back-N holds on every ring
+// connection (gbn, each case with at least one fault), and every frame
+// OVS sends verifies and no corrupted gradient reaches a result (icrc).
+// Every run the cases start is a ring job (the device log's markers).
+// Said to aggregate (the default netreduce), the same switch fails the
+// gbn suite by agg-sum at once: it forwarded a rank's gradient as its
+// result.
+func TestSuitesThroughOpenVSwitch(t *testing.T) {
+	needOVS(t)
+	prefix := taptest.Prefix(t, "os")
+	_, err := tap.Up(tap.Topology{Prefix: prefix, Workers: 4, Wired: true})
+	require.NoError(t, err)
+	ports := taptest.Interfaces(t, prefix)
+	out := t.TempDir() // the counterexamples, outside the script's TMPDIR
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	device := func(flags string, log *bytes.Buffer) dut.Device {
+		return dut.Device{Prefix: prefix, Command: "exec " + ovsScript(t) + flags, Log: log, StartTimeout: testtool.Budget(30 * time.Second)}
+	}
+	for _, c := range []struct{ name, flags string }{{"one-bridge", ""}, {"two-bridges", " --bridges 2"}} {
+		t.Run(c.name, func(t *testing.T) {
+			var log bytes.Buffer
+			d := device(c.flags, &log)
+			cal, err := dut.Calibrate(d, emu.Ring, 4)
+			require.NoError(t, err, "the device's output:\n%s", log.String())
+			t.Log(cal)
+			o := SuiteOptions{Count: 6, Seed: 38, OutDir: filepath.Join(out, c.name), DUT: &DUT{Device: d, Ports: 4, Replay: "--dut tap:" + prefix, Calibration: cal, Mode: emu.Ring}}
+			start := time.Now()
+			var ran []string
+			for _, suite := range []func(SuiteOptions) []PropertyResult{AggregationSuite, GBNSuite, ICRCSuite} {
+				for _, r := range suite(o) {
+					require.True(t, r.Passed, "%s: %s\nthe device's last output:\n%s", r.Name, r.Failure, tail(log.String(), 20))
+					if r.Skipped != "" {
+						continue
+					}
+					require.Equal(t, o.Count, r.Cases, r.Name)
+					ran = append(ran, r.Name)
+					t.Logf("%s: %d cases in %v, %d inconclusive %v", r.Name, r.Cases, r.Wall.Round(time.Millisecond), r.Inconclusive, r.Notes)
+				}
+			}
+			require.Equal(t, []string{"aggregation/release=safe", "gbn", "icrc/emitted-frames-verify", "icrc/no-aggregate-from-corruption"}, ran)
+			starts := regexp.MustCompile(`(?m)^--- inaemu: starting the device for (\S+) case .*INAEMU_DUT_FLAGS=(.*)$`).FindAllStringSubmatch(log.String(), -1)
+			require.GreaterOrEqual(t, len(starts), 4*o.Count, "a run per case at least")
+			for _, m := range starts {
+				require.Contains(t, m[2], "--mode ring ", m[0])
+			}
+			// The gbn cases' faults (each has one at least), drawn as the
+			// suite draws them.
+			faults := 0
+			for i := range o.Count {
+				gc := gbnDeviceCase(o, caseSeed(o.Seed, "gbn", i))
+				require.True(t, gc.Ring)
+				require.NotEmpty(t, gc.Events, gc.String())
+				faults += len(gc.Events)
+			}
+			require.Contains(t, log.String(), "ready: Open vSwitch")
+			require.Empty(t, waitGone(t, tmp, 5*time.Second), "what the stopped script left")
+			require.ElementsMatch(t, ports, taptest.Interfaces(t, prefix), "the device ports and nothing else")
+			t.Logf("%d runs of ring jobs through OVS (%d faults in the gbn cases) in %v", len(starts), faults, time.Since(start).Round(time.Millisecond))
+		})
+	}
+	t.Run("said-to-aggregate", func(t *testing.T) {
+		var log bytes.Buffer
+		d := device("", &log)
+		o := SuiteOptions{Count: 6, Seed: 38, OutDir: filepath.Join(out, "netreduce"), DUT: &DUT{Device: d, Ports: 4, Replay: "--dut tap:" + prefix}}
+		start := time.Now()
+		res := GBNSuite(o)[0]
+		require.False(t, res.Passed, "a switch that forwards passed %d NetReduce cases", res.Cases)
+		require.Equal(t, 1, res.Cases, "the first case fails")
+		_, shrunk, ok := strings.Cut(res.Failure, "shrunk to")
+		require.True(t, ok, res.Failure)
+		require.Contains(t, shrunk, "agg-sum: the device sent")
+		require.Contains(t, shrunk, "result is not the rank-order")
+		require.NotContains(t, shrunk, "mode=ring")
+		require.Empty(t, waitGone(t, tmp, 5*time.Second), "what the stopped script left")
+		t.Logf("said to aggregate: failed in %v: %s", time.Since(start).Round(time.Millisecond), res.Failure)
+	})
+}
+
+// tail is the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
