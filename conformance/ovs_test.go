@@ -249,7 +249,8 @@ func TestOVSScriptKilled(t *testing.T) {
 // TestOVSDocsExample: the commands of docs/dut-ovs.md's first block, from
 // `inaemu tap up --wired` to `inaemu tap down`, run as written (in
 // network, mount and PID namespaces of their own, so its prefix ovs is
-// nobody else's): every run ends exact and every capture conforms.
+// nobody else's): every run ends exact, every capture conforms, and the
+// gbn suite with --dut-mode ring holds.
 func TestOVSDocsExample(t *testing.T) {
 	needOVS(t)
 	page, err := os.ReadFile(filepath.Join("..", "docs", "dut-ovs.md"))
@@ -276,6 +277,10 @@ func TestOVSDocsExample(t *testing.T) {
 	require.Equal(t, 2, runs)
 	require.Equal(t, runs, strings.Count(string(out), "result    EXACT"), "%s", out)
 	require.Equal(t, runs, strings.Count(string(out), "result       conforms"), "%s", out)
+	require.Equal(t, 1, strings.Count(block, "inaemu conformance "))
+	require.Contains(t, block, "--dut-mode ring")
+	require.Contains(t, string(out), "1 of 1 properties hold", "%s", out)
+	require.Regexp(t, `gbn +holds \(20 cases`, string(out))
 	t.Logf("docs/dut-ovs.md's commands: %v", time.Since(start).Round(time.Millisecond))
 }
 
