@@ -179,3 +179,39 @@ func TestForDeviceFitsCases(t *testing.T) {
 	}
 	require.Positive(t, scaled, "some delays were scaled")
 }
+
+// TestForDeviceFitsRingCases: a ring case through a device that only
+// forwards (aggCase.Ring) keeps what forDevice keeps of a NetReduce case
+// and, since a ring rank keeps 4·window+8 messages unacknowledged
+// (emu/collective's ringWindow), at most 170 packets of them in flight
+// (one-packet messages with window 1, 12 packets, at the least), an
+// element per rank, no forged copies, and a scenario of mode ring with no
+// switch program; the same case not Ring is unchanged by it.
+func TestForDeviceFitsRingCases(t *testing.T) {
+	cut := 0
+	for i := range 300 {
+		seed := caseSeed(1, "ring-fit", i)
+		c := sample(aggCaseGen(seed), seed).(aggCase)
+		nr := c.forDevice(4, dut.Calibration{})
+		c.Ring = true
+		d := c.forDevice(4, dut.Calibration{})
+		require.True(t, d.Ring)
+		require.Equal(t, nr.Workers, d.Workers)
+		require.LessOrEqual(t, (4*d.Window+8)*d.MsgLen, max(dutMaxInFlight, 12), d.String())
+		require.GreaterOrEqual(t, d.Elems, d.Workers)
+		require.GreaterOrEqual(t, d.Timeout, dutMinTimeout)
+		for _, e := range d.Events {
+			require.NotContains(t, e, "spoof")
+		}
+		if d.MsgLen < nr.MsgLen || d.Window < nr.Window {
+			cut++
+		}
+		sc := d.scenario(0)
+		require.Equal(t, "ring", sc.Mode)
+		require.Empty(t, sc.SwitchProgram)
+		require.Contains(t, d.String(), " mode=ring")
+		require.NotContains(t, nr.String(), "mode=ring")
+		require.Equal(t, "netreduce", nr.scenario(0).Mode)
+	}
+	require.Positive(t, cut, "some ring cases were cut")
+}
