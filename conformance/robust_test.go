@@ -26,7 +26,7 @@ func TestStalledDeviceFailsInSeconds(t *testing.T) {
 	require.False(t, res.Passed)
 	require.Zero(t, res.Inconclusive, "a silent device is evidence, not an inconclusive case")
 	require.Contains(t, res.Failure, "stalled: no progress for ")
-	require.Contains(t, res.Failure, "the device is to blame: the device sent no frame for ")
+	require.Contains(t, res.Failure, "the device is to blame: the device sent no RoCE frame for ")
 	require.Contains(t, res.Failure, "shrunk to")
 	require.Less(t, took, testtool.Budget(60*time.Second))
 	b, err := os.ReadFile(*res.Counterexample)
@@ -72,7 +72,7 @@ func TestSettle(t *testing.T) {
 
 	// A device that only went silent (a starved process looks the same) is
 	// blamed only when it is silent again with the longer timeout.
-	silent := aggOutcome{fail: "transport", detail: "the device sent no frame for 1.1s", silent: true}
+	silent := aggOutcome{fail: "transport", detail: "the device sent no RoCE frame for 1.1s", silent: true}
 	ran = nil
 	_, out = settle(c, silent, run(aggOutcome{}))
 	require.Len(t, ran, 1, "a silent device's case is confirmed once")

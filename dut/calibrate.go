@@ -53,6 +53,15 @@ const (
 	CalibrationMargin = 4
 	MinTimeout        = 14 // ≈ 67 ms, the emulator's default and perftest's
 	MaxTimeout        = 18 // ≈ 1.07 s
+	// FallbackTimeout and FallbackInFlight are the conservative shape a
+	// failed calibration leaves the cases: a calibration fails most often
+	// because the path is slow (a slow device, a starved process, a stall
+	// at the floor timeout), so nothing measured must not mean the
+	// floor's 67 ms and the deepest window, but the fixed ACK timeout
+	// inaemu ran devices with before calibrating (2^16, ≈ 268 ms) and a
+	// window the calibration's own burst uses.
+	FallbackTimeout  = 16
+	FallbackInFlight = 64
 )
 
 // round is D(W, F).
@@ -63,10 +72,10 @@ func (c Calibration) round(workers, inFlight int) time.Duration {
 // Timeout is the smallest ACK timeout exponent from MinTimeout to
 // MaxTimeout whose period covers CalibrationMargin rounds of workers
 // ranks with inFlight packets each in flight (MinTimeout when nothing was
-// measured).
+// measured: FallbackTimeout).
 func (c Calibration) Timeout(workers, inFlight int) int {
 	if !c.Measured() {
-		return MinTimeout
+		return FallbackTimeout
 	}
 	need := CalibrationMargin * c.round(workers, inFlight)
 	for e := MinTimeout; e < MaxTimeout; e++ {
@@ -78,11 +87,11 @@ func (c Calibration) Timeout(workers, inFlight int) int {
 }
 
 // MaxInFlight is the most packets per rank in flight whose rounds fit
-// MaxTimeout with the margin (limit when nothing was measured, and never
-// more than limit).
+// MaxTimeout with the margin (FallbackInFlight when nothing was measured,
+// and never more than limit).
 func (c Calibration) MaxInFlight(workers, limit int) int {
 	if !c.Measured() {
-		return limit
+		return min(limit, FallbackInFlight)
 	}
 	budget := roce.AckTimeout(MaxTimeout)/CalibrationMargin - time.Duration(c.RTTNS)
 	f := int(math.Floor(budget.Seconds() * c.Rate / float64(2*workers)))
@@ -92,7 +101,7 @@ func (c Calibration) MaxInFlight(workers, limit int) int {
 // String is the calibration in one line.
 func (c Calibration) String() string {
 	if !c.Measured() {
-		return fmt.Sprintf("calibration failed (%s): cases keep the defaults (timeout ≥ %d, at most 170 packets in flight per rank)", c.Error, MinTimeout)
+		return fmt.Sprintf("calibration failed (%s): cases fall back to conservative settings (ACK timeout exponent %d, at most %d packets in flight per rank)", c.Error, FallbackTimeout, FallbackInFlight)
 	}
 	return fmt.Sprintf("calibration: %.0f host frames/s, first round trip %v (%d frames of a clean %s job of %d ranks in %v)",
 		c.Rate, time.Duration(c.RTTNS).Round(10*time.Microsecond), c.Frames, c.Mode, c.Workers, time.Duration(c.WallNS).Round(time.Millisecond))

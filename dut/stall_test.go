@@ -2,7 +2,9 @@ package dut_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,17 +44,58 @@ func TestStallDetectorEndsAMuteDevice(t *testing.T) {
 	require.Contains(t, err.Error(), "(8 ACK timeouts of 16.777216ms)")
 	require.True(t, se.Silent)
 	require.Len(t, se.In, 2)
-	require.Contains(t, se.Evidence(), "the device sent no frame for ")
+	require.Contains(t, se.Evidence(), "the device sent no RoCE frame for ")
 	require.Contains(t, log.String(), "--- inaemu: starting the device for the stall test: INAEMU_DUT_PREFIX="+prefix)
 	t.Logf("stalled after %v (run took %v): %v", se.For, took, err)
+}
+
+// TestStallDetectorIgnoresOtherFrames: a device whose RoCE path hangs
+// while the rest of it runs (it floods the start barrier's ARPs, so the
+// job starts, and sends an LLDP broadcast out of every port every 10 ms,
+// well within the limit) is stalled all the same, and silent: frames
+// that are not RoCE neither make progress nor break its silence. Were
+// they progress, the run would go on to its max_time (2 minutes).
+func TestStallDetectorIgnoresOtherFrames(t *testing.T) {
+	prefix := ports(t, "db", 2)
+	bin := testtool.Build(t, "../dut/testdata/mute", "mute")
+	var log bytes.Buffer
+	d := dut.Device{Prefix: prefix, Command: "exec " + bin + " --forward-other --beacon 10ms --prefix $INAEMU_DUT_PREFIX --workers $INAEMU_DUT_WORKERS", Log: &log,
+		StartTimeout: testtool.Budget(30 * time.Second)}
+	var mu sync.Mutex
+	lldp := 0
+	d.Observe = func(_ int, sent bool, frame []byte) {
+		if !sent && len(frame) >= 14 && binary.BigEndian.Uint16(frame[12:]) == 0x88cc {
+			mu.Lock()
+			lldp++
+			mu.Unlock()
+		}
+	}
+	cfg := job(t, 2)
+	cfg.Timeout = 12 // the stall is declared after 134 ms of the job
+	cfg.MaxVirtual = 2 * time.Minute
+	start := time.Now()
+	_, err := dut.Run(cfg, d)
+	took := time.Since(start)
+	var se *dut.StallError
+	require.True(t, errors.As(err, &se), "%v\ndevice output:\n%s", err, log.String())
+	require.Less(t, took, testtool.Budget(10*time.Second), "ended by the detector, not max_time")
+	require.True(t, se.Silent, "beacons are not RoCE: the device is silent")
+	require.Contains(t, se.Evidence(), "the device sent no RoCE frame for ")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Positive(t, lldp, "the hosts were handed the device's beacons")
+	t.Logf("stalled after %v (run took %v), %d beacons handed: %v", se.For, took, lldp, err)
 }
 
 // TestCalibrationFit: the fitting rule's numbers, worked by hand from
 // the formula in calibrate.go (D = 2·W·F/rate + RTT, timeout ≥ 4·D).
 func TestCalibrationFit(t *testing.T) {
 	var none dut.Calibration
-	require.Equal(t, 14, none.Timeout(4, 170), "nothing measured: the old floor")
-	require.Equal(t, 170, none.MaxInFlight(4, 170))
+	require.Equal(t, 16, none.Timeout(4, 170), "nothing measured: the conservative 2^16 (268 ms), not the floor")
+	require.Equal(t, 16, none.Timeout(2, 1))
+	require.Equal(t, 64, none.MaxInFlight(4, 170), "nothing measured: at most 64 in flight per rank")
+	require.Equal(t, 10, none.MaxInFlight(4, 10), "never more than the limit")
+	require.Contains(t, dut.Calibration{Error: "stalled"}.String(), "calibration failed (stalled): cases fall back to conservative settings (ACK timeout exponent 16, at most 64 packets in flight per rank)")
 
 	// The machine: 18 k host frames/s, 1 ms first round trip. A
 	// default-shape case (4 ranks × 170 packets): D = 8·170/18000 s + 1 ms
