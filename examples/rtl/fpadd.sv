@@ -3,7 +3,7 @@
 // conversions, and the int32 lane. Combinational functions: a real
 // implementation pipelines them (three or four stages at 250 MHz); the
 // simulation evaluates each in one cycle.
-package fpadd_pkg;
+package fpadd;
 
   // f32_add returns a + b rounded to nearest even. inf + -inf gives the
   // x86 default NaN 0xFFC00000, as the hosts' CPUs compute it; a NaN

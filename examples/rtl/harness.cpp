@@ -5,10 +5,21 @@
 // emits on port r is written to the TAP. The model is clocked only while
 // it has work; cycles are counted and reported on exit at a stated clock.
 //
+// No frame the design sends is dropped by the harness: a TAP write the
+// kernel refuses for now (EAGAIN, ENOBUFS) stays queued on its port and is
+// retried when poll says the TAP is writable; a port with OUT_MAX frames
+// queued holds m_tready low, so the design waits (backpressure) instead.
+// Only a write that keeps failing for WRITE_GIVEUP_MS, or fails with
+// another error, loses a frame: that is reported at once on stderr and in
+// the exit line ("HARNESS DROPPED"), since a result lost there would
+// otherwise be blamed on the design.
+//
 // Flags: the job flags of `inaemu switch` as inaemu passes them in
 // $INAEMU_DUT_FLAGS (--workers --mode --window --msg-len --mtu --dtype
 // --transport --release; the rest are accepted and ignored), --prefix P
-// (or --tap P), --bug NAME or +bug=NAME, --clock-mhz F (default 250).
+// (or --tap P), --bug NAME or +bug=NAME, --clock-mhz F (default 250), and
+// for testing the harness itself --refuse-writes N (every Nth TAP write
+// is treated as if the kernel had returned EAGAIN: the retry path runs).
 #include <fcntl.h>
 #include <linux/if.h>
 #include <linux/if_tun.h>
@@ -17,7 +28,9 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -36,13 +49,53 @@ static void on_signal(int) { stopping = 1; }
 static const int NPORT = 8;           // the design's NPORT parameter
 static const int NSLOT = 1024;        // its NSLOT
 static const size_t QUEUE_MAX = 8192; // frames waiting per port before reads pause
+static const size_t OUT_MAX = 4096;   // frames queued for a TAP before m_tready goes low
+static const int WRITE_GIVEUP_MS = 5000; // a TAP refusing one frame this long loses it
 
 struct Port {
     int fd = -1;
     std::deque<std::vector<uint8_t>> in;  // frames waiting to enter the design
     size_t off = 0;                       // bytes of in.front() already taken
     std::vector<uint8_t> out;             // the frame the design is emitting
+    std::deque<std::vector<uint8_t>> outq; // frames the TAP has not taken yet
+    std::chrono::steady_clock::time_point refused; // when outq.front() was first refused
 };
+
+static uint64_t write_retries = 0, harness_drops = 0, writes = 0, refuse_every = 0;
+
+// flush writes port p's queued frames to its TAP until the queue is empty
+// or the kernel refuses one for now; a frame is given up only after
+// WRITE_GIVEUP_MS of refusals or on a hard error, loudly.
+static void flush(Port& p, int r) {
+    while (!p.outq.empty()) {
+        auto& fr = p.outq.front();
+        ssize_t n;
+        writes++;
+        if (refuse_every && writes % refuse_every == 0) {
+            n = -1;
+            errno = EAGAIN;
+        } else
+            n = write(p.fd, fr.data(), fr.size());
+        if (n >= 0) {
+            p.outq.pop_front();
+            p.refused = {};
+            continue;
+        }
+        if (errno == EINTR) continue;
+        auto now = std::chrono::steady_clock::now();
+        bool transient = errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS;
+        if (transient) {
+            write_retries++;
+            if (p.refused == std::chrono::steady_clock::time_point{}) p.refused = now;
+            if (now - p.refused < std::chrono::milliseconds(WRITE_GIVEUP_MS)) return;
+        }
+        fprintf(stderr, "rtl-agg: HARNESS DROPPED a %zu-byte frame the design sent on port %d: write: %s%s\n",
+                fr.size(), r, strerror(errno), transient ? " for 5 s" : "");
+        harness_drops++;
+        p.outq.pop_front();
+        p.refused = {};
+    }
+}
 
 static int usage(const char* msg) {
     fprintf(stderr, "rtl-agg: %s\n", msg);
@@ -75,7 +128,7 @@ int main(int argc, char** argv) {
     std::map<std::string, std::string> f = {
         {"workers", "8"}, {"mode", "netreduce"}, {"window", "2"}, {"msg-len", "170"}, {"mtu", "1024"},
         {"dtype", "f32"}, {"transport", "v2-ipv4"}, {"release", "safe"}, {"bug", "none"}, {"prefix", ""},
-        {"clock-mhz", "250"}};
+        {"clock-mhz", "250"}, {"refuse-writes", "0"}};
     static const char* ignored[] = {"tensor", "seed", "pattern", "compress", "compress-rate", "bcast",
                                     "timeout", "retry-cnt", "nic", "max-time", nullptr};
     for (int i = 1; i < argc; i++) {
@@ -127,8 +180,13 @@ int main(int argc, char** argv) {
     if (f["mode"] != "netreduce" && f["mode"] != "ring") return usage("--mode: want netreduce or ring");
     if (f["release"] != "safe") return usage("--release: the design implements safe only");
     if (f["prefix"].empty()) return usage("--prefix P is required (the TAP ports P-sw0 .. P-sw<H-1>)");
-    double mhz = atof(f["clock-mhz"].c_str());
-    if (mhz <= 0) return usage("--clock-mhz: want a positive number");
+    char* mend;
+    double mhz = strtod(f["clock-mhz"].c_str(), &mend);
+    if (f["clock-mhz"].empty() || *mend || !std::isfinite(mhz) || mhz <= 0)
+        return usage(("--clock-mhz " + f["clock-mhz"] + ": want a positive number").c_str());
+    int refuse;
+    if (!num("refuse-writes", 0, 1000000, &refuse)) return 2;
+    refuse_every = uint64_t(refuse);
 
     std::vector<Port> ports(workers);
     for (int r = 0; r < workers; r++) {
@@ -173,18 +231,25 @@ int main(int argc, char** argv) {
             f["prefix"].c_str(), f["prefix"].c_str(), workers - 1, f["mode"].c_str(), workers, window, msglen, mtu,
             f["dtype"].c_str(), f["transport"].c_str(), f["bug"].c_str(), mhz);
 
-    uint64_t tap_drops = 0, write_drops = 0;
+    uint64_t tap_drops = 0;
     std::vector<uint8_t> buf(65536);
     std::vector<struct pollfd> pfds(workers);
     while (!stopping) {
-        bool pending = top->busy;
-        for (auto& p : ports) pending |= !p.in.empty();
+        bool pending = top->busy, queued = false, full = false;
+        for (int r = 0; r < workers; r++) {
+            flush(ports[r], r);
+            pending |= !ports[r].in.empty();
+            queued |= !ports[r].outq.empty();
+            full |= ports[r].outq.size() >= OUT_MAX;
+        }
         for (int r = 0; r < workers; r++) {
             pfds[r].fd = ports[r].fd;
-            pfds[r].events = ports[r].in.size() < QUEUE_MAX ? POLLIN : 0;
+            pfds[r].events = (ports[r].in.size() < QUEUE_MAX ? POLLIN : 0) | (ports[r].outq.empty() ? 0 : POLLOUT);
             pfds[r].revents = 0;
         }
-        int n = poll(pfds.data(), workers, pending ? 0 : 200);
+        // A TAP that refused a write may still poll writable (ENOBUFS):
+        // wait a millisecond before retrying rather than spin.
+        int n = poll(pfds.data(), workers, pending && !full ? 0 : queued ? 1 : 200);
         if (n < 0 && errno != EINTR) { perror("rtl-agg: poll"); return 1; }
         for (int r = 0; r < workers && n > 0; r++) {
             if (!(pfds[r].revents & POLLIN)) continue;
@@ -198,7 +263,12 @@ int main(int argc, char** argv) {
         // Clock the design until it is idle with nothing waiting, at most a
         // slice of cycles before looking at the TAPs again.
         for (int c = 0; c < 20000; c++) {
-            bool work = top->busy;
+            bool work = top->busy, blocked = false;
+            for (int r = 0; r < workers; r++) {
+                top->m_tready[r] = ports[r].outq.size() < OUT_MAX;
+                blocked |= !top->m_tready[r];
+            }
+            if (blocked) break;  // back to poll: the TAP must take frames first
             for (int r = 0; r < workers; r++) {
                 Port& p = ports[r];
                 if (p.in.empty()) { top->s_tvalid[r] = 0; continue; }
@@ -219,13 +289,14 @@ int main(int argc, char** argv) {
             bool took[NPORT] = {};
             for (int r = 0; r < workers; r++) {
                 took[r] = top->s_tvalid[r] && top->s_tready[r];
-                if (top->m_tvalid[r]) {
+                if (top->m_tvalid[r] && top->m_tready[r]) {
                     uint64_t w = top->m_tdata[r];
                     for (int k = 0; k < 8; k++)
                         if (top->m_tkeep[r] >> k & 1) ports[r].out.push_back(uint8_t(w >> (8 * k)));
                     if (top->m_tlast[r]) {
-                        if (write(ports[r].fd, ports[r].out.data(), ports[r].out.size()) < 0) write_drops++;
+                        ports[r].outq.push_back(std::move(ports[r].out));
                         ports[r].out.clear();
+                        if (ports[r].outq.size() == 1) flush(ports[r], r);
                     }
                 }
             }
@@ -240,20 +311,37 @@ int main(int argc, char** argv) {
             }
         }
     }
+    // What the design sent before the stop still goes out (briefly: the
+    // TAP may be gone already).
+    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+    for (bool left = true; left && std::chrono::steady_clock::now() < until;) {
+        left = false;
+        for (int r = 0; r < workers; r++) {
+            flush(ports[r], r);
+            left |= !ports[r].outq.empty();
+        }
+        if (left) poll(nullptr, 0, 1);
+    }
+    uint64_t unsent = 0;
+    for (auto& p : ports) unsent += p.outq.size();
     top->final();
     double fin = double(top->n_frames_in), busy = double(top->n_busy_cycles), bytes = double(top->n_bytes_in);
     double cpf = fin > 0 ? busy / fin : 0, cpb = bytes > 0 ? busy / bytes : 0;
     fprintf(stderr,
             "rtl-agg: %llu frames in (%llu bytes), %llu out; %llu aggregated slots, %llu results, %llu re-sends, "
             "%llu ICRC drops, %llu other drops, %llu forwarded; %llu busy cycles of %llu: %.1f cycles/frame, "
-            "%.3f cycles/byte; at %.0f MHz %.1f Mframes/s, %.2f Gb/s of ingress; %llu host drops\n",
+            "%.3f cycles/byte; at %.0f MHz %.1f Mframes/s, %.2f Gb/s of ingress; %llu TAP write retries, "
+            "%llu oversized frames read; %s\n",
             (unsigned long long)top->n_frames_in, (unsigned long long)top->n_bytes_in,
             (unsigned long long)top->n_frames_out, (unsigned long long)top->n_aggregated,
             (unsigned long long)top->n_results, (unsigned long long)top->n_resends,
             (unsigned long long)top->n_icrc_drops, (unsigned long long)top->n_other_drops,
             (unsigned long long)top->n_forwards, (unsigned long long)top->n_busy_cycles,
             (unsigned long long)cycles, cpf, cpb, mhz, cpf > 0 ? mhz / cpf : 0,
-            cpb > 0 ? mhz * 8 / cpb / 1000 : 0, (unsigned long long)(tap_drops + write_drops));
+            cpb > 0 ? mhz * 8 / cpb / 1000 : 0, (unsigned long long)write_retries, (unsigned long long)tap_drops,
+            harness_drops ? ("HARNESS DROPPED " + std::to_string(harness_drops) + " frames the design sent").c_str()
+                          : "no frame the design sent was dropped by the harness");
+    if (unsent) fprintf(stderr, "rtl-agg: %llu frames the design sent were still queued at the stop\n", (unsigned long long)unsent);
     for (auto& p : ports) close(p.fd);
     return 0;
 }

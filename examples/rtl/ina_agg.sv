@@ -18,7 +18,7 @@
 // data and a fresh ICRC. Everything else is forwarded as an L2 switch
 // would (rank r's host MAC behind port r, broadcast and unknown
 // destinations flooded).
-module ina_agg import fpadd_pkg::*; #(
+module ina_agg import fpadd::*; #(
   parameter int NPORT   = 8,     // ports (ranks) the design has
   parameter int NSLOT   = 1024,  // packet slots: 2 * window * msg-len must fit
   parameter int FSTRIDE = 4352,  // bytes per stored frame (MTU 4096 + headers)
@@ -64,7 +64,7 @@ module ina_agg import fpadd_pkg::*; #(
   localparam logic [7:0] OP_FIRST = 8'h06, OP_LAST_IMM = 8'h09, OP_ONLY = 8'h0A, OP_ONLY_IMM = 8'h0B;
 
   typedef enum logic [4:0] {
-    S_IDLE, S_RX, S_PARSE, S_ICRC, S_LOC, S_REL, S_PLACE, S_TAKE, S_SUM,
+    S_CLR, S_IDLE, S_RX, S_PARSE, S_ICRC, S_LOC, S_REL, S_PLACE, S_TAKE, S_SUM,
     S_BUILD, S_TX, S_FWD
   } state_t;
   state_t state;
@@ -96,8 +96,7 @@ module ina_agg import fpadd_pkg::*; #(
   // The frame being handled.
   int          rxport, rxlen, ptr;
   logic        rxover;
-  int          l3, udp, bth, pay, paylen, icrc, doff, dlen, rank, slot, sfb;
-  logic [7:0]  op;
+  int          udp, bth, pay, paylen, icrc, doff, dlen, rank, slot, sfb;
   logic [23:0] psn;
   logic [31:0] crc, msg;
   logic        first, middle;
@@ -206,7 +205,7 @@ module ina_agg import fpadd_pkg::*; #(
       s_tready[p] = (state == S_RX) && (rxport == p);
       m_tvalid[p] = (state == S_TX || state == S_FWD) && (txport == p);
       m_tlast[p]  = (ptr + 8 >= txlen);
-      m_tkeep[p]  = (ptr + 8 >= txlen) ? 8'((16'd1 << (txlen - ptr)) - 1) : 8'hFF;
+      m_tkeep[p]  = (ptr + 8 >= txlen) ? 8'((32'd1 << (txlen - ptr)) - 1) : 8'hFF;
       for (int i = 0; i < 8; i++)
         m_tdata[p][i*8 +: 8] = tx_from_rx ? rxbuf[(ptr + i) % RXMAX] : txbuf[(ptr + i) % FSTRIDE];
     end
@@ -216,18 +215,25 @@ module ina_agg import fpadd_pkg::*; #(
   // ---- the datapath --------------------------------------------------------
   always_ff @(posedge clk) begin
     if (rst) begin
-      state <= S_IDLE;
+      // The slot metadata is a memory: it is cleared after reset, one
+      // entry a cycle (S_CLR), as a block RAM would have to be.
+      state <= S_CLR; ptr <= 0;
       rr <= 0;
       released <= 0; relrow <= 0;
       for (int r = 0; r < NPORT; r++) begin
-        c_hqp[r] = 0; c_anch[r] = 0; c_newest[r] = 32'hFFFFFFFF; c_newk[r] = 0;
+        c_hqp[r] <= 0; c_anch[r] <= 0; c_newest[r] <= 32'hFFFFFFFF; c_newk[r] <= 0;
       end
-      for (int s = 0; s < NSLOT; s++) begin sl_have[s] = 0; sl_done[s] = 0; end
       n_frames_in <= 0; n_bytes_in <= 0; n_frames_out <= 0; n_busy_cycles <= 0;
       n_aggregated <= 0; n_results <= 0; n_resends <= 0; n_icrc_drops <= 0; n_other_drops <= 0; n_forwards <= 0;
     end else begin
-      if (state != S_IDLE) n_busy_cycles <= n_busy_cycles + 1;
+      if (state != S_IDLE && state != S_CLR) n_busy_cycles <= n_busy_cycles + 1;
       case (state)
+      S_CLR: begin
+        sl_have[ptr] <= 0; sl_done[ptr] <= 0;
+        ptr <= ptr + 1;
+        if (ptr + 1 >= NSLOT) state <= S_IDLE;
+      end
+
       // Take the next port with a frame, round robin.
       S_IDLE: begin
         for (int k = 1; k <= NPORT; k++) begin
@@ -242,7 +248,7 @@ module ina_agg import fpadd_pkg::*; #(
       S_RX: if (s_tvalid[rxport]) begin
         automatic int n = 0;
         for (int i = 0; i < 8; i++) if (s_tkeep[rxport][i]) begin
-          if (rxlen + i < RXMAX) rxbuf[rxlen + i] = s_tdata[rxport][i*8 +: 8];
+          if (rxlen + i < RXMAX) rxbuf[rxlen + i] <= s_tdata[rxport][i*8 +: 8];
           n++;
         end
         if (rxlen + n > RXMAX) rxover <= 1;
@@ -250,17 +256,21 @@ module ina_agg import fpadd_pkg::*; #(
         // The ICRC as the frame streams in, four bytes behind (the last
         // four are the ICRC itself), masked for the usual layout (IPv4
         // without options); S_PARSE falls back to a second pass otherwise.
+        // Bytes of this beat come from s_tdata (write-first bypass: rxbuf
+        // holds them only after this edge).
         begin
           automatic logic [31:0] c = crc;
+          automatic int tot = rxlen + n;
           for (int i = 0; i < 8; i++) begin
             automatic int q = rxlen - 4 + i;
-            if (i < n && q >= 14 && q < RXMAX) c = crc8(c, icrc_mask(q, rxbuf[q], std_udp(), std_bth()));
+            automatic logic [7:0] b = i >= 4 ? s_tdata[rxport][(i-4)*8 +: 8] : (q >= 0 && q < RXMAX) ? rxbuf[q] : 8'h00;
+            if (i < n && q >= 14 && q < RXMAX) c = crc8(c, icrc_mask(q, b, std_udp(), std_bth()));
           end
           crc <= c;
+          if (s_tlast[rxport]) n_bytes_in <= n_bytes_in + 64'(tot);
         end
         if (s_tlast[rxport]) begin
           n_frames_in <= n_frames_in + 1;
-          n_bytes_in <= n_bytes_in + 64'(rxlen + n);
           state <= S_PARSE;
         end
       end
@@ -271,6 +281,7 @@ module ina_agg import fpadd_pkg::*; #(
         automatic logic ok = 0;
         automatic int e = 0, ihl, tot, ulen, ext, pd, r;
         automatic int t_udp = 0, t_bth = 0;
+        automatic logic [7:0] op = 0;
         if (rxover) begin
           n_other_drops <= n_other_drops + 1; state <= S_IDLE;
         end else begin
@@ -331,7 +342,7 @@ module ina_agg import fpadd_pkg::*; #(
             fwd_mask <= '0; txport <= (r + 1) % int'(cfg_workers);
             n_forwards <= n_forwards + 1;
           end else begin
-            rank <= r; udp <= t_udp; bth <= t_bth; icrc <= e - 4; l3 <= 14;
+            rank <= r; udp <= t_udp; bth <= t_bth; icrc <= e - 4;
             pay <= t_bth + 12 + ext; paylen <= e - 4 - pd - (t_bth + 12 + ext);
             psn <= {rxbuf[t_bth+9], rxbuf[t_bth+10], rxbuf[t_bth+11]};
             first <= (op == OP_FIRST || op == OP_ONLY || op == OP_ONLY_IMM);
@@ -371,7 +382,7 @@ module ina_agg import fpadd_pkg::*; #(
         automatic logic [31:0] amsg = c_amsg[rank];
         automatic logic [23:0] apsn = c_apsn[rank];
         automatic logic [23:0] dd, ad;
-        automatic int d = 0, q = 0, o = 0, L = int'(cfg_msglen), k = 0, id = 0;
+        automatic int q = 0, o = 0, L = int'(cfg_msglen), k = 0, id = 0;
         automatic logic [31:0] m = 0;
         if (first) begin
           if (paylen < 8 || {rxbuf[pay], rxbuf[pay+1], rxbuf[pay+2], rxbuf[pay+3]} != 32'h494E4131) bad = 1;
@@ -387,7 +398,6 @@ module ina_agg import fpadd_pkg::*; #(
         if (!bad && !lost) begin
           // d = psn - apsn as a signed 24-bit distance; q = floor(d / L).
           dd = psn - apsn;
-          d = int'({{8{dd[23]}}, dd});
           ad = dd[23] ? -dd : dd;
           q = int'(ad) / L; o = int'(ad) % L;   // a 24/8-bit divider
           if (dd[23]) begin q = -q; if (o != 0) begin q = q - 1; o = L - o; end end
@@ -481,7 +491,7 @@ module ina_agg import fpadd_pkg::*; #(
       // Store the frame in the slot, 8 bytes a cycle.
       S_TAKE: begin
         automatic int b = frame_base(slot, rank);
-        for (int i = 0; i < 8; i++) if (ptr + i < rxlen) fmem[b + ptr + i] = rxbuf[ptr + i];
+        for (int i = 0; i < 8; i++) if (ptr + i < rxlen) fmem[b + ptr + i] <= rxbuf[ptr + i];
         ptr <= ptr + 8;
         if (ptr + 8 >= rxlen) begin
           automatic logic [NPORT-1:0] have = sl_have[slot] | (NPORT'(1) << rank);
@@ -503,7 +513,7 @@ module ina_agg import fpadd_pkg::*; #(
           for (int i = 0; i < 8; i++) x[i*8 +: 8] = fmem[b + i];
           if (r == 0) acc = x; else acc = add64(acc, x);
         end
-        for (int i = 0; i < 8; i++) smem[slot * SUMSTRIDE + ptr + i] = acc[i*8 +: 8];
+        for (int i = 0; i < 8; i++) smem[slot * SUMSTRIDE + ptr + i] <= acc[i*8 +: 8];
         ptr <= ptr + 8;
         if (ptr + 8 >= int'(sl_n[slot])) begin
           sl_done[slot] <= 1; n_aggregated <= n_aggregated + 1;
@@ -526,14 +536,14 @@ module ina_agg import fpadd_pkg::*; #(
           automatic int j = ptr + i;
           automatic logic [7:0] v = emitting ? fmem[b + j] : rxbuf[j];
           if (j >= tx_doff && j < tx_doff + int'(sl_n[slot])) v = smem[slot * SUMSTRIDE + j - tx_doff];
-          if (j < txlen) txbuf[j] = v;
+          if (j < txlen) txbuf[j] <= v;
           if (j >= 14 && j < tx_icrc) c = crc8(c, icrc_mask(j, v, tx_udp, tb));
         end
         crc <= c;
         ptr <= ptr + 8;
         if (ptr + 8 >= txlen) begin
           automatic int p;
-          {txbuf[tx_icrc+3], txbuf[tx_icrc+2], txbuf[tx_icrc+1], txbuf[tx_icrc]} = ~c;
+          {txbuf[tx_icrc+3], txbuf[tx_icrc+2], txbuf[tx_icrc+1], txbuf[tx_icrc]} <= ~c;
           p = mac_port({txbuf[0], txbuf[1], txbuf[2], txbuf[3], txbuf[4], txbuf[5]});
           txport <= p; tx_from_rx <= 0; ptr <= 0;
           state <= (p < 0) ? S_IDLE : S_TX;
