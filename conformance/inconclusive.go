@@ -86,7 +86,7 @@ func deviceEmitted(workers int, recs []pcapio.Record) string {
 	entered := map[string]bool{}
 	delivered := map[key]bool{} // sent out of its destination's port
 	type stray struct {
-		k          key
+		k           key
 		port, frame int
 	}
 	var strays []stray
@@ -125,9 +125,12 @@ func deviceEmitted(workers int, recs []pcapio.Record) string {
 }
 
 // settle reruns an inconclusive case, or one whose only evidence is a
-// silent device, once with a longer timeout (run judges a case): it
-// returns the case as last run and its outcome. A case that holds the
-// second time holds: the first failure was the machine's.
+// silent device, with a longer timeout (run judges a case): it returns
+// the case as last run and its outcome. A case that holds the second time
+// holds: the first failure was the machine's. Silence alone blames the
+// device only when two runs in a row are silent: the first and its rerun,
+// or, when the first run was inconclusive and its rerun is the first
+// silent one, that rerun and one more at the same longer timeout.
 func settle(c aggCase, out aggOutcome, run func(aggCase) aggOutcome) (aggCase, aggOutcome) {
 	if !out.inconclusive && !out.silent {
 		return c, out
@@ -137,24 +140,73 @@ func settle(c aggCase, out aggOutcome, run func(aggCase) aggOutcome) (aggCase, a
 	switch {
 	case out.silent && again.silent:
 		return c, out // mute with either timeout: shrink the quicker case
+	case again.silent: // once silent, after an inconclusive run: confirm
+		third := run(longer)
+		if third.fail != "" || third.inconclusive {
+			return longer, third
+		}
+		return c, aggOutcome{} // answering again: the machine's
 	case again.fail != "" || again.inconclusive:
 		return longer, again
 	}
 	return c, aggOutcome{} // the machine's, the first time
 }
 
-// inconclusive records case i's inconclusive outcome in res.
+// VerdictInconclusive is a property's Verdict (and a report's) when no
+// case failed but at least one was inconclusive: it neither holds nor
+// fails, and says so (Passed false, Failure empty), so that a CI gate
+// does not pass it silently: a device that hangs without a trace shows
+// no evidence either, and would otherwise hold on every case.
+const VerdictInconclusive = "inconclusive"
+
+// Undecided reports whether the property is inconclusive: no failure,
+// some cases inconclusive.
+func (res PropertyResult) Undecided() bool { return res.Verdict == VerdictInconclusive }
+
+// Failed reports whether the property fails (not inconclusive, not
+// skipped).
+func (res PropertyResult) Failed() bool { return !res.Passed && !res.Undecided() }
+
+// inconclusive records case i's inconclusive outcome in res (and its
+// shard record).
 func (res *PropertyResult) inconclusive(i int, out aggOutcome) {
 	if res.Inconclusive == 0 {
-		res.firstInconclusive = fmt.Sprintf("case %d: %s", i, out.detail)
+		res.FirstInconclusive = fmt.Sprintf("case %d: %s", i, out.detail)
 	}
 	res.Inconclusive++
+	res.Shard.inconclusive(i)
 }
 
-// noteInconclusive adds the inconclusive note, if any, to res.
+// noteInconclusive adds the inconclusive note, if any, to res, and makes
+// a property that did not fail inconclusive.
 func (res *PropertyResult) noteInconclusive() {
-	if res.Inconclusive > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("%d of %d cases inconclusive: the job failed in its transport with no fault to explain it and no evidence against the device, twice (the second time with a 4× longer timeout); first: %s",
-			res.Inconclusive, res.Cases, res.firstInconclusive))
+	if res.Inconclusive == 0 {
+		return
+	}
+	res.Notes = append(res.Notes, inconclusiveNote(res.Inconclusive, res.Cases, res.FirstInconclusive))
+	if res.Passed {
+		res.Passed, res.Verdict = false, VerdictInconclusive
+	}
+}
+
+const inconclusiveWords = " cases inconclusive: the job failed in its transport with no fault to explain it and no evidence against the device, twice (the second time with a 4× longer timeout); first: "
+
+func inconclusiveNote(n, cases int, first string) string {
+	return fmt.Sprintf("%d of %d%s%s", n, cases, inconclusiveWords, first)
+}
+
+// Judge sets the report's Verdict from its properties': inconclusive
+// when none fails and one is.
+func (r *Report) Judge() {
+	r.Verdict = ""
+	undecided := false
+	for _, p := range r.Properties {
+		if p.Failed() && p.Skipped == "" {
+			return
+		}
+		undecided = undecided || p.Undecided()
+	}
+	if undecided {
+		r.Verdict = VerdictInconclusive
 	}
 }

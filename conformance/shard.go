@@ -63,6 +63,9 @@ type ShardRecord struct {
 	// under the paper's release rule (aggregation), -1 if none.
 	StallAt     int    `json:"stall_at"`
 	StallDetail string `json:"stall_detail,omitempty"`
+	// Inconclusive are the cases that ended inconclusive (against a
+	// device); the result's FirstInconclusive says why the first did.
+	Inconclusive []int `json:"inconclusive,omitempty"`
 }
 
 // Report is a conformance run's report: the suite's parameters and one
@@ -86,6 +89,9 @@ type Report struct {
 	// its cases (--dut), which fitted their shapes and timeouts.
 	Calibration *dut.Calibration `json:"calibration,omitempty"`
 	Properties  []PropertyResult `json:"properties"`
+	// Verdict is "inconclusive" (VerdictInconclusive) when no property
+	// fails and one is inconclusive (see Judge); empty otherwise.
+	Verdict string `json:"verdict,omitempty"`
 }
 
 // Merge combines the reports of shards 0..N-1 of one suite (same seed,
@@ -109,9 +115,9 @@ func Merge(reports []Report) (Report, error) {
 			return Report{}, fmt.Errorf("report %d is not a shard's (no \"shard\" in it)", k+1)
 		case r.Shard.Of != n:
 			return Report{}, fmt.Errorf("report %d is shard %v, report 1 of %d shards", k+1, *r.Shard, n)
-		case r.Seed != first.Seed || r.Release != first.Release || r.Suite != first.Suite || r.Count != first.Count || r.SwitchProgram != first.SwitchProgram:
-			return Report{}, fmt.Errorf("report %d is of another run (seed %d, release %s, suite %s, count %d, switch program %q; report 1: seed %d, release %s, suite %s, count %d, switch program %q)",
-				k+1, r.Seed, r.Release, r.Suite, r.Count, r.SwitchProgram, first.Seed, first.Release, first.Suite, first.Count, first.SwitchProgram)
+		case r.Seed != first.Seed || r.Release != first.Release || r.Suite != first.Suite || r.Count != first.Count || r.SwitchProgram != first.SwitchProgram || r.DUTMode != first.DUTMode:
+			return Report{}, fmt.Errorf("report %d is of another run (seed %d, release %s, suite %s, count %d, switch program %q, dut mode %q; report 1: seed %d, release %s, suite %s, count %d, switch program %q, dut mode %q)",
+				k+1, r.Seed, r.Release, r.Suite, r.Count, r.SwitchProgram, r.DUTMode, first.Seed, first.Release, first.Suite, first.Count, first.SwitchProgram, first.DUTMode)
 		case len(r.Properties) != len(first.Properties):
 			return Report{}, fmt.Errorf("report %d has %d properties, report 1 %d", k+1, len(r.Properties), len(first.Properties))
 		}
@@ -122,7 +128,11 @@ func Merge(reports []Report) (Report, error) {
 	if err := set.Missing(); err != nil {
 		return Report{}, err
 	}
-	out := Report{Seed: first.Seed, Release: first.Release, Suite: first.Suite, Count: first.Count, Properties: []PropertyResult{}}
+	byShard := slices.Clone(reports) // the order the shards were given in is not the run's
+	slices.SortFunc(byShard, func(a, b Report) int { return a.Shard.Index - b.Shard.Index })
+	out := Report{Seed: first.Seed, Release: first.Release, Suite: first.Suite, Count: first.Count, Properties: []PropertyResult{},
+		DUTMode: first.DUTMode, DUT: distinct(byShard, func(r Report) string { return r.DUT }),
+		DeviceLog: distinct(byShard, func(r Report) string { return r.DeviceLog }), Calibration: slowest(byShard)}
 	for p := range first.Properties {
 		parts := make([]PropertyResult, len(reports))
 		for k, r := range reports {
@@ -136,7 +146,41 @@ func Merge(reports []Report) (Report, error) {
 		}
 		out.Properties = append(out.Properties, mergeProperty(parts, first.Count))
 	}
+	out.Judge()
 	return out, nil
+}
+
+// distinct is what the shards' reports say of one thing (the device,
+// its log), each different value once in shard order, joined by ", ":
+// shards may run against one device each.
+func distinct(reports []Report, of func(Report) string) string {
+	var vals []string
+	for _, r := range reports {
+		if v := of(r); v != "" && !slices.Contains(vals, v) {
+			vals = append(vals, v)
+		}
+	}
+	return strings.Join(vals, ", ")
+}
+
+// slowest is the merged report's calibration: the slowest of the shards'
+// (a failed one first, which fell back to the most conservative
+// settings; else the lowest rate; the first shard's of equals), nil if
+// none calibrated. It bounds what every shard's cases were fitted to.
+func slowest(reports []Report) *dut.Calibration {
+	var s *dut.Calibration
+	for _, r := range reports {
+		c := r.Calibration
+		switch {
+		case c == nil:
+		case s == nil:
+			s = c
+		case !s.Measured():
+		case !c.Measured() || c.Rate < s.Rate:
+			s = c
+		}
+	}
+	return s
 }
 
 // mergeProperty replays the unsharded loop over the shards' records:
@@ -165,11 +209,19 @@ func mergeProperty(parts []PropertyResult, count int) PropertyResult {
 	if failAt >= 0 {
 		res.Cases = failAt + 1
 	}
-	transport := 0
-	for _, p := range parts {
+	transport, inconclusive, firstInc, firstIncBy := 0, 0, -1, -1
+	for k, p := range parts {
 		for _, i := range p.Shard.Transport {
 			if failAt < 0 || i <= failAt {
 				transport++
+			}
+		}
+		for _, i := range p.Shard.Inconclusive {
+			if failAt < 0 || i <= failAt {
+				inconclusive++
+				if firstInc < 0 || i < firstInc {
+					firstInc, firstIncBy = i, k
+				}
 			}
 		}
 	}
@@ -183,12 +235,16 @@ func mergeProperty(parts []PropertyResult, count int) PropertyResult {
 		copyVerdict(&res, parts[stallBy]) // that shard failed on nothing else, so it reported the stall
 	default:
 		// A failure outside the cases (nothing to test): every shard says it.
-		if i := slices.IndexFunc(parts, func(p PropertyResult) bool { return !p.Passed }); i >= 0 {
+		if i := slices.IndexFunc(parts, PropertyResult.Failed); i >= 0 {
 			copyVerdict(&res, parts[i])
 		}
 	}
 	if transport > 0 {
 		res.Notes = append(res.Notes, transportNote(transport, res.Cases))
+	}
+	if inconclusive > 0 { // as noteInconclusive: the first is a shard's first
+		res.Inconclusive, res.FirstInconclusive = inconclusive, parts[firstIncBy].FirstInconclusive
+		res.noteInconclusive()
 	}
 	return res
 }
@@ -223,10 +279,10 @@ func stallNote(i int, detail string) string { return fmt.Sprintf("case %d%s%s", 
 
 func transportNote(n, cases int) string { return fmt.Sprintf("%d of %d%s", n, cases, transportWords) }
 
-// isOtherNote: a note that is neither of the two a merge recomputes (e.g.
+// isOtherNote: a note that is none of the three a merge recomputes (e.g.
 // a counterexample that could not be written).
 func isOtherNote(n string) bool {
-	return !strings.Contains(n, stallWords) && !strings.HasSuffix(n, transportWords)
+	return !strings.Contains(n, stallWords) && !strings.HasSuffix(n, transportWords) && !strings.Contains(n, inconclusiveWords)
 }
 
 // failed, transport and stalled record case i in a shard's record; a run
@@ -240,6 +296,12 @@ func (r *ShardRecord) failed(i int) {
 func (r *ShardRecord) transport(i int) {
 	if r != nil {
 		r.Transport = append(r.Transport, i)
+	}
+}
+
+func (r *ShardRecord) inconclusive(i int) {
+	if r != nil {
+		r.Inconclusive = append(r.Inconclusive, i)
 	}
 }
 

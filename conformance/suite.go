@@ -184,8 +184,13 @@ type PropertyResult struct {
 	// Inconclusive counts the cases against a device that failed in their
 	// transport twice with nothing to blame (see settle): neither holds
 	// nor fails.
-	Inconclusive      int    `json:"inconclusive,omitempty"`
-	firstInconclusive string // its first case, in words
+	Inconclusive int `json:"inconclusive,omitempty"`
+	// FirstInconclusive is the first of them: its case number and why.
+	FirstInconclusive string `json:"first_inconclusive,omitempty"`
+	// Verdict is "inconclusive" (VerdictInconclusive) when no case failed
+	// but Inconclusive did not hold either: Passed is false then, with no
+	// Failure. Empty otherwise: Passed says it.
+	Verdict string `json:"verdict,omitempty"`
 }
 
 // Suites are the property suites by name, in the order `all` runs them.
@@ -274,6 +279,14 @@ func failsAs[C any](run func(C) aggOutcome, out *aggOutcome) func(C) bool {
 		o := run(d)
 		if o.fail != out.fail {
 			return false
+		}
+		if o.silent {
+			// Its only evidence is the device's silence, which a device
+			// process starved of the CPU shows for a while too: a
+			// candidate is accepted only when it fails so once more.
+			if o = run(d); o.fail != out.fail {
+				return false
+			}
 		}
 		*out = o
 		return true

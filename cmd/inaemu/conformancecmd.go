@@ -30,6 +30,7 @@ type conformanceArgs struct {
 	count, jobs                int
 	seed                       uint64
 	asJSON                     bool
+	allowInconclusive          bool // --allow-inconclusive
 }
 
 // conformanceCommand is 'inaemu conformance': the property suites.
@@ -53,7 +54,13 @@ and merges them (the same report as -j 1).
 Report: a line per property, holds or FAILS, with its cases and wall time (--json
 properties[]{name,passed,cases,wall_ns}); for a failure the first failing case and what it shrank
 to (failure), the shrunk case as a scenario file with its pcapng (counterexample) and the command
-that replays it (replay). --junit writes the same as JUnit XML. Every field: docs/reports.md.`
+that replays it (replay). --junit writes the same as JUnit XML. Every field: docs/reports.md.
+
+Against a device (--dut) a case whose job failed in its transport twice with no fault to explain
+it and no evidence against the device is inconclusive; a property with no failing case and some
+inconclusive ones is INCONCLUSIVE (--json "verdict":"inconclusive", passed false), neither held nor
+failed. Exit status: 1 when a property fails, else 5 when one is inconclusive
+(--allow-inconclusive: 0, still reported), else 0.`
 	f := c.Flags()
 	f.StringVar(&a.suite, "suite", "all", "which property suite: "+strings.Join(names, ", ")+" or all")
 	f.IntVar(&a.count, "count", 100, "generated cases per property")
@@ -65,8 +72,9 @@ that replays it (replay). --junit writes the same as JUnit XML. Every field: doc
 	f.IntVarP(&a.jobs, "jobs", "j", 1, "run the cases in `N` shards at once in this process (one per core) and merge them")
 	df = addDUTFlags(c)
 	f.StringVar(&a.dutMode, "dut-mode", "netreduce", "with --dut: what the device does with the jobs' frames: netreduce (it aggregates them) or ring (it only forwards them by destination MAC, as an Ethernet switch does: the suites run ring all-reduce jobs through it and judge its forwarding)")
+	f.BoolVar(&a.allowInconclusive, "allow-inconclusive", false, "exit 0, not 5, when no property fails but one is inconclusive against a device (still reported as INCONCLUSIVE)")
 	f.StringVar(&a.junit, "junit", "", fmt.Sprintf(junitHelp, "a testcase per property, its failure with the counterexample and replay command"))
-	f.BoolVar(&a.asJSON, "json", false, `print one JSON object: {"seed","release","suite","count","shard","switch_program","dut","dut_mode","device_log","calibration","properties":[{"name","passed","cases","counterexample","failure","replay","notes","wall_ns","shard","skipped","inconclusive"},...]}`)
+	f.BoolVar(&a.asJSON, "json", false, `print one JSON object: {"seed","release","suite","count","shard","switch_program","dut","dut_mode","device_log","calibration","properties":[{"name","passed","cases","counterexample","failure","replay","notes","wall_ns","shard","skipped","inconclusive","first_inconclusive","verdict"},...],"verdict"}`)
 	completeWords(c, map[string][]string{"suite": append(names, "all"), "release": {"safe", "paper"}, "switch-program": netreduce.RingPrograms(), "dut-mode": {"netreduce", "ring"}})
 	c.MarkFlagsMutuallyExclusive("shard", "jobs")
 	_ = c.MarkFlagDirname("out")
@@ -255,10 +263,11 @@ func runConformance(fs *cmdEnv, a conformanceArgs, df *dutFlags, names []string)
 			rep.Shard = &shard
 		}
 		rep.Properties = runAll(opts)
+		rep.Judge()
 	}
 	bar.stop()
 	took := time.Since(start)
-	code := printConformance(fs, rep, a.asJSON, took)
+	code := printConformance(fs, rep, a.asJSON, a.allowInconclusive, took)
 	if c := writeJUnit(fs, a.junit, conformanceJUnit(rep, took, start)); c != exitOK {
 		return c
 	}
@@ -278,12 +287,16 @@ func runConformance(fs *cmdEnv, a conformanceArgs, df *dutFlags, names []string)
 }
 
 // printConformance prints a report (a run's, a shard's or a merge's) and
-// returns the exit status: 1 when a property fails.
-func printConformance(fs *cmdEnv, rep conformance.Report, asJSON bool, elapsed time.Duration) int {
+// returns the exit status: 1 when a property fails, else 5 when one is
+// inconclusive (0 with allowInconclusive).
+func printConformance(fs *cmdEnv, rep conformance.Report, asJSON, allowInconclusive bool, elapsed time.Duration) int {
 	stdout := fs.stdout
-	failed := 0
+	failed, undecided := 0, 0
 	for _, r := range rep.Properties {
-		if !r.Passed {
+		switch {
+		case r.Undecided():
+			undecided++
+		case r.Failed():
 			failed++
 		}
 	}
@@ -299,6 +312,13 @@ func printConformance(fs *cmdEnv, rep conformance.Report, asJSON bool, elapsed t
 			}
 			if r.Skipped != "" {
 				fmt.Fprintf(stdout, "  %-40s skipped: %s\n", r.Name, r.Skipped)
+				continue
+			}
+			if r.Undecided() {
+				fmt.Fprintf(stdout, "  %-40s INCONCLUSIVE: %d of %d cases inconclusive (%s) (%v)\n", r.Name, r.Inconclusive, r.Cases, r.FirstInconclusive, r.Wall.Round(time.Millisecond))
+				for _, n := range r.Notes {
+					fmt.Fprintf(stdout, "      note: %s\n", n)
+				}
 				continue
 			}
 			fmt.Fprintf(stdout, "  %-40s %s (%d cases, %v)\n", r.Name, verdict, r.Cases, r.Wall.Round(time.Millisecond))
@@ -324,14 +344,21 @@ func printConformance(fs *cmdEnv, rep conformance.Report, asJSON bool, elapsed t
 			}
 		}
 		ran := len(rep.Properties) - skipped
-		if skipped > 0 {
-			fmt.Fprintf(stdout, "  %d of %d properties hold, %d skipped (%v)\n", ran-failed, ran, skipped, elapsed.Round(time.Millisecond))
-		} else {
-			fmt.Fprintf(stdout, "  %d of %d properties hold (%v)\n", ran-failed, ran, elapsed.Round(time.Millisecond))
+		also := ""
+		if undecided > 0 {
+			also += fmt.Sprintf(", %d inconclusive", undecided)
 		}
+		if skipped > 0 {
+			also += fmt.Sprintf(", %d skipped", skipped)
+		}
+		fmt.Fprintf(stdout, "  %d of %d properties hold%s (%v)\n", ran-failed-undecided, ran, also, elapsed.Round(time.Millisecond))
 	}
-	if failed > 0 {
+	switch {
+	case failed > 0:
 		return exitFail
+	case undecided > 0 && !allowInconclusive:
+		fmt.Fprintf(fs.stderr, "inaemu %s: inconclusive: no property fails, but %d neither held nor failed (their cases failed in the transport with nothing to blame): exit %d (--allow-inconclusive accepts it)\n", fs.name, undecided, exitUndecidable)
+		return exitUndecidable
 	}
 	return exitOK
 }

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-		"testing"
+	"testing"
 
 	"github.com/stretchr/testify/require"
 

@@ -103,7 +103,13 @@ func conformanceJUnit(rep conformance.Report, took time.Duration, start time.Tim
 	}
 	for _, p := range rep.Properties {
 		c := junit.Case{Name: p.Name, Classname: "inaemu.conformance", Time: p.Wall, Skipped: p.Skipped}
-		if !p.Passed && p.Skipped == "" {
+		switch {
+		case p.Undecided():
+			// Not skipped: a CI gate must not pass it silently. A failure
+			// of its own type, so a reader tells it from a property's.
+			msg := fmt.Sprintf("INCONCLUSIVE: %d of %d cases inconclusive (%s)", p.Inconclusive, p.Cases, p.FirstInconclusive)
+			c.Failures = []junit.Failure{{Message: msg, Type: conformance.VerdictInconclusive, Text: msg}}
+		case !p.Passed && p.Skipped == "":
 			text := []string{p.Failure}
 			if p.Counterexample != nil {
 				text = append(text, "counterexample: "+*p.Counterexample)

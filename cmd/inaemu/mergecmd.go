@@ -19,13 +19,14 @@ import (
 
 // mergeCommand is 'inaemu merge': shard reports into one.
 func mergeCommand(stdout, stderr io.Writer) *cobra.Command {
-	var asJSON bool
+	var asJSON, allowInconclusive bool
 	c := newCommand("merge REPORT.json...", "combine the --json reports of 'conformance --shard' or 'sweep --shard' runs into the unsharded run's report", stdout, stderr,
-		func(e *cmdEnv, files []string) int { return runMerge(e, files, asJSON) })
+		func(e *cmdEnv, files []string) int { return runMerge(e, files, asJSON, allowInconclusive) })
 	c.Long = `Each file is the --json output of one shard of the same run (conformance: same seed, release,
 suite and count; sweep: same job and grid); all N shards must be there, in any order. The merged
 report is exactly the one the unsharded run prints, but for conformance's wall times, which are
-the shards' summed. Exit status: as the unsharded run's (conformance: 1 a property fails; sweep:
+the shards' summed. Exit status: as the unsharded run's (conformance: 1 a property fails, 5 none
+fails but one is inconclusive against a device, 0 then with --allow-inconclusive; sweep:
 1 a run ended wrong, 3 one failed in the transport), 2 when the reports do not make one run, cannot
 be read, or a report's bookkeeping does not add up (a failing case, a cell or a count that is not
 its shard's: the message names the file and the field).`
@@ -36,6 +37,7 @@ its shard's: the message names the file and the field).`
 		return nil
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the merged report as one JSON object, as the run's --json does")
+	c.Flags().BoolVar(&allowInconclusive, "allow-inconclusive", false, "conformance: exit 0, not 5, when no property fails but one is inconclusive (as conformance --allow-inconclusive)")
 	addUnitsFlag(c)
 	return c
 }
@@ -49,7 +51,7 @@ const maxInputSize = 16 << 20
 // readInput reads such a file (a pipe too).
 func readInput(name string) ([]byte, error) { return topo.ReadFileUpTo(name, maxInputSize) }
 
-func runMerge(e *cmdEnv, files []string, asJSON bool) int {
+func runMerge(e *cmdEnv, files []string, asJSON, allowInconclusive bool) int {
 	var raw [][]byte
 	sweep := false
 	for k, name := range files {
@@ -108,7 +110,7 @@ func runMerge(e *cmdEnv, files []string, asJSON bool) int {
 	if !asJSON {
 		fmt.Fprintf(e.stdout, "inaemu conformance: seed %d, %d cases per property, release %s, %d shards merged\n", rep.Seed, rep.Count, rep.Release, len(reports))
 	}
-	return printConformance(e, rep, asJSON, wall)
+	return printConformance(e, rep, asJSON, allowInconclusive, wall)
 }
 
 func kind(sweep bool) string {
@@ -320,6 +322,17 @@ func checkConformanceShard(r conformance.Report) error {
 			if k > 0 && i <= rec.Transport[k-1] {
 				return bad(fmt.Errorf("transport: case %d after case %d (each case once, in order)", i, rec.Transport[k-1]))
 			}
+		}
+		for k, i := range rec.Inconclusive {
+			if err := checkCase(sh, last+1, "inconclusive", i); err != nil {
+				return bad(err)
+			}
+			if k > 0 && i <= rec.Inconclusive[k-1] {
+				return bad(fmt.Errorf("inconclusive: case %d after case %d (each case once, in order)", i, rec.Inconclusive[k-1]))
+			}
+		}
+		if len(rec.Inconclusive) != p.Inconclusive {
+			return bad(fmt.Errorf("inconclusive %d, and %d cases in its shard record", p.Inconclusive, len(rec.Inconclusive)))
 		}
 	}
 	return nil
