@@ -42,3 +42,24 @@ func TestCheckTakesTheCapturesDType(t *testing.T) {
 		require.True(t, strings.Contains(out, "agg-sum"), out)
 	}
 }
+
+// TestEmptyDTypeIsAUsageError: check and replay treat an empty --dtype
+// alike: a usage error in one line, exit 2 (replay used the capture's
+// type silently).
+func TestEmptyDTypeIsAUsageError(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "f16.pcapng")
+	code, _, errOut := runCLI("run", "--workers", "2", "--dtype", "f16", "--tensor", "4KiB", "--seed", "1", "--pcap", f)
+	require.Zero(t, code, errOut)
+	for _, args := range [][]string{
+		{"check", "--dtype=", f},
+		{"replay", "--through-switch", "--out", filepath.Join(dir, "out.pcapng"), "--dtype=", f},
+	} {
+		code, _, errOut := runCLI(args...)
+		require.Equal(t, 2, code, "%v: %s", args, errOut)
+		require.Contains(t, errOut, `--dtype: dtype "": want f32, i32 or f16`, args)
+		require.Equal(t, 1, strings.Count(errOut, "\n"), "%v: one line: %s", args, errOut)
+	}
+	code, _, errOut = runCLI("replay", "--through-switch", "--out", filepath.Join(dir, "out.pcapng"), f)
+	require.Zero(t, code, "the capture's type without the flag: %s", errOut)
+}

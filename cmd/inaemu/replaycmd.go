@@ -98,8 +98,14 @@ func runReplay(fs *cmdEnv, file string, a replayArgs) int {
 		}
 	}
 	opt := replay.Options{Workers: a.workers, Window: a.window, MsgLen: a.msgLen, MTU: a.mtu}
-	if a.dtype != "" {
-		opt.DType, err = tensor.ParseDType(a.dtype)
+	// --dtype given (even empty, which is refused as check refuses it)
+	// wins over the type the capture names.
+	dtypeSet := fs.changed("dtype")
+	if dtypeSet {
+		if opt.DType, err = tensor.ParseDType(a.dtype); err != nil {
+			fs.usageError("--dtype: %v", err)
+			return exitUsage
+		}
 	}
 	if err == nil {
 		if opt.Release, err = netreduce.ParseRelease(a.release); err == nil {
@@ -116,7 +122,7 @@ func runReplay(fs *cmdEnv, file string, a replayArgs) int {
 		return exitUsage
 	}
 	opt.SwitchProgram = cmp.Or(a.program, pcapio.SwitchProgram(comment))
-	if d := pcapio.DType(comment); d != "" && a.dtype == "" {
+	if d := pcapio.DType(comment); d != "" && !dtypeSet {
 		if opt.DType, err = tensor.ParseDType(d); err != nil {
 			fmt.Fprintf(stderr, "inaemu replay: %s: the capture's section comment: %v; give --dtype\n", file, err)
 			return exitUsage
