@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -98,4 +99,39 @@ func readGolden(t *testing.T) ([]pcapio.Record, []string) {
 	recs, names, err := r.All()
 	require.NoError(t, err)
 	return recs, names
+}
+
+// TestResultLostKeepsCaptureOrder: result-lost reads faultwire's capture
+// in its order (one loop writes both sides of the device, causally), not
+// by the wall-clock timestamps: a clock stepped back an hour in the
+// middle of the run (NTP) changes no verdict. Sorted by time, the step
+// put the second half's frames before the first's, and the cut result of
+// TestResultLostWhenTheSwitchWithholdsAResult went unjudged or the clean
+// capture owed results it had sent.
+func TestResultLostKeepsCaptureOrder(t *testing.T) {
+	recs, emuNames := readGolden(t)
+	names := make([]string, len(emuNames))
+	for i, n := range emuNames {
+		var p int
+		var dir string
+		_, err := fmt.Sscanf(strings.Replace(n, "-", " ", 1), "port%d %s", &p, &dir)
+		require.NoError(t, err, n)
+		names[i] = map[string]string{"in": fmt.Sprintf("w%d-sw%d", p, p), "out": fmt.Sprintf("sw%d-w%d", p, p)}[dir]
+	}
+	stepped := make([]pcapio.Record, len(recs))
+	copy(stepped, recs)
+	for i := len(stepped) / 2; i < len(stepped); i++ {
+		stepped[i].Info.Timestamp = stepped[i].Info.Timestamp.Add(-time.Hour)
+	}
+	want := capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names})
+	got := capcheck.Check(stepped, capcheck.CheckOptions{Interfaces: names})
+	require.Positive(t, want.OwedJudged)
+	require.Equal(t, want.OwedJudged, got.OwedJudged, "the same cells judged")
+	var lost []capcheck.Violation
+	for _, v := range got.Violations {
+		if v.Rule == capcheck.RuleResultLost {
+			lost = append(lost, v)
+		}
+	}
+	require.Empty(t, lost, "a clock step fabricates no lost result")
 }

@@ -2,7 +2,6 @@ package capcheck
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -55,7 +54,7 @@ type owedCellKey struct {
 }
 
 // owedCell is what the capture shows of a cell, per rank: the positions
-// (in time order) of its contributions that reached the switch, and of
+// (in capture order) of its contributions that reached the switch, and of
 // the results that left it on the rank's connection.
 type owedCell struct {
 	in, out map[uint8][]int
@@ -74,11 +73,13 @@ func (c *checker) resultLostRule(sides *hostSides, tag uint32, trees map[uint8][
 	if !sides.any || !allNames(c.ifaceNames, faultwireName) {
 		return
 	}
-	// The frames in time order (the capture's order among equal times):
-	// a frame reaching the switch when it was captured, a frame leaving
-	// it when it left (its time less the extra delay a fault on the way
-	// out gave it: a fault that holds a result back reorders the link,
-	// not the switch).
+	// The frames in capture order. faultwire, the only writer of these
+	// names, records both sides of the device from its one loop: a frame
+	// reaching the device right after the write to it, a frame leaving it
+	// when the loop reads it, so a device's output always follows its
+	// cause in the file. That order is causal; the timestamps are the
+	// wall clock's (time.Now, not monotonic), which a clock step (NTP)
+	// can reorder, fabricating "before the resend" and "after" relations.
 	var order []int
 	for i := range fs.len() {
 		f := fs.at(i)
@@ -89,13 +90,6 @@ func (c *checker) resultLostRule(sides *hostSides, tag uint32, trees map[uint8][
 			order = append(order, i)
 		}
 	}
-	when := func(i int) int64 {
-		if sides.of(i) == sideOut {
-			return fs.at(i).ts - fs.at(i).extra
-		}
-		return fs.at(i).ts
-	}
-	sort.SliceStable(order, func(a, b int) bool { return when(order[a]) < when(order[b]) })
 	conns := map[checkStreamKey]*aggConn{}
 	cells := map[owedCellKey]*owedCell{}
 	var keys []owedCellKey
@@ -182,7 +176,7 @@ func (c *checker) resultLostRule(sides *hostSides, tag uint32, trees map[uint8][
 			}
 		}
 	}
-	// Each connection's results in time order, to find the later frame
+	// Each connection's results in capture order, to find the later frame
 	// that proves the switch handled a retransmission.
 	outs := map[[2]int64][]int{} // (ring, rank) → positions
 	for pos := range order {
