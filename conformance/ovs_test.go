@@ -207,15 +207,22 @@ func TestRingThroughOpenVSwitch(t *testing.T) {
 // TestOVSScriptKilled: when the script's shell is killed (SIGKILL, as
 // inaemu's parent-death signal does when inaemu dies), its daemons die
 // with it (their own parent-death signal), and the next start removes the
-// temporary directory the killed one could not.
+// temporary directory the killed one could not, and gives the TAPs back
+// the MTU the killed one's --mtu changed.
 func TestOVSScriptKilled(t *testing.T) {
 	needOVS(t)
 	prefix := taptest.Prefix(t, "ok")
 	_, err := tap.Up(tap.Topology{Prefix: prefix, Workers: 2, Wired: true})
 	require.NoError(t, err)
 	tmp := t.TempDir()
-	start := func() (*exec.Cmd, *bufio.Scanner) {
-		cmd := taptest.Command(ovsScript(t), "--bridges", "2")
+	mtu := func() string {
+		b, err := os.ReadFile("/sys/class/net/" + prefix + "-sw1/mtu")
+		require.NoError(t, err)
+		return strings.TrimSpace(string(b))
+	}
+	require.Equal(t, fmt.Sprint(tap.DefaultMTU), mtu())
+	start := func(args ...string) (*exec.Cmd, *bufio.Scanner) {
+		cmd := taptest.Command(ovsScript(t), append([]string{"--bridges", "2"}, args...)...)
 		cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "INAEMU_DUT_PREFIX="+prefix, "INAEMU_DUT_WORKERS=2")
 		out, err := cmd.StdoutPipe()
 		require.NoError(t, err)
@@ -231,19 +238,54 @@ func TestOVSScriptKilled(t *testing.T) {
 		t.Fatal("the script exited before it was ready")
 		return nil, nil
 	}
-	cmd, _ := start()
+	cmd, _ := start("--mtu", "1500")
+	require.Equal(t, "1500", mtu(), "mtu_request sets the TAP's own MTU")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
 	left := waitGone(t, tmp, 5*time.Second)
 	require.Len(t, left, 1, "only the killed script's directory: %v", left)
 	require.Contains(t, left[0], "inaemu-ovs.")
-	// The next start sweeps it; a clean stop (SIGTERM) leaves nothing.
+	require.Equal(t, "1500", mtu(), "no cleanup ran")
+	// The next start sweeps it and restores the MTU; a clean stop
+	// (SIGTERM) leaves nothing.
 	cmd, _ = start()
 	_, err = os.Stat(left[0])
 	require.ErrorIs(t, err, os.ErrNotExist, "the killed run's directory, swept by the next start")
+	require.Equal(t, fmt.Sprint(tap.DefaultMTU), mtu(), "the killed run's --mtu undone by the next start")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, cmd.Wait(), "a stopped script exits 0")
 	require.Empty(t, waitGone(t, tmp, 5*time.Second))
+}
+
+// TestOVSScriptBadFlags: a bad flag or value is refused before anything
+// is looked at (no Open vSwitch needed): one line on stderr, exit 2.
+func TestOVSScriptBadFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--mtu", "0"}, "--mtu 0: want a whole number of bytes, 68..65521"},
+		{[]string{"--mtu", "67"}, "--mtu 67: want 68..65521 (a TAP's range)"},
+		{[]string{"--mtu", "65522"}, "--mtu 65522: want 68..65521"},
+		{[]string{"--mtu", "99999999999999999999"}, "--mtu 99999999999999999999: want 68..65521"},
+		{[]string{"--mtu", "1e3"}, "--mtu 1e3: want a whole number"},
+		{[]string{"--mtu"}, "--mtu needs a value (usage: ovs-dut.sh ["},
+		{[]string{"--bogus"}, "unknown argument --bogus (usage: ovs-dut.sh ["},
+		{[]string{"--bridges", "3"}, "--bridges 3: want 1 or 2"},
+		{[]string{"--datapath", "x"}, "--datapath x: want dummy or netdev"},
+		{[]string{"--mac-aging", "-1"}, "--mac-aging -1: want seconds"},
+	} {
+		cmd := exec.Command("sh", append([]string{ovsScript(t)}, c.args...)...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin"} // no INAEMU_DUT_*: flags first
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		require.True(t, errors.As(err, &ee), "%v: %v", c.args, err)
+		require.Equal(t, 2, ee.ExitCode(), "%v: %s", c.args, stderr.String())
+		require.Equal(t, 1, strings.Count(stderr.String(), "\n"), "%v: one line: %q", c.args, stderr.String())
+		require.Contains(t, stderr.String(), "ovs-dut.sh: "+c.want, c.args)
+	}
 }
 
 // TestOVSDocsExample: the commands of docs/dut-ovs.md's first block, from

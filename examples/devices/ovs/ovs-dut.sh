@@ -28,8 +28,13 @@
 #                           per host, its interfaces removed on a clean stop.
 #   --hub                   flood every frame (OpenFlow action FLOOD) instead
 #                           of the learning switch (NORMAL)
-#   --mtu N                 mtu_request=N on every device port (default:
-#                           the TAP's MTU, 9000 as `inaemu tap up` makes it)
+#   --mtu N                 mtu_request=N on every device port, 68..65521
+#                           (a TAP's range; default: the TAP's MTU, 9000 as
+#                           `inaemu tap up` makes it). It changes the TAPs'
+#                           own MTU, restored on a clean stop; after a
+#                           SIGKILL the next start restores it (the old
+#                           MTUs are recorded in the run's directory), or
+#                           `inaemu tap down` removes the TAPs.
 #   --mac-aging S           the bridges' MAC aging time (OVS default 300 s)
 #
 # Stopping: SIGTERM or SIGINT (inaemu sends SIGTERM to the command's process
@@ -37,19 +42,23 @@
 # daemons are this shell's children with a parent-death signal (setpriv
 # --pdeathsig KILL), so a SIGKILL of this shell (inaemu's own parent-death
 # signal when inaemu dies) kills them too; the temporary directory it
-# could not remove is removed by the next run (it names its owner's pid).
+# could not remove is removed by the next run (it names its owner's pid),
+# and the TAPs' MTUs it changed (--mtu) are restored then.
+#
+# Bad flags and values: one line on stderr, exit 2.
 set -eu
 
 me=ovs-dut.sh
-usage() {
-	echo "usage: $me [--bridges 1|2] [--datapath dummy|netdev] [--hub] [--mtu N] [--mac-aging SECONDS]" >&2
+synopsis="$me [--bridges 1|2] [--datapath dummy|netdev] [--hub] [--mtu N] [--mac-aging SECONDS]"
+bad() { # a usage error: one line, exit 2
+	echo "$me: $* (usage: $synopsis)" >&2
 	exit 2
 }
 bridges=1 datapath=dummy action=NORMAL mtu= aging=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--bridges | --datapath | --mtu | --mac-aging)
-		[ $# -ge 2 ] || { echo "$me: $1 needs a value" >&2; usage; }
+		[ $# -ge 2 ] || bad "$1 needs a value"
 		case $1 in
 		--bridges) bridges=$2 ;;
 		--datapath) datapath=$2 ;;
@@ -59,13 +68,19 @@ while [ $# -gt 0 ]; do
 		shift 2
 		;;
 	--hub) action=FLOOD; shift ;;
-	-h | --help) usage ;;
-	*) echo "$me: unknown argument $1" >&2; usage ;;
+	-h | --help) echo "usage: $synopsis"; exit 0 ;;
+	*) bad "unknown argument $1" ;;
 	esac
 done
 case $bridges in 1 | 2) ;; *) echo "$me: --bridges $bridges: want 1 or 2" >&2; exit 2 ;; esac
 case $datapath in dummy | netdev) ;; *) echo "$me: --datapath $datapath: want dummy or netdev" >&2; exit 2 ;; esac
-case $mtu in '' | *[!0-9]*) [ -z "$mtu" ] || { echo "$me: --mtu $mtu: want a number" >&2; exit 2; } ;; esac
+case $mtu in
+'') ;;
+*[!0-9]* | 0*) echo "$me: --mtu $mtu: want a whole number of bytes, 68..65521" >&2; exit 2 ;;
+*) # a TAP takes 68 (IPv4's least) to 65521 (65535 less the Ethernet header)
+	[ ${#mtu} -le 5 ] && [ "$mtu" -ge 68 ] && [ "$mtu" -le 65521 ] ||
+		{ echo "$me: --mtu $mtu: want 68..65521 (a TAP's range)" >&2; exit 2; } ;;
+esac
 case $aging in '' | *[!0-9]*) [ -z "$aging" ] || { echo "$me: --mac-aging $aging: want seconds" >&2; exit 2; } ;; esac
 prefix=${INAEMU_DUT_PREFIX:?$me: INAEMU_DUT_PREFIX is not set (inaemu sets it for a --dut-cmd)}
 workers=${INAEMU_DUT_WORKERS:?$me: INAEMU_DUT_WORKERS is not set (inaemu sets it for a --dut-cmd)}
@@ -91,7 +106,13 @@ tmp=${TMPDIR:-/tmp}
 alive() { [ -r "/proc/$1/status" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status"; }
 for old in "$tmp"/inaemu-ovs.*; do
 	[ -f "$old/owner" ] || continue
-	alive "$(cat "$old/owner")" || rm -rf "$old"
+	alive "$(cat "$old/owner")" && continue
+	# The TAPs' MTUs a killed run's --mtu changed (PORT=MTU words): back
+	# first, so this run's ports start from what they were.
+	if [ -f "$old/mtus" ]; then
+		for pm in $(cat "$old/mtus"); do ip link set dev "${pm%=*}" mtu "${pm#*=}" 2>/dev/null || true; done
+	fi
+	rm -rf "$old"
 done
 dir=$(mktemp -d "$tmp/inaemu-ovs.XXXXXX")
 echo $$ >"$dir/owner"
@@ -163,6 +184,9 @@ while [ $b -lt $bridges ]; do
 		fi
 		r=$((r + 1))
 	done
+	# Recorded before OVS changes them, for the next start if this shell
+	# is killed before its cleanup runs.
+	[ -z "$mtus" ] || echo "$mtus" >"$dir/mtus"
 	# shellcheck disable=SC2086 # args is a list of words
 	vsctl $args
 	b=$((b + 1))
