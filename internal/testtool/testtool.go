@@ -103,12 +103,15 @@ var (
 // Build builds the Go program pkg (an import path, or a directory
 // relative to the test's package) once per test binary, for tests that
 // run it as a separate process, and returns the executable's path; it is
-// called name, in a directory of its own (a test may put it on PATH).
+// called name, in a directory of its own (a test may put it on PATH). The
+// build is kept per program and name: a test that puts "inaemu" on PATH
+// must not get the build another test named "device".
 func Build(t testing.TB, pkg, name string) string {
 	t.Helper()
 	builtMu.Lock()
 	defer builtMu.Unlock()
-	if p, ok := built[pkg]; ok {
+	key := pkg + "\x00" + name
+	if p, ok := built[key]; ok {
 		return p
 	}
 	if builtDir == "" {
@@ -126,6 +129,6 @@ func Build(t testing.TB, pkg, name string) string {
 	if out, err := exec.Command("go", "build", "-o", p, pkg).CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
-	built[pkg] = p
+	built[key] = p
 	return p
 }
