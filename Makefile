@@ -28,7 +28,7 @@ demo: build
 # 10m, which cmd/inaemu and conformance exceeded on a busy 2-core machine:
 # docs/testing.md has the measured durations). A package past it is killed
 # with every goroutine's stack; what its tests made is swept by the next run.
-TESTTIMEOUT ?= 30m
+TESTTIMEOUT ?= 45m
 test: vet
 	$(GO) tool gotestsum --format pkgname-and-test-fails -- -count=1 -timeout $(TESTTIMEOUT) $(PKGS)
 
