@@ -14,6 +14,7 @@ import (
 	"github.com/inaemu/inaemu/emu/themis"
 	"github.com/inaemu/inaemu/emu/themis/flow"
 	"github.com/inaemu/inaemu/emu/themis/input"
+	"github.com/inaemu/inaemu/internal/units"
 )
 
 // themisFlags are the inputs 'themis schedule' and 'themis run' share: the
@@ -341,19 +342,16 @@ func intsText(v []int) string {
 // bytesText is a size for people, exact when it is not a whole unit.
 func bytesText(b float64) string {
 	if b == float64(int64(b)) {
-		return fmt.Sprintf("%s (%d bytes)", strings.ReplaceAll(themisSize(int64(b)), " ", ""), int64(b))
+		return fmt.Sprintf("%s (%d bytes)", themisSize(int64(b)), int64(b))
 	}
 	return strconv.FormatFloat(b, 'g', -1, 64) + " bytes"
 }
 
+// themisSize is units.FormatSize's binary units, else decimal ones
+// (Table 2's link rates and sizes are often decimal).
 func themisSize(n int64) string {
-	for _, u := range []struct {
-		suf string
-		m   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n >= u.m && n%u.m == 0 {
-			return fmt.Sprintf("%d%s", n/u.m, u.suf)
-		}
+	if s := units.FormatSize(n); strings.HasSuffix(s, "iB") {
+		return s
 	}
 	for _, u := range []struct {
 		suf string
