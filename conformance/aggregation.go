@@ -731,11 +731,8 @@ func AggregationSuite(o SuiteOptions) []PropertyResult {
 		} else {
 			c.place()
 		}
-		c, out := settle(c, runAggCase(o, c, o.Release), func(d aggCase) aggOutcome { return runAggCase(o, d, o.Release) })
+		c, out := res.settled(i, c, func(d aggCase) aggOutcome { return runAggCase(o, d, o.Release) })
 		res.Cases++
-		if out.inconclusive {
-			res.inconclusive(i, out)
-		}
 		if out.transport {
 			transport++
 			res.Shard.transport(i)

@@ -60,10 +60,7 @@ func gbnOnDevice(o SuiteOptions) []PropertyResult {
 	res := PropertyResult{Name: name, Passed: true}
 	eachCase(o, name, &res, func(i int, seed uint64) bool {
 		c := gbnDeviceCase(o, seed)
-		c, out := settle(c, runGBNOnDevice(o, c), func(d aggCase) aggOutcome { return runGBNOnDevice(o, d) })
-		if out.inconclusive {
-			res.inconclusive(i, out)
-		}
+		c, out := res.settled(i, c, func(d aggCase) aggOutcome { return runGBNOnDevice(o, d) })
 		if out.fail == "" {
 			return true
 		}

@@ -148,10 +148,7 @@ func emittedVerify(o SuiteOptions) PropertyResult {
 	eachCase(o, name, &res, func(i int, seed uint64) bool {
 		c, cs := cleanAggCase(o, seed)
 		run := func(c aggCase) aggOutcome { return emittedOutcome(o, cs.scenario(c), c) }
-		c, out := settle(c, run(c), run)
-		if out.inconclusive {
-			res.inconclusive(i, out)
-		}
+		c, out := res.settled(i, c, run)
 		if out.fail == "" {
 			return true
 		}
@@ -339,10 +336,7 @@ func noAggregateFromCorruption(o SuiteOptions) PropertyResult {
 		for k, n := 0, 1+r.IntN(4); k < n; k++ {
 			c.Events = append(c.Events, fmt.Sprintf("corrupt port=%d dir=in class=data nth=%d", r.IntN(c.Workers), 1+r.IntN(40)))
 		}
-		c, out := settle(c, run(c), run)
-		if out.inconclusive {
-			res.inconclusive(i, out)
-		}
+		c, out := res.settled(i, c, run)
 		if out.fail == "" {
 			return true
 		}

@@ -167,6 +167,17 @@ func (res PropertyResult) Undecided() bool { return res.Verdict == VerdictInconc
 // skipped).
 func (res PropertyResult) Failed() bool { return !res.Passed && !res.Undecided() }
 
+// settled runs case i (run judges it), settles it (settle) and records
+// an inconclusive outcome in res: what every property against a device
+// does with a case.
+func (res *PropertyResult) settled(i int, c aggCase, run func(aggCase) aggOutcome) (aggCase, aggOutcome) {
+	c, out := settle(c, run(c), run)
+	if out.inconclusive {
+		res.inconclusive(i, out)
+	}
+	return c, out
+}
+
 // inconclusive records case i's inconclusive outcome in res (and its
 // shard record).
 func (res *PropertyResult) inconclusive(i int, out aggOutcome) {

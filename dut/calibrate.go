@@ -71,8 +71,8 @@ func (c Calibration) round(workers, inFlight int) time.Duration {
 
 // Timeout is the smallest ACK timeout exponent from MinTimeout to
 // MaxTimeout whose period covers CalibrationMargin rounds of workers
-// ranks with inFlight packets each in flight (MinTimeout when nothing was
-// measured: FallbackTimeout).
+// ranks with inFlight packets each in flight (FallbackTimeout when nothing was
+// measured).
 func (c Calibration) Timeout(workers, inFlight int) int {
 	if !c.Measured() {
 		return FallbackTimeout
