@@ -162,17 +162,11 @@ func shrinkHier(c hierSuiteCase, out aggOutcome) (hierSuiteCase, aggOutcome) {
 			d.Events = fewer
 			return try(d)
 		})
-		for _, shrink := range []func(d *hierSuiteCase) bool{
+		return tryEach(c, try,
 			func(d *hierSuiteCase) bool { d.Elems /= 2; return d.Elems >= d.hosts()*d.Chunks },
 			func(d *hierSuiteCase) bool { d.Chunks--; return d.Chunks >= 1 },
 			func(d *hierSuiteCase) bool { d.MsgLen /= 2; return d.MsgLen >= 1 },
-		} {
-			d := c
-			if shrink(&d) && try(d) {
-				changed = true
-			}
-		}
-		return changed
+		) || changed
 	})
 	return c, out
 }

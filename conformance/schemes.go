@@ -149,18 +149,12 @@ func shrinkScheme(c schemeCase, out aggOutcome) (schemeCase, aggOutcome) {
 			d.Events = fewer
 			return try(d)
 		})
-		for _, shrink := range []func(d *schemeCase) bool{
+		return tryEach(c, try,
 			func(d *schemeCase) bool { d.Elems /= 2; return d.Elems >= d.Machines*d.GPUs },
 			func(d *schemeCase) bool { d.MsgLen /= 2; return d.MsgLen >= 1 },
 			func(d *schemeCase) bool { d.Window--; return d.Window >= 1 },
 			func(d *schemeCase) bool { d.Spines--; return d.Racks && d.Spines >= 1 },
-		} {
-			d := c
-			if shrink(&d) && try(d) {
-				changed = true
-			}
-		}
-		return changed
+		) || changed
 	})
 	return c, out
 }

@@ -251,6 +251,20 @@ func dropEachEvent(events []string, try func(fewer []string) bool) bool {
 	return changed
 }
 
+// tryEach tries each step on its own copy of c (a step that reports
+// false made no valid case, which is not tried) and reports whether any
+// of the smaller cases still failed: a shrinker's list of moves.
+func tryEach[C any](c C, try func(C) bool, steps ...func(*C) bool) bool {
+	changed := false
+	for _, step := range steps {
+		d := c
+		if step(&d) && try(d) {
+			changed = true
+		}
+	}
+	return changed
+}
+
 // shrinkCase makes the failing case *c smaller: each pass offers smaller
 // cases to try, which runs one (at most budget in all) and keeps it in *c
 // when same says it fails the way the original did; passes repeat until
