@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/inaemu/inaemu/capcheck"
@@ -55,16 +56,13 @@ func deviceCaptureNames(recs []pcapio.Record, workers int) []string {
 	return names
 }
 
-// deviceSide says whether a capture interface is on the device's side of
-// the wire, and whether it is what the device sent (swR-wR).
-func deviceSide(iface string) (device, sent bool) {
-	switch {
-	case strings.HasPrefix(iface, "sw"):
-		return true, true
-	case strings.HasPrefix(iface, "w") && strings.Contains(iface, "-sw"):
-		return true, false
-	}
-	return false, false
+// deviceSide says whether the capture interface iface (one of names,
+// deviceCaptureNames) is on the device's side of the wire, and whether it
+// is what the device sent: the third and fourth of each rank's
+// faultwire.CaptureNames (wR-swR, swR-wR), as deviceEmitted reads them.
+func deviceSide(names []string, iface string) (device, sent bool) {
+	i := slices.Index(names, iface)
+	return i >= 0 && i%4 >= 2, i >= 0 && i%4 == 3
 }
 
 // judgeDevice applies the device rules to recs, the wire's capture of
@@ -78,10 +76,11 @@ func judgeDevice(recs []pcapio.Record, c aggCase) (rule, detail string) {
 	if len(recs) == 0 {
 		return "", ""
 	}
-	rep := capcheck.Check(recs, capcheck.CheckOptions{Interfaces: deviceCaptureNames(recs, c.Workers), DType: c.DType})
+	names := deviceCaptureNames(recs, c.Workers)
+	rep := capcheck.Check(recs, capcheck.CheckOptions{Interfaces: names, DType: c.DType})
 	for _, v := range rep.Violations {
 		both, ok := deviceRules[v.Rule]
-		dev, sent := deviceSide(v.Interface)
+		dev, sent := deviceSide(names, v.Interface)
 		if !ok || !dev || !both && !sent || c.Ring && v.Rule != capcheck.RuleICRC {
 			continue
 		}
